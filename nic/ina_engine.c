@@ -1,0 +1,553 @@
+#include "ina_engine.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ina_kernels.h"
+
+enum slot_state {
+	SLOT_EMPTY = 0,   /* never used since the job was installed */
+	SLOT_PARTIAL,     /* some contributions added, host order */
+	SLOT_WAIT_PARENT, /* aggregate complete (wire order), sent to the parent */
+	SLOT_COMPLETE,    /* result stored (wire order) and emitted */
+};
+
+/* State of one (slot index, set).  The slice key (epoch, seq) it holds is
+ * what lets the engine refuse a contribution for another slice instead of
+ * adding it to the wrong one. */
+struct slot {
+	uint64_t bitmap[INA_BITMAP_WORDS]; /* contributors counted this round */
+	uint32_t epoch;
+	uint32_t seq;
+	uint16_t count; /* contributions this round */
+	uint16_t nelem;
+	uint8_t state;
+	uint8_t flags; /* INA_F_OVERFLOW */
+	int8_t exponent;
+};
+
+struct job {
+	bool used;
+	uint32_t base; /* first engine slot index */
+	struct ina_job_cfg cfg;
+	struct ina_job_stats st;
+};
+
+struct ina_engine {
+	uint32_t nslots;
+	uint16_t max_elems;
+	uint32_t stride; /* elements per (slot, set), a multiple of 16 */
+	struct slot *meta;
+	uint32_t *data;
+	uint8_t job_of_id[65536]; /* jobs[] index + 1, 0 = none */
+	struct job jobs[INA_MAX_JOBS];
+	struct ina_engine_stats st;
+};
+
+struct ina_engine *ina_engine_create(uint32_t nslots, uint16_t max_elems)
+{
+	if (nslots == 0 || nslots > INA_SLOT_INDEX_MASK || max_elems == 0 ||
+	    max_elems > INA_MAX_ELEMS)
+		return NULL;
+
+	struct ina_engine *eng = calloc(1, sizeof(*eng));
+	if (!eng)
+		return NULL;
+	eng->nslots = nslots;
+	eng->max_elems = max_elems;
+	eng->stride = (max_elems + 15u) & ~15u; /* keeps every set 64-byte aligned */
+	eng->meta = calloc((size_t)nslots * 2, sizeof(*eng->meta));
+	eng->data = aligned_alloc(64, (size_t)nslots * 2 * eng->stride * sizeof(uint32_t));
+	if (!eng->meta || !eng->data) {
+		ina_engine_destroy(eng);
+		return NULL;
+	}
+	return eng;
+}
+
+void ina_engine_destroy(struct ina_engine *eng)
+{
+	if (!eng)
+		return;
+	free(eng->meta);
+	free(eng->data);
+	free(eng);
+}
+
+static struct job *find_job(const struct ina_engine *eng, uint16_t id)
+{
+	unsigned i = eng->job_of_id[id];
+	return i ? (struct job *)&eng->jobs[i - 1] : NULL;
+}
+
+static bool addr_eq(const struct ina_addr *a, const struct ina_addr *b)
+{
+	return a->ip == b->ip && a->port == b->port;
+}
+
+static const char *check_job_cfg(const struct ina_engine *eng, const struct ina_job_cfg *c)
+{
+	if (c->fan_in == 0 || c->fan_in > INA_MAX_FANIN)
+		return "fan_in must be 1..256";
+	if (c->dtype != INA_D_INT32 && c->dtype != INA_D_FP32 && c->dtype != INA_D_BFP32)
+		return "dtype must be int32, fp32 or bfp32";
+	if (c->nslots == 0)
+		return "nslots must be at least 1";
+	if (c->elems_per_slot == 0 || c->elems_per_slot > eng->max_elems)
+		return "elems_per_slot must be 1..the engine's max_elems";
+	if (c->outputs == 0 ||
+	    (c->outputs & ~(unsigned)(INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_PS)))
+		return "outputs must be a non-empty set of multicast, forward, ps";
+	if ((c->outputs & INA_OUT_PS) && (c->outputs & INA_OUT_FORWARD))
+		return "outputs ps and forward exclude each other";
+	if ((c->outputs & INA_OUT_PS) && c->parent.job != c->id)
+		return "parent.job must equal the job id (its results come back under it)";
+	if (c->upstream_index < -1 || c->upstream_index >= (int)c->fan_in)
+		return "upstream_index must be -1 or a contributor index";
+	for (unsigned i = 0; i < c->fan_in; i++)
+		for (unsigned k = i + 1; k < c->fan_in; k++)
+			if (addr_eq(&c->contributors[i], &c->contributors[k]))
+				return "two contributors have the same address";
+	return NULL;
+}
+
+/* First fit over the ranges of the installed jobs. */
+static long find_slot_range(const struct ina_engine *eng, uint32_t n)
+{
+	uint64_t start = 0;
+
+	for (;;) {
+		bool moved = false;
+		for (unsigned i = 0; i < INA_MAX_JOBS; i++) {
+			const struct job *j = &eng->jobs[i];
+			if (!j->used)
+				continue;
+			uint64_t b = j->base, e = b + j->cfg.nslots;
+			if (start < e && b < start + n) {
+				start = e;
+				moved = true;
+			}
+		}
+		if (!moved)
+			break;
+	}
+	return start + n <= eng->nslots ? (long)start : -1;
+}
+
+int ina_job_install(struct ina_engine *eng, const struct ina_job_cfg *cfg, const char **why)
+{
+	const char *dummy;
+	if (!why)
+		why = &dummy;
+	*why = NULL;
+	if (!eng || !cfg) {
+		*why = "no engine or no job config";
+		return -EINVAL;
+	}
+	if ((*why = check_job_cfg(eng, cfg)))
+		return -EINVAL;
+	if (find_job(eng, cfg->id)) {
+		*why = "a job with this id is installed";
+		return -EEXIST;
+	}
+	struct job *j = NULL;
+	for (unsigned i = 0; i < INA_MAX_JOBS && !j; i++)
+		if (!eng->jobs[i].used)
+			j = &eng->jobs[i];
+	if (!j) {
+		*why = "job table full";
+		return -ENOSPC;
+	}
+	long base = find_slot_range(eng, cfg->nslots);
+	if (base < 0) {
+		*why = "not enough free slots";
+		return -ENOSPC;
+	}
+
+	memset(j, 0, sizeof(*j));
+	j->cfg = *cfg;
+	j->base = (uint32_t)base;
+	j->used = true;
+	memset(&eng->meta[(size_t)j->base * 2], 0, (size_t)cfg->nslots * 2 * sizeof(struct slot));
+	eng->job_of_id[cfg->id] = (uint8_t)(j - eng->jobs + 1);
+	return 0;
+}
+
+int ina_job_remove(struct ina_engine *eng, uint16_t id)
+{
+	struct job *j = eng ? find_job(eng, id) : NULL;
+	if (!j)
+		return -ENOENT;
+	memset(&eng->meta[(size_t)j->base * 2], 0, (size_t)j->cfg.nslots * 2 * sizeof(struct slot));
+	j->used = false;
+	eng->job_of_id[id] = 0;
+	return 0;
+}
+
+const struct ina_job_stats *ina_job_stats(const struct ina_engine *eng, uint16_t id)
+{
+	const struct job *j = find_job(eng, id);
+	return j ? &j->st : NULL;
+}
+
+long ina_job_slot_base(const struct ina_engine *eng, uint16_t id)
+{
+	const struct job *j = find_job(eng, id);
+	return j ? (long)j->base : -1;
+}
+
+uint32_t ina_job_slots_busy(const struct ina_engine *eng, uint16_t id)
+{
+	const struct job *j = find_job(eng, id);
+	uint32_t busy = 0;
+
+	if (!j)
+		return 0;
+	for (size_t i = (size_t)j->base * 2; i < ((size_t)j->base + j->cfg.nslots) * 2; i++)
+		busy += eng->meta[i].state == SLOT_PARTIAL || eng->meta[i].state == SLOT_WAIT_PARENT;
+	return busy;
+}
+
+const struct ina_engine_stats *ina_engine_stats(const struct ina_engine *eng)
+{
+	return &eng->st;
+}
+
+/* ---- datapath ---- */
+
+static bool bit_test(const struct slot *s, unsigned c)
+{
+	return s->bitmap[c / 64] >> (c % 64) & 1;
+}
+
+static void bit_set(struct slot *s, unsigned c) { s->bitmap[c / 64] |= 1ull << (c % 64); }
+static void bit_clear(struct slot *s, unsigned c) { s->bitmap[c / 64] &= ~(1ull << (c % 64)); }
+
+static bool bitmap_empty(const struct slot *s)
+{
+	uint64_t any = 0;
+	for (unsigned i = 0; i < INA_BITMAP_WORDS; i++)
+		any |= s->bitmap[i];
+	return any == 0;
+}
+
+/* Order of slice keys with wrap-around (serial number arithmetic), so the
+ * epoch and seq counters may wrap in a long run. */
+static int key_cmp(const struct ina_hdr *h, const struct slot *s)
+{
+	int32_t d = (int32_t)(h->epoch - s->epoch);
+	if (d == 0)
+		d = (int32_t)(h->seq - s->seq);
+	return (d > 0) - (d < 0);
+}
+
+struct ctx {
+	struct ina_engine *eng;
+	struct job *job;
+	const struct ina_pkt *pkt;
+	struct ina_emits *out;
+	uint32_t index; /* slot index within the job */
+	unsigned set;
+	struct slot *slot, *other;
+	uint32_t *data;
+};
+
+static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16_t job,
+		 uint16_t contributor, uint8_t extra_flags)
+{
+	const struct slot *s = x->slot;
+	struct ina_emit *e = &x->out->e[x->out->n++];
+
+	e->hdr = (struct ina_hdr){
+		.version = INA_VERSION,
+		.type = type,
+		.dtype = x->job->cfg.dtype,
+		.flags = s->flags | extra_flags,
+		.job = job,
+		.contributor = contributor,
+		.slot = x->index | (x->set ? INA_SLOT_SET_BIT : 0),
+		.epoch = s->epoch,
+		.seq = s->seq,
+		.count = s->nelem,
+		.exponent = s->exponent,
+	};
+	e->payload = (const uint8_t *)x->data;
+	e->payload_len = (size_t)s->nelem * INA_ELEM_SIZE;
+	e->dst = *dst;
+}
+
+static void emit_result_to(struct ctx *x, unsigned c, uint8_t flags)
+{
+	emit(x, INA_T_RESULT, &x->job->cfg.contributors[c], x->job->cfg.id, (uint16_t)c, flags);
+}
+
+static void emit_multicast(struct ctx *x)
+{
+	const struct ina_job_cfg *c = &x->job->cfg;
+	for (unsigned i = 0; i < c->fan_in; i++)
+		if ((int)i != c->upstream_index)
+			emit_result_to(x, i, 0);
+}
+
+static void emit_peer(struct ctx *x, const struct ina_peer *p, uint8_t flags)
+{
+	emit(x, INA_T_DATA, &p->addr, p->job, p->contributor, flags);
+}
+
+/* The slot just reached fan_in: its data is in wire order. */
+static void on_complete(struct ctx *x)
+{
+	const struct ina_job_cfg *c = &x->job->cfg;
+
+	x->job->st.completions++;
+	if (x->slot->flags & INA_F_OVERFLOW)
+		x->job->st.overflows++;
+	if (c->outputs & INA_OUT_PS) {
+		x->slot->state = SLOT_WAIT_PARENT;
+		emit_peer(x, &c->parent, 0);
+		return;
+	}
+	x->slot->state = SLOT_COMPLETE;
+	if (c->outputs & INA_OUT_MULTICAST)
+		emit_multicast(x);
+	if (c->outputs & INA_OUT_FORWARD)
+		emit_peer(x, &c->forward, 0);
+}
+
+static void add_contribution(struct ctx *x, unsigned c)
+{
+	const struct ina_pkt *p = x->pkt;
+	struct slot *s = x->slot;
+	unsigned n = p->hdr.count;
+	bool last = s->count + 1u == x->job->cfg.fan_in;
+	uint32_t ovf = 0;
+
+	if (s->count == 0) {
+		if (last)
+			memcpy(x->data, p->payload, (size_t)n * INA_ELEM_SIZE);
+		else
+			ina_k_load(x->data, p->payload, n);
+	} else if (x->job->cfg.dtype == INA_D_FP32) {
+		(last ? ina_k_add_f32_final : ina_k_add_f32)(x->data, p->payload, n);
+	} else {
+		ovf = (last ? ina_k_add_i32_final : ina_k_add_i32)(x->data, p->payload, n);
+	}
+	if (ovf)
+		s->flags |= INA_F_OVERFLOW;
+	if (p->hdr.exponent > s->exponent || s->count == 0)
+		s->exponent = p->hdr.exponent;
+	bit_set(s, c);
+	s->count++;
+	x->job->st.contributions++;
+	if (last)
+		on_complete(x);
+}
+
+static void start_round(struct ctx *x)
+{
+	struct slot *s = x->slot;
+
+	memset(s->bitmap, 0, sizeof(s->bitmap));
+	s->epoch = x->pkt->hdr.epoch;
+	s->seq = x->pkt->hdr.seq;
+	s->nelem = x->pkt->hdr.count;
+	s->count = 0;
+	s->flags = 0;
+	s->exponent = 0;
+	s->state = SLOT_PARTIAL;
+}
+
+/* A contributor re-sent a slice the slot has finished: send again what it
+ * would have caused, from the stored bytes. */
+static void answer_retransmission(struct ctx *x, unsigned c)
+{
+	const struct ina_job_cfg *cfg = &x->job->cfg;
+
+	x->job->st.retransmits++;
+	if (x->slot->state == SLOT_WAIT_PARENT) {
+		emit_peer(x, &cfg->parent, INA_F_RETX);
+		return;
+	}
+	if ((cfg->outputs & INA_OUT_MULTICAST) && (int)c != cfg->upstream_index)
+		emit_result_to(x, c, INA_F_RETX);
+	if (cfg->outputs & INA_OUT_FORWARD)
+		emit_peer(x, &cfg->forward, INA_F_RETX);
+}
+
+static enum ina_reason on_data(struct ctx *x, unsigned c)
+{
+	struct slot *s = x->slot;
+	int cmp = key_cmp(&x->pkt->hdr, s);
+
+	/* A contributor uses the other set only after that set finished for
+	 * it; while its contribution there is still pending, refuse this one
+	 * (clearing its bit there would let it be counted twice). */
+	if (bit_test(x->other, c) &&
+	    (x->other->state == SLOT_PARTIAL || x->other->state == SLOT_WAIT_PARENT))
+		return INA_R_SLOT_BUSY;
+
+	switch (s->state) {
+	case SLOT_EMPTY:
+		start_round(x);
+		break;
+	case SLOT_PARTIAL:
+		if (cmp < 0)
+			return INA_R_STALE;
+		if (cmp > 0)
+			return INA_R_SLOT_BUSY;
+		if (x->pkt->hdr.count != s->nelem)
+			return INA_R_COUNT_MISMATCH;
+		if (bit_test(s, c))
+			return INA_R_DUPLICATE;
+		break;
+	default: /* WAIT_PARENT, COMPLETE */
+		if (cmp < 0)
+			return INA_R_STALE;
+		if (cmp == 0) {
+			/* bit clear: the sender already moved to the other set */
+			if (!bit_test(s, c))
+				return INA_R_STALE;
+			if (x->pkt->hdr.count != s->nelem)
+				return INA_R_COUNT_MISMATCH;
+			answer_retransmission(x, c);
+			return INA_OK;
+		}
+		/* Newer slice: only once every contributor has moved on, so a
+		 * straggler can still get the stored result. */
+		if (!bitmap_empty(s))
+			return INA_R_SLOT_BUSY;
+		start_round(x);
+		break;
+	}
+	bit_clear(x->other, c);
+	add_contribution(x, c);
+	return INA_OK;
+}
+
+static enum ina_reason on_parent_result(struct ctx *x, const struct ina_addr *src)
+{
+	const struct ina_job_cfg *cfg = &x->job->cfg;
+	struct slot *s = x->slot;
+	int cmp = key_cmp(&x->pkt->hdr, s);
+
+	if (!(cfg->outputs & INA_OUT_PS))
+		return INA_R_UNEXPECTED_TYPE;
+	if (!addr_eq(src, &cfg->parent.addr))
+		return INA_R_NOT_MEMBER;
+	if (s->state == SLOT_EMPTY)
+		return INA_R_NOT_READY;
+	if (cmp < 0)
+		return INA_R_STALE;
+	if (cmp > 0 || s->state == SLOT_PARTIAL)
+		return INA_R_NOT_READY;
+	if (s->state == SLOT_COMPLETE)
+		return INA_R_DUPLICATE;
+	if (x->pkt->hdr.count != s->nelem)
+		return INA_R_COUNT_MISMATCH;
+	memcpy(x->data, x->pkt->payload, x->pkt->payload_len);
+	s->exponent = x->pkt->hdr.exponent;
+	s->flags |= x->pkt->hdr.flags & INA_F_OVERFLOW;
+	s->state = SLOT_COMPLETE;
+	emit_multicast(x);
+	return INA_OK;
+}
+
+static enum ina_reason on_pull(struct ctx *x, unsigned c)
+{
+	const struct slot *s = x->slot;
+	int cmp = key_cmp(&x->pkt->hdr, s);
+
+	if (s->state != SLOT_EMPTY && cmp < 0)
+		return INA_R_STALE;
+	if (s->state != SLOT_COMPLETE || cmp != 0)
+		return INA_R_NOT_READY;
+	x->job->st.retransmits++;
+	emit_result_to(x, c, INA_F_RETX);
+	return INA_OK;
+}
+
+/* Maps the header's contributor id to an index and checks the source. */
+static enum ina_reason member_index(const struct job *j, const struct ina_hdr *h,
+				    const struct ina_addr *src, unsigned *c)
+{
+	unsigned i = h->contributor;
+
+	if (i == INA_CONTRIB_UPSTREAM && j->cfg.upstream_index >= 0)
+		i = (unsigned)j->cfg.upstream_index;
+	if (i >= j->cfg.fan_in)
+		return INA_R_BAD_CONTRIBUTOR;
+	if (!addr_eq(src, &j->cfg.contributors[i]))
+		return INA_R_NOT_MEMBER;
+	*c = i;
+	return INA_OK;
+}
+
+static enum ina_reason dispatch(struct ctx *x, const struct ina_addr *src)
+{
+	const struct ina_hdr *h = &x->pkt->hdr;
+	const struct ina_job_cfg *cfg = &x->job->cfg;
+	enum ina_reason r;
+	unsigned c;
+
+	if (h->type != INA_T_DATA && h->type != INA_T_PULL && h->type != INA_T_RESULT)
+		return INA_R_UNEXPECTED_TYPE;
+	if (h->dtype != cfg->dtype)
+		return INA_R_DTYPE_MISMATCH;
+	if (h->count > cfg->elems_per_slot)
+		return INA_R_COUNT_EXCEEDS_SLOT;
+	x->index = ina_slot_index(h->slot);
+	if (x->index >= cfg->nslots)
+		return INA_R_SLOT_OUT_OF_RANGE;
+	x->set = ina_slot_set(h->slot);
+	size_t m = ((size_t)x->job->base + x->index) * 2;
+	x->slot = &x->eng->meta[m + x->set];
+	x->other = &x->eng->meta[m + !x->set];
+	x->data = x->eng->data + (m + x->set) * x->eng->stride;
+
+	if (h->type == INA_T_RESULT)
+		return on_parent_result(x, src);
+	if ((r = member_index(x->job, h, src, &c)) != INA_OK)
+		return r;
+	return h->type == INA_T_DATA ? on_data(x, c) : on_pull(x, c);
+}
+
+enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt *pkt,
+				   const struct ina_addr *src, struct ina_emits *out)
+{
+	struct ctx x = { .eng = eng, .pkt = pkt, .out = out };
+	enum ina_reason r;
+
+	out->n = 0;
+	eng->st.rx_packets++;
+	x.job = find_job(eng, pkt->hdr.job);
+	if (!x.job) {
+		eng->st.drops[INA_R_UNKNOWN_JOB]++;
+		return INA_R_UNKNOWN_JOB;
+	}
+	x.job->st.rx_packets++;
+	r = dispatch(&x, src);
+	if (r != INA_OK) {
+		eng->st.drops[r]++;
+		x.job->st.drops[r]++;
+		return r;
+	}
+	eng->st.accepted++;
+	x.job->st.emits += out->n;
+	return INA_OK;
+}
+
+enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t len,
+			      const struct ina_addr *src, struct ina_emits *out)
+{
+	struct ina_pkt pkt;
+	enum ina_reason r = ina_parse(buf, len, &pkt);
+
+	if (r != INA_OK) {
+		out->n = 0;
+		eng->st.rx_packets++;
+		eng->st.drops[r]++;
+		return r;
+	}
+	return ina_engine_process(eng, &pkt, src, out);
+}

@@ -1,0 +1,115 @@
+/* The slot-based aggregation engine: pure C, no DPDK, no sockets.  A parsed
+ * packet goes in; a list of emits (header + payload + destination) comes
+ * out.  swemu wraps it with mbufs, the host library with UDP sockets, the
+ * tests drive it directly.  Semantics: docs/ENGINE.md. */
+#ifndef INA_ENGINE_H
+#define INA_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ina_proto.h"
+
+#define INA_MAX_FANIN 256
+#define INA_MAX_JOBS 64
+#define INA_BITMAP_WORDS (INA_MAX_FANIN / 64)
+/* A multicast to every contributor plus one forward. */
+#define INA_MAX_EMITS (INA_MAX_FANIN + 1)
+
+/* A peer as the engine sees it.  Members are matched on ip and port (both
+ * network byte order); mac is carried for swemu's packet builder. */
+struct ina_addr {
+	uint32_t ip;
+	uint16_t port;
+	uint8_t mac[6];
+};
+
+/* Where a complete slot goes (bit set of the job's outputs). */
+enum ina_output {
+	INA_OUT_MULTICAST = 1, /* RESULT to every contributor (not the upstream) */
+	INA_OUT_FORWARD = 2,   /* DATA to a downstream member (ring) */
+	INA_OUT_PS = 4,        /* DATA to a parent aggregator; its RESULT is multicast */
+};
+
+/* The identity a forwarded aggregate takes at the next hop. */
+struct ina_peer {
+	struct ina_addr addr;
+	uint16_t job;
+	uint16_t contributor;
+};
+
+struct ina_job_cfg {
+	uint16_t id;
+	uint16_t fan_in;          /* 1..INA_MAX_FANIN */
+	uint8_t dtype;            /* INA_D_INT32, INA_D_FP32 or INA_D_BFP32 */
+	uint32_t nslots;          /* slot indices reserved (each has two sets) */
+	uint16_t elems_per_slot;  /* 1..engine's max_elems */
+	unsigned outputs;         /* enum ina_output bits, at least one */
+	/* index -> address; fan_in entries */
+	struct ina_addr contributors[INA_MAX_FANIN];
+	/* index that contributor id INA_CONTRIB_UPSTREAM stands for, or -1 */
+	int upstream_index;
+	struct ina_peer forward; /* INA_OUT_FORWARD */
+	struct ina_peer parent;  /* INA_OUT_PS */
+};
+
+struct ina_job_stats {
+	uint64_t rx_packets;
+	uint64_t contributions;   /* accepted and added */
+	uint64_t completions;     /* slots that reached fan_in */
+	uint64_t retransmits;     /* re-sends answered from a stored slot */
+	uint64_t emits;           /* packets emitted */
+	uint64_t overflows;       /* int32 completions that wrapped */
+	uint64_t drops[INA_R_MAX_];
+};
+
+struct ina_engine_stats {
+	uint64_t rx_packets;
+	uint64_t accepted;
+	uint64_t drops[INA_R_MAX_]; /* every drop, attributed to a job or not */
+};
+
+struct ina_emit {
+	struct ina_hdr hdr;
+	const uint8_t *payload; /* wire order; valid until the next process call */
+	size_t payload_len;
+	struct ina_addr dst;
+};
+
+struct ina_emits {
+	unsigned n;
+	struct ina_emit e[INA_MAX_EMITS];
+};
+
+struct ina_engine;
+
+/* nslots slot indices, each with two sets of max_elems elements; all memory
+ * is allocated here and never grows.  NULL on bad arguments or no memory. */
+struct ina_engine *ina_engine_create(uint32_t nslots, uint16_t max_elems);
+void ina_engine_destroy(struct ina_engine *eng);
+
+/* 0, or a negative errno: -EINVAL (bad cfg; *why says which field),
+ * -EEXIST (id in use), -ENOSPC (no slot range or job entry left). */
+int ina_job_install(struct ina_engine *eng, const struct ina_job_cfg *cfg, const char **why);
+/* 0 or -ENOENT.  Frees the job's slot range. */
+int ina_job_remove(struct ina_engine *eng, uint16_t id);
+const struct ina_job_stats *ina_job_stats(const struct ina_engine *eng, uint16_t id);
+/* First slot (engine-wide index) of the job's range, or -1. */
+long ina_job_slot_base(const struct ina_engine *eng, uint16_t id);
+/* Slots of the job now holding a partial aggregate. */
+uint32_t ina_job_slots_busy(const struct ina_engine *eng, uint16_t id);
+const struct ina_engine_stats *ina_engine_stats(const struct ina_engine *eng);
+
+/* Processes one validated packet from src.  Returns INA_OK when it was
+ * taken (out may hold emits) or the reason it was dropped (out->n == 0,
+ * no state changed). */
+enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt *pkt,
+				   const struct ina_addr *src, struct ina_emits *out);
+
+/* Parse + validate + process a raw UDP payload; validation failures are
+ * counted in the engine stats. */
+enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t len,
+			      const struct ina_addr *src, struct ina_emits *out);
+
+#endif

@@ -1,0 +1,23 @@
+/* The element loops of the engine: byte-order conversion fused with the
+ * add.  Slot memory holds host-order partial sums; the last contribution
+ * stores the sum back in wire order, so a complete slot is sent (and
+ * re-sent) by plain copy.  Written so that the compiler vectorises them
+ * (see the engine benchmark); dst must be 64-byte aligned, src need not be. */
+#ifndef INA_KERNELS_H
+#define INA_KERNELS_H
+
+#include <stdint.h>
+
+/* dst = host(src) */
+void ina_k_load(uint32_t *dst, const uint8_t *src, unsigned n);
+/* dst += host(src) as int32, wrapping; returns nonzero if any element
+ * overflowed.  The _final variant stores the sum in wire order. */
+uint32_t ina_k_add_i32(uint32_t *dst, const uint8_t *src, unsigned n);
+uint32_t ina_k_add_i32_final(uint32_t *dst, const uint8_t *src, unsigned n);
+/* dst += host(src) as IEEE binary32 (round to nearest even). */
+void ina_k_add_f32(uint32_t *dst, const uint8_t *src, unsigned n);
+void ina_k_add_f32_final(uint32_t *dst, const uint8_t *src, unsigned n);
+/* dst = wire(dst): turns a host-order partial into a result in place. */
+void ina_k_to_wire(uint32_t *dst, unsigned n);
+
+#endif
