@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Sets up the machine (testbed/setup.sh), builds, and runs the whole test
+# suite with meson; ends with one line "tests: N passed, N failed".
+#   testbed/run-tests.sh [meson test args...]
+set -uo pipefail
+case "${1:-}" in -h|--help) sed -n 2,4p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/testbed/setup.sh" || exit 1
+cd "$top"
+meson test -C build --print-errorlogs "$@"
+rc=$?
+python3 - build/meson-logs/testlog.json <<'PY'
+import json, sys
+res = [json.loads(l)["result"] for l in open(sys.argv[1]) if l.strip()]
+ok = sum(r in ("OK", "EXPECTEDFAIL", "SKIP") for r in res)
+print(f"tests: {ok} passed, {len(res) - ok} failed")
+PY
+exit $rc

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package the project needs (idempotent: apt runs
+# only when something is missing) and builds the project into build/.
+#   testbed/setup.sh [--no-build]
+# With CI set in the environment, warnings are errors.
+set -euo pipefail
+case "${1:-}" in -h|--help) sed -n 2,5p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+top=$(cd "$(dirname "$0")/.." && pwd)
+
+packages=(
+	# build
+	build-essential pkg-config meson ninja-build
+	# libraries: DPDK 22.11, config files, JSON stats, unit tests
+	libdpdk-dev dpdk-dev libconfig-dev libjansson-dev libcmocka-dev
+	# libFuzzer and sanitizers
+	clang libclang-rt-14-dev
+	# AF_XDP ports and the namespace testbed
+	libxdp-dev libbpf-dev iproute2 ethtool python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	if [ "$(id -u)" != 0 ]; then
+		echo "setup: missing packages (${missing[*]}); run as root to install them" >&2
+		exit 1
+	fi
+	echo "setup: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q
+	apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+[ "${1:-}" = --no-build ] && exit 0
+
+werror=false
+[ -n "${CI:-}" ] && werror=true
+cd "$top"
+if [ -f build/build.ninja ]; then
+	meson configure build -Dwerror=$werror >/dev/null
+else
+	meson setup build -Dwerror=$werror >/dev/null
+fi
+ninja -C build
