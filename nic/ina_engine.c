@@ -15,7 +15,8 @@ enum slot_state {
 
 /* State of one (slot index, set).  The slice key (epoch, seq) it holds is
  * what lets the engine refuse a contribution for another slice instead of
- * adding it to the wrong one. */
+ * adding it to the wrong one.  It fills the cache line in front of the
+ * set's elements, so a slot is one contiguous run of memory. */
 struct slot {
 	uint64_t bitmap[INA_BITMAP_WORDS]; /* contributors counted this round */
 	uint32_t epoch;
@@ -34,16 +35,35 @@ struct job {
 	struct ina_job_stats st;
 };
 
+#define SLOT_HDR 64
+
 struct ina_engine {
 	uint32_t nslots;
 	uint16_t max_elems;
-	uint32_t stride; /* elements per (slot, set), a multiple of 16 */
-	struct slot *meta;
-	uint32_t *data;
+	size_t block; /* bytes per (slot, set): header + elements, 64-byte multiple */
+	uint8_t *mem;
 	uint8_t job_of_id[65536]; /* jobs[] index + 1, 0 = none */
 	struct job jobs[INA_MAX_JOBS];
 	struct ina_engine_stats st;
 };
+
+_Static_assert(sizeof(struct slot) <= SLOT_HDR, "slot state must fit its header line");
+
+/* (slot, set) number m = 2 * engine slot index + set */
+static struct slot *slot_at(const struct ina_engine *eng, size_t m)
+{
+	return (struct slot *)(eng->mem + m * eng->block);
+}
+
+static uint32_t *slot_data(struct slot *s) { return (uint32_t *)((uint8_t *)s + SLOT_HDR); }
+
+/* Empties the state of a job's slots (the elements need no clearing: the
+ * first contribution of a round writes them). */
+static void clear_slots(struct ina_engine *eng, uint32_t base, uint32_t n)
+{
+	for (size_t m = (size_t)base * 2; m < ((size_t)base + n) * 2; m++)
+		memset(slot_at(eng, m), 0, sizeof(struct slot));
+}
 
 struct ina_engine *ina_engine_create(uint32_t nslots, uint16_t max_elems)
 {
@@ -56,10 +76,10 @@ struct ina_engine *ina_engine_create(uint32_t nslots, uint16_t max_elems)
 		return NULL;
 	eng->nslots = nslots;
 	eng->max_elems = max_elems;
-	eng->stride = (max_elems + 15u) & ~15u; /* keeps every set 64-byte aligned */
-	eng->meta = calloc((size_t)nslots * 2, sizeof(*eng->meta));
-	eng->data = aligned_alloc(64, (size_t)nslots * 2 * eng->stride * sizeof(uint32_t));
-	if (!eng->meta || !eng->data) {
+	/* elements rounded up to 16 keep every block 64-byte aligned */
+	eng->block = SLOT_HDR + (size_t)((max_elems + 15u) & ~15u) * sizeof(uint32_t);
+	eng->mem = aligned_alloc(64, (size_t)nslots * 2 * eng->block);
+	if (!eng->mem) {
 		ina_engine_destroy(eng);
 		return NULL;
 	}
@@ -70,8 +90,7 @@ void ina_engine_destroy(struct ina_engine *eng)
 {
 	if (!eng)
 		return;
-	free(eng->meta);
-	free(eng->data);
+	free(eng->mem);
 	free(eng);
 }
 
@@ -86,7 +105,7 @@ static bool addr_eq(const struct ina_addr *a, const struct ina_addr *b)
 	return a->ip == b->ip && a->port == b->port;
 }
 
-static const char *check_job_cfg(const struct ina_engine *eng, const struct ina_job_cfg *c)
+const char *ina_job_cfg_check(const struct ina_job_cfg *c, uint16_t max_elems)
 {
 	if (c->fan_in == 0 || c->fan_in > INA_MAX_FANIN)
 		return "fan_in must be 1..256";
@@ -94,7 +113,7 @@ static const char *check_job_cfg(const struct ina_engine *eng, const struct ina_
 		return "dtype must be int32, fp32 or bfp32";
 	if (c->nslots == 0)
 		return "nslots must be at least 1";
-	if (c->elems_per_slot == 0 || c->elems_per_slot > eng->max_elems)
+	if (c->elems_per_slot == 0 || c->elems_per_slot > max_elems)
 		return "elems_per_slot must be 1..the engine's max_elems";
 	if (c->outputs == 0 ||
 	    (c->outputs & ~(unsigned)(INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_PS)))
@@ -145,7 +164,7 @@ int ina_job_install(struct ina_engine *eng, const struct ina_job_cfg *cfg, const
 		*why = "no engine or no job config";
 		return -EINVAL;
 	}
-	if ((*why = check_job_cfg(eng, cfg)))
+	if ((*why = ina_job_cfg_check(cfg, eng->max_elems)))
 		return -EINVAL;
 	if (find_job(eng, cfg->id)) {
 		*why = "a job with this id is installed";
@@ -169,7 +188,7 @@ int ina_job_install(struct ina_engine *eng, const struct ina_job_cfg *cfg, const
 	j->cfg = *cfg;
 	j->base = (uint32_t)base;
 	j->used = true;
-	memset(&eng->meta[(size_t)j->base * 2], 0, (size_t)cfg->nslots * 2 * sizeof(struct slot));
+	clear_slots(eng, j->base, cfg->nslots);
 	eng->job_of_id[cfg->id] = (uint8_t)(j - eng->jobs + 1);
 	return 0;
 }
@@ -179,7 +198,7 @@ int ina_job_remove(struct ina_engine *eng, uint16_t id)
 	struct job *j = eng ? find_job(eng, id) : NULL;
 	if (!j)
 		return -ENOENT;
-	memset(&eng->meta[(size_t)j->base * 2], 0, (size_t)j->cfg.nslots * 2 * sizeof(struct slot));
+	clear_slots(eng, j->base, j->cfg.nslots);
 	j->used = false;
 	eng->job_of_id[id] = 0;
 	return 0;
@@ -204,8 +223,10 @@ uint32_t ina_job_slots_busy(const struct ina_engine *eng, uint16_t id)
 
 	if (!j)
 		return 0;
-	for (size_t i = (size_t)j->base * 2; i < ((size_t)j->base + j->cfg.nslots) * 2; i++)
-		busy += eng->meta[i].state == SLOT_PARTIAL || eng->meta[i].state == SLOT_WAIT_PARENT;
+	for (size_t m = (size_t)j->base * 2; m < ((size_t)j->base + j->cfg.nslots) * 2; m++) {
+		uint8_t st = slot_at(eng, m)->state;
+		busy += st == SLOT_PARTIAL || st == SLOT_WAIT_PARENT;
+	}
 	return busy;
 }
 
@@ -501,9 +522,9 @@ static enum ina_reason dispatch(struct ctx *x, const struct ina_addr *src)
 		return INA_R_SLOT_OUT_OF_RANGE;
 	x->set = ina_slot_set(h->slot);
 	size_t m = ((size_t)x->job->base + x->index) * 2;
-	x->slot = &x->eng->meta[m + x->set];
-	x->other = &x->eng->meta[m + !x->set];
-	x->data = x->eng->data + (m + x->set) * x->eng->stride;
+	x->slot = slot_at(x->eng, m + x->set);
+	x->other = slot_at(x->eng, m + !x->set);
+	x->data = slot_data(x->slot);
 
 	if (h->type == INA_T_RESULT)
 		return on_parent_result(x, src);
@@ -515,8 +536,12 @@ static enum ina_reason dispatch(struct ctx *x, const struct ina_addr *src)
 enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt *pkt,
 				   const struct ina_addr *src, struct ina_emits *out)
 {
-	struct ctx x = { .eng = eng, .pkt = pkt, .out = out };
+	struct ctx x; /* filled field by field: zeroing it showed in profiles */
 	enum ina_reason r;
+
+	x.eng = eng;
+	x.pkt = pkt;
+	x.out = out;
 
 	out->n = 0;
 	eng->st.rx_packets++;

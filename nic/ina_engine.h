@@ -89,6 +89,10 @@ struct ina_engine;
 struct ina_engine *ina_engine_create(uint32_t nslots, uint16_t max_elems);
 void ina_engine_destroy(struct ina_engine *eng);
 
+/* NULL if cfg is a valid job for an engine of max_elems elements per slot,
+ * else what is wrong (the check ina_job_install makes before anything else). */
+const char *ina_job_cfg_check(const struct ina_job_cfg *cfg, uint16_t max_elems);
+
 /* 0, or a negative errno: -EINVAL (bad cfg; *why says which field),
  * -EEXIST (id in use), -ENOSPC (no slot range or job entry left). */
 int ina_job_install(struct ina_engine *eng, const struct ina_job_cfg *cfg, const char **why);

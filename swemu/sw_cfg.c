@@ -1,0 +1,735 @@
+#include "sw_cfg.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <libconfig.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parser state: where errors go and which file they name. */
+struct pctx {
+	const char *file;
+	char *err;
+	size_t errlen;
+};
+
+__attribute__((format(printf, 3, 4)))
+static int fail(struct pctx *p, const config_setting_t *at, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(p->err, p->errlen, "%s:%d: ", p->file, at ? config_setting_source_line(at) : 0);
+	if (n < 0 || (size_t)n >= p->errlen)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- value parsers (also used by the control channel) ---- */
+
+static int parse_scaled(const char *s, double unit_k, uint64_t *v)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(s, &end);
+	if (errno || end == s || !isfinite(x) || x < 0)
+		return -1;
+	double mul = 1;
+	switch (tolower((unsigned char)*end)) {
+	case 'k': mul = unit_k; end++; break;
+	case 'm': mul = unit_k * unit_k; end++; break;
+	case 'g': mul = unit_k * unit_k * unit_k; end++; break;
+	case 't': mul = unit_k * unit_k * unit_k * unit_k; end++; break;
+	}
+	if (*end == 'b' && unit_k == 1000) /* "10Gb" */
+		end++;
+	if (*end)
+		return -1;
+	x *= mul;
+	if (x > 1.8e19)
+		return -1;
+	*v = (uint64_t)llround(x);
+	return 0;
+}
+
+int sw_parse_rate(const char *s, uint64_t *bps) { return parse_scaled(s, 1000, bps); }
+int sw_parse_size(const char *s, uint64_t *bytes) { return parse_scaled(s, 1024, bytes); }
+
+int sw_parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+	char tail;
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6 ||
+	    strlen(s) != 17)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	return 0;
+}
+
+int sw_parse_ip(const char *s, uint32_t *ip)
+{
+	struct in_addr a;
+	if (inet_pton(AF_INET, s, &a) != 1)
+		return -1;
+	*ip = a.s_addr;
+	return 0;
+}
+
+/* "ip:port" or "ip:port@mac" */
+int sw_parse_addr(const char *s, struct ina_addr *a)
+{
+	char buf[64];
+	const char *at = strchr(s, '@');
+	size_t n = at ? (size_t)(at - s) : strlen(s);
+	if (n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	char *colon = strrchr(buf, ':');
+	if (!colon)
+		return -1;
+	*colon = 0;
+	char *end;
+	errno = 0;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (errno || *end || end == colon + 1 || port == 0 || port > 65535)
+		return -1;
+	memset(a, 0, sizeof(*a));
+	if (sw_parse_ip(buf, &a->ip) < 0)
+		return -1;
+	a->port = htons((uint16_t)port);
+	if (at && sw_parse_mac(at + 1, a->mac) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---- setting helpers ---- */
+
+/* Every member of g must be one of the names in allowed (NULL-terminated):
+ * a misspelt key is an error, not a silently ignored line. */
+static int only_keys(struct pctx *p, const config_setting_t *g, const char *const *allowed)
+{
+	for (int i = 0; i < config_setting_length(g); i++) {
+		const config_setting_t *m = config_setting_get_elem(g, (unsigned)i);
+		const char *name = config_setting_name(m);
+		bool ok = false;
+		for (const char *const *a = allowed; *a && !ok; a++)
+			ok = strcmp(*a, name) == 0;
+		if (!ok)
+			return fail(p, m, "unknown setting '%s'", name);
+	}
+	return 0;
+}
+
+static int get_int(struct pctx *p, const config_setting_t *g, const char *name, long long lo,
+		   long long hi, bool required, long long *v)
+{
+	const config_setting_t *s = config_setting_get_member(g, name);
+	if (!s) {
+		if (required)
+			return fail(p, g, "missing setting '%s'", name);
+		return 0;
+	}
+	int t = config_setting_type(s);
+	if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+		return fail(p, s, "'%s' must be an integer", name);
+	long long x = config_setting_get_int64(s);
+	if (x < lo || x > hi)
+		return fail(p, s, "'%s' must be %lld..%lld, not %lld", name, lo, hi, x);
+	*v = x;
+	return 0;
+}
+
+static int get_u32(struct pctx *p, const config_setting_t *g, const char *name, long long lo,
+		   long long hi, bool required, uint32_t *v)
+{
+	long long x = *v;
+	if (get_int(p, g, name, lo, hi, required, &x) < 0)
+		return -1;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+static int get_str(struct pctx *p, const config_setting_t *g, const char *name, bool required,
+		   const char **v)
+{
+	const config_setting_t *s = config_setting_get_member(g, name);
+	if (!s) {
+		if (required)
+			return fail(p, g, "missing setting '%s'", name);
+		return 0;
+	}
+	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+		return fail(p, s, "'%s' must be a string", name);
+	*v = config_setting_get_string(s);
+	return 0;
+}
+
+static int get_bool(struct pctx *p, const config_setting_t *g, const char *name, bool *v)
+{
+	const config_setting_t *s = config_setting_get_member(g, name);
+	if (!s)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+		return fail(p, s, "'%s' must be true or false", name);
+	*v = config_setting_get_bool(s);
+	return 0;
+}
+
+static int get_prob(struct pctx *p, const config_setting_t *g, const char *name, double *v)
+{
+	const config_setting_t *s = config_setting_get_member(g, name);
+	if (!s)
+		return 0;
+	int t = config_setting_type(s);
+	double x;
+	if (t == CONFIG_TYPE_FLOAT)
+		x = config_setting_get_float(s);
+	else if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64)
+		x = (double)config_setting_get_int64(s);
+	else
+		return fail(p, s, "'%s' must be a number", name);
+	if (!(x >= 0 && x <= 1))
+		return fail(p, s, "'%s' must be a probability in 0..1", name);
+	*v = x;
+	return 0;
+}
+
+/* A quantity given as an integer or a string with a unit suffix. */
+static int get_scaled(struct pctx *p, const config_setting_t *g, const char *name,
+		      int (*parse)(const char *, uint64_t *), const char *what, uint64_t *v)
+{
+	const config_setting_t *s = config_setting_get_member(g, name);
+	if (!s)
+		return 0;
+	int t = config_setting_type(s);
+	if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64) {
+		long long x = config_setting_get_int64(s);
+		if (x < 0)
+			return fail(p, s, "'%s' must not be negative", name);
+		*v = (uint64_t)x;
+		return 0;
+	}
+	if (t != CONFIG_TYPE_STRING || parse(config_setting_get_string(s), v) < 0)
+		return fail(p, s, "'%s' must be %s", name, what);
+	return 0;
+}
+
+static int get_name(struct pctx *p, const config_setting_t *g, char *out)
+{
+	const char *s = NULL;
+	if (get_str(p, g, "name", true, &s) < 0)
+		return -1;
+	const config_setting_t *at = config_setting_get_member(g, "name");
+	size_t n = strlen(s);
+	if (n == 0 || n >= SW_NAME_LEN)
+		return fail(p, at, "name must be 1..%d characters", SW_NAME_LEN - 1);
+	/* names become telemetry keys: [A-Za-z0-9_] only */
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return fail(p, at, "name '%s' may only use letters, digits and _", s);
+	memcpy(out, s, n + 1);
+	return 0;
+}
+
+/* ---- sections ---- */
+
+static int load_emu(struct pctx *p, const config_setting_t *port, struct sw_emu_cfg *e)
+{
+	long long v;
+	if (get_scaled(p, port, "rate", sw_parse_rate, "a rate such as \"10G\" or \"500M\"", &e->rate_bps) < 0 ||
+	    get_scaled(p, port, "buffer", sw_parse_size, "a size such as \"256K\" or \"1M\"", &e->buffer_bytes) < 0 ||
+	    get_prob(p, port, "loss", &e->loss) < 0)
+		return -1;
+	v = 0;
+	if (get_int(p, port, "delay_us", 0, 10000000, false, &v) < 0)
+		return -1;
+	e->delay_us = (uint32_t)v;
+	v = 0;
+	if (get_int(p, port, "jitter_us", 0, 10000000, false, &v) < 0)
+		return -1;
+	e->jitter_us = (uint32_t)v;
+	const config_setting_t *ge = config_setting_get_member(port, "burst_loss");
+	if (ge) {
+		static const char *const keys[] = { "p_good_bad", "p_bad_good", "loss_bad", NULL };
+		if (!config_setting_is_group(ge))
+			return fail(p, ge, "'burst_loss' must be a group { p_good_bad; p_bad_good; loss_bad; }");
+		if (only_keys(p, ge, keys) < 0 || get_prob(p, ge, "p_good_bad", &e->ge_p_gb) < 0 ||
+		    get_prob(p, ge, "p_bad_good", &e->ge_p_bg) < 0 || get_prob(p, ge, "loss_bad", &e->ge_loss_bad) < 0)
+			return -1;
+		if (e->ge_p_bg == 0 && e->ge_p_gb > 0)
+			return fail(p, ge, "'p_bad_good' must be > 0, or the link never leaves the bad state");
+	}
+	return 0;
+}
+
+static int load_ports(struct pctx *p, const config_setting_t *sw, struct sw_switch_cfg *s)
+{
+	static const char *const keys[] = { "name", "dev", "link", "rate", "buffer", "delay_us",
+					    "jitter_us", "loss", "burst_loss", NULL };
+	const config_setting_t *ports = config_setting_get_member(sw, "ports");
+	if (!ports)
+		return fail(p, sw, "switch '%s' has no 'ports'", s->name);
+	if (!config_setting_is_list(ports))
+		return fail(p, ports, "'ports' must be a list ( {...}, ... )");
+	int n = config_setting_length(ports);
+	if (n == 0 || n > SW_MAX_PORTS)
+		return fail(p, ports, "a switch has 1..%d ports", SW_MAX_PORTS);
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *pg = config_setting_get_elem(ports, (unsigned)i);
+		struct sw_port_cfg *pc = &s->ports[i];
+		const char *dev = NULL, *link = NULL;
+		if (!config_setting_is_group(pg))
+			return fail(p, pg, "a port must be a group { name = ...; dev = ...; }");
+		pc->line = config_setting_source_line(pg);
+		pc->peer_switch = pc->peer_port = -1;
+		if (only_keys(p, pg, keys) < 0 || get_name(p, pg, pc->name) < 0 ||
+		    get_str(p, pg, "dev", false, &dev) < 0 || get_str(p, pg, "link", false, &link) < 0 ||
+		    load_emu(p, pg, &pc->emu) < 0)
+			return -1;
+		if (!dev == !link)
+			return fail(p, pg, "port '%s' needs exactly one of 'dev' (a DPDK device) or 'link' (\"switch.port\")",
+				    pc->name);
+		if (dev && (strlen(dev) == 0 || strlen(dev) >= sizeof(pc->dev)))
+			return fail(p, pg, "port '%s': 'dev' must be 1..%zu characters", pc->name, sizeof(pc->dev) - 1);
+		if (link && (strlen(link) == 0 || strlen(link) >= sizeof(pc->link) || !strchr(link, '.')))
+			return fail(p, pg, "port '%s': 'link' must be \"switch.port\"", pc->name);
+		snprintf(pc->dev, sizeof(pc->dev), "%s", dev ? dev : "");
+		snprintf(pc->link, sizeof(pc->link), "%s", link ? link : "");
+		for (int k = 0; k < i; k++)
+			if (!strcmp(s->ports[k].name, pc->name))
+				return fail(p, pg, "port name '%s' is used twice in switch '%s'", pc->name, s->name);
+	}
+	s->nports = n;
+	return 0;
+}
+
+static int find_port(const struct sw_switch_cfg *s, const char *name)
+{
+	for (int i = 0; i < s->nports; i++)
+		if (!strcmp(s->ports[i].name, name))
+			return i;
+	return -1;
+}
+
+static int load_fdb(struct pctx *p, const config_setting_t *sw, struct sw_switch_cfg *s)
+{
+	static const char *const keys[] = { "mac", "port", NULL };
+	const config_setting_t *fdb = config_setting_get_member(sw, "fdb");
+	if (!fdb)
+		return 0;
+	if (!config_setting_is_list(fdb))
+		return fail(p, fdb, "'fdb' must be a list ( { mac = ...; port = ...; }, ... )");
+	int n = config_setting_length(fdb);
+	if (n > SW_MAX_FDB)
+		return fail(p, fdb, "at most %d static fdb entries", SW_MAX_FDB);
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(fdb, (unsigned)i);
+		const char *mac = NULL, *port = NULL;
+		if (!config_setting_is_group(e))
+			return fail(p, e, "an fdb entry must be a group { mac = ...; port = ...; }");
+		if (only_keys(p, e, keys) < 0 || get_str(p, e, "mac", true, &mac) < 0 ||
+		    get_str(p, e, "port", true, &port) < 0)
+			return -1;
+		if (sw_parse_mac(mac, s->fdb[i].mac) < 0)
+			return fail(p, e, "'%s' is not a MAC address (aa:bb:cc:dd:ee:ff)", mac);
+		if ((s->fdb[i].port = find_port(s, port)) < 0)
+			return fail(p, e, "fdb entry names port '%s', which switch '%s' does not have", port, s->name);
+	}
+	s->nfdb = n;
+	return 0;
+}
+
+static int load_peer(struct pctx *p, const config_setting_t *job, const char *name, bool with_job,
+		     struct ina_peer *peer, bool *present)
+{
+	static const char *const keys[] = { "addr", "job", "contributor", NULL };
+	const config_setting_t *g = config_setting_get_member(job, name);
+	const char *addr = NULL;
+	long long v;
+	*present = g != NULL;
+	if (!g)
+		return 0;
+	if (!config_setting_is_group(g))
+		return fail(p, g, "'%s' must be a group { addr = \"ip:port@mac\"; ... }", name);
+	if (only_keys(p, g, keys) < 0 || get_str(p, g, "addr", true, &addr) < 0)
+		return -1;
+	if (sw_parse_addr(addr, &peer->addr) < 0 || !memcmp(peer->addr.mac, "\0\0\0\0\0\0", 6))
+		return fail(p, g, "'%s' addr must be \"a.b.c.d:port@aa:bb:cc:dd:ee:ff\"", name);
+	if (with_job) {
+		v = peer->job;
+		if (get_int(p, g, "job", 0, 65535, false, &v) < 0)
+			return -1;
+		peer->job = (uint16_t)v;
+	} else if (config_setting_get_member(g, "job")) {
+		return fail(p, config_setting_get_member(g, "job"),
+			    "a parent takes the job's own id; 'job' is not set here");
+	}
+	v = 0;
+	if (get_int(p, g, "contributor", 0, 65535, true, &v) < 0)
+		return -1;
+	peer->contributor = (uint16_t)v;
+	return 0;
+}
+
+static int load_job(struct pctx *p, const config_setting_t *j, const struct sw_switch_cfg *s,
+		    struct ina_job_cfg *c)
+{
+	static const char *const keys[] = { "id", "fan_in", "dtype", "slots", "elems", "outputs",
+					    "contributors", "upstream", "forward", "parent", NULL };
+	long long v;
+	const char *dtype = NULL;
+	if (!config_setting_is_group(j))
+		return fail(p, j, "a job must be a group { id = ...; ... }");
+	if (only_keys(p, j, keys) < 0)
+		return -1;
+	memset(c, 0, sizeof(*c));
+	c->upstream_index = -1;
+	if (get_int(p, j, "id", 0, 65535, true, &v) < 0)
+		return -1;
+	c->id = (uint16_t)v;
+	if (get_str(p, j, "dtype", true, &dtype) < 0)
+		return -1;
+	if (!strcmp(dtype, "int32"))
+		c->dtype = INA_D_INT32;
+	else if (!strcmp(dtype, "fp32"))
+		c->dtype = INA_D_FP32;
+	else if (!strcmp(dtype, "bfp32"))
+		c->dtype = INA_D_BFP32;
+	else
+		return fail(p, config_setting_get_member(j, "dtype"), "dtype must be \"int32\", \"fp32\" or \"bfp32\"");
+	if (get_u32(p, j, "slots", 1, s->slots, true, &c->nslots) < 0 ||
+	    get_int(p, j, "elems", 1, s->max_elems, true, &v) < 0)
+		return -1;
+	c->elems_per_slot = (uint16_t)v;
+
+	const config_setting_t *contrib = config_setting_get_member(j, "contributors");
+	if (!contrib)
+		return fail(p, j, "missing setting 'contributors'");
+	if (!config_setting_is_array(contrib) && !config_setting_is_list(contrib))
+		return fail(p, contrib, "'contributors' must be a list of \"ip:port\" strings");
+	int n = config_setting_length(contrib);
+	if (n < 1 || n > INA_MAX_FANIN)
+		return fail(p, contrib, "a job has 1..%d contributors", INA_MAX_FANIN);
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(contrib, (unsigned)i);
+		if (config_setting_type(e) != CONFIG_TYPE_STRING ||
+		    sw_parse_addr(config_setting_get_string(e), &c->contributors[i]) < 0)
+			return fail(p, e, "contributor %d must be \"a.b.c.d:port\" (optionally \"@mac\")", i);
+	}
+	c->fan_in = (uint16_t)n;
+	v = n;
+	if (get_int(p, j, "fan_in", 1, INA_MAX_FANIN, false, &v) < 0)
+		return -1;
+	if (v != n)
+		return fail(p, config_setting_get_member(j, "fan_in"),
+			    "fan_in is %lld but %d contributors are listed", v, n);
+	v = -1;
+	if (get_int(p, j, "upstream", 0, n - 1, false, &v) < 0)
+		return -1;
+	c->upstream_index = (int)v;
+
+	const config_setting_t *outs = config_setting_get_member(j, "outputs");
+	if (!outs)
+		return fail(p, j, "missing setting 'outputs' ([\"multicast\"], [\"forward\"], [\"ps\"], ...)");
+	if (!config_setting_is_array(outs) && !config_setting_is_list(outs))
+		return fail(p, outs, "'outputs' must be a list of \"multicast\", \"forward\", \"ps\"");
+	for (int i = 0; i < config_setting_length(outs); i++) {
+		const config_setting_t *e = config_setting_get_elem(outs, (unsigned)i);
+		const char *o = config_setting_type(e) == CONFIG_TYPE_STRING ? config_setting_get_string(e) : "";
+		if (!strcmp(o, "multicast"))
+			c->outputs |= INA_OUT_MULTICAST;
+		else if (!strcmp(o, "forward"))
+			c->outputs |= INA_OUT_FORWARD;
+		else if (!strcmp(o, "ps"))
+			c->outputs |= INA_OUT_PS;
+		else
+			return fail(p, e, "output must be \"multicast\", \"forward\" or \"ps\"");
+	}
+	bool has_fwd, has_parent;
+	if (load_peer(p, j, "forward", true, &c->forward, &has_fwd) < 0 ||
+	    load_peer(p, j, "parent", false, &c->parent, &has_parent) < 0)
+		return -1;
+	c->parent.job = c->id;
+	if (has_fwd != !!(c->outputs & INA_OUT_FORWARD))
+		return fail(p, j, "output \"forward\" and a 'forward' peer go together");
+	if (has_parent != !!(c->outputs & INA_OUT_PS))
+		return fail(p, j, "output \"ps\" and a 'parent' peer go together");
+
+	const char *why = ina_job_cfg_check(c, s->max_elems);
+	if (why)
+		return fail(p, j, "job %u: %s", c->id, why);
+	return 0;
+}
+
+static int load_jobs(struct pctx *p, const config_setting_t *sw, struct sw_switch_cfg *s)
+{
+	const config_setting_t *jobs = config_setting_get_member(sw, "jobs");
+	if (!jobs)
+		return 0;
+	if (!s->ina)
+		return fail(p, jobs, "switch '%s' has jobs but 'ina' is not true", s->name);
+	if (!config_setting_is_list(jobs))
+		return fail(p, jobs, "'jobs' must be a list ( {...}, ... )");
+	int n = config_setting_length(jobs);
+	if (n > INA_MAX_JOBS)
+		return fail(p, jobs, "at most %d jobs", INA_MAX_JOBS);
+	s->jobs = calloc((size_t)n + 1, sizeof(*s->jobs));
+	if (!s->jobs)
+		return fail(p, jobs, "out of memory");
+	uint64_t used = 0;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *j = config_setting_get_elem(jobs, (unsigned)i);
+		if (load_job(p, j, s, &s->jobs[i]) < 0)
+			return -1;
+		for (int k = 0; k < i; k++)
+			if (s->jobs[k].id == s->jobs[i].id)
+				return fail(p, j, "job id %u is used twice", s->jobs[i].id);
+		used += s->jobs[i].nslots;
+		if (used > s->slots)
+			return fail(p, j, "jobs reserve %llu slots but switch '%s' has %u",
+				    (unsigned long long)used, s->name, s->slots);
+		s->njobs = i + 1;
+	}
+	return 0;
+}
+
+static int load_switch(struct pctx *p, const config_setting_t *g, struct sw_switch_cfg *s)
+{
+	static const char *const keys[] = { "name", "ina", "mac", "ip", "ctrl_port", "slots",
+					    "max_elems", "mgmt", "fdb_age_s", "ports", "fdb", "jobs", NULL };
+	const char *mac = NULL, *ip = NULL;
+	if (!config_setting_is_group(g))
+		return fail(p, g, "a switch must be a group { name = ...; ports = (...); }");
+	if (only_keys(p, g, keys) < 0 || get_name(p, g, s->name) < 0 || get_bool(p, g, "ina", &s->ina) < 0 ||
+	    get_str(p, g, "mac", s->ina, &mac) < 0 || get_str(p, g, "ip", s->ina, &ip) < 0)
+		return -1;
+	if (mac && sw_parse_mac(mac, s->mac) < 0)
+		return fail(p, config_setting_get_member(g, "mac"), "'%s' is not a MAC address", mac);
+	if (ip && sw_parse_ip(ip, &s->ip) < 0)
+		return fail(p, config_setting_get_member(g, "ip"), "'%s' is not an IPv4 address", ip);
+	if (!mac != !ip)
+		return fail(p, g, "switch '%s': 'mac' and 'ip' go together", s->name);
+	s->ctrl_port = INA_UDP_PORT_MAX;
+	s->slots = s->ina ? 1024 : 0;
+	s->max_elems = 2048;
+	s->fdb_age_s = 300;
+	uint32_t port = s->ctrl_port, maxe = s->max_elems;
+	if (get_u32(p, g, "ctrl_port", 1, 65535, false, &port) < 0 ||
+	    get_u32(p, g, "slots", 1, 1 << 20, false, &s->slots) < 0 ||
+	    get_u32(p, g, "max_elems", 1, INA_MAX_ELEMS, false, &maxe) < 0 ||
+	    get_u32(p, g, "fdb_age_s", 1, 86400, false, &s->fdb_age_s) < 0)
+		return -1;
+	s->ctrl_port = (uint16_t)port;
+	s->max_elems = (uint16_t)maxe;
+	const config_setting_t *mg = config_setting_get_member(g, "mgmt");
+	if (mg) {
+		if (!config_setting_is_array(mg) && !config_setting_is_list(mg))
+			return fail(p, mg, "'mgmt' must be a list of IPv4 addresses");
+		if (config_setting_length(mg) > SW_MAX_MGMT)
+			return fail(p, mg, "at most %d mgmt addresses", SW_MAX_MGMT);
+		for (int i = 0; i < config_setting_length(mg); i++) {
+			const config_setting_t *e = config_setting_get_elem(mg, (unsigned)i);
+			if (config_setting_type(e) != CONFIG_TYPE_STRING ||
+			    sw_parse_ip(config_setting_get_string(e), &s->mgmt[i]) < 0)
+				return fail(p, e, "mgmt entry %d is not an IPv4 address", i);
+			s->nmgmt = i + 1;
+		}
+		if (!s->ina)
+			return fail(p, mg, "'mgmt' only makes sense on an INA switch");
+	}
+	return load_ports(p, g, s) < 0 || load_fdb(p, g, s) < 0 || load_jobs(p, g, s) < 0 ? -1 : 0;
+}
+
+/* Links name "switch.port" and must point at each other. */
+static int resolve_links(struct pctx *p, struct sw_cfg *c, const config_setting_t *list)
+{
+	for (int si = 0; si < c->nswitches; si++)
+		for (int pi = 0; pi < c->sw[si].nports; pi++) {
+			struct sw_port_cfg *pc = &c->sw[si].ports[pi];
+			const config_setting_t *at = config_setting_get_elem(list, (unsigned)si);
+			at = config_setting_get_elem(config_setting_get_member(at, "ports"), (unsigned)pi);
+			if (pc->dev[0]) {
+				for (int sk = 0; sk <= si; sk++)
+					for (int pk = 0; pk < (sk == si ? pi : c->sw[sk].nports); pk++)
+						if (!strcmp(c->sw[sk].ports[pk].dev, pc->dev))
+							return fail(p, at, "device '%s' is already port %s.%s", pc->dev,
+								    c->sw[sk].name, c->sw[sk].ports[pk].name);
+				continue;
+			}
+			char sname[SW_NAME_LEN * 2];
+			snprintf(sname, sizeof(sname), "%s", pc->link);
+			char *dot = strchr(sname, '.');
+			*dot = 0;
+			for (int sk = 0; sk < c->nswitches; sk++)
+				if (!strcmp(c->sw[sk].name, sname)) {
+					pc->peer_switch = sk;
+					pc->peer_port = find_port(&c->sw[sk], dot + 1);
+				}
+			if (pc->peer_switch < 0 || pc->peer_port < 0)
+				return fail(p, at, "link '%s': no such switch.port", pc->link);
+			if (pc->peer_switch == si)
+				return fail(p, at, "link '%s' loops back into switch '%s'", pc->link, c->sw[si].name);
+			const struct sw_port_cfg *peer = &c->sw[pc->peer_switch].ports[pc->peer_port];
+			char back[SW_NAME_LEN * 2 + 2];
+			snprintf(back, sizeof(back), "%s.%s", c->sw[si].name, pc->name);
+			if (strcmp(peer->link, back))
+				return fail(p, at, "link '%s': the peer port must have link = \"%s\"", pc->link, back);
+		}
+	return 0;
+}
+
+/* libconfig 1.5 wraps a decimal literal above 2^31 - 1 silently
+ * (5000000000 reads as 705032704).  Refuse such literals unless they carry
+ * the L suffix that makes them 64-bit.  Strings and comments are skipped. */
+static int check_int_literals(struct pctx *p, const char *text)
+{
+	int line = 1;
+	for (const char *s = text; *s; s++) {
+		if (*s == '\n') {
+			line++;
+		} else if (*s == '"') {
+			for (s++; *s && *s != '"'; s++) {
+				if (*s == '\\' && s[1])
+					s++;
+				else if (*s == '\n')
+					line++;
+			}
+			if (!*s)
+				break;
+		} else if (*s == '#' || (*s == '/' && s[1] == '/')) {
+			while (s[1] && s[1] != '\n')
+				s++;
+		} else if (*s == '/' && s[1] == '*') {
+			for (s += 2; *s && !(*s == '*' && s[1] == '/'); s++)
+				line += *s == '\n';
+			if (!*s)
+				break;
+			s++;
+		} else if (isdigit((unsigned char)*s) &&
+			   (s == text || !(isalnum((unsigned char)s[-1]) || s[-1] == '_' || s[-1] == '.'))) {
+			const char *e = s;
+			while (isalnum((unsigned char)*e) || *e == '.')
+				e++;
+			bool plain = true;
+			for (const char *q = s; q < e; q++)
+				plain &= isdigit((unsigned char)*q) != 0;
+			if (plain && (e - s > 10 || strtoull(s, NULL, 10) > 2147483647ull)) {
+				snprintf(p->err, p->errlen,
+					 "%s:%d: integer %.*s is too large; add an L suffix (%.*sL) or write it as a string with a unit (\"5G\")",
+					 p->file, line, (int)(e - s), s, (int)(e - s), s);
+				return -1;
+			}
+			s = e - 1;
+		}
+	}
+	return 0;
+}
+
+static char *read_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		n += fread(buf + n, 1, cap - n - 1, f);
+		if (n < cap - 1)
+			break;
+		char *bigger = realloc(buf, cap * 2);
+		if (!bigger) {
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		buf = bigger;
+		cap *= 2;
+	}
+	if (buf)
+		buf[n] = 0;
+	fclose(f);
+	return buf;
+}
+
+int sw_cfg_load(const char *path, struct sw_cfg *c, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "stats_file", "stats_interval_ms", "idle_sleep_max_us",
+					    "burst", "mbufs", "switches", NULL };
+	struct pctx p = { path, err, errlen };
+	config_t lc;
+	int rc = -1;
+
+	memset(c, 0, sizeof(*c));
+	config_init(&lc);
+	char *text = read_text(path);
+	if (!text) {
+		snprintf(err, errlen, "%s:0: cannot read the file: %s", path, strerror(errno));
+		goto out;
+	}
+	if (check_int_literals(&p, text) < 0)
+		goto out;
+	if (config_read_string(&lc, text) != CONFIG_TRUE) {
+		snprintf(err, errlen, "%s:%d: %s", path, config_error_line(&lc), config_error_text(&lc));
+		goto out;
+	}
+	const config_setting_t *root = config_root_setting(&lc);
+	const char *sf = NULL;
+	if (only_keys(&p, root, keys) < 0 || get_str(&p, root, "stats_file", false, &sf) < 0)
+		goto out;
+	if (sf && strlen(sf) >= sizeof(c->stats_file)) {
+		fail(&p, config_setting_get_member(root, "stats_file"), "stats_file is too long");
+		goto out;
+	}
+	snprintf(c->stats_file, sizeof(c->stats_file), "%s", sf ? sf : "");
+	c->idle_sleep_max_us = 200;
+	c->burst = 32;
+	c->mbufs = 8191;
+	if (get_u32(&p, root, "stats_interval_ms", 0, 3600000, false, &c->stats_interval_ms) < 0 ||
+	    get_u32(&p, root, "idle_sleep_max_us", 0, 100000, false, &c->idle_sleep_max_us) < 0 ||
+	    get_u32(&p, root, "burst", 1, 512, false, &c->burst) < 0 ||
+	    get_u32(&p, root, "mbufs", 511, 1 << 20, false, &c->mbufs) < 0)
+		goto out;
+
+	const config_setting_t *list = config_setting_get_member(root, "switches");
+	if (!list) {
+		fail(&p, root, "missing setting 'switches'");
+		goto out;
+	}
+	if (!config_setting_is_list(list) || config_setting_length(list) == 0 ||
+	    config_setting_length(list) > SW_MAX_SWITCHES) {
+		fail(&p, list, "'switches' must be a list of 1..%d switches ( {...}, ... )", SW_MAX_SWITCHES);
+		goto out;
+	}
+	for (int i = 0; i < config_setting_length(list); i++) {
+		const config_setting_t *g = config_setting_get_elem(list, (unsigned)i);
+		c->nswitches = i + 1;
+		if (load_switch(&p, g, &c->sw[i]) < 0)
+			goto out;
+		for (int k = 0; k < i; k++)
+			if (!strcmp(c->sw[k].name, c->sw[i].name)) {
+				fail(&p, g, "switch name '%s' is used twice", c->sw[i].name);
+				goto out;
+			}
+	}
+	rc = resolve_links(&p, c, list);
+out:
+	free(text);
+	config_destroy(&lc);
+	if (rc < 0)
+		sw_cfg_free(c);
+	return rc;
+}
+
+void sw_cfg_free(struct sw_cfg *c)
+{
+	for (int i = 0; i < SW_MAX_SWITCHES; i++)
+		free(c->sw[i].jobs);
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,88 @@
+/* swemu's configuration, as read from a libconfig file (configs/NAME.cfg).
+ * Plain data, no DPDK: the loader is unit-tested on its own.  The format is
+ * documented in docs/SWEMU.md. */
+#ifndef SW_CFG_H
+#define SW_CFG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ina_engine.h"
+
+#define SW_MAX_SWITCHES 16
+#define SW_MAX_PORTS 16 /* per logical switch */
+#define SW_MAX_FDB 256  /* static entries per switch */
+#define SW_MAX_MGMT 4
+#define SW_NAME_LEN 32
+
+/* Emulation of the link behind one egress port. Zero = off. */
+struct sw_emu_cfg {
+	uint64_t rate_bps;     /* token bucket rate; 0 = line rate */
+	uint64_t buffer_bytes; /* queue in front of the rate limiter (tail drop) */
+	uint32_t delay_us;     /* propagation delay */
+	uint32_t jitter_us;    /* uniform extra delay 0..jitter (order kept) */
+	double loss;           /* independent loss probability */
+	/* Gilbert-Elliott bursty loss: P(good->bad), P(bad->good), loss in bad */
+	double ge_p_gb, ge_p_bg, ge_loss_bad;
+};
+
+struct sw_port_cfg {
+	char name[SW_NAME_LEN];
+	char dev[64];  /* a DPDK device name (external port), or "" */
+	char link[2 * SW_NAME_LEN]; /* "switch.port" of the peer (in-memory link), or "" */
+	int peer_switch, peer_port; /* resolved link */
+	struct sw_emu_cfg emu;
+	int line;
+};
+
+struct sw_fdb_entry {
+	uint8_t mac[6];
+	int port;
+};
+
+struct sw_switch_cfg {
+	char name[SW_NAME_LEN];
+	bool ina;
+	uint8_t mac[6];       /* the switch's own endpoint: INA, ARP, control */
+	uint32_t ip;          /* network order; 0 = no endpoint */
+	uint16_t ctrl_port;   /* UDP port of the control channel */
+	uint32_t slots;       /* engine slot indices */
+	uint16_t max_elems;   /* elements per slot */
+	uint32_t mgmt[SW_MAX_MGMT]; /* sources allowed on the control channel */
+	int nmgmt;
+	uint32_t fdb_age_s;
+	int nports;
+	struct sw_port_cfg ports[SW_MAX_PORTS];
+	int nfdb;
+	struct sw_fdb_entry fdb[SW_MAX_FDB];
+	int njobs;
+	struct ina_job_cfg *jobs; /* heap */
+};
+
+struct sw_cfg {
+	char stats_file[256];
+	uint32_t stats_interval_ms; /* 0 = only on signal and exit */
+	uint32_t idle_sleep_max_us; /* 0 = busy poll (benchmarks) */
+	uint32_t burst;
+	uint32_t mbufs;
+	int nswitches;
+	struct sw_switch_cfg sw[SW_MAX_SWITCHES];
+};
+
+/* Loads and checks a config file.  0 on success; on any error -1 with
+ * "file:line: what is wrong" in err, and *cfg left empty (freed). */
+int sw_cfg_load(const char *path, struct sw_cfg *cfg, char *err, size_t errlen);
+void sw_cfg_free(struct sw_cfg *cfg);
+
+/* "10G", "2.5g", "100M", "1000000" -> bits per second; -1 on error. */
+int sw_parse_rate(const char *s, uint64_t *bps);
+/* "64K", "1M", "1500" -> bytes (powers of 1024); -1 on error. */
+int sw_parse_size(const char *s, uint64_t *bytes);
+int sw_parse_mac(const char *s, uint8_t mac[6]);
+/* "a.b.c.d" -> network order; -1 on error. */
+int sw_parse_ip(const char *s, uint32_t *ip);
+/* "a.b.c.d:port" -> network order ip and port. */
+int sw_parse_addr(const char *s, struct ina_addr *a);
+
+#endif

@@ -1,0 +1,170 @@
+#include "sw_frame.h"
+
+#include <string.h>
+
+static const char *const err_names[SW_FRAME_ERR_MAX_] = {
+	[SW_FRAME_OK] = "ok",
+	[SW_FRAME_SHORT] = "frame_short",
+	[SW_FRAME_NOT_IPV4] = "not_ipv4",
+	[SW_FRAME_BAD_IP_CSUM] = "bad_ip_checksum",
+	[SW_FRAME_FRAGMENT] = "ip_fragment",
+	[SW_FRAME_NOT_UDP] = "not_udp",
+	[SW_FRAME_BAD_UDP_LEN] = "bad_udp_length",
+	[SW_FRAME_BAD_UDP_CSUM] = "bad_udp_checksum",
+};
+
+const char *sw_frame_err_name(enum sw_frame_err e)
+{
+	return (unsigned)e < SW_FRAME_ERR_MAX_ ? err_names[e] : "invalid";
+}
+
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+
+static void wr16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+uint16_t sw_frame_ethertype(const uint8_t *f, size_t len)
+{
+	return len < SW_ETH_HLEN ? 0 : rd16(f + 12);
+}
+
+/* Sums 16-bit big-endian words into 64 bits; folded by csum_fold. */
+uint32_t sw_csum_partial(const void *buf, size_t len, uint32_t sum)
+{
+	const uint8_t *p = buf;
+	uint64_t s = sum;
+	while (len >= 2) {
+		s += rd16(p);
+		p += 2;
+		len -= 2;
+	}
+	if (len)
+		s += (uint32_t)p[0] << 8;
+	while (s >> 32)
+		s = (s & 0xffffffff) + (s >> 32);
+	return (uint32_t)s;
+}
+
+static uint16_t csum_fold(uint32_t s)
+{
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+static uint32_t add32(uint32_t a, uint32_t b)
+{
+	uint64_t s = (uint64_t)a + b;
+	return (uint32_t)((s & 0xffffffff) + (s >> 32));
+}
+
+static uint32_t pseudo_sum(const uint8_t *src_ip, const uint8_t *dst_ip, uint16_t udp_len)
+{
+	uint32_t s = sw_csum_partial(src_ip, 4, 0);
+	s = sw_csum_partial(dst_ip, 4, s);
+	return add32(s, 17u + udp_len);
+}
+
+enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, struct sw_udp_view *v)
+{
+	if (len < SW_ETH_HLEN + SW_IP_HLEN)
+		return SW_FRAME_SHORT;
+	if (rd16(f + 12) != SW_ETHERTYPE_IPV4)
+		return SW_FRAME_NOT_IPV4;
+	const uint8_t *ip = f + SW_ETH_HLEN;
+	size_t ihl = (size_t)(ip[0] & 0xf) * 4;
+	if (ip[0] >> 4 != 4 || ihl < SW_IP_HLEN)
+		return SW_FRAME_NOT_IPV4;
+	size_t tot = rd16(ip + 2);
+	if (tot < ihl || SW_ETH_HLEN + tot > len || SW_ETH_HLEN + ihl > len)
+		return SW_FRAME_SHORT;
+	if (csum_fold(sw_csum_partial(ip, ihl, 0)) != 0)
+		return SW_FRAME_BAD_IP_CSUM;
+	if (rd16(ip + 6) & 0x3fff) /* MF or an offset */
+		return SW_FRAME_FRAGMENT;
+	if (ip[9] != 17)
+		return SW_FRAME_NOT_UDP;
+	const uint8_t *udp = ip + ihl;
+	if (tot - ihl < SW_UDP_HLEN)
+		return SW_FRAME_BAD_UDP_LEN;
+	size_t ulen = rd16(udp + 4);
+	if (ulen < SW_UDP_HLEN || ulen != tot - ihl)
+		return SW_FRAME_BAD_UDP_LEN;
+	if (rd16(udp + 6) != 0 &&
+	    csum_fold(sw_csum_partial(udp, ulen, pseudo_sum(ip + 12, ip + 16, (uint16_t)ulen))) != 0)
+		return SW_FRAME_BAD_UDP_CSUM;
+
+	v->dst_mac = f;
+	v->src_mac = f + 6;
+	memcpy(&v->src_ip, ip + 12, 4);
+	memcpy(&v->dst_ip, ip + 16, 4);
+	memcpy(&v->src_port, udp, 2);
+	memcpy(&v->dst_port, udp + 2, 2);
+	v->payload = udp + SW_UDP_HLEN;
+	v->payload_len = ulen - SW_UDP_HLEN;
+	return SW_FRAME_OK;
+}
+
+size_t sw_frame_build_udp(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head,
+			  size_t head_len, const void *payload, size_t payload_len, uint32_t payload_sum)
+{
+	size_t ulen = SW_UDP_HLEN + head_len + payload_len;
+	size_t flen = SW_ETH_HLEN + SW_IP_HLEN + ulen;
+	if (flen > cap || ulen > 0xffff - SW_IP_HLEN)
+		return 0;
+	uint8_t *ip = buf + SW_ETH_HLEN, *udp = ip + SW_IP_HLEN;
+
+	memcpy(buf, h->dst_mac, 6);
+	memcpy(buf + 6, h->src_mac, 6);
+	wr16(buf + 12, SW_ETHERTYPE_IPV4);
+	ip[0] = 0x45;
+	ip[1] = 0;
+	wr16(ip + 2, (uint16_t)(SW_IP_HLEN + ulen));
+	wr16(ip + 4, 0);
+	wr16(ip + 6, 0x4000); /* DF */
+	ip[8] = 64;
+	ip[9] = 17;
+	wr16(ip + 10, 0);
+	memcpy(ip + 12, &h->src_ip, 4);
+	memcpy(ip + 16, &h->dst_ip, 4);
+	wr16(ip + 10, csum_fold(sw_csum_partial(ip, SW_IP_HLEN, 0)));
+
+	memcpy(udp, &h->src_port, 2);
+	memcpy(udp + 2, &h->dst_port, 2);
+	wr16(udp + 4, (uint16_t)ulen);
+	wr16(udp + 6, 0);
+	memcpy(udp + SW_UDP_HLEN, head, head_len);
+	memcpy(udp + SW_UDP_HLEN + head_len, payload, payload_len);
+	/* head_len is even, so the payload's words line up with its own sum */
+	uint32_t s = pseudo_sum(ip + 12, ip + 16, (uint16_t)ulen);
+	s = sw_csum_partial(udp, SW_UDP_HLEN + head_len, s);
+	uint16_t c = csum_fold(add32(s, payload_sum));
+	wr16(udp + 6, c ? c : 0xffff); /* 0 means "no checksum" in UDP */
+	return flen;
+}
+
+size_t sw_frame_arp_reply(const uint8_t *f, size_t len, const uint8_t mac[6], uint32_t ip,
+			  uint8_t *buf, size_t cap)
+{
+	const size_t arp_len = SW_ETH_HLEN + 28;
+	if (len < arp_len || cap < arp_len || rd16(f + 12) != SW_ETHERTYPE_ARP)
+		return 0;
+	const uint8_t *a = f + SW_ETH_HLEN;
+	/* Ethernet/IPv4 request for our address */
+	if (rd16(a) != 1 || rd16(a + 2) != SW_ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4 ||
+	    rd16(a + 6) != 1 || memcmp(a + 24, &ip, 4) != 0)
+		return 0;
+	uint8_t *r = buf + SW_ETH_HLEN;
+	memcpy(buf, a + 8, 6); /* to the asker */
+	memcpy(buf + 6, mac, 6);
+	wr16(buf + 12, SW_ETHERTYPE_ARP);
+	memcpy(r, a, 6);
+	wr16(r + 6, 2);
+	memcpy(r + 8, mac, 6);
+	memcpy(r + 14, &ip, 4);
+	memcpy(r + 18, a + 8, 10); /* target = sender hw + ip */
+	return arp_len;
+}

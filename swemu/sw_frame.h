@@ -1,0 +1,68 @@
+/* Ethernet / IPv4 / UDP framing for the switch's own endpoint: parse and
+ * verify an ingress datagram, build an egress one with correct checksums,
+ * answer ARP.  Pure C over byte buffers (no mbufs), unit-tested. */
+#ifndef SW_FRAME_H
+#define SW_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SW_ETH_HLEN 14
+#define SW_IP_HLEN 20
+#define SW_UDP_HLEN 8
+#define SW_ETHERTYPE_IPV4 0x0800
+#define SW_ETHERTYPE_ARP 0x0806
+
+/* Why an ingress frame for the switch endpoint is refused (counter names
+ * in sw_frame_err_name). */
+enum sw_frame_err {
+	SW_FRAME_OK = 0,
+	SW_FRAME_SHORT,        /* shorter than its headers say */
+	SW_FRAME_NOT_IPV4,     /* ethertype, version or IHL */
+	SW_FRAME_BAD_IP_CSUM,  /* IPv4 header checksum */
+	SW_FRAME_FRAGMENT,     /* fragments are not reassembled */
+	SW_FRAME_NOT_UDP,
+	SW_FRAME_BAD_UDP_LEN,
+	SW_FRAME_BAD_UDP_CSUM,
+	SW_FRAME_ERR_MAX_
+};
+const char *sw_frame_err_name(enum sw_frame_err e);
+
+struct sw_udp_view {
+	const uint8_t *dst_mac, *src_mac;
+	uint32_t src_ip, dst_ip;     /* network order */
+	uint16_t src_port, dst_port; /* network order */
+	const uint8_t *payload;
+	size_t payload_len;
+};
+
+/* Ethertype of a frame (0 if too short for one). */
+uint16_t sw_frame_ethertype(const uint8_t *f, size_t len);
+
+/* Checks an Ethernet/IPv4/UDP frame (IP and, unless zero, UDP checksum). */
+enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, struct sw_udp_view *v);
+
+/* One's complement sum of a buffer, unfolded (for reuse across frames that
+ * carry the same payload). */
+uint32_t sw_csum_partial(const void *buf, size_t len, uint32_t sum);
+
+struct sw_udp_hdrs {
+	uint8_t src_mac[6], dst_mac[6];
+	uint32_t src_ip, dst_ip;     /* network order */
+	uint16_t src_port, dst_port; /* network order */
+};
+
+/* Writes Ethernet/IPv4/UDP headers, then head (head_len bytes, e.g. the INA
+ * header) and payload, with IPv4 and UDP checksums.  payload_sum is
+ * sw_csum_partial(payload, payload_len, 0), computed once by the caller
+ * when several frames share the payload.  head_len must be even.  Returns
+ * the frame length, or 0 if it does not fit cap. */
+size_t sw_frame_build_udp(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head,
+			  size_t head_len, const void *payload, size_t payload_len, uint32_t payload_sum);
+
+/* If f is an ARP request for ip, writes the reply from mac into buf and
+ * returns its length; otherwise 0. */
+size_t sw_frame_arp_reply(const uint8_t *f, size_t len, const uint8_t mac[6], uint32_t ip,
+			  uint8_t *buf, size_t cap);
+
+#endif

@@ -1,0 +1,348 @@
+/* swemu's pure-C datapath parts: FDB learning and ageing, frame building
+ * and parsing against an independent checksum, ARP, link emulation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sw_emu.h"
+#include "sw_fdb.h"
+#include "sw_frame.h"
+#include "testlib.h"
+
+/* ---- FDB ---- */
+
+static void mac_of(uint32_t i, uint8_t m[6])
+{
+	m[0] = 0x02;
+	m[1] = 0;
+	m[2] = (uint8_t)(i >> 24);
+	m[3] = (uint8_t)(i >> 16);
+	m[4] = (uint8_t)(i >> 8);
+	m[5] = (uint8_t)i;
+}
+
+static void test_fdb_learn_move_age(void **state)
+{
+	(void)state;
+	static struct sw_fdb f;
+	uint8_t a[6], b[6], grp[6] = { 0x01, 0x00, 0x5e, 0, 0, 1 }, st[6];
+	mac_of(1, a);
+	mac_of(2, b);
+	mac_of(3, st);
+	sw_fdb_init(&f, 10);
+	assert_int_equal(sw_fdb_lookup(&f, a, 0), -1);
+	sw_fdb_learn(&f, a, 3, 100);
+	assert_int_equal(sw_fdb_lookup(&f, a, 100), 3);
+	sw_fdb_learn(&f, a, 5, 101); /* station moved */
+	assert_int_equal(sw_fdb_lookup(&f, a, 101), 5);
+	sw_fdb_learn(&f, grp, 1, 101);
+	assert_int_equal(sw_fdb_lookup(&f, grp, 101), -1);
+	assert_int_equal(sw_fdb_add_static(&f, st, 7), 0);
+	sw_fdb_learn(&f, st, 1, 101); /* static entries do not move */
+	assert_int_equal(sw_fdb_lookup(&f, st, 101), 7);
+	sw_fdb_learn(&f, b, 2, 105);
+	/* a is idle for 10 s: still there; 11 s: gone, before and after the sweep */
+	assert_int_equal(sw_fdb_lookup(&f, a, 111), 5);
+	assert_int_equal(sw_fdb_lookup(&f, a, 112), -1);
+	assert_int_equal(sw_fdb_age(&f, 112), 1);
+	assert_int_equal(sw_fdb_lookup(&f, b, 112), 2);
+	assert_int_equal(sw_fdb_lookup(&f, st, 100000), 7);
+	assert_int_equal(f.n, 2);
+	sw_fdb_flush_port(&f, 2);
+	assert_int_equal(sw_fdb_lookup(&f, b, 112), -1);
+	assert_int_equal(f.n, 1);
+}
+
+/* Fill the table, age out every other entry, and check that all the rest
+ * are still found: deletion must not break probe chains. */
+static void test_fdb_full_and_chains(void **state)
+{
+	(void)state;
+	static struct sw_fdb f;
+	uint8_t m[6];
+	sw_fdb_init(&f, 5);
+	for (uint32_t i = 0; i < SW_FDB_SIZE - 1; i++) {
+		mac_of(i * 2654435761u, m);
+		sw_fdb_learn(&f, m, (int)(i % 16), i % 2 ? 100 : 50);
+	}
+	assert_int_equal(f.n, SW_FDB_SIZE - 1);
+	mac_of(0xdeadbeef, m);
+	sw_fdb_learn(&f, m, 1, 100);
+	assert_int_equal(f.full_drops, 1);
+	assert_int_equal(sw_fdb_lookup(&f, m, 100), -1);
+	assert_int_equal(sw_fdb_age(&f, 100), SW_FDB_SIZE / 2);
+	for (uint32_t i = 0; i < SW_FDB_SIZE - 1; i++) {
+		mac_of(i * 2654435761u, m);
+		assert_int_equal(sw_fdb_lookup(&f, m, 100), i % 2 ? (int)(i % 16) : -1);
+	}
+}
+
+/* ---- frames ---- */
+
+/* RFC 1071 by the book, byte by byte: the reference for the checksums. */
+static uint16_t ref_csum(const uint8_t *p, size_t n, uint32_t sum)
+{
+	for (size_t i = 0; i < n; i++)
+		sum += i % 2 ? p[i] : (uint32_t)p[i] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static const struct sw_udp_hdrs hdrs = {
+	.src_mac = { 2, 0, 0, 0, 0, 0xfe }, .dst_mac = { 2, 0, 0, 0, 0, 1 },
+};
+
+static size_t build(uint8_t *buf, size_t plen, const uint8_t *payload)
+{
+	struct sw_udp_hdrs h = hdrs;
+	uint8_t ina[INA_HDR_LEN];
+	memset(ina, 0x11, sizeof(ina));
+	h.src_ip = inet_addr("10.0.0.254");
+	h.dst_ip = inet_addr("10.0.0.1");
+	h.src_port = htons(0xBEE0);
+	h.dst_port = htons(0xBEE1);
+	return sw_frame_build_udp(buf, 9100, &h, ina, sizeof(ina), payload, plen,
+				  sw_csum_partial(payload, plen, 0));
+}
+
+static void test_frame_build_parse(void **state)
+{
+	(void)state;
+	static uint8_t buf[9100], payload[8948];
+	struct tl_rng rng = { 5 };
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)tl_next(&rng);
+
+	static const size_t lens[] = { 0, 1, 2, 3, 63, 1024, 8924 };
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		size_t plen = lens[k], n = build(buf, plen, payload);
+		assert_int_equal(n, 14 + 20 + 8 + 24 + plen);
+		const uint8_t *ip = buf + 14, *udp = ip + 20;
+		/* IPv4 header and UDP (with pseudo header) sum to zero */
+		assert_int_equal(ref_csum(ip, 20, 0), 0);
+		uint32_t pseudo = (uint32_t)(ip[12] << 8 | ip[13]) + (uint32_t)(ip[14] << 8 | ip[15]) +
+				  (uint32_t)(ip[16] << 8 | ip[17]) + (uint32_t)(ip[18] << 8 | ip[19]) + 17 +
+				  (uint32_t)(8 + 24 + plen);
+		assert_int_equal(ref_csum(udp, 8 + 24 + plen, pseudo), 0);
+
+		struct sw_udp_view v;
+		assert_int_equal(sw_frame_parse_udp(buf, n, &v), SW_FRAME_OK);
+		assert_int_equal(v.src_ip, inet_addr("10.0.0.254"));
+		assert_int_equal(v.dst_port, htons(0xBEE1));
+		assert_int_equal(v.payload_len, 24 + plen);
+		assert_memory_equal(v.payload + 24, payload, plen);
+		assert_memory_equal(v.src_mac, hdrs.src_mac, 6);
+	}
+	assert_int_equal(sw_frame_build_udp(buf, 100, &hdrs, buf, 24, payload, 100, 0), 0);
+}
+
+static void test_frame_errors(void **state)
+{
+	(void)state;
+	static uint8_t buf[9100], payload[200];
+	struct sw_udp_view v;
+	size_t n = build(buf, sizeof(payload), payload);
+	struct {
+		int off;
+		uint8_t xor;
+		enum sw_frame_err want;
+	} cases[] = {
+		{ 12, 0x08, SW_FRAME_NOT_IPV4 },      /* ethertype 0x0000 */
+		{ 14, 0x10, SW_FRAME_NOT_IPV4 },      /* version 5 */
+		{ 14 + 8, 0x01, SW_FRAME_BAD_IP_CSUM }, /* TTL changed */
+		{ 14 + 2, 0x40, SW_FRAME_SHORT },     /* total length beyond the frame */
+		{ 14 + 40, 0x01, SW_FRAME_BAD_UDP_CSUM }, /* payload byte */
+		{ 14 + 20 + 5, 0x01, SW_FRAME_BAD_UDP_LEN },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		buf[cases[i].off] ^= cases[i].xor;
+		enum sw_frame_err e = sw_frame_parse_udp(buf, n, &v);
+		if (e != cases[i].want)
+			fail_msg("case %zu: got %s want %s", i, sw_frame_err_name(e),
+				 sw_frame_err_name(cases[i].want));
+		buf[cases[i].off] ^= cases[i].xor;
+	}
+	assert_int_equal(sw_frame_parse_udp(buf, 30, &v), SW_FRAME_SHORT);
+	/* protocol TCP, fragment: fix the IP checksum so only that differs */
+	for (int k = 0; k < 2; k++) {
+		uint8_t *ip = buf + 14;
+		if (k == 0)
+			ip[9] = 6;
+		else
+			ip[6] |= 0x20; /* MF */
+		ip[10] = ip[11] = 0;
+		uint16_t c = ref_csum(ip, 20, 0);
+		ip[10] = (uint8_t)(c >> 8);
+		ip[11] = (uint8_t)c;
+		assert_int_equal(sw_frame_parse_udp(buf, n, &v), k == 0 ? SW_FRAME_NOT_UDP : SW_FRAME_FRAGMENT);
+		n = build(buf, sizeof(payload), payload);
+	}
+	/* a zero UDP checksum means "none" and is accepted with any payload */
+	buf[14 + 20 + 6] = buf[14 + 20 + 7] = 0;
+	buf[14 + 60] ^= 0xff;
+	assert_int_equal(sw_frame_parse_udp(buf, n, &v), SW_FRAME_OK);
+	for (int e = 0; e < SW_FRAME_ERR_MAX_; e++)
+		assert_string_not_equal(sw_frame_err_name(e), "invalid");
+}
+
+static void test_arp(void **state)
+{
+	(void)state;
+	uint8_t req[60] = { 0 }, rep[64];
+	uint8_t me[6] = { 2, 0, 0, 0, 0, 0xfe }, asker[6] = { 2, 0, 0, 0, 0, 1 };
+	uint32_t my_ip = inet_addr("10.0.0.254"), its_ip = inet_addr("10.0.0.1");
+	memset(req, 0xff, 6);
+	memcpy(req + 6, asker, 6);
+	req[12] = 0x08, req[13] = 0x06;
+	uint8_t *a = req + 14;
+	a[1] = 1, a[2] = 0x08, a[4] = 6, a[5] = 4, a[7] = 1;
+	memcpy(a + 8, asker, 6);
+	memcpy(a + 14, &its_ip, 4);
+	memcpy(a + 24, &my_ip, 4);
+
+	size_t n = sw_frame_arp_reply(req, sizeof(req), me, my_ip, rep, sizeof(rep));
+	assert_int_equal(n, 42);
+	assert_memory_equal(rep, asker, 6);
+	assert_memory_equal(rep + 6, me, 6);
+	assert_int_equal(rep[14 + 7], 2); /* reply */
+	assert_memory_equal(rep + 14 + 8, me, 6);
+	assert_memory_equal(rep + 14 + 14, &my_ip, 4);
+	assert_memory_equal(rep + 14 + 18, asker, 6);
+	assert_memory_equal(rep + 14 + 24, &its_ip, 4);
+	assert_int_equal(sw_frame_arp_reply(req, sizeof(req), me, its_ip, rep, sizeof(rep)), 0);
+	a[7] = 2;
+	assert_int_equal(sw_frame_arp_reply(req, sizeof(req), me, my_ip, rep, sizeof(rep)), 0);
+}
+
+/* ---- link emulation ---- */
+
+static void test_emu_rate_and_buffer(void **state)
+{
+	(void)state;
+	struct sw_emu e;
+	struct sw_emu_cfg c = { .rate_bps = 1000000000, .buffer_bytes = 3000, .delay_us = 50 };
+	void *out[8];
+	assert_int_equal(sw_emu_init(&e, &c, 16, 1), 0);
+	assert_true(sw_emu_active(&e));
+	/* 1500 B at 1 Gbit/s = 12 us each; the buffer holds two */
+	assert_int_equal(sw_emu_enqueue(&e, (void *)1, 1500, 0), SW_EMU_QUEUED);
+	assert_int_equal(sw_emu_enqueue(&e, (void *)2, 1500, 0), SW_EMU_QUEUED);
+	assert_int_equal(sw_emu_enqueue(&e, (void *)3, 1500, 0), SW_EMU_DROP_BUFFER);
+	assert_int_equal(sw_emu_next_ns(&e), 12000 + 50000);
+	/* after the first departed (12 us) there is room again */
+	assert_int_equal(sw_emu_enqueue(&e, (void *)3, 1500, 12000), SW_EMU_QUEUED);
+	assert_int_equal(sw_emu_dequeue(&e, 61999, out, 8), 0);
+	assert_int_equal(sw_emu_dequeue(&e, 62000, out, 8), 1);
+	assert_ptr_equal(out[0], (void *)1);
+	assert_int_equal(sw_emu_dequeue(&e, 86000, out, 8), 2);
+	assert_ptr_equal(out[1], (void *)3);
+	assert_int_equal(sw_emu_next_ns(&e), UINT64_MAX);
+	sw_emu_free(&e);
+}
+
+/* Back-to-back packets leave at exactly the configured rate. */
+static void test_emu_rate_exact(void **state)
+{
+	(void)state;
+	static const uint64_t rates[] = { 10000000, 1000000000, 2500000000ull, 40000000000ull };
+	for (size_t r = 0; r < 4; r++) {
+		struct sw_emu e;
+		struct sw_emu_cfg c = { .rate_bps = rates[r] };
+		void *out[1];
+		uint64_t last = 0;
+		assert_int_equal(sw_emu_init(&e, &c, 4096, 2), 0);
+		for (int i = 0; i < 4000; i++)
+			assert_int_equal(sw_emu_enqueue(&e, (void *)(uintptr_t)(i + 1), 9000, 0), SW_EMU_QUEUED);
+		while (sw_emu_next_ns(&e) != UINT64_MAX) {
+			last = sw_emu_next_ns(&e);
+			assert_int_equal(sw_emu_dequeue(&e, last, out, 1), 1);
+		}
+		double rate = 4000.0 * 9000 * 8 / (last * 1e-9);
+		assert_true(rate / rates[r] > 0.9999 && rate / rates[r] < 1.0001);
+		sw_emu_free(&e);
+	}
+}
+
+static void test_emu_jitter_order_inflight(void **state)
+{
+	(void)state;
+	struct sw_emu e;
+	struct sw_emu_cfg c = { .delay_us = 100, .jitter_us = 50 };
+	void *out[64];
+	assert_int_equal(sw_emu_init(&e, &c, 64, 3), 0);
+	uint64_t prev = 0;
+	for (uint64_t i = 0; i < 64; i++) {
+		assert_int_equal(sw_emu_enqueue(&e, (void *)(uintptr_t)(i + 1), 100, i * 1000), SW_EMU_QUEUED);
+		uint64_t rel = e.ring[i].release_ns;
+		assert_true(rel >= i * 1000 + 100000 && rel >= prev);
+		assert_true(rel <= i * 1000 + 150000 || rel == prev);
+		prev = rel;
+	}
+	assert_int_equal(sw_emu_enqueue(&e, (void *)99, 100, 64000), SW_EMU_DROP_INFLIGHT);
+	assert_int_equal(sw_emu_dequeue(&e, UINT64_MAX - 1, out, 64), 64);
+	for (uintptr_t i = 0; i < 64; i++)
+		assert_ptr_equal(out[i], (void *)(i + 1));
+	sw_emu_free(&e);
+	struct sw_emu_cfg off = { 0 };
+	assert_int_equal(sw_emu_init(&e, &off, 4, 1), 0);
+	assert_false(sw_emu_active(&e));
+	sw_emu_free(&e);
+}
+
+static void test_emu_loss(void **state)
+{
+	(void)state;
+	struct sw_emu e;
+	void *out[1];
+	struct sw_emu_cfg c = { .loss = 0.05 };
+	assert_int_equal(sw_emu_init(&e, &c, 4, 9), 0);
+	int lost = 0;
+	for (int i = 0; i < 200000; i++) {
+		if (sw_emu_enqueue(&e, (void *)1, 100, 0) == SW_EMU_DROP_LOSS)
+			lost++;
+		else
+			sw_emu_dequeue(&e, 0, out, 1);
+	}
+	assert_true(lost > 200000 * 0.047 && lost < 200000 * 0.053);
+	sw_emu_free(&e);
+
+	/* bursty: stationary loss p_gb/(p_gb+p_bg) * loss_bad = 0.0476; bursts long */
+	struct sw_emu_cfg g = { .ge_p_gb = 0.01, .ge_p_bg = 0.2, .ge_loss_bad = 1.0 };
+	assert_int_equal(sw_emu_init(&e, &g, 4, 9), 0);
+	int runs = 0, prev = 0;
+	lost = 0;
+	for (int i = 0; i < 200000; i++) {
+		int l = sw_emu_enqueue(&e, (void *)1, 100, 0) == SW_EMU_DROP_LOSS;
+		if (!l)
+			sw_emu_dequeue(&e, 0, out, 1);
+		lost += l;
+		runs += l && !prev;
+		prev = l;
+	}
+	double frac = lost / 200000.0, mean_run = (double)lost / runs;
+	assert_true(frac > 0.040 && frac < 0.056);
+	assert_true(mean_run > 4.0 && mean_run < 6.0); /* 1 / p_bg = 5 */
+	sw_emu_free(&e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fdb_learn_move_age),
+		cmocka_unit_test(test_fdb_full_and_chains),
+		cmocka_unit_test(test_frame_build_parse),
+		cmocka_unit_test(test_frame_errors),
+		cmocka_unit_test(test_arp),
+		cmocka_unit_test(test_emu_rate_and_buffer),
+		cmocka_unit_test(test_emu_rate_exact),
+		cmocka_unit_test(test_emu_jitter_order_inflight),
+		cmocka_unit_test(test_emu_loss),
+	};
+	return cmocka_run_group_tests_name("swnet", tests, NULL, NULL);
+}
