@@ -516,7 +516,7 @@ static int load_switch(struct pctx *p, const config_setting_t *g, struct sw_swit
 		return fail(p, config_setting_get_member(g, "ip"), "'%s' is not an IPv4 address", ip);
 	if (!mac != !ip)
 		return fail(p, g, "switch '%s': 'mac' and 'ip' go together", s->name);
-	s->ctrl_port = INA_UDP_PORT_MAX;
+	s->ctrl_port = INA_UDP_PORT_MIN - 1; /* 48863: next to the INA ports, not among them */
 	s->slots = s->ina ? 1024 : 0;
 	s->max_elems = 2048;
 	s->fdb_age_s = 300;
@@ -732,4 +732,73 @@ void sw_cfg_free(struct sw_cfg *c)
 	for (int i = 0; i < SW_MAX_SWITCHES; i++)
 		free(c->sw[i].jobs);
 	memset(c, 0, sizeof(*c));
+}
+
+int sw_ctrl_parse(const char *text, size_t len, const struct sw_switch_cfg *s, struct sw_ctrl_cmd *cmd,
+		  char *err, size_t errlen)
+{
+	static const char *const install_keys[] = { "op", "job", NULL };
+	static const char *const remove_keys[] = { "op", "id", NULL };
+	static const char *const emu_keys[] = { "op", "port", "rate", "buffer", "delay_us", "jitter_us",
+						"loss", "burst_loss", NULL };
+	struct pctx p = { "ctrl", err, errlen };
+	config_t lc;
+	int rc = -1;
+	char *buf = malloc(len + 1);
+	if (!buf) {
+		snprintf(err, errlen, "ctrl:0: out of memory");
+		return -1;
+	}
+	memcpy(buf, text, len);
+	buf[len] = 0;
+	memset(cmd, 0, sizeof(*cmd));
+	config_init(&lc);
+	if (strlen(buf) != len) {
+		snprintf(err, errlen, "ctrl:0: the command contains a NUL byte");
+		goto out;
+	}
+	if (check_int_literals(&p, buf) < 0)
+		goto out;
+	if (config_read_string(&lc, buf) != CONFIG_TRUE) {
+		snprintf(err, errlen, "ctrl:%d: %s", config_error_line(&lc), config_error_text(&lc));
+		goto out;
+	}
+	const config_setting_t *root = config_root_setting(&lc);
+	const char *op = NULL;
+	if (get_str(&p, root, "op", true, &op) < 0)
+		goto out;
+	if (!strcmp(op, "install")) {
+		cmd->op = SW_CTRL_INSTALL;
+		const config_setting_t *j = config_setting_get_member(root, "job");
+		if (only_keys(&p, root, install_keys) < 0)
+			goto out;
+		if (!j) {
+			fail(&p, root, "missing setting 'job'");
+			goto out;
+		}
+		rc = load_job(&p, j, s, &cmd->job);
+	} else if (!strcmp(op, "remove")) {
+		long long id = 0;
+		cmd->op = SW_CTRL_REMOVE;
+		if (only_keys(&p, root, remove_keys) < 0 || get_int(&p, root, "id", 0, 65535, true, &id) < 0)
+			goto out;
+		cmd->id = (uint16_t)id;
+		rc = 0;
+	} else if (!strcmp(op, "emu")) {
+		const char *port = NULL;
+		cmd->op = SW_CTRL_EMU;
+		if (only_keys(&p, root, emu_keys) < 0 || get_str(&p, root, "port", true, &port) < 0)
+			goto out;
+		if ((cmd->port = find_port(s, port)) < 0) {
+			fail(&p, config_setting_get_member(root, "port"), "switch '%s' has no port '%s'", s->name, port);
+			goto out;
+		}
+		rc = load_emu(&p, root, &cmd->emu);
+	} else {
+		fail(&p, config_setting_get_member(root, "op"), "op must be \"install\", \"remove\" or \"emu\"");
+	}
+out:
+	config_destroy(&lc);
+	free(buf);
+	return rc;
 }

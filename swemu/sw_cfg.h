@@ -75,6 +75,25 @@ struct sw_cfg {
 int sw_cfg_load(const char *path, struct sw_cfg *cfg, char *err, size_t errlen);
 void sw_cfg_free(struct sw_cfg *cfg);
 
+/* A control-channel command: libconfig text such as
+ *   op = "install"; job = { id = 3; ...as in a config file... };
+ *   op = "remove"; id = 3;
+ *   op = "emu"; port = "h1"; rate = "1G"; delay_us = 50; loss = 0.01;
+ * (docs/SWEMU.md). */
+enum sw_ctrl_op { SW_CTRL_INSTALL, SW_CTRL_REMOVE, SW_CTRL_EMU };
+
+struct sw_ctrl_cmd {
+	enum sw_ctrl_op op;
+	uint16_t id;          /* remove */
+	int port;             /* emu: port index in the switch */
+	struct sw_emu_cfg emu; /* emu: the complete new setting */
+	struct ina_job_cfg job; /* install */
+};
+
+/* Parses a command for switch s; -1 with "ctrl:line: what" in err. */
+int sw_ctrl_parse(const char *text, size_t len, const struct sw_switch_cfg *s, struct sw_ctrl_cmd *cmd,
+		  char *err, size_t errlen);
+
 /* "10G", "2.5g", "100M", "1000000" -> bits per second; -1 on error. */
 int sw_parse_rate(const char *s, uint64_t *bps);
 /* "64K", "1M", "1500" -> bytes (powers of 1024); -1 on error. */

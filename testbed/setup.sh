@@ -15,7 +15,7 @@ packages=(
 	# libFuzzer and sanitizers
 	clang libclang-rt-14-dev
 	# AF_XDP ports and the namespace testbed
-	libxdp-dev libbpf-dev iproute2 ethtool python3
+	libxdp-dev libbpf-dev iproute2 ethtool iputils-ping python3
 )
 
 missing=()

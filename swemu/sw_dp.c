@@ -1,0 +1,412 @@
+/* The datapath: one poll loop over every port of every logical switch.
+ * Per packet: learn the source, then either the switch's own endpoint (ARP,
+ * INA, control) or L2 forwarding; every egress goes through the port's link
+ * emulation when it has one.  A link between logical switches is a queue
+ * into the peer port, drained by the same loop: a switch is never entered
+ * from inside another's processing (its emit list stays intact). */
+#include <string.h>
+#include <time.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+
+#include "sw_rt.h"
+
+static const char *const drop_names[SW_D_FRAME_BASE] = {
+	[SW_D_RUNT] = "runt",
+	[SW_D_MULTI_SEGMENT] = "multi_segment",
+	[SW_D_SAME_PORT] = "same_port",
+	[SW_D_TX_FULL] = "tx_full",
+	[SW_D_EMULATED_LOSS] = "emulated_loss",
+	[SW_D_BUFFER_OVERFLOW] = "buffer_overflow",
+	[SW_D_EMULATOR_FULL] = "emulator_full",
+	[SW_D_NO_MBUF] = "no_mbuf",
+	[SW_D_NO_NEIGHBOR] = "no_neighbor",
+	[SW_D_TO_SWITCH] = "to_switch_unhandled",
+	[SW_D_INA_OFF] = "ina_off",
+	[SW_D_CTRL_DENIED] = "ctrl_denied",
+	[SW_D_CTRL_BAD] = "ctrl_bad",
+};
+
+const char *sw_drop_name(unsigned d)
+{
+	if (d < SW_D_FRAME_BASE)
+		return drop_names[d];
+	if (d < SW_D_MAX_)
+		return sw_frame_err_name(d - SW_D_FRAME_BASE);
+	return "invalid";
+}
+
+static void drop(struct sw_port *p, enum sw_drop why, struct rte_mbuf *m)
+{
+	p->st.drops[why]++;
+	rte_pktmbuf_free(m);
+}
+
+/* ---- neighbours ---- */
+
+static unsigned neigh_home(uint32_t ip) { return (ip * 2654435761u) >> 22; }
+
+static void neigh_learn(struct sw_neigh *n, uint32_t ip, const uint8_t *mac)
+{
+	unsigned i = neigh_home(ip);
+	for (unsigned k = 0; k < SW_NEIGH_SIZE; k++, i = (i + 1) % SW_NEIGH_SIZE) {
+		if (n->ip[i] == ip || n->ip[i] == 0) {
+			if (n->ip[i] != ip || memcmp(n->mac[i], mac, 6)) { /* write only on change */
+				n->ip[i] = ip;
+				memcpy(n->mac[i], mac, 6);
+			}
+			return;
+		}
+	}
+}
+
+static const uint8_t *neigh_lookup(const struct sw_neigh *n, uint32_t ip)
+{
+	unsigned i = neigh_home(ip);
+	for (unsigned k = 0; k < SW_NEIGH_SIZE; k++, i = (i + 1) % SW_NEIGH_SIZE) {
+		if (n->ip[i] == ip)
+			return n->mac[i];
+		if (n->ip[i] == 0)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* ---- egress ---- */
+
+/* Past the emulation: onto the device, or into the peer port's queue. */
+static void deliver(struct sw_port *p, struct rte_mbuf *m)
+{
+	if (p->ext) {
+		p->st.tx_packets++;
+		p->st.tx_bytes += rte_pktmbuf_pkt_len(m);
+		rte_eth_tx_buffer(p->dev, 0, p->txb, m); /* failures: tx_full callback */
+		return;
+	}
+	struct sw_port *q = p->peer;
+	if (q->lq_tail - q->lq_head > q->lq_mask) {
+		drop(p, SW_D_TX_FULL, m);
+		return;
+	}
+	p->st.tx_packets++;
+	p->st.tx_bytes += rte_pktmbuf_pkt_len(m);
+	q->lq[q->lq_tail++ & q->lq_mask] = m;
+}
+
+void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
+{
+	if (!sw_emu_active(&p->emu)) {
+		deliver(p, m);
+		return;
+	}
+	switch (sw_emu_enqueue(&p->emu, m, rte_pktmbuf_pkt_len(m), rt->now_ns)) {
+	case SW_EMU_QUEUED:
+		break;
+	case SW_EMU_DROP_LOSS:
+		drop(p, SW_D_EMULATED_LOSS, m);
+		break;
+	case SW_EMU_DROP_BUFFER:
+		drop(p, SW_D_BUFFER_OVERFLOW, m);
+		break;
+	case SW_EMU_DROP_INFLIGHT:
+		drop(p, SW_D_EMULATOR_FULL, m);
+		break;
+	}
+}
+
+/* Every port but the ingress one gets the same (read-only) mbuf. */
+static void flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct rte_mbuf *m)
+{
+	int n = sw->nports - (in ? 1 : 0);
+	sw->st.flooded++;
+	if (n <= 0) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	rte_mbuf_refcnt_update(m, (int16_t)(n - 1));
+	for (int i = 0; i < sw->nports; i++)
+		if (&sw->ports[i] != in)
+			sw_send_port(rt, &sw->ports[i], m);
+}
+
+static void forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct rte_mbuf *m,
+		       const uint8_t *dst)
+{
+	int out = dst[0] & 1 ? -1 : sw_fdb_lookup(&sw->fdb, dst, rt->now_s);
+	if (out < 0) {
+		flood(rt, sw, in, m);
+		return;
+	}
+	if (in && out == in->index) {
+		drop(in, SW_D_SAME_PORT, m);
+		return;
+	}
+	sw_send_port(rt, &sw->ports[out], m);
+}
+
+/* ---- the switch's own endpoint ---- */
+
+static struct rte_mbuf *new_mbuf(struct sw_rt *rt, struct sw_port *blame)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(rt->pool);
+	if (!m)
+		blame->st.drops[SW_D_NO_MBUF]++;
+	return m;
+}
+
+/* Turns the engine's emits into frames from the switch's address. */
+static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t src_port)
+{
+	const struct ina_emits *em = sw->emits;
+	const uint8_t *sum_of = NULL;
+	uint32_t sum = 0;
+
+	for (unsigned i = 0; i < em->n; i++) {
+		const struct ina_emit *e = &em->e[i];
+		const uint8_t *mac = e->dst.mac;
+		if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]) &&
+		    !(mac = neigh_lookup(&sw->neigh, e->dst.ip))) {
+			in->st.drops[SW_D_NO_NEIGHBOR]++;
+			continue;
+		}
+		struct rte_mbuf *m = new_mbuf(rt, in);
+		if (!m)
+			continue;
+		if (e->payload != sum_of) { /* a multicast shares one payload: sum it once */
+			sum = sw_csum_partial(e->payload, e->payload_len, 0);
+			sum_of = e->payload;
+		}
+		uint8_t hdr[INA_HDR_LEN];
+		ina_hdr_encode(&e->hdr, hdr);
+		struct sw_udp_hdrs h = { .src_ip = sw->cfg->ip, .dst_ip = e->dst.ip,
+					 .src_port = src_port, .dst_port = e->dst.port };
+		memcpy(h.src_mac, sw->cfg->mac, 6);
+		memcpy(h.dst_mac, mac, 6);
+		size_t len = sw_frame_build_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &h,
+						hdr, sizeof(hdr), e->payload, e->payload_len, sum);
+		m->data_len = m->pkt_len = (uint32_t)len;
+		sw->st.ina_emits++;
+		forward_l2(rt, sw, NULL, m, mac);
+	}
+}
+
+static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct rte_mbuf *m)
+{
+	struct sw_udp_view v;
+	enum sw_frame_err fe = sw_frame_parse_udp(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), &v);
+	if (fe != SW_FRAME_OK) {
+		drop(in, (enum sw_drop)(SW_D_FRAME_BASE + fe), m);
+		return;
+	}
+	uint16_t dport = rte_be_to_cpu_16(v.dst_port);
+	if (dport == sw->cfg->ctrl_port && sw->eng) {
+		sw_ctrl_handle(rt, sw, in, &v);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (dport < INA_UDP_PORT_MIN || dport > INA_UDP_PORT_MAX) {
+		drop(in, SW_D_TO_SWITCH, m);
+		return;
+	}
+	if (!sw->eng) {
+		drop(in, SW_D_INA_OFF, m);
+		return;
+	}
+	struct ina_addr src = { .ip = v.src_ip, .port = v.src_port };
+	neigh_learn(&sw->neigh, v.src_ip, v.src_mac);
+	sw->st.ina_packets++;
+	/* the engine counts its own drops; emits point into slot memory */
+	ina_engine_rx(sw->eng, v.payload, v.payload_len, &src, sw->emits);
+	rte_pktmbuf_free(m);
+	send_emits(rt, sw, in, v.dst_port);
+}
+
+static bool is_mine(const struct sw_lsw *sw, const uint8_t *dst)
+{
+	return sw->cfg->ip && memcmp(dst, sw->cfg->mac, 6) == 0;
+}
+
+static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
+{
+	struct sw_lsw *sw = in->sw;
+	uint32_t len = rte_pktmbuf_data_len(m);
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	in->st.rx_packets++;
+	in->st.rx_bytes += rte_pktmbuf_pkt_len(m);
+	if (m->nb_segs != 1) {
+		drop(in, SW_D_MULTI_SEGMENT, m);
+		return;
+	}
+	if (len < SW_ETH_HLEN) {
+		drop(in, SW_D_RUNT, m);
+		return;
+	}
+	sw_fdb_learn(&sw->fdb, f + 6, in->index, rt->now_s);
+
+	if (sw->cfg->ip) {
+		uint16_t et = sw_frame_ethertype(f, len);
+		if (et == SW_ETHERTYPE_ARP && (f[0] & 1 || is_mine(sw, f))) {
+			struct rte_mbuf *r = NULL;
+			size_t n = 0;
+			if ((r = rte_pktmbuf_alloc(rt->pool)) &&
+			    (n = sw_frame_arp_reply(f, len, sw->cfg->mac, sw->cfg->ip, rte_pktmbuf_mtod(r, uint8_t *),
+						    rte_pktmbuf_tailroom(r)))) {
+				r->data_len = r->pkt_len = (uint32_t)n;
+				sw->st.arp_replies++;
+				rte_pktmbuf_free(m); /* a request for us: answered, not flooded */
+				sw_send_port(rt, in, r);
+				return;
+			}
+			rte_pktmbuf_free(r);
+		} else if (et == SW_ETHERTYPE_IPV4 && is_mine(sw, f)) {
+			to_switch_ipv4(rt, sw, in, m);
+			return;
+		} else if (is_mine(sw, f)) {
+			drop(in, SW_D_TO_SWITCH, m);
+			return;
+		}
+	}
+	forward_l2(rt, sw, in, m, f);
+}
+
+/* ---- the loop ---- */
+
+static void tx_full(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
+{
+	struct sw_port *p = arg;
+	for (uint16_t i = 0; i < unsent; i++) {
+		p->st.tx_packets--;
+		p->st.tx_bytes -= rte_pktmbuf_pkt_len(pkts[i]);
+	}
+	p->st.drops[SW_D_TX_FULL] += unsent;
+	rte_pktmbuf_free_bulk(pkts, unsent);
+}
+
+void sw_port_tx_callback_init(struct sw_port *p)
+{
+	rte_eth_tx_buffer_set_err_callback(p->txb, tx_full, p);
+}
+
+static void clock_tick(struct sw_rt *rt)
+{
+	rt->now_ns = (uint64_t)((double)rte_rdtsc() * rt->ns_per_tsc);
+	rt->now_s = (uint32_t)(rt->now_ns / 1000000000ull);
+}
+
+/* Releases what the emulators hold and is due; returns how many. */
+static unsigned pump_emulators(struct sw_rt *rt, uint64_t *next_due)
+{
+	void *due[64];
+	unsigned total = 0;
+	for (int s = 0; s < rt->nsw; s++)
+		for (int i = 0; i < rt->sw[s]->nports; i++) {
+			struct sw_port *p = &rt->sw[s]->ports[i];
+			if (!sw_emu_active(&p->emu))
+				continue;
+			unsigned n;
+			while ((n = sw_emu_dequeue(&p->emu, rt->now_ns, due, 64))) {
+				total += n;
+				for (unsigned k = 0; k < n; k++)
+					deliver(p, due[k]);
+			}
+			uint64_t t = sw_emu_next_ns(&p->emu);
+			if (t < *next_due)
+				*next_due = t;
+		}
+	return total;
+}
+
+static void flush_all(struct sw_rt *rt)
+{
+	for (int s = 0; s < rt->nsw; s++)
+		for (int i = 0; i < rt->sw[s]->nports; i++) {
+			struct sw_port *p = &rt->sw[s]->ports[i];
+			if (p->ext)
+				rte_eth_tx_buffer_flush(p->dev, 0, p->txb);
+		}
+}
+
+/* Grows 1, 2, 4 ... us up to the cap while idle, and never past the next
+ * emulated release, so a delayed packet leaves on time. */
+static void idle_sleep(struct sw_rt *rt, unsigned *idle, uint64_t next_due)
+{
+	uint64_t cap_ns = (uint64_t)rt->cfg.idle_sleep_max_us * 1000;
+	uint64_t ns = 1000ull << (*idle < 16 ? *idle : 16);
+	if (ns > cap_ns)
+		ns = cap_ns;
+	if (next_due != UINT64_MAX) {
+		if (next_due <= rt->now_ns)
+			return;
+		if (next_due - rt->now_ns < ns)
+			ns = next_due - rt->now_ns;
+	}
+	if (ns == 0)
+		return;
+	(*idle)++;
+	rt->idle_sleeps++;
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ns };
+	nanosleep(&ts, NULL);
+}
+
+void sw_dp_run(struct sw_rt *rt)
+{
+	struct rte_mbuf *pkts[512];
+	const uint16_t burst = (uint16_t)rt->cfg.burst;
+	uint64_t next_flush = 0, next_age = 0, next_stats = 0;
+	const uint64_t stats_every = (uint64_t)rt->cfg.stats_interval_ms * 1000000;
+	unsigned idle = 0;
+
+	clock_tick(rt);
+	next_stats = rt->now_ns + stats_every;
+	while (!*rt->quit) {
+		unsigned work = 0;
+		uint64_t next_due = UINT64_MAX;
+
+		clock_tick(rt);
+		rt->loops++;
+		for (int s = 0; s < rt->nsw; s++)
+			for (int i = 0; i < rt->sw[s]->nports; i++) {
+				struct sw_port *p = &rt->sw[s]->ports[i];
+				uint16_t n = 0;
+				if (p->ext)
+					n = rte_eth_rx_burst(p->dev, 0, pkts, burst);
+				else
+					while (n < burst && p->lq_head != p->lq_tail)
+						pkts[n++] = p->lq[p->lq_head++ & p->lq_mask];
+				work += n;
+				for (uint16_t k = 0; k < n; k++) {
+					if (k + 1 < n) /* l2fwd style: the next header while this one runs */
+						rte_prefetch0(rte_pktmbuf_mtod(pkts[k + 1], void *));
+					sw_input(rt, p, pkts[k]);
+				}
+			}
+		work += pump_emulators(rt, &next_due);
+
+		if (rt->now_ns >= next_flush) { /* a lone packet waits at most 100 us */
+			flush_all(rt);
+			next_flush = rt->now_ns + 100000;
+		}
+		if (rt->now_ns >= next_age) {
+			for (int s = 0; s < rt->nsw; s++)
+				sw_fdb_age(&rt->sw[s]->fdb, rt->now_s);
+			next_age = rt->now_ns + 1000000000ull;
+		}
+		if ((stats_every && rt->now_ns >= next_stats) || *rt->dump_stats) {
+			*rt->dump_stats = 0;
+			if (rt->cfg.stats_file[0])
+				sw_stats_write(rt, rt->cfg.stats_file);
+			next_stats = rt->now_ns + stats_every;
+		}
+		if (work) {
+			idle = 0;
+		} else if (rt->cfg.idle_sleep_max_us) {
+			flush_all(rt);
+			idle_sleep(rt, &idle, next_due);
+		}
+	}
+	flush_all(rt);
+}

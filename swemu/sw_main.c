@@ -1,0 +1,166 @@
+/* swemu: a software top-of-rack switch with in-network aggregation.
+ *   swemu [EAL args] -- -c CONFIG [--stats FILE]
+ * The config is read and checked before EAL starts, so a bad file costs no
+ * hugepage file, no port and no half-started switch: exit status 2 and
+ * "file:line: what is wrong". */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_version.h>
+
+#include "sw_rt.h"
+
+#define SWEMU_VERSION "0.1.0"
+
+/* A signal handler can reach only globals: two flags, nothing else. */
+static volatile sig_atomic_t quit_flag, dump_flag;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		dump_flag = 1;
+	else
+		quit_flag = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: swemu [EAL options] -- -c CONFIG [--stats FILE]\n"
+		"  A DPDK software ToR switch: L2 switching, in-network aggregation, link\n"
+		"  emulation; several logical switches per process (docs/SWEMU.md).\n"
+		"  -c, --config FILE  switch configuration (libconfig; configs/*.cfg)\n"
+		"  -s, --stats FILE   write JSON stats here (overrides stats_file)\n"
+		"  -h, --help         this text\n"
+		"  -V, --version      the version\n"
+		"  Ports are DPDK devices named in the config, e.g. with EAL options\n"
+		"    --no-huge -m 512 --file-prefix sw1 --no-pci \\\n"
+		"    --vdev net_af_packet0,iface=veth0,framesz=10240,blocksz=40960\n"
+		"  Signals: SIGINT/SIGTERM stop (final stats on stdout), SIGUSR1 writes stats.\n"
+		"  Telemetry: /swemu/switches, /swemu/port,SW.PORT, /swemu/ina,SW, /swemu/job,SW.ID\n"
+		"  Exit status: 0 stopped by signal, 1 run-time error, 2 bad arguments or config.\n");
+}
+
+struct app_args {
+	const char *config;
+	const char *stats;
+};
+
+/* App options come after "--"; --help and --version also work alone. */
+static int parse_app_args(int argc, char **argv, struct app_args *a)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, 0, 'c' }, { "stats", required_argument, 0, 's' },
+		{ "help", no_argument, 0, 'h' },         { "version", no_argument, 0, 'V' },
+		{ 0, 0, 0, 0 },
+	};
+	int o;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "c:s:hV", opts, NULL)) != -1) {
+		switch (o) {
+		case 'c':
+			a->config = optarg;
+			break;
+		case 's':
+			a->stats = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("swemu %s (%s)\n", SWEMU_VERSION, rte_version());
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "swemu: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!a->config) {
+		fprintf(stderr, "swemu: -c CONFIG is required (swemu --help)\n");
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct sw_rt rt;
+	struct app_args args = { 0 };
+	char err[512];
+	int sep = 0;
+
+	for (int i = 1; i < argc && !sep; i++)
+		if (!strcmp(argv[i], "--"))
+			sep = i;
+	if (!sep) {
+		/* only --help / --version make sense without EAL options */
+		for (int i = 1; i < argc; i++)
+			if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help") || !strcmp(argv[i], "-V") ||
+			    !strcmp(argv[i], "--version"))
+				return parse_app_args(2, (char *[]){ argv[0], argv[i], NULL }, &args) ? 2 : 0;
+		fprintf(stderr, "swemu: give EAL options, then -- and the switch options (swemu --help)\n");
+		return 2;
+	}
+	argv[sep] = argv[0];
+	if (parse_app_args(argc - sep, argv + sep, &args) < 0)
+		return 2;
+	if (sw_cfg_load(args.config, &rt.cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 2;
+	}
+	if (args.stats)
+		snprintf(rt.cfg.stats_file, sizeof(rt.cfg.stats_file), "%s", args.stats);
+	rt.cfg_path = args.config;
+	rt.quit = &quit_flag;
+	rt.dump_stats = &dump_flag;
+
+	argv[sep] = "--";
+	if (rte_eal_init(sep, argv) < 0) {
+		fprintf(stderr, "swemu: EAL does not start: %s\n", rte_strerror(rte_errno));
+		sw_cfg_free(&rt.cfg);
+		return 1;
+	}
+	int rc = sw_rt_setup(&rt, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "%s\n", err);
+		sw_cfg_free(&rt.cfg);
+		rte_eal_cleanup();
+		return rc == -2 ? 2 : 1;
+	}
+	if (sw_telemetry_register(&rt) != 0)
+		fprintf(stderr, "swemu: warning: telemetry commands not registered\n");
+
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	/* idle sleeps of a few microseconds need a timer slack below the
+	 * default 50 us */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+
+	printf("swemu: %d switch(es) running from %s; SIGINT stops\n", rt.nsw, args.config);
+	fflush(stdout);
+	sw_dp_run(&rt);
+
+	char *final = sw_stats_json(&rt);
+	if (rt.cfg.stats_file[0])
+		sw_stats_write(&rt, rt.cfg.stats_file);
+	printf("%s\n", final ? final : "{}");
+	free(final);
+	sw_rt_teardown(&rt);
+	sw_cfg_free(&rt.cfg);
+	rte_eal_cleanup();
+	return 0;
+}

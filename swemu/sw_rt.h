@@ -1,0 +1,129 @@
+/* swemu's run-time state: the fabric of logical switches built from the
+ * config, their ports, and the counters.  One lcore owns all of it (the
+ * datapath); the telemetry thread only reads counters. */
+#ifndef SW_RT_H
+#define SW_RT_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ina_engine.h"
+#include "sw_cfg.h"
+#include "sw_emu.h"
+#include "sw_fdb.h"
+#include "sw_frame.h"
+
+struct rte_mbuf;
+struct rte_mempool;
+struct rte_eth_dev_tx_buffer;
+
+/* Every reason swemu drops a packet outside the engine (the engine counts
+ * its own, per reason and per job).  Names: sw_drop_name(). */
+enum sw_drop {
+	SW_D_RUNT,            /* shorter than an Ethernet header */
+	SW_D_MULTI_SEGMENT,   /* chained mbuf: not produced by swemu's pools */
+	SW_D_SAME_PORT,       /* destination learned on the ingress port */
+	SW_D_TX_FULL,         /* device queue full after retries */
+	SW_D_EMULATED_LOSS,   /* link emulation: random or bursty loss */
+	SW_D_BUFFER_OVERFLOW, /* link emulation: tail drop */
+	SW_D_EMULATOR_FULL,   /* link emulation: more in flight than it holds */
+	SW_D_NO_MBUF,         /* mempool empty when building a packet */
+	SW_D_NO_NEIGHBOR,     /* no MAC known for an emit's destination */
+	SW_D_TO_SWITCH,       /* for the switch's address, but neither ARP, INA nor control */
+	SW_D_INA_OFF,         /* INA packet to a switch with INA off */
+	SW_D_CTRL_DENIED,     /* control message from a source not in mgmt */
+	SW_D_CTRL_BAD,        /* control message that could not be applied */
+	SW_D_FRAME_BASE,      /* + enum sw_frame_err: malformed IPv4/UDP to the switch */
+	SW_D_MAX_ = SW_D_FRAME_BASE + SW_FRAME_ERR_MAX_,
+};
+const char *sw_drop_name(unsigned d);
+
+struct sw_port_stats {
+	uint64_t rx_packets, rx_bytes;
+	uint64_t tx_packets, tx_bytes;
+	uint64_t drops[SW_D_MAX_];
+};
+
+struct sw_lsw;
+
+struct sw_port {
+	struct sw_lsw *sw;
+	int index;
+	const struct sw_port_cfg *cfg;
+	bool ext;                  /* a DPDK device, else an in-memory link */
+	uint16_t dev;              /* DPDK port id (ext) */
+	struct sw_port *peer;      /* link peer */
+	/* link ports: frames the peer sent us, drained by the poll loop like a
+	 * device queue (no recursion between switches) */
+	struct rte_mbuf **lq;
+	uint32_t lq_head, lq_tail, lq_mask;
+	struct rte_eth_dev_tx_buffer *txb;
+	struct sw_emu emu;         /* egress emulation */
+	struct sw_port_stats st;
+};
+
+#define SW_NEIGH_SIZE 1024
+
+/* IPv4 -> MAC of the hosts that spoke INA to this switch: where results go. */
+struct sw_neigh {
+	uint32_t ip[SW_NEIGH_SIZE];
+	uint8_t mac[SW_NEIGH_SIZE][6];
+};
+
+struct sw_lsw_stats {
+	uint64_t flooded;      /* frames sent to every other port */
+	uint64_t arp_replies;
+	uint64_t ina_packets;  /* handed to the engine */
+	uint64_t ina_emits;    /* packets built from emits */
+	uint64_t ctrl_ok;
+};
+
+struct sw_lsw {
+	int index;
+	const struct sw_switch_cfg *cfg;
+	int nports;
+	struct sw_port ports[SW_MAX_PORTS];
+	struct sw_fdb fdb;
+	struct sw_neigh neigh;
+	struct ina_engine *eng; /* NULL when INA is off */
+	struct ina_emits *emits;
+	struct sw_lsw_stats st;
+};
+
+struct sw_rt {
+	struct sw_cfg cfg;
+	const char *cfg_path;
+	int nsw;
+	struct sw_lsw *sw[SW_MAX_SWITCHES];
+	struct rte_mempool *pool;
+	double ns_per_tsc;
+	uint64_t now_ns;
+	uint32_t now_s;
+	volatile sig_atomic_t *quit;
+	volatile sig_atomic_t *dump_stats;
+	uint64_t idle_sleeps;
+	uint64_t loops;
+};
+
+/* sw_setup.c: builds the fabric (mempool, ports, engines, static FDB, jobs);
+ * on failure writes why to err and releases what it made. */
+int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen);
+void sw_rt_teardown(struct sw_rt *rt);
+
+/* sw_dp.c: the poll loop; returns when *rt->quit is set. */
+void sw_dp_run(struct sw_rt *rt);
+/* Egress through p's link emulation onto its device or link. */
+void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m);
+/* Counts a device's unsent packets as tx_full drops. */
+void sw_port_tx_callback_init(struct sw_port *p);
+
+/* sw_ctrl.c: a datagram to the switch's control port. */
+void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, const struct sw_udp_view *v);
+
+/* sw_stats.c */
+char *sw_stats_json(const struct sw_rt *rt); /* malloc'd, caller frees */
+int sw_stats_write(const struct sw_rt *rt, const char *path);
+int sw_telemetry_register(struct sw_rt *rt);
+
+#endif

@@ -1,0 +1,193 @@
+/* Builds the run-time fabric from a loaded config, and takes it down.  On
+ * any failure everything made so far is released: never a half-started
+ * switch. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include "sw_rt.h"
+
+#define SW_RING_DESC 1024
+#define SW_LINK_QUEUE 4096
+#define SW_MTU 9000
+/* A jumbo frame in one segment; af_packet wants room for its whole
+ * frame (framesz=10240 in the testbed). */
+#define SW_MBUF_DATA (RTE_PKTMBUF_HEADROOM + 10240)
+
+static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t errlen)
+{
+	struct rte_eth_conf conf;
+	struct rte_eth_dev_info info;
+	int rc;
+
+	memset(&conf, 0, sizeof(conf));
+	if ((rc = rte_eth_dev_info_get(p->dev, &info)) != 0)
+		goto fail;
+	/* af_packet advertises a 1518-byte frame whatever its framesz: start
+	 * within what the device says, then ask for jumbo frames */
+	uint32_t dev_mtu = info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN
+				   ? info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN
+				   : RTE_ETHER_MTU;
+	conf.rxmode.mtu = dev_mtu < SW_MTU ? dev_mtu : SW_MTU;
+	if ((rc = rte_eth_dev_configure(p->dev, 1, 1, &conf)) != 0)
+		goto fail;
+	if (conf.rxmode.mtu < SW_MTU && rte_eth_dev_set_mtu(p->dev, SW_MTU) != 0)
+		fprintf(stderr, "swemu: port %s.%s: MTU stays %u (device refuses %d)\n", p->sw->cfg->name,
+			p->cfg->name, conf.rxmode.mtu, SW_MTU);
+	uint16_t nrx = SW_RING_DESC, ntx = SW_RING_DESC;
+	if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->dev, &nrx, &ntx)) != 0 ||
+	    (rc = rte_eth_rx_queue_setup(p->dev, 0, nrx, rte_eth_dev_socket_id(p->dev), NULL, rt->pool)) != 0 ||
+	    (rc = rte_eth_tx_queue_setup(p->dev, 0, ntx, rte_eth_dev_socket_id(p->dev), NULL)) != 0)
+		goto fail;
+	p->txb = rte_zmalloc_socket("swemu_txb", RTE_ETH_TX_BUFFER_SIZE(rt->cfg.burst), 0,
+				    rte_eth_dev_socket_id(p->dev));
+	if (!p->txb) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rte_eth_tx_buffer_init(p->txb, (uint16_t)rt->cfg.burst);
+	sw_port_tx_callback_init(p);
+	if ((rc = rte_eth_dev_start(p->dev)) != 0)
+		goto fail;
+	rte_eth_promiscuous_enable(p->dev); /* a switch port takes every frame */
+	return 0;
+fail:
+	snprintf(err, errlen, "%s:%d: port '%s' (device %s) does not start: %s", rt->cfg_path, p->cfg->line,
+		 p->cfg->name, p->cfg->dev, rte_strerror(rc < 0 ? -rc : rc));
+	return -1;
+}
+
+static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
+{
+	const struct sw_switch_cfg *c = &rt->cfg.sw[idx];
+	struct sw_lsw *sw = calloc(1, sizeof(*sw));
+	if (!sw) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	rt->sw[idx] = sw;
+	rt->nsw = idx + 1;
+	sw->index = idx;
+	sw->cfg = c;
+	sw->nports = c->nports;
+	sw_fdb_init(&sw->fdb, c->fdb_age_s);
+	for (int i = 0; i < c->nfdb; i++)
+		sw_fdb_add_static(&sw->fdb, c->fdb[i].mac, c->fdb[i].port);
+	if (c->ina) {
+		sw->eng = ina_engine_create(c->slots, c->max_elems);
+		sw->emits = malloc(sizeof(*sw->emits));
+		if (!sw->eng || !sw->emits) {
+			snprintf(err, errlen, "switch '%s': no memory for %u slots of %u elements", c->name, c->slots,
+				 c->max_elems);
+			return -1;
+		}
+		for (int j = 0; j < c->njobs; j++) {
+			const char *why;
+			if (ina_job_install(sw->eng, &c->jobs[j], &why) < 0) {
+				snprintf(err, errlen, "%s: switch '%s' job %u: %s", rt->cfg_path, c->name, c->jobs[j].id, why);
+				return -1;
+			}
+		}
+	}
+	for (int i = 0; i < c->nports; i++) {
+		struct sw_port *p = &sw->ports[i];
+		p->sw = sw;
+		p->index = i;
+		p->cfg = &c->ports[i];
+		/* an emulator holds at most what the mempool can hold */
+		if (sw_emu_init(&p->emu, &p->cfg->emu, rt->cfg.mbufs, (uint64_t)idx * 64 + (uint64_t)i + 1) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		if (!p->cfg->dev[0]) {
+			p->lq = calloc(SW_LINK_QUEUE, sizeof(*p->lq));
+			p->lq_mask = SW_LINK_QUEUE - 1;
+			if (!p->lq) {
+				snprintf(err, errlen, "out of memory");
+				return -1;
+			}
+			continue;
+		}
+		p->ext = true;
+		if (rte_eth_dev_get_port_by_name(p->cfg->dev, &p->dev) != 0) {
+			snprintf(err, errlen,
+				 "%s:%d: port '%s': no DPDK device '%s' (create it with --vdev or allow its PCI address)",
+				 rt->cfg_path, p->cfg->line, p->cfg->name, p->cfg->dev);
+			p->ext = false;
+			return -2;
+		}
+		if (port_start(rt, p, err, errlen) < 0)
+			return -1; /* teardown stops and closes it */
+	}
+	return 0;
+}
+
+int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen)
+{
+	rt->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
+	rt->pool = rte_pktmbuf_pool_create("swemu_pool", rt->cfg.mbufs, 256, 0, SW_MBUF_DATA, (int)rte_socket_id());
+	if (!rt->pool) {
+		snprintf(err, errlen, "cannot allocate %u mbufs of %d bytes (%s): give EAL more memory with -m",
+			 rt->cfg.mbufs, SW_MBUF_DATA, rte_strerror(rte_errno));
+		return -1;
+	}
+	for (int i = 0; i < rt->cfg.nswitches; i++) {
+		int rc = lsw_build(rt, i, err, errlen);
+		if (rc < 0) {
+			sw_rt_teardown(rt);
+			return rc;
+		}
+	}
+	for (int i = 0; i < rt->nsw; i++)
+		for (int k = 0; k < rt->sw[i]->nports; k++) {
+			struct sw_port *p = &rt->sw[i]->ports[k];
+			if (!p->ext)
+				p->peer = &rt->sw[p->cfg->peer_switch]->ports[p->cfg->peer_port];
+		}
+	return 0;
+}
+
+static void free_held(struct sw_port *p)
+{
+	void *held[64];
+	unsigned n;
+	while ((n = sw_emu_dequeue(&p->emu, UINT64_MAX, held, 64)))
+		rte_pktmbuf_free_bulk((struct rte_mbuf **)held, n);
+	while (p->lq && p->lq_head != p->lq_tail)
+		rte_pktmbuf_free(p->lq[p->lq_head++ & p->lq_mask]);
+}
+
+void sw_rt_teardown(struct sw_rt *rt)
+{
+	for (int i = 0; i < rt->nsw; i++) {
+		struct sw_lsw *sw = rt->sw[i];
+		if (!sw)
+			continue;
+		for (int k = 0; k < sw->nports; k++) {
+			struct sw_port *p = &sw->ports[k];
+			free_held(p);
+			if (p->ext) {
+				if (p->txb)
+					rte_eth_tx_buffer_flush(p->dev, 0, p->txb);
+				rte_eth_dev_stop(p->dev);
+				rte_eth_dev_close(p->dev);
+			}
+			rte_free(p->txb);
+			free(p->lq);
+			sw_emu_free(&p->emu);
+		}
+		ina_engine_destroy(sw->eng);
+		free(sw->emits);
+		free(sw);
+		rt->sw[i] = NULL;
+	}
+	rt->nsw = 0;
+	rte_mempool_free(rt->pool);
+	rt->pool = NULL;
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Aggregation of fan-in 4 through the real switch: exact int32 sums and fp32
+# sums, then the same with 5% emulated loss on every port.
+. "$(dirname "$0")/lib.sh"
+topo itina 4 --subnet 10.79.0
+install_job 1 4 int32 10.79.0 >/dev/null || fail "install job 1"
+install_job 2 4 fp32 10.79.0 >/dev/null || fail "install job 2"
+run_workers 1 4 10.79.0 --slices 300 --count 1024 --slots 16 || fail "int32 aggregation"
+run_workers 2 4 10.79.0 --slices 100 --count 1024 --slots 16 --dtype fp32 || fail "fp32 aggregation"
+[ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["1"]["contributions"]')" = 1200 ] || fail "job 1 contributions"
+[ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["1"]["completions"]')" = 300 ] || fail "job 1 completions"
+"$top/testbed/topo.sh" down itina
+
+# 5% loss on every egress port of the switch: hosts retransmit, sums stay exact
+topo itina 4 --subnet 10.79.0 --loss 0.05
+for _ in 1 2 3; do install_job 3 4 int32 10.79.0 >/dev/null && break; done # the command may be lost
+run_workers 3 4 10.79.0 --slices 300 --count 1024 --slots 16 --timeout-ms 10 || fail "int32 aggregation under 5% loss"
+lost=$(stats_get 'sum(p["drops"]["emulated_loss"] for p in d["switches"]["tor0"]["ports"].values())')
+retx=$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["3"]["retransmits"]')
+contrib=$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["3"]["contributions"]')
+((lost > 0)) || fail "no emulated loss counted"
+((retx > 0)) || fail "no retransmission answered"
+[ "$contrib" = 1200 ] || fail "job 3: $contrib contributions, want exactly 1200"
+echo "ina: fan-in 4 int32 and fp32 exact; under 5% loss exact with $lost packets lost, $retx retransmissions answered"

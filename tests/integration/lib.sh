@@ -1,0 +1,60 @@
+# Shared by the integration tests: a topology per test, torn down on any
+# exit.  Needs root (namespaces); exits 77 (meson: skipped) otherwise.
+set -euo pipefail
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PY=/usr/bin/python3
+[ "$(id -u)" = 0 ] || { echo "integration tests need root"; exit 77; }
+
+TOPO_NAME=""
+cleanup() {
+	local rc=$?
+	if [ -n "$TOPO_NAME" ]; then
+		if ((rc != 0)) && [ -f "/run/swemu-testbed/$TOPO_NAME/swemu.log" ]; then
+			echo "--- swemu log" >&2
+			tail -n 20 "/run/swemu-testbed/$TOPO_NAME/swemu.log" >&2
+		fi
+		"$top/testbed/topo.sh" down "$TOPO_NAME"
+	fi
+	exit $rc
+}
+trap cleanup EXIT INT TERM
+
+# topo NAME HOSTS [topo.sh up options]: up and start
+topo() {
+	TOPO_NAME=$1
+	"$top/testbed/topo.sh" up "$@"
+	"$top/testbed/topo.sh" start "$1"
+}
+
+in_host() { local i=$1; shift; ip netns exec "$TOPO_NAME-h$i" "$@"; }
+
+stats() { "$top/testbed/topo.sh" stats "$TOPO_NAME"; }
+
+# jq-less JSON access: stats_get 'd["switches"]["tor0"]["arp_replies"]'
+stats_get() { stats | $PY -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A job of all HOSTS members through tor0 at SUBNET.254, via the control channel.
+install_job() {
+	local id=$1 fanin=$2 dtype=$3 subnet=$4 extra=${5:-}
+	local members=""
+	for ((i = 0; i < fanin; i++)); do members+="\"$subnet.$((i + 1)):48864\", "; done
+	in_host 0 "$top/testbed/swemu-ctl" "$subnet.254" \
+		"op = \"install\"; job = { id = $id; fan_in = $fanin; dtype = \"$dtype\"; slots = 16; elems = 1024; outputs = [\"multicast\"]; contributors = [ ${members%, } ]; $extra };"
+}
+
+# run_workers ID FANIN SUBNET [client args]: every member runs the client; all must pass
+run_workers() {
+	local id=$1 fanin=$2 subnet=$3
+	shift 3
+	local pids=()
+	for ((i = 0; i < fanin; i++)); do
+		in_host "$i" $PY "$top/tests/integration/ina_client.py" --switch "$subnet.254" --bind "$subnet.$((i + 1))" \
+			--job "$id" --index "$i" --fanin "$fanin" "$@" &
+		pids+=($!)
+	done
+	local rc=0
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	return $rc
+}
