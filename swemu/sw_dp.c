@@ -245,7 +245,11 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 		drop(in, SW_D_RUNT, m);
 		return;
 	}
-	sw_fdb_learn(&sw->fdb, f + 6, in->index, rt->now_s);
+	if (memcmp(in->last_src, f + 6, 6) || in->last_src_s != rt->now_s) {
+		sw_fdb_learn(&sw->fdb, f + 6, in->index, rt->now_s);
+		memcpy(in->last_src, f + 6, 6);
+		in->last_src_s = rt->now_s;
+	}
 
 	if (sw->cfg->ip) {
 		uint16_t et = sw_frame_ethertype(f, len);
@@ -352,39 +356,50 @@ static void idle_sleep(struct sw_rt *rt, unsigned *idle, uint64_t next_due)
 	nanosleep(&ts, NULL);
 }
 
-void sw_dp_run(struct sw_rt *rt)
+/* One pass over every port and emulator; returns the packets handled.
+ * *next_due gets the earliest pending emulated release. */
+unsigned sw_dp_poll(struct sw_rt *rt, uint64_t *next_due)
 {
 	struct rte_mbuf *pkts[512];
 	const uint16_t burst = (uint16_t)rt->cfg.burst;
-	uint64_t next_flush = 0, next_age = 0, next_stats = 0;
+	unsigned work = 0;
+
+	clock_tick(rt);
+	rt->loops++;
+	for (int s = 0; s < rt->nsw; s++)
+		for (int i = 0; i < rt->sw[s]->nports; i++) {
+			struct sw_port *p = &rt->sw[s]->ports[i];
+			uint16_t n = 0;
+			if (p->ext)
+				n = rte_eth_rx_burst(p->dev, 0, pkts, burst);
+			else
+				while (n < burst && p->lq_head != p->lq_tail)
+					pkts[n++] = p->lq[p->lq_head++ & p->lq_mask];
+			work += n;
+			for (uint16_t k = 0; k < n; k++) {
+				if (k + 1 < n) /* l2fwd style: the next header while this one runs */
+					rte_prefetch0(rte_pktmbuf_mtod(pkts[k + 1], void *));
+				sw_input(rt, p, pkts[k]);
+			}
+		}
+	*next_due = UINT64_MAX;
+	work += pump_emulators(rt, next_due);
+	return work;
+}
+
+void sw_dp_flush(struct sw_rt *rt) { flush_all(rt); }
+
+void sw_dp_run(struct sw_rt *rt)
+{
+	uint64_t next_flush = 0, next_age = 0, next_stats;
 	const uint64_t stats_every = (uint64_t)rt->cfg.stats_interval_ms * 1000000;
 	unsigned idle = 0;
 
 	clock_tick(rt);
 	next_stats = rt->now_ns + stats_every;
 	while (!*rt->quit) {
-		unsigned work = 0;
-		uint64_t next_due = UINT64_MAX;
-
-		clock_tick(rt);
-		rt->loops++;
-		for (int s = 0; s < rt->nsw; s++)
-			for (int i = 0; i < rt->sw[s]->nports; i++) {
-				struct sw_port *p = &rt->sw[s]->ports[i];
-				uint16_t n = 0;
-				if (p->ext)
-					n = rte_eth_rx_burst(p->dev, 0, pkts, burst);
-				else
-					while (n < burst && p->lq_head != p->lq_tail)
-						pkts[n++] = p->lq[p->lq_head++ & p->lq_mask];
-				work += n;
-				for (uint16_t k = 0; k < n; k++) {
-					if (k + 1 < n) /* l2fwd style: the next header while this one runs */
-						rte_prefetch0(rte_pktmbuf_mtod(pkts[k + 1], void *));
-					sw_input(rt, p, pkts[k]);
-				}
-			}
-		work += pump_emulators(rt, &next_due);
+		uint64_t next_due;
+		unsigned work = sw_dp_poll(rt, &next_due);
 
 		if (rt->now_ns >= next_flush) { /* a lone packet waits at most 100 us */
 			flush_all(rt);

@@ -135,7 +135,7 @@ int main(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, "%s\n", err);
 		sw_cfg_free(&rt.cfg);
-		rte_eal_cleanup();
+		sw_eal_cleanup();
 		return rc == -2 ? 2 : 1;
 	}
 	if (sw_telemetry_register(&rt) != 0)
@@ -161,6 +161,6 @@ int main(int argc, char **argv)
 	free(final);
 	sw_rt_teardown(&rt);
 	sw_cfg_free(&rt.cfg);
-	rte_eal_cleanup();
+	sw_eal_cleanup();
 	return 0;
 }

@@ -60,6 +60,10 @@ struct sw_port {
 	uint32_t lq_head, lq_tail, lq_mask;
 	struct rte_eth_dev_tx_buffer *txb;
 	struct sw_emu emu;         /* egress emulation */
+	/* last source learned here and when: a burst from one host skips the
+	 * FDB (the table is refreshed at most once a second anyway) */
+	uint8_t last_src[6];
+	uint32_t last_src_s;
 	struct sw_port_stats st;
 };
 
@@ -110,9 +114,15 @@ struct sw_rt {
  * on failure writes why to err and releases what it made. */
 int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen);
 void sw_rt_teardown(struct sw_rt *rt);
+/* rte_eal_cleanup, then removes the runtime directory EAL leaves behind. */
+void sw_eal_cleanup(void);
 
 /* sw_dp.c: the poll loop; returns when *rt->quit is set. */
 void sw_dp_run(struct sw_rt *rt);
+/* One pass of it (benchmarks drive this); returns packets handled. */
+unsigned sw_dp_poll(struct sw_rt *rt, uint64_t *next_due);
+/* Pushes buffered frames to the devices. */
+void sw_dp_flush(struct sw_rt *rt);
 /* Egress through p's link emulation onto its device or link. */
 void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m);
 /* Counts a device's unsent packets as tx_full drops. */

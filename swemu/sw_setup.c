@@ -1,12 +1,16 @@
 /* Builds the run-time fabric from a loaded config, and takes it down.  On
  * any failure everything made so far is released: never a half-started
  * switch. */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
+#include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
@@ -190,4 +194,26 @@ void sw_rt_teardown(struct sw_rt *rt)
 	rt->nsw = 0;
 	rte_mempool_free(rt->pool);
 	rt->pool = NULL;
+}
+
+/* EAL leaves its runtime directory (config, fbarrays, sockets) behind after
+ * rte_eal_cleanup; the prefix is this process's own, so remove it. */
+void sw_eal_cleanup(void)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+	rte_eal_cleanup();
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char f[PATH_MAX + 256];
+		snprintf(f, sizeof(f), "%s/%s", dir, e->d_name);
+		unlink(f);
+	}
+	closedir(d);
+	rmdir(dir);
 }

@@ -43,4 +43,9 @@ stats_get '
             and all(sum(v["drops"].values()) == 0 for v in p.values())) or sys.exit(1))(d["switches"]["tor0"]["ports"])' >/dev/null \
 	|| fail "port counters do not show the transfer, or show drops: $(stats)"
 [ "$(stats_get 'd["switches"]["tor0"]["fdb_entries"]')" -ge 3 ] || fail "fdb did not learn 3 hosts"
-echo "l2: ping, jumbo ping, 32 MiB TCP exact; counters agree"
+# the same counters through DPDK telemetry
+tel=$(echo "/swemu/port,tor0.h0" | dpdk-telemetry.py -f "swemu-$TOPO_NAME" 2>/dev/null | grep '"/swemu/port"') \
+	|| fail "no telemetry answer"
+$PY -c "import json,sys; d=json.loads(sys.argv[1])['/swemu/port']; sys.exit(0 if d['rx_bytes'] > 32*1024*1024 else 1)" "$tel" \
+	|| fail "telemetry port counters: $tel"
+echo "l2: ping, jumbo ping, 32 MiB TCP exact; counters agree in JSON and telemetry"

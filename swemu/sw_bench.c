@@ -1,0 +1,345 @@
+/* swemu-bench: swemu's own datapath (sw_rt_setup + sw_dp_poll) on in-memory
+ * ports (rte_eth_from_rings), one lcore, no idle back-off.  The same frames
+ * go through as plain L2 forwarding (addressed to another host) and as INA
+ * contributions (addressed to the switch), so the two rates compare the
+ * datapaths, not the generator.  Frames are templates reused by reference
+ * count; between rounds only the slot and slice fields change (with an
+ * incremental checksum update, so the switch's checksum check still runs). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_eth_ring.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "sw_rt.h"
+
+#define NPORTS 4
+#define WINDOW 64 /* slots per set in flight */
+#define REFS 60000
+
+static volatile sig_atomic_t never;
+
+struct bench {
+	struct rte_ring *rx[NPORTS], *tx[NPORTS];
+	char dev[NPORTS][RTE_ETH_NAME_MAX_LEN];
+	struct rte_mempool *gen_pool;
+	struct rte_mbuf **tmpl; /* fan_in * WINDOW */
+	unsigned fan_in, elems;
+	bool ina;
+};
+
+static const uint8_t sw_mac[6] = { 2, 0, 0, 0, 0, 0xfe };
+
+static void host_mac(unsigned c, uint8_t m[6])
+{
+	memcpy(m, (uint8_t[]){ 2, 0, 0, 0, (uint8_t)(c >> 8), (uint8_t)c }, 6);
+}
+
+static uint32_t host_ip(unsigned c) { return rte_cpu_to_be_32(0x0a000001u + c); }
+
+/* RFC 1624: the checksum after a 16-bit word changes from o to n. */
+static uint16_t csum_fix(uint16_t c, uint16_t o, uint16_t n)
+{
+	uint32_t s = (uint16_t)~c + (uint16_t)~o + (uint32_t)n;
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+static void patch16(uint8_t *f, size_t off, uint16_t v)
+{
+	uint8_t *udp = f + SW_ETH_HLEN + SW_IP_HLEN;
+	uint16_t old = (uint16_t)(f[off] << 8 | f[off + 1]);
+	uint16_t c = (uint16_t)(udp[6] << 8 | udp[7]);
+	f[off] = (uint8_t)(v >> 8);
+	f[off + 1] = (uint8_t)v;
+	c = csum_fix(c, old, v);
+	if (c == 0)
+		c = 0xffff;
+	udp[6] = (uint8_t)(c >> 8);
+	udp[7] = (uint8_t)c;
+}
+
+/* Header field offsets inside the frame. */
+#define INA_OFF (SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN)
+
+static void set_slot_seq(struct rte_mbuf *m, uint32_t slot, uint32_t seq)
+{
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	patch16(f, INA_OFF + 8, (uint16_t)(slot >> 16));
+	patch16(f, INA_OFF + 10, (uint16_t)slot);
+	patch16(f, INA_OFF + 16, (uint16_t)(seq >> 16));
+	patch16(f, INA_OFF + 18, (uint16_t)seq);
+}
+
+static void build_templates(struct bench *b)
+{
+	static uint8_t payload[INA_MAX_PAYLOAD];
+	b->tmpl = calloc((size_t)b->fan_in * WINDOW, sizeof(*b->tmpl));
+	for (unsigned c = 0; c < b->fan_in; c++)
+		for (unsigned i = 0; i < WINDOW; i++) {
+			struct rte_mbuf *m = rte_pktmbuf_alloc(b->gen_pool);
+			if (!m) {
+				fprintf(stderr, "swemu-bench: generator pool empty\n");
+				exit(1);
+			}
+			for (unsigned e = 0; e < b->elems; e++) {
+				uint32_t v = rte_cpu_to_be_32(c + e);
+				memcpy(payload + 4 * e, &v, 4);
+			}
+			struct ina_hdr h = { .version = INA_VERSION, .type = INA_T_DATA, .dtype = INA_D_INT32,
+					     .job = 1, .contributor = (uint16_t)c, .slot = i, .epoch = 1,
+					     .count = (uint16_t)b->elems };
+			uint8_t hdr[INA_HDR_LEN];
+			ina_hdr_encode(&h, hdr);
+			struct sw_udp_hdrs u = { .src_ip = host_ip(c), .dst_ip = rte_cpu_to_be_32(0x0a0000fe),
+						 .src_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN),
+						 .dst_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN) };
+			host_mac(c, u.src_mac);
+			if (b->ina)
+				memcpy(u.dst_mac, sw_mac, 6);
+			else
+				host_mac((c + 1) % b->fan_in == c ? c + 1 : (c + 1) % b->fan_in, u.dst_mac);
+			size_t plen = (size_t)b->elems * 4;
+			size_t len = sw_frame_build_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &u, hdr,
+							sizeof(hdr), payload, plen, sw_csum_partial(payload, plen, 0));
+			m->data_len = m->pkt_len = (uint32_t)len;
+			rte_mbuf_refcnt_set(m, REFS);
+			b->tmpl[c * WINDOW + i] = m;
+		}
+}
+
+static void make_cfg(const struct bench *b, struct sw_cfg *cfg, struct ina_job_cfg *job)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->burst = 32;
+	cfg->mbufs = 16383;
+	cfg->nswitches = 1;
+	struct sw_switch_cfg *s = &cfg->sw[0];
+	strcpy(s->name, "tor0");
+	s->ina = true;
+	memcpy(s->mac, sw_mac, 6);
+	s->ip = rte_cpu_to_be_32(0x0a0000fe);
+	s->ctrl_port = INA_UDP_PORT_MIN - 1;
+	s->slots = WINDOW;
+	s->max_elems = (uint16_t)b->elems;
+	s->fdb_age_s = 300;
+	s->nports = NPORTS;
+	for (int p = 0; p < NPORTS; p++) {
+		snprintf(s->ports[p].name, SW_NAME_LEN, "p%d", p);
+		snprintf(s->ports[p].dev, sizeof(s->ports[p].dev), "%s", b->dev[p]);
+		s->ports[p].peer_switch = s->ports[p].peer_port = -1;
+	}
+	/* host c sits on port c % NPORTS; one more host for L2 traffic */
+	for (unsigned c = 0; c <= b->fan_in; c++) {
+		host_mac(c, s->fdb[c].mac);
+		s->fdb[c].port = (int)(c % NPORTS);
+	}
+	s->nfdb = (int)b->fan_in + 1;
+	memset(job, 0, sizeof(*job));
+	job->id = 1;
+	job->fan_in = (uint16_t)b->fan_in;
+	job->dtype = INA_D_INT32;
+	job->nslots = WINDOW;
+	job->elems_per_slot = (uint16_t)b->elems;
+	job->outputs = INA_OUT_MULTICAST;
+	job->upstream_index = -1;
+	for (unsigned c = 0; c < b->fan_in; c++) {
+		job->contributors[c].ip = host_ip(c);
+		job->contributors[c].port = rte_cpu_to_be_16(INA_UDP_PORT_MIN);
+		host_mac(c, job->contributors[c].mac);
+	}
+	s->njobs = 1;
+	s->jobs = job;
+}
+
+struct figures {
+	double mpps, gbps;
+	uint64_t completions, drops;
+};
+
+static struct figures run(struct bench *b, double seconds, int serial)
+{
+	static struct sw_rt rt;
+	static struct ina_job_cfg job;
+	char err[256];
+	struct figures fg = { 0 };
+
+	for (int p = 0; p < NPORTS; p++) {
+		char n[32];
+		snprintf(n, sizeof(n), "brx%d_%d", serial, p);
+		b->rx[p] = rte_ring_create(n, 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		snprintf(n, sizeof(n), "btx%d_%d", serial, p);
+		b->tx[p] = rte_ring_create(n, 8192, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		snprintf(n, sizeof(n), "bench%d_%d", serial, p);
+		int port = b->rx[p] && b->tx[p] ? rte_eth_from_rings(n, &b->rx[p], 1, &b->tx[p], 1, 0) : -1;
+		/* the device takes a name of the PMD's making: ask for it */
+		if (port < 0 || rte_eth_dev_get_name_by_port((uint16_t)port, b->dev[p]) != 0) {
+			fprintf(stderr, "swemu-bench: cannot make ring ports: %s\n", rte_strerror(rte_errno));
+			exit(1);
+		}
+	}
+	memset(&rt, 0, sizeof(rt));
+	make_cfg(b, &rt.cfg, &job);
+	rt.cfg_path = "(bench)";
+	rt.quit = &never;
+	rt.dump_stats = &never;
+	if (sw_rt_setup(&rt, err, sizeof(err)) < 0) {
+		fprintf(stderr, "swemu-bench: %s\n", err);
+		exit(1);
+	}
+	build_templates(b);
+
+	uint64_t packets = 0;
+	uint32_t round = 0;
+	struct rte_mbuf *drain[256];
+	uint64_t due;
+	double hz = (double)rte_get_tsc_hz(), t0 = (double)rte_rdtsc(), t;
+	double warm = seconds / 5; /* first touch of pools and slots: not timed */
+	do {
+		if (warm > 0 && ((double)rte_rdtsc() - t0) / hz >= warm) {
+			warm = 0;
+			packets = 0;
+			t0 = (double)rte_rdtsc();
+		}
+		uint32_t set = round & 1 ? INA_SLOT_SET_BIT : 0;
+		for (unsigned i = 0; i < WINDOW; i++)
+			for (unsigned c = 0; c < b->fan_in; c++) {
+				struct rte_mbuf *m = b->tmpl[c * WINDOW + i];
+				set_slot_seq(m, i | set, round * WINDOW + i);
+				if (rte_ring_enqueue(b->rx[c % NPORTS], m) != 0) {
+					fprintf(stderr, "swemu-bench: rx ring full\n");
+					exit(1);
+				}
+			}
+		packets += (uint64_t)WINDOW * b->fan_in;
+		while (sw_dp_poll(&rt, &due))
+			;
+		sw_dp_flush(&rt);
+		for (int p = 0; p < NPORTS; p++) {
+			unsigned n;
+			while ((n = rte_ring_dequeue_burst(b->tx[p], (void **)drain, 256, NULL)))
+				rte_pktmbuf_free_bulk(drain, n);
+		}
+		if (rte_mbuf_refcnt_read(b->tmpl[0]) < 1000) /* keep the templates alive */
+			for (unsigned k = 0; k < b->fan_in * WINDOW; k++)
+				rte_mbuf_refcnt_set(b->tmpl[k], REFS);
+		round++;
+		t = ((double)rte_rdtsc() - t0) / hz;
+	} while (t < seconds);
+
+	fg.mpps = packets / t / 1e6;
+	fg.gbps = packets * b->elems * 32.0 / t / 1e9;
+	const struct ina_job_stats *js = ina_job_stats(rt.sw[0]->eng, 1);
+	fg.completions = js->completions;
+	for (int r = 0; r < INA_R_MAX_; r++)
+		fg.drops += ina_engine_stats(rt.sw[0]->eng)->drops[r];
+	for (int p = 0; p < NPORTS; p++)
+		for (int d = 0; d < SW_D_MAX_; d++)
+			fg.drops += rt.sw[0]->ports[p].st.drops[d];
+	if (b->ina && fg.completions != (uint64_t)round * WINDOW)
+		fg.drops += 1000000000; /* flagged as wrong below */
+	for (unsigned k = 0; k < b->fan_in * WINDOW; k++) {
+		rte_mbuf_refcnt_set(b->tmpl[k], 1);
+		rte_pktmbuf_free(b->tmpl[k]);
+	}
+	free(b->tmpl);
+	sw_rt_teardown(&rt);
+	for (int p = 0; p < NPORTS; p++) {
+		rte_ring_free(b->rx[p]);
+		rte_ring_free(b->tx[p]);
+	}
+	return fg;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [--quick]\n"
+		   "  swemu's datapath on in-memory ring ports, one lcore, busy polling:\n"
+		   "  plain L2 forwarding vs INA aggregation of the same frames.\n"
+		   "  -s S     seconds per figure (default 1)\n"
+		   "  -e LIST  elements per packet (default 64,256,1024,2048)\n"
+		   "  -n LIST  fan-in (default 4,32)\n"
+		   "  -m MODE  l2 or ina only (for profiling; default both)\n"
+		   "  -q       0.2 s per figure\n");
+}
+
+static int parse_list(const char *s, unsigned *v, int max, unsigned hi)
+{
+	int n = 0;
+	char *end;
+	while (*s && n < max) {
+		unsigned long x = strtoul(s, &end, 10);
+		if (end == s || x == 0 || x > hi || (*end && *end != ','))
+			return -1;
+		v[n++] = (unsigned)x;
+		s = *end ? end + 1 : end;
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned elems[8] = { 64, 256, 1024, 2048 }, fanins[8] = { 4, 32 };
+	int ne = 4, nf = 2, o;
+	double seconds = 1;
+	int only = 0; /* 1: l2 only, 2: ina only (for profiling) */
+	while ((o = getopt(argc, argv, "s:e:n:m:qh")) != -1) {
+		switch (o) {
+		case 'm': only = !strcmp(optarg, "l2") ? 1 : !strcmp(optarg, "ina") ? 2 : -1; break;
+		case 's': seconds = atof(optarg); break;
+		case 'e': ne = parse_list(optarg, elems, 8, INA_MAX_ELEMS); break;
+		case 'n': nf = parse_list(optarg, fanins, 8, 250); break;
+		case 'q': seconds = 0.2; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (ne <= 0 || nf <= 0 || seconds <= 0 || seconds > 60 || only < 0) {
+		usage(stderr);
+		return 2;
+	}
+	char prefix[64];
+	snprintf(prefix, sizeof(prefix), "--file-prefix=swemu-bench-%d", (int)getpid());
+	char *eal[] = { argv[0], "--no-huge", "-m", "1024", prefix, "--no-pci", "-l", "0", "--log-level=error", NULL };
+	if (rte_eal_init(9, eal) < 0) {
+		fprintf(stderr, "swemu-bench: EAL does not start\n");
+		return 1;
+	}
+	struct bench b = { 0 };
+	b.gen_pool = rte_pktmbuf_pool_create("bench_gen", 16383, 256, 0, RTE_PKTMBUF_HEADROOM + 10240, 0);
+	if (!b.gen_pool) {
+		fprintf(stderr, "swemu-bench: no generator pool\n");
+		return 1;
+	}
+	printf("# swemu-bench: swemu datapath, %d ring ports, one lcore, %.1f s per figure\n", NPORTS, seconds);
+	printf("# same frames forwarded (l2) and aggregated (ina); Gbit/s = gradient bytes in\n");
+	printf("# %6s %5s | %8s %8s | %8s %8s | %6s %s\n", "elems", "fanin", "l2_Mpps", "l2_Gbps", "ina_Mpps",
+	       "ina_Gbps", "ina/l2", "check");
+	int serial = 0, bad = 0;
+	for (int f = 0; f < nf; f++)
+		for (int e = 0; e < ne; e++) {
+			b.fan_in = fanins[f];
+			b.elems = elems[e];
+			struct figures l2 = { 1, 0, 0, 0 }, in = { 1, 0, 0, 0 };
+			b.ina = false;
+			if (only != 2)
+				l2 = run(&b, seconds, serial++);
+			b.ina = true;
+			if (only != 1)
+				in = run(&b, seconds, serial++);
+			bool ok = l2.drops == 0 && in.drops == 0;
+			bad += !ok;
+			printf("  %6u %5u | %8.2f %8.1f | %8.2f %8.1f | %6.2f %s\n", b.elems, b.fan_in, l2.mpps, l2.gbps,
+			       in.mpps, in.gbps, in.mpps / l2.mpps, ok ? "ok" : "DROPS");
+			fflush(stdout);
+		}
+	sw_eal_cleanup();
+	return bad ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Bad input to swemu: a bad config file and a config naming a device that
+# does not exist both end with exit status 2 and "file:line: what", and
+# leave no DPDK runtime directory, no hugepage file and no process behind.
+. "$(dirname "$0")/lib.sh"
+exe=${SWEMU:-$top/build/swemu/swemu}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"; rm -rf /var/run/dpdk/swemu-itcfg' EXIT
+
+eal="--no-huge -m 256 --file-prefix swemu-itcfg --no-pci -l 0"
+
+expect_2() { # expect_2 CONFIG PATTERN [extra EAL]
+	local cfg=$1 pat=$2 rc=0 out
+	out=$("$exe" $eal ${3:-} -- -c "$cfg" 2>&1) || rc=$?
+	[ "$rc" = 2 ] || fail "$cfg: exit $rc, want 2: $out"
+	grep -qE "$pat" <<<"$out" || fail "$cfg: no '$pat' in: $out"
+	[ ! -e /var/run/dpdk/swemu-itcfg ] || [ -z "$(ls -A /var/run/dpdk/swemu-itcfg 2>/dev/null)" ] \
+		|| fail "$cfg: left /var/run/dpdk/swemu-itcfg: $(ls /var/run/dpdk/swemu-itcfg)"
+	rm -rf /var/run/dpdk/swemu-itcfg
+}
+
+cat > "$tmp/typo.cfg" <<'C'
+switches = (
+  { name = "tor0";
+    ports = ( { name = "p0"; dev = "net_null0"; rate = "10 parsecs"; } ); }
+);
+C
+expect_2 "$tmp/typo.cfg" "^$tmp/typo.cfg:3: 'rate' must be a rate"
+
+cat > "$tmp/nodev.cfg" <<'C'
+switches = (
+  { name = "tor0";
+    ports = ( { name = "p0"; dev = "net_null0"; },
+              { name = "p1"; dev = "net_null7"; } ); }
+);
+C
+# net_null0 exists, net_null7 does not: the switch must not half-start
+expect_2 "$tmp/nodev.cfg" "^$tmp/nodev.cfg:4: port 'p1': no DPDK device 'net_null7'" "--vdev net_null0"
+
+expect_2 "$tmp/missing.cfg" "^$tmp/missing.cfg:0: cannot read the file"
+rc=0; "$exe" --bogus >/dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "unknown option: exit $rc"
+"$exe" --help | grep -q "usage: swemu" || fail "--help"
+"$exe" --version | grep -q "^swemu [0-9]" || fail "--version"
+pgrep -f "file-prefix swemu-itcfg" >/dev/null && fail "a swemu process is left"
+echo "config: bad file, missing device and missing file exit 2 with file:line; nothing left behind"
