@@ -101,6 +101,7 @@ struct sw_rt {
 	int nsw;
 	struct sw_lsw *sw[SW_MAX_SWITCHES];
 	struct rte_mempool *pool;
+	struct rte_mempool *xdp_pool; /* af_xdp receive buffers: a page each */
 	double ns_per_tsc;
 	uint64_t now_ns;
 	uint32_t now_s;

@@ -23,6 +23,9 @@
 /* A jumbo frame in one segment; af_packet wants room for its whole
  * frame (framesz=10240 in the testbed). */
 #define SW_MBUF_DATA (RTE_PKTMBUF_HEADROOM + 10240)
+/* The kernel caps an AF_XDP umem chunk at a page: mbuf, headroom and
+ * frame must fit 4 KiB (frames up to ~3.5 KB; veth's XDP MTU is 3498). */
+#define SW_XDP_MBUF_DATA 3712
 
 static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t errlen)
 {
@@ -45,10 +48,19 @@ static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t err
 		fprintf(stderr, "swemu: port %s.%s: MTU stays %u (device refuses %d)\n", p->sw->cfg->name,
 			p->cfg->name, conf.rxmode.mtu, SW_MTU);
 	uint16_t nrx = SW_RING_DESC, ntx = SW_RING_DESC;
-	if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->dev, &nrx, &ntx)) != 0 ||
-	    (rc = rte_eth_rx_queue_setup(p->dev, 0, nrx, rte_eth_dev_socket_id(p->dev), NULL, rt->pool)) != 0 ||
-	    (rc = rte_eth_tx_queue_setup(p->dev, 0, ntx, rte_eth_dev_socket_id(p->dev), NULL)) != 0)
+	if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->dev, &nrx, &ntx)) != 0)
 		goto fail;
+	struct rte_mempool *rxpool = rt->pool;
+	if (!strcmp(info.driver_name, "net_af_xdp")) {
+		if (!rt->xdp_pool)
+			rt->xdp_pool = rte_pktmbuf_pool_create("swemu_xdp_pool", rt->cfg.mbufs, 256, 0, SW_XDP_MBUF_DATA,
+							       (int)rte_socket_id());
+		if (!rt->xdp_pool) {
+			rc = -rte_errno;
+			goto fail;
+		}
+		rxpool = rt->xdp_pool;
+	}
 	p->txb = rte_zmalloc_socket("swemu_txb", RTE_ETH_TX_BUFFER_SIZE(rt->cfg.burst), 0,
 				    rte_eth_dev_socket_id(p->dev));
 	if (!p->txb) {
@@ -56,6 +68,9 @@ static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t err
 		goto fail;
 	}
 	rte_eth_tx_buffer_init(p->txb, (uint16_t)rt->cfg.burst);
+	if ((rc = rte_eth_rx_queue_setup(p->dev, 0, nrx, rte_eth_dev_socket_id(p->dev), NULL, rxpool)) != 0 ||
+	    (rc = rte_eth_tx_queue_setup(p->dev, 0, ntx, rte_eth_dev_socket_id(p->dev), NULL)) != 0)
+		goto fail;
 	sw_port_tx_callback_init(p);
 	if ((rc = rte_eth_dev_start(p->dev)) != 0)
 		goto fail;
@@ -193,7 +208,8 @@ void sw_rt_teardown(struct sw_rt *rt)
 	}
 	rt->nsw = 0;
 	rte_mempool_free(rt->pool);
-	rt->pool = NULL;
+	rte_mempool_free(rt->xdp_pool);
+	rt->pool = rt->xdp_pool = NULL;
 }
 
 /* EAL leaves its runtime directory (config, fbarrays, sockets) behind after

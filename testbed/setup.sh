@@ -16,6 +16,8 @@ packages=(
 	clang libclang-rt-14-dev
 	# AF_XDP ports and the namespace testbed
 	libxdp-dev libbpf-dev iproute2 ethtool iputils-ping python3
+	# benchmarks
+	iperf3
 )
 
 missing=()
