@@ -32,6 +32,7 @@ struct bench {
 	struct rte_mbuf **tmpl; /* fan_in * WINDOW */
 	unsigned fan_in, elems;
 	bool ina;
+	bool zero_csum; /* senders leave the UDP checksum 0 (SwitchML practice) */
 };
 
 static const uint8_t sw_mac[6] = { 2, 0, 0, 0, 0, 0xfe };
@@ -59,6 +60,8 @@ static void patch16(uint8_t *f, size_t off, uint16_t v)
 	uint16_t c = (uint16_t)(udp[6] << 8 | udp[7]);
 	f[off] = (uint8_t)(v >> 8);
 	f[off + 1] = (uint8_t)v;
+	if (c == 0) /* no checksum: stays none */
+		return;
 	c = csum_fix(c, old, v);
 	if (c == 0)
 		c = 0xffff;
@@ -110,6 +113,10 @@ static void build_templates(struct bench *b)
 			size_t len = sw_frame_build_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &u, hdr,
 							sizeof(hdr), payload, plen, sw_csum_partial(payload, plen, 0));
 			m->data_len = m->pkt_len = (uint32_t)len;
+			if (b->zero_csum) {
+				uint8_t *udp = rte_pktmbuf_mtod(m, uint8_t *) + SW_ETH_HLEN + SW_IP_HLEN;
+				udp[6] = udp[7] = 0;
+			}
 			rte_mbuf_refcnt_set(m, REFS);
 			b->tmpl[c * WINDOW + i] = m;
 		}
@@ -275,6 +282,8 @@ static void usage(FILE *f)
 		   "  -e LIST  elements per packet (default 64,256,1024,2048)\n"
 		   "  -n LIST  fan-in (default 4,32)\n"
 		   "  -m MODE  l2 or ina only (for profiling; default both)\n"
+		   "  -z       senders leave the UDP checksum 0 (as SwitchML hosts do):\n"
+		   "           the switch then has nothing to verify\n"
 		   "  -q       0.2 s per figure\n");
 }
 
@@ -298,8 +307,10 @@ int main(int argc, char **argv)
 	int ne = 4, nf = 2, o;
 	double seconds = 1;
 	int only = 0; /* 1: l2 only, 2: ina only (for profiling) */
-	while ((o = getopt(argc, argv, "s:e:n:m:qh")) != -1) {
+	bool zero = false;
+	while ((o = getopt(argc, argv, "s:e:n:m:zqh")) != -1) {
 		switch (o) {
+		case 'z': zero = true; break;
 		case 'm': only = !strcmp(optarg, "l2") ? 1 : !strcmp(optarg, "ina") ? 2 : -1; break;
 		case 's': seconds = atof(optarg); break;
 		case 'e': ne = parse_list(optarg, elems, 8, INA_MAX_ELEMS); break;
@@ -320,7 +331,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "swemu-bench: EAL does not start\n");
 		return 1;
 	}
-	struct bench b = { 0 };
+	struct bench b = { .zero_csum = zero };
 	b.gen_pool = rte_pktmbuf_pool_create("bench_gen", 16383, 256, 0, RTE_PKTMBUF_HEADROOM + 10240, 0);
 	if (!b.gen_pool) {
 		fprintf(stderr, "swemu-bench: no generator pool\n");
@@ -328,6 +339,7 @@ int main(int argc, char **argv)
 	}
 	printf("# swemu-bench: swemu datapath, %d ring ports, one lcore, %.1f s per figure\n", NPORTS, seconds);
 	printf("# same frames forwarded (l2) and aggregated (ina); Gbit/s = gradient bytes in\n");
+	printf("# sender UDP checksums: %s\n", zero ? "0 (none; SwitchML practice)" : "computed (switch verifies)");
 	printf("# %6s %5s | %8s %8s | %8s %8s | %6s %s\n", "elems", "fanin", "l2_Mpps", "l2_Gbps", "ina_Mpps",
 	       "ina_Gbps", "ina/l2", "check");
 	int serial = 0, bad = 0;

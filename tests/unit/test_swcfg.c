@@ -215,6 +215,24 @@ static void test_value_parsers(void **state)
 	assert_int_equal(sw_parse_mac("02:00:00:00:00:01:", mac), -1);
 }
 
+/* The configs shipped in configs/ load (so the examples cannot rot). */
+static void test_shipped_configs(void **state)
+{
+	(void)state;
+	static struct sw_cfg c;
+	static const char *const files[] = { "tor.cfg", "fabric.cfg" };
+	const char *dir = getenv("SWEMU_CONFIGS");
+	char p[512], err[512];
+	assert_non_null(dir);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		if (sw_cfg_load(p, &c, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		assert_true(c.nswitches >= 1);
+		sw_cfg_free(&c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -222,6 +240,7 @@ int main(void)
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_value_parsers),
+		cmocka_unit_test(test_shipped_configs),
 	};
 	return cmocka_run_group_tests_name("swcfg", tests, NULL, NULL);
 }
