@@ -144,22 +144,30 @@ static void add_nonzero_drops(struct rte_tel_data *d, const uint64_t *v, unsigne
 			rte_tel_data_add_dict_u64(d, name(i), v[i]);
 }
 
+/* Parameters "SWITCH.REST": the switch, and REST in *rest (inside buf). */
+static const struct sw_lsw *split_param(const char *params, char *buf, size_t n, const char **rest)
+{
+	if (!params || strlen(params) >= n)
+		return NULL;
+	strcpy(buf, params);
+	char *dot = strchr(buf, '.');
+	if (!dot)
+		return NULL;
+	*dot = 0;
+	*rest = dot + 1;
+	return find_sw(buf);
+}
+
 /* /swemu/port,SWITCH.PORT */
 static int tel_port(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	(void)cmd;
 	char buf[2 * SW_NAME_LEN + 2];
-	if (!params || strlen(params) >= sizeof(buf))
-		return -1;
-	strcpy(buf, params);
-	char *dot = strchr(buf, '.');
-	if (!dot)
-		return -1;
-	*dot = 0;
-	const struct sw_lsw *sw = find_sw(buf);
+	const char *name = NULL;
+	const struct sw_lsw *sw = split_param(params, buf, sizeof(buf), &name);
 	for (int k = 0; sw && k < sw->nports; k++) {
 		const struct sw_port *p = &sw->ports[k];
-		if (strcmp(p->cfg->name, dot + 1))
+		if (strcmp(p->cfg->name, name))
 			continue;
 		rte_tel_data_start_dict(d);
 		rte_tel_data_add_dict_u64(d, "rx_packets", p->st.rx_packets);
@@ -193,17 +201,12 @@ static int tel_job(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	(void)cmd;
 	char buf[2 * SW_NAME_LEN + 8];
-	if (!params || strlen(params) >= sizeof(buf))
-		return -1;
-	strcpy(buf, params);
-	char *dot = strchr(buf, '.');
-	if (!dot)
-		return -1;
-	*dot = 0;
-	const struct sw_lsw *sw = find_sw(buf);
+	const char *num = "";
+	const struct sw_lsw *sw = split_param(params, buf, sizeof(buf), &num);
 	char *end;
-	unsigned long id = strtoul(dot + 1, &end, 10);
-	const struct ina_job_stats *js = sw && sw->eng && !*end && id < 65536 ? ina_job_stats(sw->eng, (uint16_t)id) : NULL;
+	unsigned long id = strtoul(num, &end, 10);
+	const struct ina_job_stats *js =
+		sw && sw->eng && *num && !*end && id < 65536 ? ina_job_stats(sw->eng, (uint16_t)id) : NULL;
 	if (!js)
 		return -1;
 	rte_tel_data_start_dict(d);
