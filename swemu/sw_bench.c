@@ -282,6 +282,8 @@ static void usage(FILE *f)
 		   "  -e LIST  elements per packet (default 64,256,1024,2048)\n"
 		   "  -n LIST  fan-in (default 4,32)\n"
 		   "  -m MODE  l2 or ina only (for profiling; default both)\n"
+		   "  -H       hugepages (2 MiB, reserved beforehand in /proc/sys/vm/nr_hugepages)\n"
+		   "           instead of --no-huge\n"
 		   "  -z       senders leave the UDP checksum 0 (as SwitchML hosts do):\n"
 		   "           the switch then has nothing to verify\n"
 		   "  -q       0.2 s per figure\n");
@@ -307,9 +309,10 @@ int main(int argc, char **argv)
 	int ne = 4, nf = 2, o;
 	double seconds = 1;
 	int only = 0; /* 1: l2 only, 2: ina only (for profiling) */
-	bool zero = false;
-	while ((o = getopt(argc, argv, "s:e:n:m:zqh")) != -1) {
+	bool zero = false, huge = false;
+	while ((o = getopt(argc, argv, "s:e:n:m:zHqh")) != -1) {
 		switch (o) {
+		case 'H': huge = true; break;
 		case 'z': zero = true; break;
 		case 'm': only = !strcmp(optarg, "l2") ? 1 : !strcmp(optarg, "ina") ? 2 : -1; break;
 		case 's': seconds = atof(optarg); break;
@@ -326,7 +329,9 @@ int main(int argc, char **argv)
 	}
 	char prefix[64];
 	snprintf(prefix, sizeof(prefix), "--file-prefix=swemu-bench-%d", (int)getpid());
-	char *eal[] = { argv[0], "--no-huge", "-m", "1024", prefix, "--no-pci", "-l", "0", "--log-level=error", NULL };
+	/* --in-memory: hugepages through memfd, no hugetlbfs mount, no files */
+	char *eal[] = { argv[0], huge ? "--in-memory" : "--no-huge", "-m", "1024", prefix, "--no-pci", "-l", "0",
+			"--log-level=error", NULL };
 	if (rte_eal_init(9, eal) < 0) {
 		fprintf(stderr, "swemu-bench: EAL does not start\n");
 		return 1;
@@ -339,7 +344,8 @@ int main(int argc, char **argv)
 	}
 	printf("# swemu-bench: swemu datapath, %d ring ports, one lcore, %.1f s per figure\n", NPORTS, seconds);
 	printf("# same frames forwarded (l2) and aggregated (ina); Gbit/s = gradient bytes in\n");
-	printf("# sender UDP checksums: %s\n", zero ? "0 (none; SwitchML practice)" : "computed (switch verifies)");
+	printf("# sender UDP checksums: %s; memory: %s\n", zero ? "0 (none; SwitchML practice)" : "computed (switch verifies)",
+	       huge ? "2 MiB hugepages" : "4 KiB pages (--no-huge)");
 	printf("# %6s %5s | %8s %8s | %8s %8s | %6s %s\n", "elems", "fanin", "l2_Mpps", "l2_Gbps", "ina_Mpps",
 	       "ina_Gbps", "ina/l2", "check");
 	int serial = 0, bad = 0;
