@@ -256,7 +256,7 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 		if (et == SW_ETHERTYPE_ARP && (f[0] & 1 || is_mine(sw, f))) {
 			struct rte_mbuf *r = NULL;
 			size_t n = 0;
-			if ((r = rte_pktmbuf_alloc(rt->pool)) &&
+			if ((r = new_mbuf(rt, in)) &&
 			    (n = sw_frame_arp_reply(f, len, sw->cfg->mac, sw->cfg->ip, rte_pktmbuf_mtod(r, uint8_t *),
 						    rte_pktmbuf_tailroom(r)))) {
 				r->data_len = r->pkt_len = (uint32_t)n;

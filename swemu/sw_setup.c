@@ -23,6 +23,9 @@
 /* A jumbo frame in one segment; af_packet wants room for its whole
  * frame (framesz=10240 in the testbed). */
 #define SW_MBUF_DATA (RTE_PKTMBUF_HEADROOM + 10240)
+/* every frame swemu builds (the largest INA result) fits one mbuf */
+_Static_assert(SW_MBUF_DATA - RTE_PKTMBUF_HEADROOM >= SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN + INA_HDR_LEN + INA_MAX_PAYLOAD,
+	       "an INA frame must fit one mbuf");
 /* The kernel caps an AF_XDP umem chunk at a page: mbuf, headroom and
  * frame must fit 4 KiB (frames up to ~3.5 KB; veth's XDP MTU is 3498). */
 #define SW_XDP_MBUF_DATA 3712
