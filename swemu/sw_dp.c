@@ -77,10 +77,36 @@ static const uint8_t *neigh_lookup(const struct sw_neigh *n, uint32_t ip)
 
 /* ---- egress ---- */
 
+/* A chained frame (header + shared payload of a multicast) as one segment,
+ * for a device that cannot send chains and for switches that read frames
+ * whole.  NULL (frame freed, drop counted at blame) if that cannot be done. */
+static struct rte_mbuf *flatten(struct rte_mempool *pool, struct rte_mbuf *m, struct sw_port *blame)
+{
+	if (m->nb_segs == 1)
+		return m;
+	struct rte_mbuf *f = NULL;
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+	if (len + RTE_PKTMBUF_HEADROOM > rte_pktmbuf_data_room_size(pool)) {
+		blame->st.drops[SW_D_MULTI_SEGMENT]++;
+	} else if (!(f = rte_pktmbuf_alloc(pool))) {
+		blame->st.drops[SW_D_NO_MBUF]++;
+	} else {
+		uint8_t *d = rte_pktmbuf_mtod(f, uint8_t *);
+		const void *src = rte_pktmbuf_read(m, 0, len, d);
+		if (src != d)
+			memcpy(d, src, len);
+		f->data_len = f->pkt_len = len;
+	}
+	rte_pktmbuf_free(m);
+	return f;
+}
+
 /* Past the emulation: onto the device, or into the peer port's queue. */
-static void deliver(struct sw_port *p, struct rte_mbuf *m)
+static void deliver(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
 {
 	if (p->ext) {
+		if (m->nb_segs > 1 && !p->tx_multi_seg && !(m = flatten(rt->pool, m, p)))
+			return;
 		p->st.tx_packets++;
 		p->st.tx_bytes += rte_pktmbuf_pkt_len(m);
 		rte_eth_tx_buffer(p->dev, 0, p->txb, m); /* failures: tx_full callback */
@@ -99,7 +125,7 @@ static void deliver(struct sw_port *p, struct rte_mbuf *m)
 void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
 {
 	if (!sw_emu_active(&p->emu)) {
-		deliver(p, m);
+		deliver(rt, p, m);
 		return;
 	}
 	switch (sw_emu_enqueue(&p->emu, m, rte_pktmbuf_pkt_len(m), rt->now_ns)) {
@@ -157,11 +183,55 @@ static struct rte_mbuf *new_mbuf(struct sw_rt *rt, struct sw_port *blame)
 	return m;
 }
 
+/* One result frame: headers in a small mbuf followed by a clone of the
+ * shared payload segment, or (no segment) headers and payload copied into
+ * one mbuf.  NULL when out of mbufs (counted). */
+static struct rte_mbuf *result_frame(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in,
+				     const struct ina_emit *e, const uint8_t *mac, uint16_t src_port,
+				     uint32_t sum, struct rte_mbuf *shared)
+{
+	uint8_t hdr[INA_HDR_LEN];
+	ina_hdr_encode(&e->hdr, hdr);
+	struct sw_udp_hdrs h = { .src_ip = sw->cfg->ip, .dst_ip = e->dst.ip, .src_port = src_port,
+				 .dst_port = e->dst.port };
+	memcpy(h.src_mac, sw->cfg->mac, 6);
+	memcpy(h.dst_mac, mac, 6);
+
+	struct rte_mbuf *m = shared ? rte_pktmbuf_alloc(rt->small_pool) : rte_pktmbuf_alloc(rt->pool);
+	if (!m) {
+		in->st.drops[SW_D_NO_MBUF]++;
+		return NULL;
+	}
+	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+	if (!shared) {
+		m->data_len = (uint16_t)sw_frame_build_udp(d, rte_pktmbuf_tailroom(m), &h, hdr, sizeof(hdr), e->payload,
+							   e->payload_len, sum);
+		m->pkt_len = m->data_len;
+		return m;
+	}
+	m->data_len = (uint16_t)sw_frame_udp_headers(d, rte_pktmbuf_tailroom(m), &h, hdr, sizeof(hdr), e->payload_len,
+						     sum);
+	m->pkt_len = m->data_len;
+	struct rte_mbuf *c = rte_pktmbuf_clone(shared, rt->small_pool);
+	if (!c || rte_pktmbuf_chain(m, c) != 0) {
+		in->st.drops[SW_D_NO_MBUF]++;
+		rte_pktmbuf_free(c);
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* Below this a payload is copied into each frame; above it a multicast
+ * shares one copy (the copies were the largest cost left in profiles). */
+#define SW_SHARE_MIN 512
+
 /* Turns the engine's emits into frames from the switch's address. */
 static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t src_port)
 {
 	const struct ina_emits *em = sw->emits;
 	const uint8_t *sum_of = NULL;
+	struct rte_mbuf *shared = NULL;
 	uint32_t sum = 0;
 
 	for (unsigned i = 0; i < em->n; i++) {
@@ -172,25 +242,23 @@ static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 			in->st.drops[SW_D_NO_NEIGHBOR]++;
 			continue;
 		}
-		struct rte_mbuf *m = new_mbuf(rt, in);
-		if (!m)
-			continue;
 		if (e->payload != sum_of) { /* a multicast shares one payload: sum it once */
 			sum = sw_csum_partial(e->payload, e->payload_len, 0);
 			sum_of = e->payload;
+			rte_pktmbuf_free(shared);
+			shared = NULL;
+			if (em->n > 1 && e->payload_len >= SW_SHARE_MIN && (shared = new_mbuf(rt, in))) {
+				memcpy(rte_pktmbuf_mtod(shared, void *), e->payload, e->payload_len);
+				shared->data_len = shared->pkt_len = (uint32_t)e->payload_len;
+			}
 		}
-		uint8_t hdr[INA_HDR_LEN];
-		ina_hdr_encode(&e->hdr, hdr);
-		struct sw_udp_hdrs h = { .src_ip = sw->cfg->ip, .dst_ip = e->dst.ip,
-					 .src_port = src_port, .dst_port = e->dst.port };
-		memcpy(h.src_mac, sw->cfg->mac, 6);
-		memcpy(h.dst_mac, mac, 6);
-		size_t len = sw_frame_build_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &h,
-						hdr, sizeof(hdr), e->payload, e->payload_len, sum);
-		m->data_len = m->pkt_len = (uint32_t)len;
+		struct rte_mbuf *m = result_frame(rt, sw, in, e, mac, src_port, sum, shared);
+		if (!m)
+			continue;
 		sw->st.ina_emits++;
 		forward_l2(rt, sw, NULL, m, mac);
 	}
+	rte_pktmbuf_free(shared); /* the clones hold it now */
 }
 
 static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct rte_mbuf *m)
@@ -232,15 +300,15 @@ static bool is_mine(const struct sw_lsw *sw, const uint8_t *dst)
 static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 {
 	struct sw_lsw *sw = in->sw;
-	uint32_t len = rte_pktmbuf_data_len(m);
-	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len;
+	const uint8_t *f;
 
 	in->st.rx_packets++;
 	in->st.rx_bytes += rte_pktmbuf_pkt_len(m);
-	if (m->nb_segs != 1) {
-		drop(in, SW_D_MULTI_SEGMENT, m);
-		return;
-	}
+	if (m->nb_segs != 1 && !(m = flatten(rt->pool, m, in)))
+		return; /* a multicast result over a link: read whole below */
+	len = rte_pktmbuf_data_len(m);
+	f = rte_pktmbuf_mtod(m, const uint8_t *);
 	if (len < SW_ETH_HLEN) {
 		drop(in, SW_D_RUNT, m);
 		return;
@@ -315,7 +383,7 @@ static unsigned pump_emulators(struct sw_rt *rt, uint64_t *next_due)
 			while ((n = sw_emu_dequeue(&p->emu, rt->now_ns, due, 64))) {
 				total += n;
 				for (unsigned k = 0; k < n; k++)
-					deliver(p, due[k]);
+					deliver(rt, p, due[k]);
 			}
 			uint64_t t = sw_emu_next_ns(&p->emu);
 			if (t < *next_due)

@@ -127,12 +127,12 @@ enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, struct sw_udp
 	return SW_FRAME_OK;
 }
 
-size_t sw_frame_build_udp(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head,
-			  size_t head_len, const void *payload, size_t payload_len, uint32_t payload_sum)
+size_t sw_frame_udp_headers(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head,
+			    size_t head_len, size_t payload_len, uint32_t payload_sum)
 {
+	size_t hlen = SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN + head_len;
 	size_t ulen = SW_UDP_HLEN + head_len + payload_len;
-	size_t flen = SW_ETH_HLEN + SW_IP_HLEN + ulen;
-	if (flen > cap || ulen > 0xffff - SW_IP_HLEN)
+	if (hlen > cap || ulen > 0xffff - SW_IP_HLEN)
 		return 0;
 	uint8_t *ip = buf + SW_ETH_HLEN, *udp = ip + SW_IP_HLEN;
 
@@ -156,13 +156,25 @@ size_t sw_frame_build_udp(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h,
 	wr16(udp + 4, (uint16_t)ulen);
 	wr16(udp + 6, 0);
 	memcpy(udp + SW_UDP_HLEN, head, head_len);
-	memcpy(udp + SW_UDP_HLEN + head_len, payload, payload_len);
 	/* head_len is even, so the payload's words line up with its own sum */
 	uint32_t s = pseudo_sum(ip + 12, ip + 16, (uint16_t)ulen);
 	s = sw_csum_partial(udp, SW_UDP_HLEN + head_len, s);
 	uint16_t c = csum_fold(add32(s, payload_sum));
 	wr16(udp + 6, c ? c : 0xffff); /* 0 means "no checksum" in UDP */
-	return flen;
+	return hlen;
+}
+
+size_t sw_frame_build_udp(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head,
+			  size_t head_len, const void *payload, size_t payload_len, uint32_t payload_sum)
+{
+	size_t hlen = SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN + head_len;
+	if (hlen + payload_len > cap)
+		return 0;
+	hlen = sw_frame_udp_headers(buf, cap, h, head, head_len, payload_len, payload_sum);
+	if (!hlen)
+		return 0;
+	memcpy(buf + hlen, payload, payload_len);
+	return hlen + payload_len;
 }
 
 size_t sw_frame_arp_reply(const uint8_t *f, size_t len, const uint8_t mac[6], uint32_t ip,

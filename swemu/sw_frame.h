@@ -60,6 +60,11 @@ struct sw_udp_hdrs {
 size_t sw_frame_build_udp(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head,
 			  size_t head_len, const void *payload, size_t payload_len, uint32_t payload_sum);
 
+/* The same headers and head, without the payload (which follows in another
+ * segment); returns the header length, or 0 if it does not fit cap. */
+size_t sw_frame_udp_headers(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head,
+			    size_t head_len, size_t payload_len, uint32_t payload_sum);
+
 /* If f is an ARP request for ip, writes the reply from mac into buf and
  * returns its length; otherwise 0. */
 size_t sw_frame_arp_reply(const uint8_t *f, size_t len, const uint8_t mac[6], uint32_t ip,

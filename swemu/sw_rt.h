@@ -22,7 +22,7 @@ struct rte_eth_dev_tx_buffer;
  * its own, per reason and per job).  Names: sw_drop_name(). */
 enum sw_drop {
 	SW_D_RUNT,            /* shorter than an Ethernet header */
-	SW_D_MULTI_SEGMENT,   /* chained mbuf: not produced by swemu's pools */
+	SW_D_MULTI_SEGMENT,   /* chained frame longer than one mbuf */
 	SW_D_SAME_PORT,       /* destination learned on the ingress port */
 	SW_D_TX_FULL,         /* device queue full after retries */
 	SW_D_EMULATED_LOSS,   /* link emulation: random or bursty loss */
@@ -52,6 +52,7 @@ struct sw_port {
 	int index;
 	const struct sw_port_cfg *cfg;
 	bool ext;                  /* a DPDK device, else an in-memory link */
+	bool tx_multi_seg;         /* the device sends chained mbufs */
 	uint16_t dev;              /* DPDK port id (ext) */
 	struct sw_port *peer;      /* link peer */
 	/* link ports: frames the peer sent us, drained by the poll loop like a
@@ -102,6 +103,7 @@ struct sw_rt {
 	struct sw_lsw *sw[SW_MAX_SWITCHES];
 	struct rte_mempool *pool;
 	struct rte_mempool *xdp_pool; /* af_xdp receive buffers: a page each */
+	struct rte_mempool *small_pool; /* headers and payload clones of multicasts */
 	double ns_per_tsc;
 	uint64_t now_ns;
 	uint32_t now_s;

@@ -45,6 +45,9 @@ static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t err
 				   ? info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN
 				   : RTE_ETHER_MTU;
 	conf.rxmode.mtu = dev_mtu < SW_MTU ? dev_mtu : SW_MTU;
+	p->tx_multi_seg = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+	if (p->tx_multi_seg)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	if ((rc = rte_eth_dev_configure(p->dev, 1, 1, &conf)) != 0)
 		goto fail;
 	if (conf.rxmode.mtu < SW_MTU && rte_eth_dev_set_mtu(p->dev, SW_MTU) != 0)
@@ -159,6 +162,15 @@ int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen)
 			 rt->cfg.mbufs, SW_MBUF_DATA, rte_strerror(rte_errno));
 		return -1;
 	}
+	/* two small mbufs (header + clone) per result frame of a multicast */
+	rt->small_pool = rte_pktmbuf_pool_create("swemu_small", rt->cfg.mbufs * 2 + 1, 256, 0,
+						 RTE_PKTMBUF_HEADROOM + 128, (int)rte_socket_id());
+	if (!rt->small_pool) {
+		snprintf(err, errlen, "cannot allocate %u small mbufs (%s): give EAL more memory with -m",
+			 rt->cfg.mbufs * 2 + 1, rte_strerror(rte_errno));
+		sw_rt_teardown(rt);
+		return -1;
+	}
 	for (int i = 0; i < rt->cfg.nswitches; i++) {
 		int rc = lsw_build(rt, i, err, errlen);
 		if (rc < 0) {
@@ -212,7 +224,8 @@ void sw_rt_teardown(struct sw_rt *rt)
 	rt->nsw = 0;
 	rte_mempool_free(rt->pool);
 	rte_mempool_free(rt->xdp_pool);
-	rt->pool = rt->xdp_pool = NULL;
+	rte_mempool_free(rt->small_pool);
+	rt->pool = rt->xdp_pool = rt->small_pool = NULL;
 }
 
 /* EAL leaves its runtime directory (config, fbarrays, sockets) behind after

@@ -16,7 +16,11 @@ switches = (
     ports = ( { name = "h0"; dev = "net_af_packet0"; }, { name = "h1"; dev = "net_af_packet1"; },
               { name = "up"; link = "spine.t0"; rate = "1G"; buffer = "512K"; delay_us = 20; } );
     jobs = ( { id = 1; fan_in = 2; dtype = "int32"; slots = 16; elems = 1024; outputs = ["multicast"];
-               contributors = ["10.81.0.1:48864", "10.81.0.2:48864"]; } ); },
+               contributors = ["10.81.0.1:48864", "10.81.0.2:48864"]; },
+             # a member in the other rack: its results (shared-payload
+             # frames) cross the spine over in-memory links
+             { id = 2; fan_in = 2; dtype = "int32"; slots = 16; elems = 1024; outputs = ["multicast"];
+               contributors = ["10.81.0.1:48865", "10.81.0.3:48865"]; } ); },
   { name = "tor1"; ina = true; mac = "02:5e:00:00:00:f1"; ip = "10.81.0.251";
     slots = 64; max_elems = 1024;
     ports = ( { name = "h2"; dev = "net_af_packet2"; }, { name = "h3"; dev = "net_af_packet3"; },
@@ -53,5 +57,15 @@ spine_after=$(stats_get 'd["switches"]["spine"]["ports"]["t0"]["rx_bytes"]')
 # spine may see ARP and stray broadcasts, not the gradients
 (( spine_after - spine_before < 100000 )) || fail "rack traffic crossed the spine: $((spine_after - spine_before)) bytes"
 [ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["1"]["completions"]')" = 200 ] || fail "tor0 completions"
+
+# across racks: h0 and h2 aggregate in tor0
+pids=()
+for i in 0 1; do
+	in_host $((2 * i)) $PY "$top/tests/integration/ina_client.py" --switch 10.81.0.250 --bind "10.81.0.$((2 * i + 1))" \
+		--port 48865 --job 2 --index "$i" --fanin 2 --slices 100 --count 1024 --slots 8 &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail "cross-rack aggregation"; done
+[ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["2"]["completions"]')" = 100 ] || fail "job 2 completions"
 [ "$(stats_get 'd["switches"]["tor1"]["ina"]["jobs"]["1"]["completions"]')" = 200 ] || fail "tor1 completions"
-echo "fabric: 3 logical switches in one process; cross-spine ping; two racks aggregate exactly and locally"
+echo "fabric: 3 logical switches in one process; cross-spine ping; two racks aggregate exactly and locally; a cross-rack job exact"

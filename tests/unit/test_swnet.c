@@ -140,6 +140,23 @@ static void test_frame_build_parse(void **state)
 		assert_memory_equal(v.src_mac, hdrs.src_mac, 6);
 	}
 	assert_int_equal(sw_frame_build_udp(buf, 100, &hdrs, buf, 24, payload, 100, 0), 0);
+
+	/* headers alone, the payload in another segment: the same bytes */
+	static uint8_t split[9100];
+	struct sw_udp_hdrs h = hdrs;
+	uint8_t ina[INA_HDR_LEN];
+	memset(ina, 0x11, sizeof(ina));
+	h.src_ip = inet_addr("10.0.0.254");
+	h.dst_ip = inet_addr("10.0.0.1");
+	h.src_port = htons(0xBEE0);
+	h.dst_port = htons(0xBEE1);
+	size_t whole = build(buf, 1024, payload);
+	size_t hl = sw_frame_udp_headers(split, 100, &h, ina, sizeof(ina), 1024, sw_csum_partial(payload, 1024, 0));
+	assert_int_equal(hl, 14 + 20 + 8 + 24);
+	memcpy(split + hl, payload, 1024);
+	assert_int_equal(hl + 1024, whole);
+	assert_memory_equal(split, buf, whole);
+	assert_int_equal(sw_frame_udp_headers(split, 60, &h, ina, sizeof(ina), 1024, 0), 0);
 }
 
 static void test_frame_errors(void **state)
