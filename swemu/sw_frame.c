@@ -61,8 +61,11 @@ uint32_t sw_csum_partial(const void *buf, size_t len, uint32_t sum)
 	}
 	if (len) /* odd byte: the high half of a big-endian word, padded */
 		s += *p;
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
+	/* fold 64 -> 16 bits in fixed steps (a loop here showed in profiles) */
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
 	uint64_t t = (uint64_t)__builtin_bswap16((uint16_t)s) + sum;
 	return (uint32_t)((t & 0xffffffff) + (t >> 32));
 }
