@@ -50,4 +50,12 @@ tel=$(echo "/swemu/port,tor0.h0" | dpdk-telemetry.py -f "swemu-$TOPO_NAME" 2>/de
 	|| fail "no telemetry answer"
 $PY -c "import json,sys; d=json.loads(sys.argv[1])['/swemu/port']; sys.exit(0 if d['rx_bytes'] > 32*1024*1024 else 1)" "$tel" \
 	|| fail "telemetry port counters: $tel"
-echo "l2: ping, jumbo ping, 32 MiB TCP exact; counters agree in JSON and telemetry"
+# SIGTERM: exit 0, final stats on stdout, EAL runtime directory removed
+d=/run/swemu-testbed/$TOPO_NAME
+pid=$(cat "$d/swemu.pid")
+kill -TERM "$pid"
+for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$pid" 2>/dev/null && fail "swemu did not stop on SIGTERM"
+grep -q '"switches"' "$d/swemu.log" || fail "no final stats on stdout"
+[ ! -e "/var/run/dpdk/swemu-$TOPO_NAME" ] || fail "runtime directory left: $(ls /var/run/dpdk/swemu-$TOPO_NAME)"
+echo "l2: ping, jumbo ping, 32 MiB TCP exact; counters agree in JSON and telemetry; SIGTERM clean"

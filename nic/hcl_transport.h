@@ -1,0 +1,55 @@
+/* Host transports: how the host collective library (hcl) moves datagrams.
+ * A transport is an ops table, so the algorithms run unchanged over kernel
+ * UDP (hcl_udp_open) or, in unit tests, over a fake that loses, duplicates
+ * and reorders.  Datagrams only: reliability is the layer above. */
+#ifndef HCL_TRANSPORT_H
+#define HCL_TRANSPORT_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct hcl_pkt {
+	void *buf;
+	uint32_t len;  /* send: bytes to send; recv: capacity in, bytes received out */
+	struct sockaddr_in peer; /* send: destination; recv: source */
+};
+
+struct hcl_transport_ops {
+	/* Sends up to n datagrams without blocking: the number taken (may be
+	 * fewer when the socket is full), or -errno. */
+	int (*send_batch)(void *ctx, const struct hcl_pkt *pkts, unsigned n);
+	/* Receives up to n datagrams, waiting at most timeout_ns for the first
+	 * (0: do not wait): the number received (0 on timeout), or -errno. */
+	int (*recv_batch)(void *ctx, struct hcl_pkt *pkts, unsigned n, int64_t timeout_ns);
+	/* Waits at most timeout_ns until a send can make progress. */
+	int (*wait_send)(void *ctx, int64_t timeout_ns);
+	void (*close)(void *ctx);
+};
+
+struct hcl_transport {
+	const struct hcl_transport_ops *ops;
+	void *ctx;
+};
+
+struct hcl_udp_opts {
+	uint32_t sock_buf_bytes; /* SO_RCVBUF/SO_SNDBUF; 0 = 8 MiB */
+	int zero_checksum;       /* send with UDP checksum 0 (as SwitchML hosts do) */
+};
+
+/* Opens a non-blocking UDP socket bound to addr (port 0: any).  0, or
+ * -errno with the reason in err. */
+int hcl_udp_open(struct hcl_transport *t, const struct sockaddr_in *addr, const struct hcl_udp_opts *opts,
+		 char *err, size_t errlen);
+/* The bound address (port resolved). */
+int hcl_udp_local(const struct hcl_transport *t, struct sockaddr_in *addr);
+
+static inline void hcl_transport_close(struct hcl_transport *t)
+{
+	if (t->ops)
+		t->ops->close(t->ctx);
+	t->ops = NULL;
+	t->ctx = NULL;
+}
+
+#endif

@@ -1,0 +1,167 @@
+/* Kernel UDP transport: non-blocking socket, sendmmsg/recvmmsg batches,
+ * large socket buffers, poll() for the waits. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "hcl_transport.h"
+
+#define HCL_BATCH 64
+
+struct udp_ctx {
+	int fd;
+};
+
+static int udp_send(void *ctx, const struct hcl_pkt *pkts, unsigned n)
+{
+	struct udp_ctx *u = ctx;
+	struct mmsghdr msgs[HCL_BATCH];
+	struct iovec iov[HCL_BATCH];
+	unsigned done = 0;
+
+	while (done < n) {
+		unsigned k = n - done < HCL_BATCH ? n - done : HCL_BATCH;
+		for (unsigned i = 0; i < k; i++) {
+			const struct hcl_pkt *p = &pkts[done + i];
+			iov[i] = (struct iovec){ p->buf, p->len };
+			msgs[i].msg_hdr = (struct msghdr){ .msg_name = (void *)&p->peer,
+							   .msg_namelen = sizeof(p->peer),
+							   .msg_iov = &iov[i],
+							   .msg_iovlen = 1 };
+		}
+		int r = sendmmsg(u->fd, msgs, k, MSG_DONTWAIT);
+		if (r < 0) {
+			if (errno == EAGAIN || errno == ENOBUFS)
+				break;
+			if (errno == EINTR)
+				continue;
+			return done ? (int)done : -errno;
+		}
+		done += (unsigned)r;
+		if ((unsigned)r < k)
+			break;
+	}
+	return (int)done;
+}
+
+static int udp_wait(int fd, short events, int64_t timeout_ns)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	int ms = timeout_ns <= 0 ? 0 : (int)((timeout_ns + 999999) / 1000000);
+	int r;
+	while ((r = poll(&pfd, 1, ms)) < 0 && errno == EINTR)
+		;
+	return r < 0 ? -errno : r;
+}
+
+static int udp_recv(void *ctx, struct hcl_pkt *pkts, unsigned n, int64_t timeout_ns)
+{
+	struct udp_ctx *u = ctx;
+	struct mmsghdr msgs[HCL_BATCH];
+	struct iovec iov[HCL_BATCH];
+
+	if (n > HCL_BATCH)
+		n = HCL_BATCH;
+	for (unsigned i = 0; i < n; i++) {
+		iov[i] = (struct iovec){ pkts[i].buf, pkts[i].len };
+		msgs[i].msg_hdr = (struct msghdr){ .msg_name = &pkts[i].peer,
+						   .msg_namelen = sizeof(pkts[i].peer),
+						   .msg_iov = &iov[i],
+						   .msg_iovlen = 1 };
+	}
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int r = recvmmsg(u->fd, msgs, n, MSG_DONTWAIT, NULL);
+		if (r > 0) {
+			for (int i = 0; i < r; i++)
+				pkts[i].len = msgs[i].msg_len;
+			return r;
+		}
+		if (r < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (attempt == 0 && timeout_ns > 0) {
+			int w = udp_wait(u->fd, POLLIN, timeout_ns);
+			if (w <= 0)
+				return w;
+		}
+	}
+	return 0;
+}
+
+static int udp_wait_send(void *ctx, int64_t timeout_ns)
+{
+	struct udp_ctx *u = ctx;
+	return udp_wait(u->fd, POLLOUT, timeout_ns);
+}
+
+static void udp_close(void *ctx)
+{
+	struct udp_ctx *u = ctx;
+	close(u->fd);
+	free(u);
+}
+
+static const struct hcl_transport_ops udp_ops = {
+	.send_batch = udp_send,
+	.recv_batch = udp_recv,
+	.wait_send = udp_wait_send,
+	.close = udp_close,
+};
+
+/* Asks for buf bytes; as root the *FORCE variants pass net.core.*mem_max. */
+static void set_buf(int fd, int opt, int force_opt, uint32_t bytes)
+{
+	int v = (int)bytes;
+	if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof(v)) != 0)
+		setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
+}
+
+int hcl_udp_open(struct hcl_transport *t, const struct sockaddr_in *addr, const struct hcl_udp_opts *opts,
+		 char *err, size_t errlen)
+{
+	struct udp_ctx *u = calloc(1, sizeof(*u));
+	char ip[INET_ADDRSTRLEN];
+	int rc;
+
+	inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip));
+	if (!u) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (u->fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		free(u);
+		return rc;
+	}
+	uint32_t buf = opts && opts->sock_buf_bytes ? opts->sock_buf_bytes : 8u << 20;
+	set_buf(u->fd, SO_RCVBUF, SO_RCVBUFFORCE, buf);
+	set_buf(u->fd, SO_SNDBUF, SO_SNDBUFFORCE, buf);
+	if (opts && opts->zero_checksum) {
+		int one = 1;
+		setsockopt(u->fd, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one));
+	}
+	if (bind(u->fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "bind %s:%u: %s", ip, ntohs(addr->sin_port), strerror(errno));
+		close(u->fd);
+		free(u);
+		return rc;
+	}
+	t->ops = &udp_ops;
+	t->ctx = u;
+	return 0;
+}
+
+int hcl_udp_local(const struct hcl_transport *t, struct sockaddr_in *addr)
+{
+	const struct udp_ctx *u = t->ctx;
+	socklen_t len = sizeof(*addr);
+	return getsockname(u->fd, (struct sockaddr *)addr, &len) == 0 ? 0 : -errno;
+}

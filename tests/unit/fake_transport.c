@@ -1,0 +1,189 @@
+#include "fake_transport.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "testlib.h"
+
+struct dgram {
+	struct dgram *next;
+	struct sockaddr_in src;
+	uint32_t len;
+	uint8_t data[];
+};
+
+struct inbox {
+	struct dgram *head, *tail;
+	unsigned n;
+};
+
+struct fake_ep {
+	struct fake_hub *hub;
+	unsigned index;
+};
+
+struct fake_hub {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct fake_net net;
+	struct tl_rng rng;
+	unsigned n;
+	struct inbox *in;
+	struct fake_ep *eps;
+	struct fake_stats st;
+};
+
+struct sockaddr_in fake_addr(unsigned i)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(1000 + i)),
+				 .sin_addr.s_addr = htonl(0x7f000001) };
+	return a;
+}
+
+static double uni(struct fake_hub *h) { return (double)(tl_next(&h->rng) >> 11) * 0x1.0p-53; }
+
+/* Appends, or (reorder) puts the datagram ahead of a random earlier one. */
+static void enqueue(struct fake_hub *h, struct inbox *b, struct dgram *d)
+{
+	if (b->n > 0 && uni(h) < h->net.reorder) {
+		unsigned pos = tl_below(&h->rng, b->n);
+		struct dgram **pp = &b->head;
+		while (pos--)
+			pp = &(*pp)->next;
+		d->next = *pp;
+		*pp = d;
+		h->st.reordered++;
+	} else {
+		d->next = NULL;
+		if (b->tail)
+			b->tail->next = d;
+		else
+			b->head = d;
+		b->tail = d;
+	}
+	if (!d->next)
+		b->tail = d;
+	b->n++;
+}
+
+static int fake_send(void *ctx, const struct hcl_pkt *pkts, unsigned n)
+{
+	struct fake_ep *e = ctx;
+	struct fake_hub *h = e->hub;
+	pthread_mutex_lock(&h->mu);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned dst = ntohs(pkts[i].peer.sin_port) - 1000u;
+		h->st.sent++;
+		if (dst >= h->n || uni(h) < h->net.loss) {
+			h->st.lost++;
+			continue;
+		}
+		int copies = uni(h) < h->net.dup ? 2 : 1;
+		h->st.duplicated += copies - 1;
+		while (copies--) {
+			struct dgram *d = malloc(sizeof(*d) + pkts[i].len);
+			d->src = fake_addr(e->index);
+			d->len = pkts[i].len;
+			memcpy(d->data, pkts[i].buf, pkts[i].len);
+			enqueue(h, &h->in[dst], d);
+		}
+	}
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	return (int)n;
+}
+
+static int fake_recv(void *ctx, struct hcl_pkt *pkts, unsigned n, int64_t timeout_ns)
+{
+	struct fake_ep *e = ctx;
+	struct fake_hub *h = e->hub;
+	struct inbox *b = &h->in[e->index];
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	int64_t ns = dl.tv_nsec + (timeout_ns > 0 ? timeout_ns : 0);
+	dl.tv_sec += ns / 1000000000;
+	dl.tv_nsec = ns % 1000000000;
+
+	pthread_mutex_lock(&h->mu);
+	while (b->n == 0 && timeout_ns > 0)
+		if (pthread_cond_timedwait(&h->cv, &h->mu, &dl) == ETIMEDOUT)
+			break;
+	unsigned got = 0;
+	while (got < n && b->head) {
+		struct dgram *d = b->head;
+		b->head = d->next;
+		if (!b->head)
+			b->tail = NULL;
+		b->n--;
+		uint32_t len = d->len < pkts[got].len ? d->len : pkts[got].len; /* truncated like UDP */
+		memcpy(pkts[got].buf, d->data, len);
+		pkts[got].len = len;
+		pkts[got].peer = d->src;
+		free(d);
+		got++;
+		h->st.delivered++;
+	}
+	pthread_mutex_unlock(&h->mu);
+	return (int)got;
+}
+
+static int fake_wait_send(void *ctx, int64_t timeout_ns)
+{
+	(void)ctx;
+	(void)timeout_ns;
+	return 1; /* the hub never fills */
+}
+
+static void fake_close(void *ctx) { (void)ctx; }
+
+static const struct hcl_transport_ops fake_ops = {
+	.send_batch = fake_send, .recv_batch = fake_recv, .wait_send = fake_wait_send, .close = fake_close,
+};
+
+struct fake_hub *fake_hub_new(unsigned endpoints, const struct fake_net *net)
+{
+	struct fake_hub *h = calloc(1, sizeof(*h));
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
+	h->net = *net;
+	h->rng.s = net->seed ? net->seed : 1;
+	h->n = endpoints;
+	h->in = calloc(endpoints, sizeof(*h->in));
+	h->eps = calloc(endpoints, sizeof(*h->eps));
+	for (unsigned i = 0; i < endpoints; i++)
+		h->eps[i] = (struct fake_ep){ h, i };
+	return h;
+}
+
+void fake_hub_endpoint(struct fake_hub *h, unsigned i, struct hcl_transport *t)
+{
+	t->ops = &fake_ops;
+	t->ctx = &h->eps[i];
+}
+
+struct fake_stats fake_hub_stats(struct fake_hub *h)
+{
+	pthread_mutex_lock(&h->mu);
+	struct fake_stats s = h->st;
+	pthread_mutex_unlock(&h->mu);
+	return s;
+}
+
+void fake_hub_free(struct fake_hub *h)
+{
+	for (unsigned i = 0; i < h->n; i++)
+		while (h->in[i].head) {
+			struct dgram *d = h->in[i].head;
+			h->in[i].head = d->next;
+			free(d);
+		}
+	free(h->in);
+	free(h->eps);
+	pthread_mutex_destroy(&h->mu);
+	pthread_cond_destroy(&h->cv);
+	free(h);
+}

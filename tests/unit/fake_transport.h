@@ -1,0 +1,27 @@
+/* A transport for unit tests: endpoints joined by an in-memory hub that
+ * loses, duplicates and reorders datagrams with given probabilities, from a
+ * seed (reproducible).  Thread-safe: ranks may run as threads. */
+#ifndef FAKE_TRANSPORT_H
+#define FAKE_TRANSPORT_H
+
+#include "hcl_transport.h"
+
+struct fake_hub;
+
+struct fake_net {
+	double loss, dup, reorder; /* probabilities per datagram */
+	uint64_t seed;
+};
+
+struct fake_hub *fake_hub_new(unsigned endpoints, const struct fake_net *net);
+void fake_hub_free(struct fake_hub *h);
+/* Endpoint i has address 127.0.0.1, port 1000 + i. */
+void fake_hub_endpoint(struct fake_hub *h, unsigned i, struct hcl_transport *t);
+struct sockaddr_in fake_addr(unsigned i);
+
+struct fake_stats {
+	uint64_t sent, lost, duplicated, reordered, delivered;
+};
+struct fake_stats fake_hub_stats(struct fake_hub *h);
+
+#endif
