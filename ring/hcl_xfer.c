@@ -1,0 +1,549 @@
+#include "hcl_xfer.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAGIC 0x48
+#define T_DATA 1
+#define T_ACK 2
+#define BATCH 64
+#define PKT_MAX 9000
+
+/* Wire header, all fields big-endian:
+ *   0 magic  1 type  2 src rank(16)  4 tag  8 seq|cum  12 total
+ *  16 msg_len | sack low   20 reserved | sack high */
+
+struct txs {
+	bool active;
+	int to;
+	uint32_t tag, total;
+	const uint8_t *buf;
+	size_t len;
+	uint8_t *acked;    /* per packet */
+	int64_t *sent_at;  /* 0 = not sent */
+	uint8_t *tries;
+	uint32_t next_new, nacked, inflight;
+};
+
+struct rxs {
+	bool active;
+	int from;
+	uint32_t tag, total;
+	uint8_t *buf;
+	size_t len;
+	uint8_t *got;
+	uint32_t ngot, cum;
+};
+
+/* Early data of the exchange to come. */
+struct stage {
+	bool used;
+	int from;
+	uint32_t tag, total;
+	size_t len;
+	uint8_t *buf, *got;
+	size_t cap, gcap;
+	uint32_t ngot;
+};
+
+struct hcl_xfer {
+	struct hcl_xfer_cfg cfg;
+	struct sockaddr_in *peers;
+	struct hcl_transport *t;
+	struct txs tx;
+	struct rxs rx;
+	struct stage st;
+	/* the previous exchange's receive, to acknowledge again */
+	bool prev_valid;
+	int prev_from;
+	uint32_t prev_tag, prev_total;
+	uint8_t *rxbuf[BATCH];
+	struct hcl_xfer_stats stats;
+	size_t cap_pk; /* per-packet arrays sized for this many */
+};
+
+int64_t hcl_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(p, &v, 4);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return ntohl(v);
+}
+
+struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct hcl_transport *t, char *err, size_t errlen)
+{
+	if (!cfg || !t || !t->ops || cfg->nranks == 0 || cfg->nranks > HCL_XFER_MAX_PEERS ||
+	    cfg->rank >= cfg->nranks || !cfg->peers) {
+		snprintf(err, errlen, "xfer: need a transport, 1..%d ranks, rank < nranks and their addresses",
+			 HCL_XFER_MAX_PEERS);
+		return NULL;
+	}
+	if (cfg->payload > PKT_MAX - HCL_XFER_HDR) {
+		snprintf(err, errlen, "xfer: payload %u exceeds %d bytes per packet", cfg->payload,
+			 PKT_MAX - HCL_XFER_HDR);
+		return NULL;
+	}
+	struct hcl_xfer *x = calloc(1, sizeof(*x));
+	if (!x)
+		goto nomem;
+	x->cfg = *cfg;
+	x->t = t;
+	if (!x->cfg.payload)
+		x->cfg.payload = 8192;
+	if (!x->cfg.window)
+		x->cfg.window = 256;
+	if (!x->cfg.rto_us)
+		x->cfg.rto_us = 2000;
+	if (!x->cfg.rto_max_us)
+		x->cfg.rto_max_us = 100000;
+	x->peers = calloc(cfg->nranks, sizeof(*x->peers));
+	if (!x->peers)
+		goto nomem;
+	memcpy(x->peers, cfg->peers, cfg->nranks * sizeof(*x->peers));
+	for (int i = 0; i < BATCH; i++)
+		if (!(x->rxbuf[i] = malloc(PKT_MAX)))
+			goto nomem;
+	return x;
+nomem:
+	hcl_xfer_free(x);
+	snprintf(err, errlen, "xfer: out of memory");
+	return NULL;
+}
+
+void hcl_xfer_free(struct hcl_xfer *x)
+{
+	if (!x)
+		return;
+	for (int i = 0; i < BATCH; i++)
+		free(x->rxbuf[i]);
+	free(x->tx.acked);
+	free(x->tx.sent_at);
+	free(x->tx.tries);
+	free(x->rx.got);
+	free(x->st.buf);
+	free(x->st.got);
+	free(x->peers);
+	free(x);
+}
+
+const struct hcl_xfer_stats *hcl_xfer_stats(const struct hcl_xfer *x) { return &x->stats; }
+
+static uint32_t npackets(const struct hcl_xfer *x, size_t len)
+{
+	return len ? (uint32_t)((len + x->cfg.payload - 1) / x->cfg.payload) : 1; /* an empty message is one packet */
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	void *q = realloc(*p, need * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = need;
+	return 0;
+}
+
+static int rank_of(const struct hcl_xfer *x, const struct sockaddr_in *a)
+{
+	for (unsigned i = 0; i < x->cfg.nranks; i++)
+		if (x->peers[i].sin_addr.s_addr == a->sin_addr.s_addr && x->peers[i].sin_port == a->sin_port)
+			return (int)i;
+	return -1;
+}
+
+static void send_ack(struct hcl_xfer *x, int to, uint32_t tag, uint32_t cum, const uint8_t *got, uint32_t total)
+{
+	uint8_t b[HCL_XFER_HDR] = { MAGIC, T_ACK };
+	uint64_t sack = 0;
+	for (uint32_t i = 0; i < 64 && cum + i < total; i++)
+		if (got[cum + i])
+			sack |= 1ull << i;
+	b[2] = (uint8_t)(x->cfg.rank >> 8);
+	b[3] = (uint8_t)x->cfg.rank;
+	put32(b + 4, tag);
+	put32(b + 8, cum);
+	put32(b + 16, (uint32_t)sack);
+	put32(b + 20, (uint32_t)(sack >> 32));
+	struct hcl_pkt p = { b, sizeof(b), x->peers[to] };
+	if (x->t->ops->send_batch(x->t->ctx, &p, 1) == 1)
+		x->stats.acks_sent++;
+}
+
+/* A full ACK for a message we already have in full. */
+static void send_full_ack(struct hcl_xfer *x, int to, uint32_t tag, uint32_t total)
+{
+	uint8_t b[HCL_XFER_HDR] = { MAGIC, T_ACK };
+	b[2] = (uint8_t)(x->cfg.rank >> 8);
+	b[3] = (uint8_t)x->cfg.rank;
+	put32(b + 4, tag);
+	put32(b + 8, total);
+	struct hcl_pkt p = { b, sizeof(b), x->peers[to] };
+	if (x->t->ops->send_batch(x->t->ctx, &p, 1) == 1)
+		x->stats.acks_sent++;
+}
+
+static void place(uint8_t *dst, size_t len, uint32_t payload, uint32_t seq, const uint8_t *data, size_t dlen)
+{
+	size_t off = (size_t)seq * payload;
+	if (off < len)
+		memcpy(dst + off, data, dlen);
+}
+
+/* Bytes packet seq of a len-byte message carries. */
+static size_t seg_len(const struct hcl_xfer *x, size_t len, uint32_t seq)
+{
+	size_t off = (size_t)seq * x->cfg.payload;
+	return off >= len ? 0 : (len - off < x->cfg.payload ? len - off : x->cfg.payload);
+}
+
+/* Returns the peer that needs an ACK for tag (or -1). */
+static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint32_t *ack_tag)
+{
+	uint32_t tag = get32(p + 4), seq = get32(p + 8), total = get32(p + 12), mlen = get32(p + 16);
+	const uint8_t *data = p + HCL_XFER_HDR;
+	size_t dlen = n - HCL_XFER_HDR;
+
+	if (total != npackets(x, mlen) || seq >= total || dlen != seg_len(x, mlen, seq)) {
+		x->stats.malformed++;
+		return -1;
+	}
+	*ack_tag = tag;
+	struct rxs *r = &x->rx;
+	if (r->active && tag == r->tag && src == r->from) {
+		if (mlen != r->len) {
+			x->stats.malformed++;
+			return -1;
+		}
+		if (r->got[seq]) {
+			x->stats.duplicates++;
+		} else {
+			place(r->buf, r->len, x->cfg.payload, seq, data, dlen);
+			r->got[seq] = 1;
+			r->ngot++;
+			while (r->cum < r->total && r->got[r->cum])
+				r->cum++;
+			x->stats.data_received++;
+		}
+		return src;
+	}
+	if (x->prev_valid && tag == x->prev_tag && src == x->prev_from) {
+		x->stats.stale++;
+		return src; /* acknowledged in full again */
+	}
+	/* early: keep it for the exchange to come (one at a time) */
+	struct stage *s = &x->st;
+	if (s->used && (s->tag != tag || s->from != src || s->len != mlen)) {
+		x->stats.early++; /* dropped unacknowledged: it will be resent */
+		return -1;
+	}
+	if (!s->used) {
+		if (grow((void **)&s->buf, &s->cap, mlen ? mlen : 1, 1) || grow((void **)&s->got, &s->gcap, total, 1))
+			return -1;
+		memset(s->got, 0, total);
+		*s = (struct stage){ .used = true, .from = src, .tag = tag, .total = total, .len = mlen,
+				     .buf = s->buf, .got = s->got, .cap = s->cap, .gcap = s->gcap };
+	}
+	x->stats.early++;
+	if (!s->got[seq]) {
+		place(s->buf, s->len, x->cfg.payload, seq, data, dlen);
+		s->got[seq] = 1;
+		s->ngot++;
+	}
+	return src;
+}
+
+static void on_ack(struct hcl_xfer *x, int src, const uint8_t *p)
+{
+	struct txs *t = &x->tx;
+	if (!t->active || src != t->to || get32(p + 4) != t->tag)
+		return; /* an ACK of an earlier exchange */
+	uint32_t cum = get32(p + 8);
+	uint64_t sack = get32(p + 16) | (uint64_t)get32(p + 20) << 32;
+	if (cum > t->total)
+		cum = t->total;
+	for (uint32_t i = 0; i < cum; i++)
+		if (!t->acked[i]) {
+			t->acked[i] = 1;
+			t->nacked++;
+			if (t->sent_at[i])
+				t->inflight--;
+		}
+	for (uint32_t i = 0; i < 64 && cum + i < t->total; i++)
+		if (sack >> i & 1 && !t->acked[cum + i]) {
+			t->acked[cum + i] = 1;
+			t->nacked++;
+			if (t->sent_at[cum + i])
+				t->inflight--;
+		}
+}
+
+/* What the ACK of the current or staged or previous receive says. */
+static void ack_for(struct hcl_xfer *x, int src, uint32_t tag)
+{
+	if (x->rx.active && tag == x->rx.tag && src == x->rx.from)
+		send_ack(x, src, tag, x->rx.cum, x->rx.got, x->rx.total);
+	else if (x->prev_valid && tag == x->prev_tag && src == x->prev_from)
+		send_full_ack(x, src, tag, x->prev_total);
+	else if (x->st.used && tag == x->st.tag && src == x->st.from) {
+		uint32_t cum = 0;
+		while (cum < x->st.total && x->st.got[cum])
+			cum++;
+		send_ack(x, src, tag, cum, x->st.got, x->st.total);
+	}
+}
+
+static int64_t rto_ns(const struct hcl_xfer *x, uint8_t tries)
+{
+	int64_t r = (int64_t)x->cfg.rto_us * 1000 << (tries < 16 ? tries : 16);
+	int64_t cap = (int64_t)x->cfg.rto_max_us * 1000;
+	return r < cap ? r : cap;
+}
+
+/* Sends packet i of the current message; false when the socket is full. */
+static bool send_data(struct hcl_xfer *x, uint32_t i, uint8_t *pkt)
+{
+	const struct txs *t = &x->tx;
+	size_t dl = seg_len(x, t->len, i);
+	pkt[0] = MAGIC;
+	pkt[1] = T_DATA;
+	pkt[2] = (uint8_t)(x->cfg.rank >> 8);
+	pkt[3] = (uint8_t)x->cfg.rank;
+	put32(pkt + 4, t->tag);
+	put32(pkt + 8, i);
+	put32(pkt + 12, t->total);
+	put32(pkt + 16, (uint32_t)t->len);
+	put32(pkt + 20, 0);
+	if (dl)
+		memcpy(pkt + HCL_XFER_HDR, t->buf + (size_t)i * x->cfg.payload, dl);
+	struct hcl_pkt hp = { pkt, (uint32_t)(HCL_XFER_HDR + dl), x->peers[t->to] };
+	return x->t->ops->send_batch(x->t->ctx, &hp, 1) == 1;
+}
+
+/* Sends what is due: expired packets first, then new ones in the window.
+ * Returns the earliest time a packet in flight expires. */
+static int64_t pump_tx(struct hcl_xfer *x, int64_t now, uint8_t *pkt)
+{
+	struct txs *t = &x->tx;
+	int64_t next = INT64_MAX;
+	if (!t->active || t->nacked == t->total)
+		return next;
+	for (uint32_t i = 0; i < t->next_new; i++) {
+		if (t->acked[i])
+			continue;
+		int64_t due = t->sent_at[i] + rto_ns(x, t->tries[i]);
+		if (due <= now) {
+			if (!send_data(x, i, pkt))
+				return now; /* socket full: try again soon */
+			if (t->tries[i] < 255)
+				t->tries[i]++;
+			t->sent_at[i] = now;
+			x->stats.data_resent++;
+			due = now + rto_ns(x, t->tries[i]);
+		}
+		if (due < next)
+			next = due;
+	}
+	while (t->next_new < t->total && t->inflight < x->cfg.window) {
+		uint32_t i = t->next_new;
+		if (!send_data(x, i, pkt))
+			return now;
+		t->sent_at[i] = now;
+		t->tries[i] = 0;
+		t->next_new++;
+		t->inflight++;
+		x->stats.data_sent++;
+		if (now + rto_ns(x, 0) < next)
+			next = now + rto_ns(x, 0);
+	}
+	return next;
+}
+
+/* Receives one batch (waiting at most wait_ns), handles it, and sends one
+ * ACK per (peer, tag) that sent data.  Returns the datagrams seen or -errno. */
+static int service(struct hcl_xfer *x, int64_t wait_ns)
+{
+	struct hcl_pkt in[BATCH];
+	for (int i = 0; i < BATCH; i++)
+		in[i] = (struct hcl_pkt){ .buf = x->rxbuf[i], .len = PKT_MAX };
+	int n = x->t->ops->recv_batch(x->t->ctx, in, BATCH, wait_ns);
+	if (n <= 0)
+		return n;
+	int ack_src[BATCH];
+	uint32_t ack_tag[BATCH];
+	int nack = 0;
+	for (int i = 0; i < n; i++) {
+		const uint8_t *p = in[i].buf;
+		int src = rank_of(x, &in[i].peer);
+		if (in[i].len < HCL_XFER_HDR || p[0] != MAGIC || src < 0 || (unsigned)(p[2] << 8 | p[3]) != (unsigned)src) {
+			x->stats.malformed++;
+			continue;
+		}
+		if (p[1] == T_ACK) {
+			on_ack(x, src, p);
+			continue;
+		}
+		if (p[1] != T_DATA) {
+			x->stats.malformed++;
+			continue;
+		}
+		uint32_t atag;
+		int who = on_data(x, src, p, in[i].len, &atag);
+		if (who < 0)
+			continue;
+		int k = 0;
+		while (k < nack && !(ack_src[k] == who && ack_tag[k] == atag))
+			k++;
+		if (k == nack) {
+			ack_src[nack] = who;
+			ack_tag[nack++] = atag;
+		}
+	}
+	for (int k = 0; k < nack; k++)
+		ack_for(x, ack_src[k], ack_tag[k]);
+	return n;
+}
+
+int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns)
+{
+	int64_t last = hcl_now_ns();
+	for (;;) {
+		int64_t now = hcl_now_ns();
+		if (now - last >= quiet_ns || now >= deadline_ns)
+			return 0;
+		int64_t wait = quiet_ns - (now - last);
+		if (wait > deadline_ns - now)
+			wait = deadline_ns - now;
+		int n = service(x, wait);
+		if (n < 0)
+			return n;
+		if (n > 0)
+			last = hcl_now_ns();
+	}
+}
+
+static const char *addr_str(const struct sockaddr_in *a, char *b, size_t n)
+{
+	char ip[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+	snprintf(b, n, "%s:%u", ip, ntohs(a->sin_port));
+	return b;
+}
+
+int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from,
+		      void *rbuf, size_t rlen, int64_t deadline_ns, char *err, size_t errlen)
+{
+	if ((to >= 0 && (unsigned)to >= x->cfg.nranks) || (from >= 0 && (unsigned)from >= x->cfg.nranks) ||
+	    (slen && !sbuf) || (rlen && !rbuf) || slen > UINT32_MAX || rlen > UINT32_MAX) {
+		snprintf(err, errlen, "xfer: bad arguments (to %d, from %d, %zu/%zu bytes)", to, from, slen, rlen);
+		return -EINVAL;
+	}
+	struct txs *t = &x->tx;
+	struct rxs *r = &x->rx;
+	uint32_t tn = to >= 0 ? npackets(x, slen) : 0, rn = from >= 0 ? npackets(x, rlen) : 0;
+	size_t need = tn > rn ? tn : rn;
+	if (need > x->cap_pk) {
+		void *a = realloc(t->acked, need), *s = realloc(t->sent_at, need * sizeof(int64_t)),
+		     *tr = realloc(t->tries, need), *g = realloc(r->got, need);
+		if (a)
+			t->acked = a;
+		if (s)
+			t->sent_at = s;
+		if (tr)
+			t->tries = tr;
+		if (g)
+			r->got = g;
+		if (!a || !s || !tr || !g) {
+			snprintf(err, errlen, "xfer: out of memory");
+			return -ENOMEM;
+		}
+		x->cap_pk = need;
+	}
+	*t = (struct txs){ .active = to >= 0, .to = to, .tag = tag, .total = tn, .buf = sbuf, .len = slen,
+			   .acked = t->acked, .sent_at = t->sent_at, .tries = t->tries };
+	if (tn) {
+		memset(t->acked, 0, tn);
+		memset(t->sent_at, 0, tn * sizeof(int64_t));
+	}
+	*r = (struct rxs){ .active = from >= 0, .from = from, .tag = tag, .total = rn, .buf = rbuf, .len = rlen,
+			   .got = r->got };
+	if (rn)
+		memset(r->got, 0, rn);
+	/* adopt what arrived early for this exchange */
+	if (x->st.used && x->st.tag == tag && x->st.from == from) {
+		if (x->st.len != rlen) {
+			snprintf(err, errlen, "xfer: rank %d sends %zu bytes for tag %u, this rank expects %zu", from,
+				 x->st.len, tag, rlen);
+			x->st.used = false;
+			return -EPROTO;
+		}
+		for (uint32_t i = 0; i < rn; i++)
+			if (x->st.got[i]) {
+				r->got[i] = 1;
+				r->ngot++;
+			}
+		if (rlen)
+			memcpy(rbuf, x->st.buf, rlen);
+		while (r->cum < rn && r->got[r->cum])
+			r->cum++;
+		x->st.used = false;
+	} else if (x->st.used && x->st.tag == tag) {
+		x->st.used = false; /* from someone else: not ours */
+	}
+
+	uint8_t pkt[PKT_MAX];
+	int rc = 0;
+	while ((t->active && t->nacked < t->total) || (r->active && r->ngot < r->total)) {
+		int64_t now = hcl_now_ns();
+		if (now >= deadline_ns) {
+			char a[64];
+			if (r->active && r->ngot < r->total)
+				snprintf(err, errlen, "rank %d (%s) did not deliver: %u of %u packets of tag %u arrived",
+					 from, addr_str(&x->peers[from], a, sizeof(a)), r->ngot, r->total, tag);
+			else
+				snprintf(err, errlen, "rank %d (%s) did not acknowledge: %u of %u packets of tag %u",
+					 to, addr_str(&x->peers[to], a, sizeof(a)), t->nacked, t->total, tag);
+			rc = -ETIMEDOUT;
+			break;
+		}
+		int64_t next = pump_tx(x, now, pkt);
+		int64_t wait = next == INT64_MAX ? 1000000 : next - now;
+		if (wait > 1000000)
+			wait = 1000000; /* look at the deadline at least every ms */
+		if (wait > deadline_ns - now)
+			wait = deadline_ns - now;
+		int n = service(x, wait > 0 ? wait : 0);
+		if (n < 0) {
+			snprintf(err, errlen, "xfer: receive: %s", strerror(-n));
+			rc = n;
+			break;
+		}
+	}
+	if (r->active && rc == 0) {
+		x->prev_valid = true;
+		x->prev_from = from;
+		x->prev_tag = tag;
+		x->prev_total = rn;
+	}
+	t->active = false;
+	r->active = false;
+	return rc;
+}

@@ -1,0 +1,63 @@
+/* Reliable point-to-point transfer over a datagram transport, as the ring
+ * algorithms use it: one *exchange* sends a buffer to one peer and receives
+ * one from another at the same time, under a tag (collective epoch, step).
+ * Packets carry (tag, seq, total); the receiver places each at its offset,
+ * so loss, duplication and reordering only cost time.  ACKs are cumulative
+ * with a 64-packet selective bitmap; the sender resends only what is
+ * unacknowledged once its timer expires, backing off exponentially.  Data
+ * for the next tag is kept (a neighbour often starts the next step first);
+ * data for the previous tag is acknowledged again (our last ACK may have
+ * been lost).  Every wait has a deadline; a failure names the peer. */
+#ifndef HCL_XFER_H
+#define HCL_XFER_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hcl_transport.h"
+
+#define HCL_XFER_HDR 24
+#define HCL_XFER_MAX_PEERS 1024
+
+struct hcl_xfer_cfg {
+	unsigned rank;
+	unsigned nranks;
+	const struct sockaddr_in *peers; /* nranks entries, peers[rank] = own */
+	uint32_t payload;     /* data bytes per packet (<= 8948 - header); 0 = 8192 */
+	uint32_t window;      /* packets in flight; 0 = 256 */
+	uint32_t rto_us;      /* first retransmission timeout; 0 = 2000 */
+	uint32_t rto_max_us;  /* back-off cap; 0 = 100000 */
+};
+
+struct hcl_xfer_stats {
+	uint64_t data_sent, data_resent, acks_sent;
+	uint64_t data_received, duplicates, early, stale, malformed;
+};
+
+struct hcl_xfer;
+
+/* NULL with a reason in err on bad configuration or no memory.  The
+ * transport stays the caller's. */
+struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct hcl_transport *t, char *err, size_t errlen);
+void hcl_xfer_free(struct hcl_xfer *x);
+
+/* Sends slen bytes of sbuf to rank `to` and receives exactly rlen bytes from
+ * rank `from` into rbuf, tagged `tag` (must differ from the previous
+ * exchange's).  Either side may be absent (to/from = -1).  Returns 0, or
+ * -ETIMEDOUT when deadline_ns (CLOCK_MONOTONIC) passes first, -EPROTO when
+ * the peer sent another length, another negative errno from the transport;
+ * err then says what and names the peer. */
+int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from,
+		      void *rbuf, size_t rlen, int64_t deadline_ns, char *err, size_t errlen);
+
+/* After the last exchange of a collective: keeps answering re-sent data
+ * (our final ACK may have been lost, and the peer would otherwise wait to
+ * its deadline) until nothing arrived for quiet_ns, or deadline_ns. */
+int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns);
+
+const struct hcl_xfer_stats *hcl_xfer_stats(const struct hcl_xfer *x);
+
+int64_t hcl_now_ns(void);
+
+#endif
