@@ -1,0 +1,77 @@
+#include "hcl_ring.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Chunk c of count elements split over n ranks: the first count % n chunks
+ * get one element more. */
+static void chunk(size_t count, unsigned n, unsigned c, size_t *off, size_t *len)
+{
+	size_t base = count / n, extra = count % n;
+	*len = base + (c < extra);
+	*off = c * base + (c < extra ? c : extra);
+}
+
+static void reduce(enum hcl_dtype t, void *dst, const void *src, size_t n)
+{
+	if (t == HCL_FP32) {
+		float *d = dst;
+		const float *s = src;
+		for (size_t i = 0; i < n; i++)
+			d[i] += s[i];
+	} else { /* int32 wraps, as in the switch (docs/ENGINE.md) */
+		uint32_t *d = dst;
+		const uint32_t *s = src;
+		for (size_t i = 0; i < n; i++)
+			d[i] += s[i];
+	}
+}
+
+int hcl_ring_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, void *buf, size_t count,
+		       enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err, size_t errlen)
+{
+	if (!x || nranks == 0 || rank >= nranks || (count && !buf) || (dtype != HCL_INT32 && dtype != HCL_FP32)) {
+		snprintf(err, errlen, "ring: bad arguments (rank %u of %u, dtype %d)", rank, nranks, (int)dtype);
+		return -EINVAL;
+	}
+	if (nranks == 1 || count == 0)
+		return 0;
+	const size_t esz = 4;
+	uint8_t *b = buf;
+	size_t maxlen = count / nranks + 1;
+	uint8_t *tmp = malloc(maxlen * esz);
+	if (!tmp) {
+		snprintf(err, errlen, "ring: out of memory");
+		return -ENOMEM;
+	}
+	int next = (int)((rank + 1) % nranks), prev = (int)((rank + nranks - 1) % nranks);
+	/* tags: epoch in the high bits, step below; every exchange distinct */
+	uint32_t tag0 = epoch * (2 * nranks);
+	int rc = 0;
+
+	/* ScatterReduce: at step s send chunk rank-s, receive chunk rank-s-1
+	 * and add it in; after N-1 steps chunk rank+1 is complete here. */
+	for (unsigned s = 0; s + 1 < nranks && rc == 0; s++) {
+		unsigned sc = (rank + nranks - s) % nranks, rcv = (rank + 2 * nranks - s - 1) % nranks;
+		size_t so, sl, ro, rl;
+		chunk(count, nranks, sc, &so, &sl);
+		chunk(count, nranks, rcv, &ro, &rl);
+		rc = hcl_xfer_exchange(x, tag0 + s, next, b + so * esz, sl * esz, prev, tmp, rl * esz, deadline_ns, err,
+				       errlen);
+		if (rc == 0)
+			reduce(dtype, b + ro * esz, tmp, rl);
+	}
+	/* AllGather: pass the complete chunks around */
+	for (unsigned s = 0; s + 1 < nranks && rc == 0; s++) {
+		unsigned sc = (rank + 1 + nranks - s) % nranks, rcv = (rank + nranks - s) % nranks;
+		size_t so, sl, ro, rl;
+		chunk(count, nranks, sc, &so, &sl);
+		chunk(count, nranks, rcv, &ro, &rl);
+		rc = hcl_xfer_exchange(x, tag0 + nranks - 1 + s, next, b + so * esz, sl * esz, prev, b + ro * esz,
+				       rl * esz, deadline_ns, err, errlen);
+	}
+	free(tmp);
+	return rc;
+}

@@ -1,0 +1,22 @@
+/* Ring all-reduce (Patarasuk & Yuan): ScatterReduce then AllGather over N
+ * ranks, 2(N-1) exchanges of one chunk (count/N elements, the first
+ * count % N chunks one larger) with the next and previous rank.  Each
+ * exchange is itself pipelined by the transfer's window, so large messages
+ * are bound by bandwidth, not by per-step latency. */
+#ifndef HCL_RING_H
+#define HCL_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hcl_xfer.h"
+
+enum hcl_dtype { HCL_INT32 = 1, HCL_FP32 = 2 };
+
+/* In place: buf holds this rank's count elements and receives the sum.
+ * epoch numbers the collective (tags of consecutive calls must differ).
+ * 0, or a negative errno with err naming the failing peer. */
+int hcl_ring_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, void *buf, size_t count,
+		       enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err, size_t errlen);
+
+#endif
