@@ -65,6 +65,8 @@ struct hcl_xfer {
 	uint8_t *rxbuf[BATCH];
 	struct hcl_xfer_stats stats;
 	size_t cap_pk; /* per-packet arrays sized for this many */
+	/* round-trip estimate (RFC 6298), kept across exchanges */
+	int64_t srtt_ns, rttvar_ns, rto_base_ns;
 };
 
 int64_t hcl_now_ns(void)
@@ -108,11 +110,12 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct hcl_transpo
 	if (!x->cfg.payload)
 		x->cfg.payload = 8192;
 	if (!x->cfg.window)
-		x->cfg.window = 256;
+		x->cfg.window = 64; /* 512 KiB in flight: more overran switch queues on the testbed */
 	if (!x->cfg.rto_us)
 		x->cfg.rto_us = 2000;
 	if (!x->cfg.rto_max_us)
 		x->cfg.rto_max_us = 100000;
+	x->rto_base_ns = (int64_t)x->cfg.rto_us * 1000;
 	x->peers = calloc(cfg->nranks, sizeof(*x->peers));
 	if (!x->peers)
 		goto nomem;
@@ -271,6 +274,24 @@ static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint
 	return src;
 }
 
+/* Karn: only packets sent once give a sample.  The timeout follows the
+ * measured round trip, so a queue that builds up (a switch port, a busy
+ * host) stretches it instead of provoking resends into the queue. */
+static void rtt_sample(struct hcl_xfer *x, int64_t rtt)
+{
+	if (x->srtt_ns == 0) {
+		x->srtt_ns = rtt;
+		x->rttvar_ns = rtt / 2;
+	} else {
+		int64_t d = x->srtt_ns > rtt ? x->srtt_ns - rtt : rtt - x->srtt_ns;
+		x->rttvar_ns += (d - x->rttvar_ns) / 4;
+		x->srtt_ns += (rtt - x->srtt_ns) / 8;
+	}
+	int64_t rto = x->srtt_ns + 4 * x->rttvar_ns, lo = (int64_t)x->cfg.rto_us * 1000,
+		hi = (int64_t)x->cfg.rto_max_us * 1000;
+	x->rto_base_ns = rto < lo ? lo : rto > hi ? hi : rto;
+}
+
 static void on_ack(struct hcl_xfer *x, int src, const uint8_t *p)
 {
 	struct txs *t = &x->tx;
@@ -280,20 +301,21 @@ static void on_ack(struct hcl_xfer *x, int src, const uint8_t *p)
 	uint64_t sack = get32(p + 16) | (uint64_t)get32(p + 20) << 32;
 	if (cum > t->total)
 		cum = t->total;
-	for (uint32_t i = 0; i < cum; i++)
-		if (!t->acked[i]) {
-			t->acked[i] = 1;
-			t->nacked++;
-			if (t->sent_at[i])
-				t->inflight--;
+	int64_t newest = 0;
+	for (uint32_t k = 0; k < cum + 64 && k < t->total; k++) {
+		bool now_acked = k < cum || (sack >> (k - cum) & 1);
+		if (!now_acked || t->acked[k])
+			continue;
+		t->acked[k] = 1;
+		t->nacked++;
+		if (t->sent_at[k]) {
+			t->inflight--;
+			if (t->tries[k] == 0 && t->sent_at[k] > newest)
+				newest = t->sent_at[k];
 		}
-	for (uint32_t i = 0; i < 64 && cum + i < t->total; i++)
-		if (sack >> i & 1 && !t->acked[cum + i]) {
-			t->acked[cum + i] = 1;
-			t->nacked++;
-			if (t->sent_at[cum + i])
-				t->inflight--;
-		}
+	}
+	if (newest)
+		rtt_sample(x, hcl_now_ns() - newest);
 }
 
 /* What the ACK of the current or staged or previous receive says. */
@@ -313,7 +335,7 @@ static void ack_for(struct hcl_xfer *x, int src, uint32_t tag)
 
 static int64_t rto_ns(const struct hcl_xfer *x, uint8_t tries)
 {
-	int64_t r = (int64_t)x->cfg.rto_us * 1000 << (tries < 16 ? tries : 16);
+	int64_t r = x->rto_base_ns << (tries < 16 ? tries : 16);
 	int64_t cap = (int64_t)x->cfg.rto_max_us * 1000;
 	return r < cap ? r : cap;
 }
