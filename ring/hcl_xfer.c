@@ -115,7 +115,11 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct hcl_transpo
 		x->cfg.rto_us = 2000;
 	if (!x->cfg.rto_max_us)
 		x->cfg.rto_max_us = 100000;
-	x->rto_base_ns = (int64_t)x->cfg.rto_us * 1000;
+	/* before any round trip is measured, assume a loaded queue (TCP
+	 * starts at 1 s): resends into a queue only lengthen it */
+	x->rto_base_ns = 10 * (int64_t)x->cfg.rto_us * 1000;
+	if (x->rto_base_ns > (int64_t)x->cfg.rto_max_us * 1000)
+		x->rto_base_ns = (int64_t)x->cfg.rto_max_us * 1000;
 	x->peers = calloc(cfg->nranks, sizeof(*x->peers));
 	if (!x->peers)
 		goto nomem;

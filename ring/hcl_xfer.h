@@ -26,7 +26,7 @@ struct hcl_xfer_cfg {
 	const struct sockaddr_in *peers; /* nranks entries, peers[rank] = own */
 	uint32_t payload;     /* data bytes per packet (<= 8948 - header); 0 = 8192 */
 	uint32_t window;      /* packets in flight; 0 = 64 */
-	uint32_t rto_us;      /* floor (and first value) of the adaptive timeout; 0 = 2000 */
+	uint32_t rto_us;      /* floor of the adaptive timeout (10x before the first sample); 0 = 2000 */
 	uint32_t rto_max_us;  /* back-off cap; 0 = 100000 */
 };
 
