@@ -152,6 +152,8 @@ void hcl_xfer_free(struct hcl_xfer *x)
 
 const struct hcl_xfer_stats *hcl_xfer_stats(const struct hcl_xfer *x) { return &x->stats; }
 
+int64_t hcl_xfer_rto_ns(const struct hcl_xfer *x) { return x->rto_base_ns; }
+
 static uint32_t npackets(const struct hcl_xfer *x, size_t len)
 {
 	return len ? (uint32_t)((len + x->cfg.payload - 1) / x->cfg.payload) : 1; /* an empty message is one packet */

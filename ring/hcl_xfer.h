@@ -57,6 +57,8 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns);
 
 const struct hcl_xfer_stats *hcl_xfer_stats(const struct hcl_xfer *x);
+/* The current retransmission timeout (before back-off). */
+int64_t hcl_xfer_rto_ns(const struct hcl_xfer *x);
 
 int64_t hcl_now_ns(void);
 

@@ -1,0 +1,57 @@
+/* hcl: the host collective library — public C API.
+ *
+ *   struct hcl_comm *c;
+ *   struct hcl_comm_cfg cfg = HCL_COMM_CFG_ENV;   // RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+ *   if (hcl_comm_create(&cfg, &c, err, sizeof(err)) < 0) ...
+ *   if (hcl_allreduce(send, recv, count, HCL_FP32, HCL_SUM, c) < 0)
+ *           fprintf(stderr, "%s\n", hcl_comm_error(c));
+ *   hcl_comm_destroy(c);
+ *
+ * Functions return 0 or a negative errno; the message (naming the peer
+ * when one is at fault) is in err or hcl_comm_error().  Every call has a
+ * deadline (cfg.timeout_ms): a dead peer gives an error, never a hang. */
+#ifndef HCL_H
+#define HCL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hcl_ring.h" /* enum hcl_dtype */
+
+enum hcl_op { HCL_SUM = 1 };
+
+enum hcl_algo {
+	HCL_ALGO_RING = 1,
+	HCL_ALGO_HIER,       /* not yet: -ENOTSUP */
+	HCL_ALGO_PS,         /* not yet: -ENOTSUP */
+	HCL_ALGO_PS_INA,     /* not yet: -ENOTSUP */
+	HCL_ALGO_AGENT_RING, /* issue 5: -ENOTSUP */
+};
+
+struct hcl_comm_cfg {
+	int rank, world;          /* -1: from RANK / WORLD_SIZE */
+	const char *master_addr;  /* NULL: from MASTER_ADDR */
+	int master_port;          /* 0: from MASTER_PORT */
+	const char *data_addr;    /* this rank's data IPv4 address; NULL: HCL_DATA_ADDR, else the
+				   * address this host uses to reach the master */
+	uint16_t data_port;       /* 0: any free port */
+	enum hcl_algo algo;       /* 0: ring */
+	int64_t timeout_ms;       /* deadline of each call, rendezvous included; 0: 30000 */
+};
+
+#define HCL_COMM_CFG_ENV { .rank = -1, .world = -1 }
+
+struct hcl_comm;
+
+int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char *err, size_t errlen);
+void hcl_comm_destroy(struct hcl_comm *c);
+
+int hcl_comm_rank(const struct hcl_comm *c);
+int hcl_comm_world(const struct hcl_comm *c);
+const char *hcl_comm_error(const struct hcl_comm *c);
+
+/* recv = sum over ranks of send; send == recv is in place. */
+int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op,
+		  struct hcl_comm *c);
+
+#endif

@@ -1,0 +1,353 @@
+/* Communicator: rendezvous over TCP at the master (rank 0), then the data
+ * path over the chosen transport.  Rendezvous lines (text):
+ *   rank r -> master:  "HCL1 <rank> <world> <data ip> <data port>\n"
+ *   master -> rank r:  "OK\n" then world lines "<ip> <port>\n" in rank order,
+ *                      or "ERR <why>\n". */
+#define _GNU_SOURCE
+#include "hcl.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+struct hcl_comm {
+	int rank, world;
+	enum hcl_algo algo;
+	int64_t timeout_ns;
+	struct hcl_transport t;
+	struct sockaddr_in *peers;
+	struct hcl_xfer *x;
+	uint32_t epoch;
+	char err[320];
+};
+
+__attribute__((format(printf, 3, 4)))
+static int fail(char *err, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int env_int(const char *name, int *v)
+{
+	const char *s = getenv(name);
+	char *end;
+	if (!s || !*s)
+		return -1;
+	long x = strtol(s, &end, 10);
+	if (*end || x < 0 || x > 1 << 20)
+		return -1;
+	*v = (int)x;
+	return 0;
+}
+
+static int wait_fd(int fd, short ev, int64_t deadline)
+{
+	int64_t left = deadline - hcl_now_ns();
+	if (left <= 0)
+		return 0;
+	struct pollfd p = { .fd = fd, .events = ev };
+	int r = poll(&p, 1, (int)((left + 999999) / 1000000));
+	return r < 0 && errno == EINTR ? 0 : r;
+}
+
+/* Reads up to a newline (or n-1 bytes) before the deadline. */
+static int read_line(int fd, char *buf, size_t n, int64_t deadline)
+{
+	size_t k = 0;
+	while (k + 1 < n) {
+		if (wait_fd(fd, POLLIN, deadline) <= 0)
+			return -ETIMEDOUT;
+		ssize_t r = read(fd, buf + k, 1);
+		if (r <= 0)
+			return r == 0 ? -ECONNRESET : -errno;
+		if (buf[k++] == '\n')
+			break;
+	}
+	buf[k] = 0;
+	return (int)k;
+}
+
+static int write_all(int fd, const char *s)
+{
+	size_t n = strlen(s);
+	while (n) {
+		ssize_t w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -errno;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static const char *addr_s(const struct sockaddr_in *a, char *b, size_t n)
+{
+	char ip[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+	snprintf(b, n, "%s:%u", ip, ntohs(a->sin_port));
+	return b;
+}
+
+/* Rank 0: collect everybody's data address, hand out the table. */
+static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *master, int64_t deadline, char *err,
+			     size_t errlen)
+{
+	char a[64];
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ls < 0 || bind(ls, (const struct sockaddr *)master, sizeof(*master)) != 0 || listen(ls, 1024) != 0) {
+		int e = errno;
+		if (ls >= 0)
+			close(ls);
+		return fail(err, errlen, "rendezvous: cannot listen on %s: %s", addr_s(master, a, sizeof(a)), strerror(e));
+	}
+	int *fds = calloc((size_t)c->world, sizeof(int)), rc = 0, got = 0;
+	for (int i = 0; i < c->world; i++)
+		fds[i] = -1;
+	while (got < c->world - 1) {
+		if (wait_fd(ls, POLLIN, deadline) <= 0) {
+			char missing[128] = "";
+			for (int i = 1, k = 0; i < c->world && k < 8; i++)
+				if (fds[i] < 0) {
+					size_t l = strlen(missing);
+					snprintf(missing + l, sizeof(missing) - l, "%s%d", k++ ? ", " : "", i);
+				}
+			rc = fail(err, errlen, "rendezvous: %d of %d ranks did not arrive in time (missing: %s)",
+				  c->world - 1 - got, c->world - 1, missing);
+			goto out;
+		}
+		int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		char line[160], ip[64];
+		int r, w;
+		unsigned port;
+		if (read_line(fd, line, sizeof(line), deadline) <= 0 ||
+		    sscanf(line, "HCL1 %d %d %63s %u", &r, &w, ip, &port) != 4) {
+			write_all(fd, "ERR malformed hello\n");
+			close(fd);
+			continue; /* not one of ours: ignore it */
+		}
+		const char *why = NULL;
+		struct sockaddr_in pa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+		if (w != c->world)
+			why = "world size differs from the master's";
+		else if (r <= 0 || r >= c->world)
+			why = "rank out of range";
+		else if (fds[r] >= 0)
+			why = "rank already taken";
+		else if (port == 0 || port > 65535 || inet_pton(AF_INET, ip, &pa.sin_addr) != 1)
+			why = "bad data address";
+		if (why) {
+			char m[200];
+			snprintf(m, sizeof(m), "ERR rank %d: %s\n", r, why);
+			write_all(fd, m);
+			close(fd);
+			rc = fail(err, errlen, "rendezvous: a rank announced itself as %d of %d: %s", r, w, why);
+			goto out;
+		}
+		fds[r] = fd;
+		c->peers[r] = pa;
+		got++;
+	}
+	/* the table, to everyone */
+	size_t cap = (size_t)c->world * 40 + 8, len = 0;
+	char *table = malloc(cap);
+	len += (size_t)snprintf(table, cap, "OK\n");
+	for (int i = 0; i < c->world; i++) {
+		char ip[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &c->peers[i].sin_addr, ip, sizeof(ip));
+		len += (size_t)snprintf(table + len, cap - len, "%s %u\n", ip, ntohs(c->peers[i].sin_port));
+	}
+	for (int i = 1; i < c->world; i++)
+		if (write_all(fds[i], table) < 0)
+			rc = fail(err, errlen, "rendezvous: rank %d went away before the table was sent", i);
+	free(table);
+out:
+	for (int i = 0; i < c->world; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
+	close(ls);
+	return rc;
+}
+
+/* Other ranks: connect (the master may not be up yet), announce, read. */
+static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *master, const char *data_addr,
+			     uint16_t data_port, int64_t deadline, char *err, size_t errlen)
+{
+	char a[64];
+	int fd = -1;
+	for (;;) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return fail(err, errlen, "rendezvous: socket: %s", strerror(errno));
+		if (connect(fd, (const struct sockaddr *)master, sizeof(*master)) == 0)
+			break;
+		int e = errno;
+		close(fd);
+		if (hcl_now_ns() >= deadline)
+			return fail(err, errlen, "rendezvous: master %s not reachable in time: %s",
+				    addr_s(master, a, sizeof(a)), strerror(e));
+		struct timespec ts = { 0, 50000000 }; /* retry: the master may start later */
+		nanosleep(&ts, NULL);
+	}
+	/* the data address: given, or the one that reaches the master */
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(data_port) };
+	if (data_addr) {
+		if (inet_pton(AF_INET, data_addr, &me.sin_addr) != 1) {
+			close(fd);
+			return fail(err, errlen, "data address '%s' is not an IPv4 address", data_addr);
+		}
+	} else {
+		struct sockaddr_in l;
+		socklen_t ll = sizeof(l);
+		getsockname(fd, (struct sockaddr *)&l, &ll);
+		me.sin_addr = l.sin_addr;
+	}
+	int rc = hcl_udp_open(&c->t, &me, NULL, err, errlen);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	hcl_udp_local(&c->t, &me);
+	char line[160], ip[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &me.sin_addr, ip, sizeof(ip));
+	snprintf(line, sizeof(line), "HCL1 %d %d %s %u\n", c->rank, c->world, ip, ntohs(me.sin_port));
+	if (write_all(fd, line) < 0 || read_line(fd, line, sizeof(line), deadline) <= 0) {
+		close(fd);
+		return fail(err, errlen, "rendezvous: no table from master %s in time", addr_s(master, a, sizeof(a)));
+	}
+	if (strncmp(line, "OK", 2) != 0) {
+		close(fd);
+		line[strcspn(line, "\n")] = 0;
+		return fail(err, errlen, "rendezvous: master %s refused: %s", addr_s(master, a, sizeof(a)), line);
+	}
+	for (int i = 0; i < c->world; i++) {
+		unsigned port;
+		if (read_line(fd, line, sizeof(line), deadline) <= 0 || sscanf(line, "%15s %u", ip, &port) != 2 ||
+		    inet_pton(AF_INET, ip, &c->peers[i].sin_addr) != 1) {
+			close(fd);
+			return fail(err, errlen, "rendezvous: bad table from master %s", addr_s(master, a, sizeof(a)));
+		}
+		c->peers[i].sin_family = AF_INET;
+		c->peers[i].sin_port = htons((uint16_t)port);
+	}
+	close(fd);
+	return 0;
+}
+
+int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char *err, size_t errlen)
+{
+	struct hcl_comm_cfg k = *cfg;
+	int port = k.master_port;
+	*out = NULL;
+	if (k.rank < 0 && env_int("RANK", &k.rank) < 0)
+		return fail(err, errlen, "no rank: set cfg.rank or RANK"), -EINVAL;
+	if (k.world < 0 && env_int("WORLD_SIZE", &k.world) < 0)
+		return fail(err, errlen, "no world size: set cfg.world or WORLD_SIZE"), -EINVAL;
+	if (!k.master_addr && !(k.master_addr = getenv("MASTER_ADDR")))
+		return fail(err, errlen, "no master address: set cfg.master_addr or MASTER_ADDR"), -EINVAL;
+	if (!port && env_int("MASTER_PORT", &port) < 0)
+		return fail(err, errlen, "no master port: set cfg.master_port or MASTER_PORT"), -EINVAL;
+	if (!k.data_addr)
+		k.data_addr = getenv("HCL_DATA_ADDR");
+	if (k.world < 1 || k.world > HCL_XFER_MAX_PEERS || k.rank >= k.world || port < 1 || port > 65535)
+		return fail(err, errlen, "rank %d of world %d, master port %d: out of range", k.rank, k.world, port),
+		       -EINVAL;
+	if (!k.algo)
+		k.algo = HCL_ALGO_RING;
+	if (k.algo < HCL_ALGO_RING || k.algo > HCL_ALGO_AGENT_RING)
+		return fail(err, errlen, "unknown algorithm %d", (int)k.algo), -EINVAL;
+	struct sockaddr_in master = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (inet_pton(AF_INET, k.master_addr, &master.sin_addr) != 1)
+		return fail(err, errlen, "master address '%s' is not an IPv4 address", k.master_addr), -EINVAL;
+
+	struct hcl_comm *c = calloc(1, sizeof(*c));
+	if (!c)
+		return fail(err, errlen, "out of memory"), -ENOMEM;
+	c->rank = k.rank;
+	c->world = k.world;
+	c->algo = k.algo;
+	c->timeout_ns = (k.timeout_ms ? k.timeout_ms : 30000) * 1000000;
+	c->peers = calloc((size_t)k.world, sizeof(*c->peers));
+	int64_t deadline = hcl_now_ns() + c->timeout_ns;
+	int rc;
+	if (c->rank == 0) {
+		struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(k.data_port),
+					  .sin_addr = master.sin_addr };
+		if (k.data_addr && inet_pton(AF_INET, k.data_addr, &me.sin_addr) != 1) {
+			rc = fail(err, errlen, "data address '%s' is not an IPv4 address", k.data_addr);
+			goto fail;
+		}
+		if ((rc = hcl_udp_open(&c->t, &me, NULL, err, errlen)) < 0)
+			goto fail;
+		hcl_udp_local(&c->t, &c->peers[0]);
+		rc = rendezvous_master(c, &master, deadline, err, errlen);
+	} else {
+		rc = rendezvous_client(c, &master, k.data_addr, k.data_port, deadline, err, errlen);
+	}
+	if (rc < 0)
+		goto fail;
+	struct hcl_xfer_cfg xc = { .rank = (unsigned)c->rank, .nranks = (unsigned)c->world, .peers = c->peers };
+	if (!(c->x = hcl_xfer_new(&xc, &c->t, err, errlen))) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	hcl_comm_destroy(c);
+	return rc < 0 && rc != -1 ? rc : -ECONNABORTED;
+}
+
+void hcl_comm_destroy(struct hcl_comm *c)
+{
+	if (!c)
+		return;
+	hcl_xfer_free(c->x);
+	hcl_transport_close(&c->t);
+	free(c->peers);
+	free(c);
+}
+
+int hcl_comm_rank(const struct hcl_comm *c) { return c->rank; }
+int hcl_comm_world(const struct hcl_comm *c) { return c->world; }
+const char *hcl_comm_error(const struct hcl_comm *c) { return c->err; }
+
+int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op,
+		  struct hcl_comm *c)
+{
+	if (!c)
+		return -EINVAL;
+	if (op != HCL_SUM || (count && (!send || !recv))) {
+		snprintf(c->err, sizeof(c->err), "allreduce: only op sum, and buffers for %zu elements", count);
+		return -EINVAL;
+	}
+	if (c->algo != HCL_ALGO_RING) {
+		snprintf(c->err, sizeof(c->err), "allreduce: algorithm %d is not implemented yet", (int)c->algo);
+		return -ENOTSUP;
+	}
+	if (send != recv && count)
+		memmove(recv, send, count * 4);
+	int64_t deadline = hcl_now_ns() + c->timeout_ns;
+	int rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, recv, count, dtype, ++c->epoch,
+				    deadline, c->err, sizeof(c->err));
+	if (rc == 0) /* our last ACK may be lost: answer a resend for a while */
+		hcl_xfer_linger(c->x, 2 * hcl_xfer_rto_ns(c->x) + 1000000, deadline);
+	return rc;
+}

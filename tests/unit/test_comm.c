@@ -1,0 +1,150 @@
+/* The public API: ranks as threads rendezvous at a master on loopback and
+ * all-reduce; configuration from the environment; the errors a user meets
+ * (world mismatch, no master, missing settings) are named. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "hcl.h"
+
+static int free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(a);
+	bind(fd, (struct sockaddr *)&a, sizeof(a));
+	getsockname(fd, (struct sockaddr *)&a, &l);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+struct rk {
+	int rank, world, port, claim_world;
+	int64_t timeout_ms;
+	int rc;
+	char err[320];
+};
+
+static void *rank_main(void *arg)
+{
+	struct rk *r = arg;
+	struct hcl_comm_cfg cfg = { .rank = r->rank, .world = r->claim_world ? r->claim_world : r->world,
+				    .master_addr = "127.0.0.1", .master_port = r->port,
+				    .timeout_ms = r->timeout_ms ? r->timeout_ms : 10000 };
+	struct hcl_comm *c;
+	r->rc = hcl_comm_create(&cfg, &c, r->err, sizeof(r->err));
+	if (r->rc)
+		return NULL;
+	enum { N = 10007 };
+	static __thread int32_t in[N], out[N];
+	for (int call = 0; call < 3 && r->rc == 0; call++) {
+		for (int i = 0; i < N; i++)
+			in[i] = r->rank * 1000 + i + call;
+		/* calls 0 and 2 out of place, call 1 in place */
+		int32_t *dst = call == 1 ? in : out;
+		r->rc = hcl_allreduce(in, dst, N, HCL_INT32, HCL_SUM, c);
+		if (r->rc) {
+			snprintf(r->err, sizeof(r->err), "%s", hcl_comm_error(c));
+			break;
+		}
+		for (int i = 0; i < N; i++) {
+			int32_t want = 0;
+			for (int k = 0; k < r->world; k++)
+				want += k * 1000 + i + call;
+			if (dst[i] != want) {
+				snprintf(r->err, sizeof(r->err), "call %d element %d: %d != %d", call, i, dst[i], want);
+				r->rc = -1;
+				break;
+			}
+		}
+	}
+	hcl_comm_destroy(c);
+	return NULL;
+}
+
+static void run(int world, struct rk *rks, int port)
+{
+	pthread_t th[16];
+	for (int i = 0; i < world; i++) {
+		rks[i].rank = i;
+		rks[i].world = world;
+		rks[i].port = port;
+		pthread_create(&th[i], NULL, rank_main, &rks[i]);
+	}
+	for (int i = 0; i < world; i++)
+		pthread_join(th[i], NULL);
+}
+
+static void test_allreduce(void **state)
+{
+	(void)state;
+	for (int world = 1; world <= 5; world++) {
+		struct rk rks[16] = { 0 };
+		run(world, rks, free_port());
+		for (int i = 0; i < world; i++)
+			if (rks[i].rc)
+				fail_msg("world %d rank %d: %s", world, i, rks[i].err);
+	}
+}
+
+static void test_world_mismatch(void **state)
+{
+	(void)state;
+	struct rk rks[16] = { 0 };
+	rks[2].claim_world = 5; /* thinks the world is larger */
+	for (int i = 0; i < 4; i++)
+		rks[i].timeout_ms = 3000;
+	run(4, rks, free_port());
+	assert_int_not_equal(rks[0].rc, 0);
+	assert_non_null(strstr(rks[0].err, "world size differs"));
+	assert_int_not_equal(rks[2].rc, 0);
+	assert_non_null(strstr(rks[2].err, "refused: ERR rank 2: world size differs"));
+}
+
+static void test_errors(void **state)
+{
+	(void)state;
+	char err[320];
+	struct hcl_comm *c;
+	struct hcl_comm_cfg cfg = HCL_COMM_CFG_ENV;
+	unsetenv("RANK");
+	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "RANK"));
+	setenv("RANK", "1", 1);
+	setenv("WORLD_SIZE", "2", 1);
+	setenv("MASTER_ADDR", "127.0.0.1", 1);
+	setenv("MASTER_PORT", "notaport", 1);
+	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "MASTER_PORT"));
+	/* nobody listens: the error names the master within the deadline */
+	char p[16];
+	snprintf(p, sizeof(p), "%d", free_port());
+	setenv("MASTER_PORT", p, 1);
+	cfg.timeout_ms = 300;
+	assert_true(hcl_comm_create(&cfg, &c, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "not reachable"));
+	assert_non_null(strstr(err, "127.0.0.1"));
+	cfg.rank = 3; /* rank beyond the world */
+	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "out of range"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_allreduce),
+		cmocka_unit_test(test_world_mismatch),
+		cmocka_unit_test(test_errors),
+	};
+	return cmocka_run_group_tests_name("comm", tests, NULL, NULL);
+}
