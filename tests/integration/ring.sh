@@ -20,6 +20,11 @@ ranks() { # ranks ARGS...: all four, every one must pass
 topo itring 4 --subnet 10.82.0 --no-ina
 ranks --count 1000003 --calls 3 || fail "int32 ring"
 ranks --count 77777 --calls 2 --dtype fp32 || fail "fp32 ring"
+# the benchmark tool through the public API and the launcher
+out=$("$top/testbed/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" -b 64K -e 1M -f 4 -n 2 -w 1) \
+	|| fail "ina-allreduce-perf: $out"
+[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 3 ] || fail "perf table: $out"
+grep -q "^# Avg bus bandwidth" <<<"$out" || fail "no average line: $out"
 "$top/testbed/topo.sh" down itring
 
 topo itring 4 --subnet 10.82.0 --no-ina --loss 0.05

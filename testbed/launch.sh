@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Starts one rank per host of a testbed topology and waits for all of them.
+#   testbed/launch.sh NAME [--ranks N] [--port P] -- COMMAND [ARGS...]
+# Rank i runs COMMAND in namespace NAME-hi with RANK=i, WORLD_SIZE=N,
+# MASTER_ADDR/HCL_DATA_ADDR set from the topology (host 0 is the master),
+# MASTER_PORT=P (default 29500).  Rank 0 writes to this terminal; rank i's
+# output goes to /run/swemu-testbed/NAME/rank-i.log.  Exit status 0 when
+# every rank succeeded; otherwise the failing ranks' last lines are shown.
+set -euo pipefail
+case "${1:-}" in -h|--help|"") sed -n 2,9p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+name=$1
+shift
+d=/run/swemu-testbed/$name
+[ -f "$d/subnet" ] || { echo "launch: no topology $name (testbed/topo.sh up)" >&2; exit 2; }
+subnet=$(cat "$d/subnet")
+n=$(cat "$d/hosts")
+port=29500
+while (($#)) && [ "$1" != -- ]; do
+	case $1 in
+	--ranks) n=$2; shift 2;;
+	--port) port=$2; shift 2;;
+	*) echo "launch: unknown option $1" >&2; exit 2;;
+	esac
+done
+[ "${1:-}" = -- ] || { echo "launch: COMMAND after --" >&2; exit 2; }
+shift
+pids=()
+for ((i = 0; i < n; i++)); do
+	env=(RANK=$i WORLD_SIZE=$n MASTER_ADDR=$subnet.1 MASTER_PORT=$port HCL_DATA_ADDR=$subnet.$((i + 1)))
+	if ((i == 0)); then
+		ip netns exec "$name-h$i" env "${env[@]}" "$@" &
+	else
+		ip netns exec "$name-h$i" env "${env[@]}" "$@" > "$d/rank-$i.log" 2>&1 &
+	fi
+	pids+=($!)
+done
+rc=0
+for ((i = 0; i < n; i++)); do
+	if ! wait "${pids[$i]}"; then
+		rc=1
+		((i == 0)) || { echo "--- rank $i failed:" >&2; tail -n 5 "$d/rank-$i.log" >&2; }
+	fi
+done
+exit $rc
