@@ -11,6 +11,7 @@
 #define MAGIC 0x48
 #define T_DATA 1
 #define T_ACK 2
+#define T_FIN 3 /* "all of tag acknowledged": the receiver may stop lingering */
 #define BATCH 64
 #define PKT_MAX 9000
 
@@ -60,6 +61,7 @@ struct hcl_xfer {
 	struct stage st;
 	/* the previous exchange's receive, to acknowledge again */
 	bool prev_valid;
+	bool prev_fin; /* its sender confirmed our last ACK arrived */
 	int prev_from;
 	uint32_t prev_tag, prev_total;
 	uint8_t *rxbuf[BATCH];
@@ -429,6 +431,11 @@ static int service(struct hcl_xfer *x, int64_t wait_ns)
 			on_ack(x, src, p);
 			continue;
 		}
+		if (p[1] == T_FIN) {
+			if (x->prev_valid && src == x->prev_from && get32(p + 4) == x->prev_tag)
+				x->prev_fin = true;
+			continue;
+		}
 		if (p[1] != T_DATA) {
 			x->stats.malformed++;
 			continue;
@@ -455,7 +462,7 @@ int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns)
 	int64_t last = hcl_now_ns();
 	for (;;) {
 		int64_t now = hcl_now_ns();
-		if (now - last >= quiet_ns || now >= deadline_ns)
+		if (x->prev_fin || now - last >= quiet_ns || now >= deadline_ns)
 			return 0;
 		int64_t wait = quiet_ns - (now - last);
 		if (wait > deadline_ns - now)
@@ -567,9 +574,16 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 	}
 	if (r->active && rc == 0) {
 		x->prev_valid = true;
+		x->prev_fin = false;
 		x->prev_from = from;
 		x->prev_tag = tag;
 		x->prev_total = rn;
+	}
+	if (t->active && rc == 0) { /* best effort: a lost FIN costs the peer its linger */
+		uint8_t b[HCL_XFER_HDR] = { MAGIC, T_FIN, (uint8_t)(x->cfg.rank >> 8), (uint8_t)x->cfg.rank };
+		put32(b + 4, tag);
+		struct hcl_pkt p = { b, sizeof(b), x->peers[to] };
+		x->t->ops->send_batch(x->t->ctx, &p, 1);
 	}
 	t->active = false;
 	r->active = false;

@@ -53,7 +53,8 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 
 /* After the last exchange of a collective: keeps answering re-sent data
  * (our final ACK may have been lost, and the peer would otherwise wait to
- * its deadline) until nothing arrived for quiet_ns, or deadline_ns. */
+ * its deadline) until the peer's FIN says it has everything, or nothing
+ * arrived for quiet_ns, or deadline_ns. */
 int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns);
 
 const struct hcl_xfer_stats *hcl_xfer_stats(const struct hcl_xfer *x);
