@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hcl_xfer.h"
 #include "testlib.h"
 
 struct dgram {
@@ -186,4 +187,16 @@ void fake_hub_free(struct fake_hub *h)
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
 	free(h);
+}
+
+struct hcl_xfer *fake_xfer_new(struct fake_hub *h, unsigned rank, unsigned n, uint32_t rto_us,
+			       struct hcl_transport *t, char *err, size_t errlen)
+{
+	struct sockaddr_in peers[HCL_XFER_MAX_PEERS];
+	for (unsigned i = 0; i < n && i < HCL_XFER_MAX_PEERS; i++)
+		peers[i] = fake_addr(i);
+	fake_hub_endpoint(h, rank, t);
+	struct hcl_xfer_cfg cfg = { .rank = rank, .nranks = n, .peers = peers, .rto_us = rto_us,
+				    .rto_max_us = 20 * rto_us };
+	return hcl_xfer_new(&cfg, t, err, errlen);
 }

@@ -19,6 +19,12 @@ void fake_hub_free(struct fake_hub *h);
 void fake_hub_endpoint(struct fake_hub *h, unsigned i, struct hcl_transport *t);
 struct sockaddr_in fake_addr(unsigned i);
 
+struct hcl_xfer;
+/* A reliable transfer for rank `rank` of n on the hub (peers fake_addr(0..n-1)),
+ * with the given timeout floor; NULL with err on failure. */
+struct hcl_xfer *fake_xfer_new(struct fake_hub *h, unsigned rank, unsigned n, uint32_t rto_us,
+			       struct hcl_transport *t, char *err, size_t errlen);
+
 struct fake_stats {
 	uint64_t sent, lost, duplicated, reordered, delivered;
 };

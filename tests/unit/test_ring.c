@@ -44,13 +44,7 @@ static void *rank_main(void *arg)
 {
 	struct rank_job *j = arg;
 	struct hcl_transport t;
-	struct sockaddr_in peers[MAXR];
-	for (unsigned i = 0; i < j->n; i++)
-		peers[i] = fake_addr(i);
-	fake_hub_endpoint(j->hub, j->rank, &t);
-	struct hcl_xfer_cfg cfg = { .rank = j->rank, .nranks = j->n, .peers = peers, .rto_us = 1000,
-				    .rto_max_us = 20000 };
-	struct hcl_xfer *x = hcl_xfer_new(&cfg, &t, j->err, sizeof(j->err));
+	struct hcl_xfer *x = fake_xfer_new(j->hub, j->rank, j->n, 1000, &t, j->err, sizeof(j->err));
 	if (!x) {
 		j->rc = -1;
 		return NULL;

@@ -98,16 +98,23 @@ static const struct sw_udp_hdrs hdrs = {
 	.src_mac = { 2, 0, 0, 0, 0, 0xfe }, .dst_mac = { 2, 0, 0, 0, 0, 1 },
 };
 
-static size_t build(uint8_t *buf, size_t plen, const uint8_t *payload)
+/* The addresses and the (dummy) INA header every test frame carries. */
+static struct sw_udp_hdrs test_hdrs(uint8_t ina[INA_HDR_LEN])
 {
 	struct sw_udp_hdrs h = hdrs;
-	uint8_t ina[INA_HDR_LEN];
-	memset(ina, 0x11, sizeof(ina));
+	memset(ina, 0x11, INA_HDR_LEN);
 	h.src_ip = inet_addr("10.0.0.254");
 	h.dst_ip = inet_addr("10.0.0.1");
 	h.src_port = htons(0xBEE0);
 	h.dst_port = htons(0xBEE1);
-	return sw_frame_build_udp(buf, 9100, &h, ina, sizeof(ina), payload, plen,
+	return h;
+}
+
+static size_t build(uint8_t *buf, size_t plen, const uint8_t *payload)
+{
+	uint8_t ina[INA_HDR_LEN];
+	struct sw_udp_hdrs h = test_hdrs(ina);
+	return sw_frame_build_udp(buf, 9100, &h, ina, INA_HDR_LEN, payload, plen,
 				  sw_csum_partial(payload, plen, 0));
 }
 
@@ -143,13 +150,8 @@ static void test_frame_build_parse(void **state)
 
 	/* headers alone, the payload in another segment: the same bytes */
 	static uint8_t split[9100];
-	struct sw_udp_hdrs h = hdrs;
 	uint8_t ina[INA_HDR_LEN];
-	memset(ina, 0x11, sizeof(ina));
-	h.src_ip = inet_addr("10.0.0.254");
-	h.dst_ip = inet_addr("10.0.0.1");
-	h.src_port = htons(0xBEE0);
-	h.dst_port = htons(0xBEE1);
+	struct sw_udp_hdrs h = test_hdrs(ina);
 	size_t whole = build(buf, 1024, payload);
 	size_t hl = sw_frame_udp_headers(split, 100, &h, ina, sizeof(ina), 1024, sw_csum_partial(payload, 1024, 0));
 	assert_int_equal(hl, 14 + 20 + 8 + 24);

@@ -41,13 +41,7 @@ static void *rank_main(void *arg)
 {
 	struct job *j = arg;
 	struct hcl_transport t;
-	struct sockaddr_in peers[MAXR];
-	for (unsigned i = 0; i < j->n; i++)
-		peers[i] = fake_addr(i);
-	fake_hub_endpoint(j->hub, j->rank, &t);
-	struct hcl_xfer_cfg cfg = { .rank = j->rank, .nranks = j->n, .peers = peers, .rto_us = j->rto_us,
-				    .rto_max_us = 20 * j->rto_us };
-	struct hcl_xfer *x = hcl_xfer_new(&cfg, &t, j->err, sizeof(j->err));
+	struct hcl_xfer *x = fake_xfer_new(j->hub, j->rank, j->n, j->rto_us, &t, j->err, sizeof(j->err));
 	if (!x) {
 		j->rc = -1;
 		return NULL;
