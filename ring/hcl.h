@@ -24,7 +24,7 @@ enum hcl_algo {
 	HCL_ALGO_RING = 1,
 	HCL_ALGO_HIER,       /* not yet: -ENOTSUP */
 	HCL_ALGO_PS,         /* not yet: -ENOTSUP */
-	HCL_ALGO_PS_INA,     /* not yet: -ENOTSUP */
+	HCL_ALGO_PS_INA,     /* one rack through an INA switch (no software-PS fallback yet) */
 	HCL_ALGO_AGENT_RING, /* issue 5: -ENOTSUP */
 };
 
@@ -37,6 +37,12 @@ struct hcl_comm_cfg {
 	uint16_t data_port;       /* 0: any free port */
 	enum hcl_algo algo;       /* 0: ring */
 	int64_t timeout_ms;       /* deadline of each call, rendezvous included; 0: 30000 */
+	/* ps-ina: the switch job this rank contributes to as index `rank`.
+	 * NULL/0: HCL_INA_SWITCH ("ip:port"), HCL_INA_JOB, HCL_INA_SLOTS (16),
+	 * HCL_INA_ELEMS (1024), HCL_INA_PORT (48864: this rank's INA port, as
+	 * listed in the job). */
+	const char *ina_switch;
+	int ina_job, ina_slots, ina_elems, ina_port;
 };
 
 #define HCL_COMM_CFG_ENV { .rank = -1, .world = -1 }

@@ -5,6 +5,7 @@
  *                      or "ERR <why>\n". */
 #define _GNU_SOURCE
 #include "hcl.h"
+#include "hcl_ina.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,6 +26,8 @@ struct hcl_comm {
 	struct hcl_transport t;
 	struct sockaddr_in *peers;
 	struct hcl_xfer *x;
+	struct hcl_transport ina_t; /* ps-ina: its own socket on the job's port */
+	struct hcl_ina *ina;
 	uint32_t epoch;
 	char err[320];
 };
@@ -251,6 +254,44 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 	return 0;
 }
 
+static int cfg_or_env(int v, const char *env, int dflt)
+{
+	int e;
+	return v ? v : env_int(env, &e) == 0 ? e : dflt;
+}
+
+/* ps-ina: the switch job from cfg or environment, and a socket on this
+ * rank's data address at the job's port. */
+static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, char *err, size_t errlen)
+{
+	const char *sw = k->ina_switch ? k->ina_switch : getenv("HCL_INA_SWITCH");
+	struct hcl_ina_cfg ic = { .sw = { .sin_family = AF_INET } };
+	char ip[64];
+	unsigned port;
+	if (!sw || sscanf(sw, "%63[0-9.]:%u", ip, &port) != 2 || port == 0 || port > 65535 ||
+	    inet_pton(AF_INET, ip, &ic.sw.sin_addr) != 1)
+		return fail(err, errlen, "ps-ina needs the switch as \"ip:port\" (cfg.ina_switch or HCL_INA_SWITCH)");
+	ic.sw.sin_port = htons((uint16_t)port);
+	int job = cfg_or_env(k->ina_job, "HCL_INA_JOB", -1), slots = cfg_or_env(k->ina_slots, "HCL_INA_SLOTS", 16),
+	    elems = cfg_or_env(k->ina_elems, "HCL_INA_ELEMS", 1024), iport = cfg_or_env(k->ina_port, "HCL_INA_PORT", 48864);
+	if (job < 0 || job > 65535 || slots < 1 || elems < 1 || elems > 2237 || iport < 1 || iport > 65535)
+		return fail(err, errlen, "ps-ina: job %d, slots %d, elems %d or port %d out of range", job, slots, elems,
+			    iport);
+	ic.job = (uint16_t)job;
+	ic.index = (uint16_t)c->rank;
+	ic.slots = (uint32_t)slots;
+	ic.elems = (uint16_t)elems;
+	struct sockaddr_in me = c->peers[c->rank];
+	me.sin_port = htons((uint16_t)iport);
+	struct hcl_udp_opts uo = { .zero_checksum = 1 }; /* as SwitchML hosts: saves the switch a pass */
+	int rc = hcl_udp_open(&c->ina_t, &me, &uo, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (!(c->ina = hcl_ina_new(&ic, &c->ina_t, err, errlen)))
+		return -ENOMEM;
+	return 0;
+}
+
 int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char *err, size_t errlen)
 {
 	struct hcl_comm_cfg k = *cfg;
@@ -308,6 +349,8 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		rc = -ENOMEM;
 		goto fail;
 	}
+	if (c->algo == HCL_ALGO_PS_INA && (rc = ina_setup(c, &k, err, errlen)) < 0)
+		goto fail;
 	*out = c;
 	return 0;
 fail:
@@ -320,6 +363,8 @@ void hcl_comm_destroy(struct hcl_comm *c)
 	if (!c)
 		return;
 	hcl_xfer_free(c->x);
+	hcl_ina_free(c->ina);
+	hcl_transport_close(&c->ina_t);
 	hcl_transport_close(&c->t);
 	free(c->peers);
 	free(c);
@@ -338,13 +383,15 @@ int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dty
 		snprintf(c->err, sizeof(c->err), "allreduce: only op sum, and buffers for %zu elements", count);
 		return -EINVAL;
 	}
-	if (c->algo != HCL_ALGO_RING) {
+	if (c->algo != HCL_ALGO_RING && c->algo != HCL_ALGO_PS_INA) {
 		snprintf(c->err, sizeof(c->err), "allreduce: algorithm %d is not implemented yet", (int)c->algo);
 		return -ENOTSUP;
 	}
 	if (send != recv && count)
 		memmove(recv, send, count * 4);
 	int64_t deadline = hcl_now_ns() + c->timeout_ns;
+	if (c->algo == HCL_ALGO_PS_INA)
+		return hcl_ina_allreduce(c->ina, recv, count, dtype, deadline, c->err, sizeof(c->err));
 	int rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, recv, count, dtype, ++c->epoch,
 				    deadline, c->err, sizeof(c->err));
 	if (rc == 0) /* our last ACK may be lost: answer a resend for a while */

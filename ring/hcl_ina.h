@@ -1,0 +1,43 @@
+/* The INA worker client: a SwitchML-style all-reduce through an INA switch
+ * (swemu) for the ranks of one rack.  Slice k of the tensor goes to slot
+ * k % slots; each slot alternates its two sets for the life of the job
+ * (also across calls, docs/ENGINE.md); a window of `slots` slices is in
+ * flight; a slice whose result does not come back in time is sent again
+ * (the switch answers from the stored result); results seen twice are
+ * ignored.  The job must be installed in the switch with this rank's
+ * address at contributor `index`. */
+#ifndef HCL_INA_H
+#define HCL_INA_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hcl_ring.h"
+#include "hcl_transport.h"
+
+struct hcl_ina_cfg {
+	struct sockaddr_in sw; /* the switch's INA address (UDP 0xBEE0..0xBEEF) */
+	uint16_t job;
+	uint16_t index;        /* contributor index of this rank in the job */
+	uint32_t slots;        /* the job's slot count = the window */
+	uint16_t elems;        /* elements per packet (<= the job's elems) */
+	uint32_t rto_us;       /* first resend timeout; 0 = 5000 */
+};
+
+struct hcl_ina;
+
+struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct hcl_transport *t, char *err, size_t errlen);
+void hcl_ina_free(struct hcl_ina *a);
+
+/* In place over buf (count int32 or fp32 elements); 0 or a negative errno
+ * with err naming the switch. */
+int hcl_ina_allreduce(struct hcl_ina *a, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline_ns,
+		      char *err, size_t errlen);
+
+struct hcl_ina_stats {
+	uint64_t sent, resent, results, duplicates, foreign;
+};
+const struct hcl_ina_stats *hcl_ina_stats(const struct hcl_ina *a);
+
+#endif
