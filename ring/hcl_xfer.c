@@ -29,6 +29,8 @@ struct txs {
 	int64_t *sent_at;  /* 0 = not sent */
 	uint8_t *tries;
 	uint32_t next_new, nacked, inflight;
+	int64_t delivered_sent_at; /* latest send time among packets acknowledged */
+	int64_t progress_at;       /* last time an ACK acknowledged something new */
 };
 
 struct rxs {
@@ -295,7 +297,8 @@ static void rtt_sample(struct hcl_xfer *x, int64_t rtt)
 		x->rttvar_ns += (d - x->rttvar_ns) / 4;
 		x->srtt_ns += (rtt - x->srtt_ns) / 8;
 	}
-	int64_t rto = x->srtt_ns + 4 * x->rttvar_ns, lo = (int64_t)x->cfg.rto_us * 1000,
+	/* the timer only covers tail loss (see pump_tx), so it may be generous */
+	int64_t rto = 2 * x->srtt_ns + 4 * x->rttvar_ns, lo = (int64_t)x->cfg.rto_us * 1000,
 		hi = (int64_t)x->cfg.rto_max_us * 1000;
 	x->rto_base_ns = rto < lo ? lo : rto > hi ? hi : rto;
 }
@@ -305,7 +308,7 @@ static void on_ack(struct hcl_xfer *x, int src, const uint8_t *p)
 	struct txs *t = &x->tx;
 	if (!t->active || src != t->to || get32(p + 4) != t->tag)
 		return; /* an ACK of an earlier exchange */
-	uint32_t cum = get32(p + 8);
+	uint32_t cum = get32(p + 8), before = t->nacked;
 	uint64_t sack = get32(p + 16) | (uint64_t)get32(p + 20) << 32;
 	if (cum > t->total)
 		cum = t->total;
@@ -320,10 +323,15 @@ static void on_ack(struct hcl_xfer *x, int src, const uint8_t *p)
 			t->inflight--;
 			if (t->tries[k] == 0 && t->sent_at[k] > newest)
 				newest = t->sent_at[k];
+			if (t->sent_at[k] > t->delivered_sent_at)
+				t->delivered_sent_at = t->sent_at[k];
 		}
 	}
+	int64_t now = hcl_now_ns();
 	if (newest)
-		rtt_sample(x, hcl_now_ns() - newest);
+		rtt_sample(x, now - newest);
+	if (t->nacked != before)
+		t->progress_at = now;
 }
 
 /* What the ACK of the current or staged or previous receive says. */
@@ -376,10 +384,20 @@ static int64_t pump_tx(struct hcl_xfer *x, int64_t now, uint8_t *pkt)
 	int64_t next = INT64_MAX;
 	if (!t->active || t->nacked == t->total)
 		return next;
+	/* RACK: a packet is lost once one sent after it (by more than a quarter
+	 * of a round trip, for reordering) has been acknowledged; the timer is
+	 * left for the tail, where nothing later can be acknowledged.  Packets
+	 * merely queued behind a burst are never declared lost this way. */
+	int64_t reo = x->srtt_ns / 4 > 200000 ? x->srtt_ns / 4 : 200000;
 	for (uint32_t i = 0; i < t->next_new; i++) {
 		if (t->acked[i])
 			continue;
-		int64_t due = t->sent_at[i] + rto_ns(x, t->tries[i]);
+		/* as TCP: the timer restarts while ACKs make progress, so a long
+		 * queue that drains steadily never fires it */
+		int64_t since = t->sent_at[i] > t->progress_at ? t->sent_at[i] : t->progress_at;
+		int64_t due = since + rto_ns(x, t->tries[i]);
+		if (t->sent_at[i] + reo < t->delivered_sent_at && t->sent_at[i] + reo < now)
+			due = now;
 		if (due <= now) {
 			if (!send_data(x, i, pkt))
 				return now; /* socket full: try again soon */
