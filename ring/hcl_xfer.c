@@ -64,6 +64,7 @@ struct hcl_xfer {
 	/* the previous exchange's receive, to acknowledge again */
 	bool prev_valid;
 	bool prev_fin; /* its sender confirmed our last ACK arrived */
+	bool rx_fin;   /* ... already during the current exchange */
 	int prev_from;
 	uint32_t prev_tag, prev_total;
 	uint8_t *rxbuf[BATCH];
@@ -450,8 +451,11 @@ static int service(struct hcl_xfer *x, int64_t wait_ns)
 			continue;
 		}
 		if (p[1] == T_FIN) {
-			if (x->prev_valid && src == x->prev_from && get32(p + 4) == x->prev_tag)
+			uint32_t ftag = get32(p + 4);
+			if (x->prev_valid && src == x->prev_from && ftag == x->prev_tag)
 				x->prev_fin = true;
+			else if (x->rx.active && src == x->rx.from && ftag == x->rx.tag)
+				x->rx_fin = true; /* the sender finished before we did */
 			continue;
 		}
 		if (p[1] != T_DATA) {
@@ -540,6 +544,7 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 			   .got = r->got };
 	if (rn)
 		memset(r->got, 0, rn);
+	x->rx_fin = false;
 	/* adopt what arrived early for this exchange */
 	if (x->st.used && x->st.tag == tag && x->st.from == from) {
 		if (x->st.len != rlen) {
@@ -592,7 +597,7 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 	}
 	if (r->active && rc == 0) {
 		x->prev_valid = true;
-		x->prev_fin = false;
+		x->prev_fin = x->rx_fin;
 		x->prev_from = from;
 		x->prev_tag = tag;
 		x->prev_total = rn;
