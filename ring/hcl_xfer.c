@@ -46,6 +46,7 @@ struct rxs {
 /* Early data of the exchange to come. */
 struct stage {
 	bool used;
+	unsigned age; /* exchanges started since it was filled */
 	int from;
 	uint32_t tag, total;
 	size_t len;
@@ -563,8 +564,9 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 		while (r->cum < rn && r->got[r->cum])
 			r->cum++;
 		x->st.used = false;
-	} else if (x->st.used && x->st.tag == tag) {
-		x->st.used = false; /* from someone else: not ours */
+	} else if (x->st.used && (x->st.tag == tag || ++x->st.age > 2)) {
+		/* from someone else, or never claimed: free it for what comes next */
+		x->st.used = false;
 	}
 
 	uint8_t pkt[PKT_MAX];
