@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package the project needs (idempotent: apt runs
 # only when something is missing) and builds the project into build/.
-#   testbed/setup.sh [--no-build]
+#   testbed/setup.sh [--no-build] [--peers]
+# --peers also installs the benchmark peers (Gloo through python3-torch,
+# Open MPI): large, and needed only by testbed/bench-peers.sh.
 # With CI set in the environment, warnings are errors.
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,5p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 2,7p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+build=1
+for a in "$@"; do
+	case $a in
+	--no-build) build=0;;
+	--peers) peers=1;;
+	*) echo "setup: unknown option $a" >&2; exit 2;;
+	esac
+done
 top=$(cd "$(dirname "$0")/.." && pwd)
 
 packages=(
@@ -20,6 +30,9 @@ packages=(
 	iperf3
 )
 
+if [ -n "${peers:-}" ]; then
+	packages+=(python3-torch openmpi-bin libopenmpi-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -35,7 +48,7 @@ if ((${#missing[@]})); then
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-[ "${1:-}" = --no-build ] && exit 0
+((build)) || exit 0
 
 werror=false
 [ -n "${CI:-}" ] && werror=true

@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""Gloo all-reduce bandwidth in the form of nccl-tests, as ina-allreduce-perf
+prints it, so the two tables compare line by line.
+
+Launched like a training job (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
+GLOO_SOCKET_IFNAME for the data interface), e.g. by testbed/launch.sh.
+"""
+import argparse
+import math
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def size(s):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(float(s[:-1]) * mult[s[-1].upper()]) if s[-1].upper() in mult else int(s)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-b", type=size, default=1 << 20)
+    ap.add_argument("-e", type=size, default=64 << 20)
+    ap.add_argument("-f", type=float, default=2)
+    ap.add_argument("-n", type=int, default=20)
+    ap.add_argument("-w", type=int, default=5)
+    a = ap.parse_args()
+    dist.init_process_group("gloo", init_method="env://")
+    rank, n = dist.get_rank(), dist.get_world_size()
+    if rank == 0:
+        print(f"# gloo all-reduce (torch {torch.__version__}): {n} ranks, {a.n} iterations, {a.w} warm-up")
+        print("#%11s %12s %8s %6s %10s %8s %8s %7s" % ("size", "count", "type", "redop", "time", "algbw",
+                                                     "busbw", "#wrong"))
+    nbytes, total = a.b, 0.0
+    lines = 0
+    while True:
+        count = nbytes // 4
+        t = torch.zeros(count, dtype=torch.float32)
+        for _ in range(a.w):
+            dist.all_reduce(t)
+        dist.barrier()
+        t0 = time.monotonic()
+        for _ in range(a.n):
+            dist.all_reduce(t)
+        us = (time.monotonic() - t0) / a.n * 1e6
+        t.fill_(rank + 1)
+        dist.all_reduce(t)
+        wrong = torch.tensor([int((t != n * (n + 1) / 2).sum())], dtype=torch.int32)
+        dist.all_reduce(wrong)
+        algbw = count * 4 / us / 1e3
+        busbw = algbw * 2 * (n - 1) / n
+        total += busbw
+        lines += 1
+        if rank == 0:
+            print(" %11d %12d %8s %6s %10.1f %8.3f %8.3f %7d" % (count * 4, count, "float", "sum", us, algbw,
+                                                               busbw, int(wrong[0])), flush=True)
+        if nbytes >= a.e:
+            break
+        nbytes = min(a.e, int(math.ceil(nbytes * a.f)))
+    if rank == 0:
+        print("# Avg bus bandwidth    : %.3f" % (total / lines))
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
