@@ -2,7 +2,10 @@
 # One rack in network namespaces around a swemu ToR.
 #
 #   testbed/topo.sh up NAME HOSTS [--subnet 10.A.B] [--no-ina] [--loss P] [--rate R]
-#                                 [--pmd af_packet|af_xdp]
+#                                 [--pmd af_packet|af_xdp] [--mgmt 10.M.N]
+#       --mgmt also gives every host a management interface mgmt0 (10.M.N.(i+1))
+#       on a bridge NAME-mg in the root namespace (10.M.N.254): for launchers
+#       such as mpirun that talk to their ranks from the root namespace.
 #       N hosts NAME-h0..: each a namespace with eth0 (MTU 9000, tx checksum
 #       offload off) on a veth whose other end, NAME-sI, becomes swemu port hI
 #       (net_af_packet).  Host i is SUBNET.(i+1), MAC 02:5e:00:00:00:(i+1); the
@@ -21,7 +24,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 state=/run/swemu-testbed
 
 die() { echo "topo: $*" >&2; exit 2; }
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 
 check_name() {
 	[[ "$1" =~ ^[a-z][a-z0-9]{0,5}$ ]] || die "NAME must be 1-6 lower-case letters/digits (interface names are short)"
@@ -42,7 +45,7 @@ cmd_down() {
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
 		ip netns del "$ns" 2>/dev/null || true
 	done
-	for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^$name-[sh][0-9]+$" || true); do
+	for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^$name-([shgn][0-9]+|mg)$" || true); do
 		ip link del "$l" 2>/dev/null || true
 	done
 	rm -rf "/var/run/dpdk/swemu-$name" "$d"
@@ -51,7 +54,7 @@ cmd_down() {
 cmd_up() {
 	local name=$1 n=$2
 	shift 2
-	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet
+	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet mgmt=""
 	while (($#)); do
 		case $1 in
 		--subnet) subnet=$2; shift 2;;
@@ -59,16 +62,24 @@ cmd_up() {
 		--loss) loss=$2; shift 2;;
 		--rate) rate=$2; shift 2;;
 		--pmd) pmd=$2; shift 2;;
+		--mgmt) mgmt=$2; shift 2;;
 		*) die "unknown option $1";;
 		esac
 	done
 	[[ "$n" =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 16)) || die "HOSTS must be 1..16"
 	[[ "$subnet" =~ ^10\.[0-9]+\.[0-9]+$ ]] || die "--subnet must be 10.A.B"
 	[[ "$pmd" =~ ^(af_packet|af_xdp)$ ]] || die "--pmd must be af_packet or af_xdp"
+	[ -z "$mgmt" ] || [[ "$mgmt" =~ ^10\.[0-9]+\.[0-9]+$ ]] || die "--mgmt must be 10.M.N"
 	cmd_down "$name"
 	local d=$state/$name
 	mkdir -p "$d"
 	local vdevs="" ports=""
+	if [ -n "$mgmt" ]; then
+		ip link add "$name-mg" type bridge
+		ip addr add "$mgmt.254/24" dev "$name-mg"
+		ip link set "$name-mg" up
+		echo "$mgmt" > "$d/mgmt"
+	fi
 	for ((i = 0; i < n; i++)); do
 		local ns=$name-h$i
 		ip netns add "$ns"
@@ -81,6 +92,14 @@ cmd_up() {
 		# veth leaves UDP/TCP checksums partial; af_packet would carry them so
 		ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null
 		ip link set "$name-s$i" mtu 9000 up
+		if [ -n "$mgmt" ]; then
+			ip link add "$name-g$i" type veth peer name "$name-n$i"
+			ip link set "$name-n$i" netns "$ns"
+			ip -n "$ns" link set "$name-n$i" name mgmt0
+			ip -n "$ns" addr add "$mgmt.$((i + 1))/24" dev mgmt0
+			ip -n "$ns" link set mgmt0 up
+			ip link set "$name-g$i" master "$name-mg" up
+		fi
 		if [ "$pmd" = af_packet ]; then
 			vdevs+=" --vdev net_af_packet$i,iface=$name-s$i,framesz=10240,blocksz=40960"
 		else
