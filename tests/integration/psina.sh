@@ -23,4 +23,29 @@ for loss in "" 0.05; do
 	((completions > 0)) || fail "the switch aggregated nothing"
 	"$top/testbed/topo.sh" down itpsi
 done
-echo "psina: 4 ranks through swemu's aggregation, fp32 exact, also with 5% loss"
+# a member dies mid-run: the others fail within the deadline, naming the
+# switch that stopped answering (it cannot complete their slices)
+topo itpsi 4 --subnet $sub
+install_job 1 4 fp32 $sub >/dev/null || fail "install job"
+pids=()
+for i in 0 1 2 3; do
+	ip netns exec "$TOPO_NAME-h$i" env RANK=$i WORLD_SIZE=4 MASTER_ADDR=$sub.1 MASTER_PORT=29500 \
+		HCL_DATA_ADDR=$sub.$((i + 1)) HCL_INA_SWITCH=$sub.254:48864 HCL_INA_JOB=1 \
+		"$perf" -a ps-ina -b 4M -e 4M -n 200 -w 0 -t 4000 > /tmp/itpsi-$i.log 2>&1 &
+	pids+=($!)
+done
+# mid-run = the job has completed slices (any moment after that will do)
+for _ in $(seq 200); do
+	(($(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["1"]["completions"]') > 0)) && break
+	sleep 0.05
+done
+kill -KILL "${pids[2]}"
+start=$(date +%s)
+for i in 0 1 3; do
+	if wait "${pids[$i]}"; then fail "rank $i finished without rank 2"; fi
+	grep -q "switch $sub.254:48864 did not answer in time" /tmp/itpsi-$i.log || fail "rank $i: $(cat /tmp/itpsi-$i.log)"
+done
+wait "${pids[2]}" 2>/dev/null || true
+(($(date +%s) - start <= 15)) || fail "errors took longer than the deadline allows"
+rm -f /tmp/itpsi-*.log
+echo "psina: 4 ranks through swemu's aggregation, fp32 exact, also with 5% loss; a dead member stops the others within the deadline"
