@@ -23,7 +23,7 @@ enum hcl_op { HCL_SUM = 1 };
 enum hcl_algo {
 	HCL_ALGO_RING = 1,
 	HCL_ALGO_HIER,       /* not yet: -ENOTSUP */
-	HCL_ALGO_PS,         /* not yet: -ENOTSUP */
+	HCL_ALGO_PS,         /* software parameter server hosted by rank 0 (HCL_PS_PORT, 48870) */
 	HCL_ALGO_PS_INA,     /* one rack through an INA switch (no software-PS fallback yet) */
 	HCL_ALGO_AGENT_RING, /* issue 5: -ENOTSUP */
 };

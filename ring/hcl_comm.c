@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "hcl.h"
 #include "hcl_ina.h"
+#include "hcl_ps.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,9 +26,12 @@ struct hcl_comm {
 	int64_t timeout_ns;
 	struct hcl_transport t;
 	struct sockaddr_in *peers;
+	uint16_t *ina_ports; /* per rank, host order */
 	struct hcl_xfer *x;
-	struct hcl_transport ina_t; /* ps-ina: its own socket on the job's port */
-	struct hcl_ina *ina;
+	struct hcl_transport ina_t; /* ps, ps-ina: its own socket on the job's port */
+	struct hcl_ina *ina;        /* ps-ina: the switch job; ps: the fp32 job */
+	struct hcl_ina *ina_i32;    /* ps: the int32 job */
+	struct hcl_ps *ps;          /* ps, rank 0: the server */
 	uint32_t epoch;
 	char err[320];
 };
@@ -138,9 +142,9 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 			continue;
 		char line[160], ip[64];
 		int r, w;
-		unsigned port;
+		unsigned port, iport;
 		if (read_line(fd, line, sizeof(line), deadline) <= 0 ||
-		    sscanf(line, "HCL1 %d %d %63s %u", &r, &w, ip, &port) != 4) {
+		    sscanf(line, "HCL1 %d %d %63s %u %u", &r, &w, ip, &port, &iport) != 5 || iport > 65535) {
 			write_all(fd, "ERR malformed hello\n");
 			close(fd);
 			continue; /* not one of ours: ignore it */
@@ -165,16 +169,18 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 		}
 		fds[r] = fd;
 		c->peers[r] = pa;
+		c->ina_ports[r] = (uint16_t)iport;
 		got++;
 	}
 	/* the table, to everyone */
-	size_t cap = (size_t)c->world * 40 + 8, len = 0;
+	size_t cap = (size_t)c->world * 48 + 8, len = 0;
 	char *table = malloc(cap);
 	len += (size_t)snprintf(table, cap, "OK\n");
 	for (int i = 0; i < c->world; i++) {
 		char ip[INET_ADDRSTRLEN];
 		inet_ntop(AF_INET, &c->peers[i].sin_addr, ip, sizeof(ip));
-		len += (size_t)snprintf(table + len, cap - len, "%s %u\n", ip, ntohs(c->peers[i].sin_port));
+		len += (size_t)snprintf(table + len, cap - len, "%s %u %u\n", ip, ntohs(c->peers[i].sin_port),
+					c->ina_ports[i]);
 	}
 	for (int i = 1; i < c->world; i++)
 		if (write_all(fds[i], table) < 0)
@@ -230,7 +236,8 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 	hcl_udp_local(&c->t, &me);
 	char line[160], ip[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &me.sin_addr, ip, sizeof(ip));
-	snprintf(line, sizeof(line), "HCL1 %d %d %s %u\n", c->rank, c->world, ip, ntohs(me.sin_port));
+	snprintf(line, sizeof(line), "HCL1 %d %d %s %u %u\n", c->rank, c->world, ip, ntohs(me.sin_port),
+		 c->ina_ports[c->rank]);
 	if (write_all(fd, line) < 0 || read_line(fd, line, sizeof(line), deadline) <= 0) {
 		close(fd);
 		return fail(err, errlen, "rendezvous: no table from master %s in time", addr_s(master, a, sizeof(a)));
@@ -241,14 +248,16 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 		return fail(err, errlen, "rendezvous: master %s refused: %s", addr_s(master, a, sizeof(a)), line);
 	}
 	for (int i = 0; i < c->world; i++) {
-		unsigned port;
-		if (read_line(fd, line, sizeof(line), deadline) <= 0 || sscanf(line, "%15s %u", ip, &port) != 2 ||
+		unsigned port, iport;
+		if (read_line(fd, line, sizeof(line), deadline) <= 0 ||
+		    sscanf(line, "%15s %u %u", ip, &port, &iport) != 3 || iport > 65535 ||
 		    inet_pton(AF_INET, ip, &c->peers[i].sin_addr) != 1) {
 			close(fd);
 			return fail(err, errlen, "rendezvous: bad table from master %s", addr_s(master, a, sizeof(a)));
 		}
 		c->peers[i].sin_family = AF_INET;
 		c->peers[i].sin_port = htons((uint16_t)port);
+		c->ina_ports[i] = (uint16_t)iport;
 	}
 	close(fd);
 	return 0;
@@ -260,36 +269,74 @@ static int cfg_or_env(int v, const char *env, int dflt)
 	return v ? v : env_int(env, &e) == 0 ? e : dflt;
 }
 
-/* ps-ina: the switch job from cfg or environment, and a socket on this
- * rank's data address at the job's port. */
+/* ps and ps-ina: a socket on this rank's data address at the INA port (the
+ * port the job lists), and a client per job the calls may use. */
+static int ina_client(struct hcl_comm *c, const struct sockaddr_in *sw, int job, int slots, int elems,
+		      struct hcl_ina **out, char *err, size_t errlen)
+{
+	struct hcl_ina_cfg ic = { .sw = *sw, .job = (uint16_t)job, .index = (uint16_t)c->rank,
+				  .slots = (uint32_t)slots, .elems = (uint16_t)elems };
+	return (*out = hcl_ina_new(&ic, &c->ina_t, err, errlen)) ? 0 : -ENOMEM;
+}
+
+#define HCL_PS_PORT_DEFAULT 48870
+
 static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, char *err, size_t errlen)
 {
-	const char *sw = k->ina_switch ? k->ina_switch : getenv("HCL_INA_SWITCH");
-	struct hcl_ina_cfg ic = { .sw = { .sin_family = AF_INET } };
-	char ip[64];
-	unsigned port;
-	if (!sw || sscanf(sw, "%63[0-9.]:%u", ip, &port) != 2 || port == 0 || port > 65535 ||
-	    inet_pton(AF_INET, ip, &ic.sw.sin_addr) != 1)
-		return fail(err, errlen, "ps-ina needs the switch as \"ip:port\" (cfg.ina_switch or HCL_INA_SWITCH)");
-	ic.sw.sin_port = htons((uint16_t)port);
-	int job = cfg_or_env(k->ina_job, "HCL_INA_JOB", -1), slots = cfg_or_env(k->ina_slots, "HCL_INA_SLOTS", 16),
-	    elems = cfg_or_env(k->ina_elems, "HCL_INA_ELEMS", 1024), iport = cfg_or_env(k->ina_port, "HCL_INA_PORT", 48864);
-	if (job < 0 || job > 65535 || slots < 1 || elems < 1 || elems > 2237 || iport < 1 || iport > 65535)
-		return fail(err, errlen, "ps-ina: job %d, slots %d, elems %d or port %d out of range", job, slots, elems,
-			    iport);
-	ic.job = (uint16_t)job;
-	ic.index = (uint16_t)c->rank;
-	ic.slots = (uint32_t)slots;
-	ic.elems = (uint16_t)elems;
+	int slots = cfg_or_env(k->ina_slots, "HCL_INA_SLOTS", 16), elems = cfg_or_env(k->ina_elems, "HCL_INA_ELEMS", 1024);
+	if (slots < 1 || elems < 1 || elems > 2237)
+		return fail(err, errlen, "%s: slots %d or elems %d out of range", c->algo == HCL_ALGO_PS ? "ps" : "ps-ina",
+			    slots, elems);
 	struct sockaddr_in me = c->peers[c->rank];
-	me.sin_port = htons((uint16_t)iport);
+	me.sin_port = htons(c->ina_ports[c->rank]);
 	struct hcl_udp_opts uo = { .zero_checksum = 1 }; /* as SwitchML hosts: saves the switch a pass */
 	int rc = hcl_udp_open(&c->ina_t, &me, &uo, err, errlen);
 	if (rc < 0)
 		return rc;
-	if (!(c->ina = hcl_ina_new(&ic, &c->ina_t, err, errlen)))
-		return -ENOMEM;
-	return 0;
+
+	if (c->algo == HCL_ALGO_PS_INA) {
+		const char *sw = k->ina_switch ? k->ina_switch : getenv("HCL_INA_SWITCH");
+		struct sockaddr_in swa = { .sin_family = AF_INET };
+		char ip[64];
+		unsigned port;
+		if (!sw || sscanf(sw, "%63[0-9.]:%u", ip, &port) != 2 || port == 0 || port > 65535 ||
+		    inet_pton(AF_INET, ip, &swa.sin_addr) != 1)
+			return fail(err, errlen, "ps-ina needs the switch as \"ip:port\" (cfg.ina_switch or HCL_INA_SWITCH)");
+		swa.sin_port = htons((uint16_t)port);
+		int job = cfg_or_env(k->ina_job, "HCL_INA_JOB", -1);
+		if (job < 0 || job > 65535)
+			return fail(err, errlen, "ps-ina needs the job id (cfg.ina_job or HCL_INA_JOB)");
+		return ina_client(c, &swa, job, slots, elems, &c->ina, err, errlen);
+	}
+
+	/* ps: rank 0 serves jobs 1 (fp32) and 2 (int32) for every rank's INA
+	 * address; the others reach it at rank 0's data address */
+	int psport = cfg_or_env(0, "HCL_PS_PORT", HCL_PS_PORT_DEFAULT);
+	if (psport < 1 || psport > 65535)
+		return fail(err, errlen, "ps: HCL_PS_PORT %d out of range", psport);
+	struct sockaddr_in psa = c->peers[0];
+	psa.sin_port = htons((uint16_t)psport);
+	if (c->rank == 0) {
+		static struct ina_job_cfg jobs[2];
+		for (int j = 0; j < 2; j++) {
+			memset(&jobs[j], 0, sizeof(jobs[j]));
+			jobs[j].id = (uint16_t)(j + 1);
+			jobs[j].fan_in = (uint16_t)c->world;
+			jobs[j].dtype = j == 0 ? INA_D_FP32 : INA_D_INT32;
+			jobs[j].nslots = (uint32_t)slots;
+			jobs[j].elems_per_slot = (uint16_t)elems;
+			jobs[j].outputs = INA_OUT_MULTICAST;
+			jobs[j].upstream_index = -1;
+			for (int r = 0; r < c->world; r++)
+				jobs[j].contributors[r] = (struct ina_addr){ .ip = c->peers[r].sin_addr.s_addr,
+									     .port = htons(c->ina_ports[r]) };
+		}
+		if (!(c->ps = hcl_ps_start(&psa, jobs, 2, err, errlen)))
+			return -ENOMEM;
+	}
+	if ((rc = ina_client(c, &psa, 1, slots, elems, &c->ina, err, errlen)) < 0)
+		return rc;
+	return ina_client(c, &psa, 2, slots, elems, &c->ina_i32, err, errlen);
 }
 
 int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char *err, size_t errlen)
@@ -325,9 +372,22 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 	c->world = k.world;
 	c->algo = k.algo;
 	c->timeout_ns = (k.timeout_ms ? k.timeout_ms : 30000) * 1000000;
-	c->peers = calloc((size_t)k.world, sizeof(*c->peers));
-	int64_t deadline = hcl_now_ns() + c->timeout_ns;
 	int rc;
+	c->peers = calloc((size_t)k.world, sizeof(*c->peers));
+	c->ina_ports = calloc((size_t)k.world, sizeof(*c->ina_ports));
+	if (!c->peers || !c->ina_ports) {
+		rc = fail(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (k.algo == HCL_ALGO_PS || k.algo == HCL_ALGO_PS_INA) {
+		int ip = cfg_or_env(k.ina_port, "HCL_INA_PORT", 48864);
+		if (ip < 1 || ip > 65535) {
+			rc = fail(err, errlen, "INA port %d out of range", ip);
+			goto fail;
+		}
+		c->ina_ports[c->rank] = (uint16_t)ip;
+	}
+	int64_t deadline = hcl_now_ns() + c->timeout_ns;
 	if (c->rank == 0) {
 		struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(k.data_port),
 					  .sin_addr = master.sin_addr };
@@ -349,7 +409,7 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		rc = -ENOMEM;
 		goto fail;
 	}
-	if (c->algo == HCL_ALGO_PS_INA && (rc = ina_setup(c, &k, err, errlen)) < 0)
+	if ((c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS) && (rc = ina_setup(c, &k, err, errlen)) < 0)
 		goto fail;
 	*out = c;
 	return 0;
@@ -364,9 +424,12 @@ void hcl_comm_destroy(struct hcl_comm *c)
 		return;
 	hcl_xfer_free(c->x);
 	hcl_ina_free(c->ina);
+	hcl_ina_free(c->ina_i32);
+	hcl_ps_stop(c->ps);
 	hcl_transport_close(&c->ina_t);
 	hcl_transport_close(&c->t);
 	free(c->peers);
+	free(c->ina_ports);
 	free(c);
 }
 
@@ -383,7 +446,7 @@ int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dty
 		snprintf(c->err, sizeof(c->err), "allreduce: only op sum, and buffers for %zu elements", count);
 		return -EINVAL;
 	}
-	if (c->algo != HCL_ALGO_RING && c->algo != HCL_ALGO_PS_INA) {
+	if (c->algo != HCL_ALGO_RING && c->algo != HCL_ALGO_PS_INA && c->algo != HCL_ALGO_PS) {
 		snprintf(c->err, sizeof(c->err), "allreduce: algorithm %d is not implemented yet", (int)c->algo);
 		return -ENOTSUP;
 	}
@@ -392,6 +455,9 @@ int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dty
 	int64_t deadline = hcl_now_ns() + c->timeout_ns;
 	if (c->algo == HCL_ALGO_PS_INA)
 		return hcl_ina_allreduce(c->ina, recv, count, dtype, deadline, c->err, sizeof(c->err));
+	if (c->algo == HCL_ALGO_PS)
+		return hcl_ina_allreduce(dtype == HCL_INT32 ? c->ina_i32 : c->ina, recv, count, dtype, deadline, c->err,
+					 sizeof(c->err));
 	int rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, recv, count, dtype, ++c->epoch,
 				    deadline, c->err, sizeof(c->err));
 	if (rc == 0) /* our last ACK may be lost: answer a resend for a while */

@@ -25,6 +25,10 @@ out=$("$top/testbed/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-
 	|| fail "ina-allreduce-perf: $out"
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 3 ] || fail "perf table: $out"
 grep -q "^# Avg bus bandwidth" <<<"$out" || fail "no average line: $out"
+# the software parameter server (in rank 0) through the same switch
+out=$("$top/testbed/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" -a ps -b 64K -e 1M -f 4 -n 2 -w 1) \
+	|| fail "ina-allreduce-perf -a ps: $out"
+[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 3 ] || fail "ps table: $out"
 "$top/testbed/topo.sh" down itring
 
 topo itring 4 --subnet 10.82.0 --no-ina --loss 0.05

@@ -30,6 +30,7 @@ static int free_port(void)
 
 struct rk {
 	int rank, world, port, claim_world;
+	enum hcl_algo algo;
 	int64_t timeout_ms;
 	int rc;
 	char err[320];
@@ -40,7 +41,8 @@ static void *rank_main(void *arg)
 	struct rk *r = arg;
 	struct hcl_comm_cfg cfg = { .rank = r->rank, .world = r->claim_world ? r->claim_world : r->world,
 				    .master_addr = "127.0.0.1", .master_port = r->port,
-				    .timeout_ms = r->timeout_ms ? r->timeout_ms : 10000 };
+				    .timeout_ms = r->timeout_ms ? r->timeout_ms : 10000, .algo = r->algo,
+				    .ina_port = 20000 + r->port % 20000 + r->rank, .ina_slots = 8, .ina_elems = 512 };
 	struct hcl_comm *c;
 	r->rc = hcl_comm_create(&cfg, &c, r->err, sizeof(r->err));
 	if (r->rc)
@@ -97,6 +99,25 @@ static void test_allreduce(void **state)
 	}
 }
 
+/* The software parameter server in rank 0, used like an INA switch. */
+static void test_ps(void **state)
+{
+	(void)state;
+	for (int world = 1; world <= 4; world += 3) {
+		struct rk rks[16] = { 0 };
+		for (int i = 0; i < world; i++)
+			rks[i].algo = HCL_ALGO_PS;
+		char port[16];
+		snprintf(port, sizeof(port), "%d", free_port());
+		setenv("HCL_PS_PORT", port, 1);
+		run(world, rks, free_port());
+		for (int i = 0; i < world; i++)
+			if (rks[i].rc)
+				fail_msg("ps world %d rank %d: %s", world, i, rks[i].err);
+	}
+	unsetenv("HCL_PS_PORT");
+}
+
 static void test_world_mismatch(void **state)
 {
 	(void)state;
@@ -143,6 +164,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allreduce),
+		cmocka_unit_test(test_ps),
 		cmocka_unit_test(test_world_mismatch),
 		cmocka_unit_test(test_errors),
 	};
