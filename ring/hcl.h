@@ -22,7 +22,7 @@ enum hcl_op { HCL_SUM = 1 };
 
 enum hcl_algo {
 	HCL_ALGO_RING = 1,
-	HCL_ALGO_HIER,       /* not yet: -ENOTSUP */
+	HCL_ALGO_HIER,       /* reduce to rack leaders, ring among them, broadcast (needs racks) */
 	HCL_ALGO_PS,         /* software parameter server hosted by rank 0 (HCL_PS_PORT, 48870) */
 	HCL_ALGO_PS_INA,     /* one rack through an INA switch (no software-PS fallback yet) */
 	HCL_ALGO_AGENT_RING, /* issue 5: -ENOTSUP */
@@ -36,6 +36,7 @@ struct hcl_comm_cfg {
 				   * address this host uses to reach the master */
 	uint16_t data_port;       /* 0: any free port */
 	enum hcl_algo algo;       /* 0: ring */
+	int rack;                 /* this rank's rack id for hier; -1: HCL_RACK, else 0 */
 	int64_t timeout_ms;       /* deadline of each call, rendezvous included; 0: 30000 */
 	/* ps-ina: the switch job this rank contributes to as index `rank`.
 	 * NULL/0: HCL_INA_SWITCH ("ip:port"), HCL_INA_JOB, HCL_INA_SLOTS (16),
@@ -45,7 +46,7 @@ struct hcl_comm_cfg {
 	int ina_job, ina_slots, ina_elems, ina_port;
 };
 
-#define HCL_COMM_CFG_ENV { .rank = -1, .world = -1 }
+#define HCL_COMM_CFG_ENV { .rank = -1, .world = -1, .rack = -1 }
 
 struct hcl_comm;
 

@@ -27,6 +27,7 @@ struct hcl_comm {
 	struct hcl_transport t;
 	struct sockaddr_in *peers;
 	uint16_t *ina_ports; /* per rank, host order */
+	int *racks;          /* per rank */
 	struct hcl_xfer *x;
 	struct hcl_transport ina_t; /* ps, ps-ina: its own socket on the job's port */
 	struct hcl_ina *ina;        /* ps-ina: the switch job; ps: the fp32 job */
@@ -143,8 +144,10 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 		char line[160], ip[64];
 		int r, w;
 		unsigned port, iport;
+		int rk;
 		if (read_line(fd, line, sizeof(line), deadline) <= 0 ||
-		    sscanf(line, "HCL1 %d %d %63s %u %u", &r, &w, ip, &port, &iport) != 5 || iport > 65535) {
+		    sscanf(line, "HCL1 %d %d %63s %u %u %d", &r, &w, ip, &port, &iport, &rk) != 6 || iport > 65535 ||
+		    rk < 0) {
 			write_all(fd, "ERR malformed hello\n");
 			close(fd);
 			continue; /* not one of ours: ignore it */
@@ -170,17 +173,18 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 		fds[r] = fd;
 		c->peers[r] = pa;
 		c->ina_ports[r] = (uint16_t)iport;
+		c->racks[r] = rk;
 		got++;
 	}
 	/* the table, to everyone */
-	size_t cap = (size_t)c->world * 48 + 8, len = 0;
+	size_t cap = (size_t)c->world * 64 + 8, len = 0;
 	char *table = malloc(cap);
 	len += (size_t)snprintf(table, cap, "OK\n");
 	for (int i = 0; i < c->world; i++) {
 		char ip[INET_ADDRSTRLEN];
 		inet_ntop(AF_INET, &c->peers[i].sin_addr, ip, sizeof(ip));
-		len += (size_t)snprintf(table + len, cap - len, "%s %u %u\n", ip, ntohs(c->peers[i].sin_port),
-					c->ina_ports[i]);
+		len += (size_t)snprintf(table + len, cap - len, "%s %u %u %d\n", ip, ntohs(c->peers[i].sin_port),
+					c->ina_ports[i], c->racks[i]);
 	}
 	for (int i = 1; i < c->world; i++)
 		if (write_all(fds[i], table) < 0)
@@ -236,8 +240,8 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 	hcl_udp_local(&c->t, &me);
 	char line[160], ip[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &me.sin_addr, ip, sizeof(ip));
-	snprintf(line, sizeof(line), "HCL1 %d %d %s %u %u\n", c->rank, c->world, ip, ntohs(me.sin_port),
-		 c->ina_ports[c->rank]);
+	snprintf(line, sizeof(line), "HCL1 %d %d %s %u %u %d\n", c->rank, c->world, ip, ntohs(me.sin_port),
+		 c->ina_ports[c->rank], c->racks[c->rank]);
 	if (write_all(fd, line) < 0 || read_line(fd, line, sizeof(line), deadline) <= 0) {
 		close(fd);
 		return fail(err, errlen, "rendezvous: no table from master %s in time", addr_s(master, a, sizeof(a)));
@@ -249,8 +253,9 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 	}
 	for (int i = 0; i < c->world; i++) {
 		unsigned port, iport;
+		int rk;
 		if (read_line(fd, line, sizeof(line), deadline) <= 0 ||
-		    sscanf(line, "%15s %u %u", ip, &port, &iport) != 3 || iport > 65535 ||
+		    sscanf(line, "%15s %u %u %d", ip, &port, &iport, &rk) != 4 || iport > 65535 || rk < 0 ||
 		    inet_pton(AF_INET, ip, &c->peers[i].sin_addr) != 1) {
 			close(fd);
 			return fail(err, errlen, "rendezvous: bad table from master %s", addr_s(master, a, sizeof(a)));
@@ -258,6 +263,7 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 		c->peers[i].sin_family = AF_INET;
 		c->peers[i].sin_port = htons((uint16_t)port);
 		c->ina_ports[i] = (uint16_t)iport;
+		c->racks[i] = rk;
 	}
 	close(fd);
 	return 0;
@@ -375,7 +381,8 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 	int rc;
 	c->peers = calloc((size_t)k.world, sizeof(*c->peers));
 	c->ina_ports = calloc((size_t)k.world, sizeof(*c->ina_ports));
-	if (!c->peers || !c->ina_ports) {
+	c->racks = calloc((size_t)k.world, sizeof(*c->racks));
+	if (!c->peers || !c->ina_ports || !c->racks) {
 		rc = fail(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -387,6 +394,10 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		}
 		c->ina_ports[c->rank] = (uint16_t)ip;
 	}
+	int rack = k.rack;
+	if (rack < 0 && env_int("HCL_RACK", &rack) < 0)
+		rack = 0;
+	c->racks[c->rank] = rack;
 	int64_t deadline = hcl_now_ns() + c->timeout_ns;
 	if (c->rank == 0) {
 		struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(k.data_port),
@@ -430,6 +441,7 @@ void hcl_comm_destroy(struct hcl_comm *c)
 	hcl_transport_close(&c->t);
 	free(c->peers);
 	free(c->ina_ports);
+	free(c->racks);
 	free(c);
 }
 
@@ -446,7 +458,7 @@ int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dty
 		snprintf(c->err, sizeof(c->err), "allreduce: only op sum, and buffers for %zu elements", count);
 		return -EINVAL;
 	}
-	if (c->algo != HCL_ALGO_RING && c->algo != HCL_ALGO_PS_INA && c->algo != HCL_ALGO_PS) {
+	if (c->algo == HCL_ALGO_AGENT_RING) {
 		snprintf(c->err, sizeof(c->err), "allreduce: algorithm %d is not implemented yet", (int)c->algo);
 		return -ENOTSUP;
 	}
@@ -458,8 +470,11 @@ int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dty
 	if (c->algo == HCL_ALGO_PS)
 		return hcl_ina_allreduce(dtype == HCL_INT32 ? c->ina_i32 : c->ina, recv, count, dtype, deadline, c->err,
 					 sizeof(c->err));
-	int rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, recv, count, dtype, ++c->epoch,
-				    deadline, c->err, sizeof(c->err));
+	int rc = c->algo == HCL_ALGO_HIER
+			 ? hcl_hier_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, c->racks, recv, count, dtype,
+					      ++c->epoch, deadline, c->err, sizeof(c->err))
+			 : hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, recv, count, dtype, ++c->epoch,
+					      deadline, c->err, sizeof(c->err));
 	if (rc == 0) /* our last ACK may be lost: answer a resend for a while */
 		hcl_xfer_linger(c->x, 2 * hcl_xfer_rto_ns(c->x) + 1000000, deadline);
 	return rc;

@@ -38,7 +38,8 @@ static void usage(FILE *f)
 		   "  -n/-w  timed and warm-up calls per size (default 20/5)\n"
 		   "  -c     check the results (default 1)\n"
 		   "  -d     data type (default float)   -o reduction (sum)\n"
-		   "  -a     algorithm: ring (default), ps (server in rank 0), ps-ina (HCL_INA_SWITCH, HCL_INA_JOB, ...)\n");
+		   "  -a     algorithm: ring (default), hier (HCL_RACK), ps (server in rank 0),\n"
+		   "         ps-ina (HCL_INA_SWITCH, HCL_INA_JOB, ...)\n");
 }
 
 int main(int argc, char **argv)
@@ -73,6 +74,8 @@ int main(int argc, char **argv)
 				cfg.algo = HCL_ALGO_PS_INA;
 			else if (!strcmp(optarg, "ps"))
 				cfg.algo = HCL_ALGO_PS;
+			else if (!strcmp(optarg, "hier"))
+				cfg.algo = HCL_ALGO_HIER;
 			else
 				goto bad;
 			break;
@@ -98,7 +101,11 @@ int main(int argc, char **argv)
 	}
 	if (rank == 0) {
 		printf("# ina-allreduce-perf: %d ranks, algorithm %s, %d iterations, %d warm-up\n", n,
-		       cfg.algo == HCL_ALGO_PS_INA ? "ps-ina" : cfg.algo == HCL_ALGO_PS ? "ps" : "ring", iters, warmup);
+		       cfg.algo == HCL_ALGO_PS_INA ? "ps-ina"
+		       : cfg.algo == HCL_ALGO_PS ? "ps"
+		       : cfg.algo == HCL_ALGO_HIER ? "hier"
+						   : "ring",
+		       iters, warmup);
 		printf("#%11s %12s %8s %6s %10s %8s %8s %7s\n", "size", "count", "type", "redop", "time", "algbw",
 		       "busbw", "#wrong");
 		printf("#%11s %12s %8s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)",

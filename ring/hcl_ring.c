@@ -14,7 +14,7 @@ static void chunk(size_t count, unsigned n, unsigned c, size_t *off, size_t *len
 	*off = c * base + (c < extra ? c : extra);
 }
 
-static void reduce(enum hcl_dtype t, void *dst, const void *src, size_t n)
+void hcl_reduce(enum hcl_dtype t, void *dst, const void *src, size_t n)
 {
 	if (t == HCL_FP32) {
 		float *d = dst;
@@ -32,8 +32,29 @@ static void reduce(enum hcl_dtype t, void *dst, const void *src, size_t n)
 int hcl_ring_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, void *buf, size_t count,
 		       enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err, size_t errlen)
 {
+	if (!x || nranks == 0 || rank >= nranks) {
+		snprintf(err, errlen, "ring: bad arguments (rank %u of %u)", rank, nranks);
+		return -EINVAL;
+	}
+	unsigned *members = malloc(nranks * sizeof(*members));
+	if (!members) {
+		snprintf(err, errlen, "ring: out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < nranks; i++)
+		members[i] = i;
+	int rc = hcl_ring_allreduce_members(x, members, nranks, rank, buf, count, dtype, epoch * (2 * nranks), deadline_ns,
+					    err, errlen);
+	free(members);
+	return rc;
+}
+
+int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsigned nranks, unsigned rank, void *buf,
+			       size_t count, enum hcl_dtype dtype, uint32_t tag0, int64_t deadline_ns, char *err,
+			       size_t errlen)
+{
 	if (!x || nranks == 0 || rank >= nranks || (count && !buf) || (dtype != HCL_INT32 && dtype != HCL_FP32)) {
-		snprintf(err, errlen, "ring: bad arguments (rank %u of %u, dtype %d)", rank, nranks, (int)dtype);
+		snprintf(err, errlen, "ring: bad arguments (member %u of %u, dtype %d)", rank, nranks, (int)dtype);
 		return -EINVAL;
 	}
 	if (nranks == 1 || count == 0)
@@ -46,9 +67,8 @@ int hcl_ring_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, void 
 		snprintf(err, errlen, "ring: out of memory");
 		return -ENOMEM;
 	}
-	int next = (int)((rank + 1) % nranks), prev = (int)((rank + nranks - 1) % nranks);
-	/* tags: epoch in the high bits, step below; every exchange distinct */
-	uint32_t tag0 = epoch * (2 * nranks);
+	/* positions in the ring are member indices; the transfer speaks ranks */
+	int next = (int)members[(rank + 1) % nranks], prev = (int)members[(rank + nranks - 1) % nranks];
 	int rc = 0;
 
 	/* ScatterReduce: at step s send chunk rank-s, receive chunk rank-s-1
@@ -61,7 +81,7 @@ int hcl_ring_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, void 
 		rc = hcl_xfer_exchange(x, tag0 + s, next, b + so * esz, sl * esz, prev, tmp, rl * esz, deadline_ns, err,
 				       errlen);
 		if (rc == 0)
-			reduce(dtype, b + ro * esz, tmp, rl);
+			hcl_reduce(dtype, b + ro * esz, tmp, rl);
 	}
 	/* AllGather: pass the complete chunks around */
 	for (unsigned s = 0; s + 1 < nranks && rc == 0; s++) {

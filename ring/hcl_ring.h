@@ -19,4 +19,20 @@ enum hcl_dtype { HCL_INT32 = 1, HCL_FP32 = 2 };
 int hcl_ring_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, void *buf, size_t count,
 		       enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err, size_t errlen);
 
+/* The same over a subset: members[0..n-1] are ranks of the transfer, this
+ * rank is members[me]; tags tag0 .. tag0 + 2(n-1) - 1 are used. */
+int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsigned n, unsigned me, void *buf,
+			       size_t count, enum hcl_dtype dtype, uint32_t tag0, int64_t deadline_ns, char *err,
+			       size_t errlen);
+
+/* Hierarchical (Horovod-style): reduce to each rack's leader (its lowest
+ * rank), ring among the leaders, broadcast in the rack.  rack[r] is rank r's
+ * rack id; epoch numbers the collective. */
+int hcl_hier_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, const int *rack, void *buf,
+		       size_t count, enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err,
+		       size_t errlen);
+
+/* dst += src, as the ring does (int32 wraps, fp32 in binary32). */
+void hcl_reduce(enum hcl_dtype t, void *dst, const void *src, size_t n);
+
 #endif

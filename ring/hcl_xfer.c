@@ -46,7 +46,6 @@ struct rxs {
 /* Early data of the exchange to come. */
 struct stage {
 	bool used;
-	unsigned age; /* exchanges started since it was filled */
 	int from;
 	uint32_t tag, total;
 	size_t len;
@@ -62,12 +61,21 @@ struct hcl_xfer {
 	struct txs tx;
 	struct rxs rx;
 	struct stage st;
-	/* the previous exchange's receive, to acknowledge again */
+	/* completed receives, to acknowledge again in full when their sender
+	 * repeats itself (its last ACK was lost); several, because a rank's
+	 * exchanges alternate between peers (hier: gather, then ring) */
+	struct {
+		bool valid;
+		int from;
+		uint32_t tag, total;
+	} done[8];
+	unsigned done_next;
+	/* the previous exchange's receive */
 	bool prev_valid;
 	bool prev_fin; /* its sender confirmed our last ACK arrived */
 	bool rx_fin;   /* ... already during the current exchange */
 	int prev_from;
-	uint32_t prev_tag, prev_total;
+	uint32_t prev_tag;
 	uint8_t *rxbuf[BATCH];
 	struct hcl_xfer_stats stats;
 	size_t cap_pk; /* per-packet arrays sized for this many */
@@ -260,10 +268,11 @@ static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint
 		}
 		return src;
 	}
-	if (x->prev_valid && tag == x->prev_tag && src == x->prev_from) {
-		x->stats.stale++;
-		return src; /* acknowledged in full again */
-	}
+	for (unsigned i = 0; i < 8; i++)
+		if (x->done[i].valid && tag == x->done[i].tag && src == x->done[i].from) {
+			x->stats.stale++;
+			return src; /* acknowledged in full again */
+		}
 	/* early: keep it for the exchange to come (one at a time) */
 	struct stage *s = &x->st;
 	if (s->used && (s->tag != tag || s->from != src || s->len != mlen)) {
@@ -339,10 +348,13 @@ static void on_ack(struct hcl_xfer *x, int src, const uint8_t *p)
 /* What the ACK of the current or staged or previous receive says. */
 static void ack_for(struct hcl_xfer *x, int src, uint32_t tag)
 {
+	for (unsigned i = 0; i < 8; i++)
+		if (x->done[i].valid && tag == x->done[i].tag && src == x->done[i].from) {
+			send_full_ack(x, src, tag, x->done[i].total);
+			return;
+		}
 	if (x->rx.active && tag == x->rx.tag && src == x->rx.from)
 		send_ack(x, src, tag, x->rx.cum, x->rx.got, x->rx.total);
-	else if (x->prev_valid && tag == x->prev_tag && src == x->prev_from)
-		send_full_ack(x, src, tag, x->prev_total);
 	else if (x->st.used && tag == x->st.tag && src == x->st.from) {
 		uint32_t cum = 0;
 		while (cum < x->st.total && x->st.got[cum])
@@ -564,10 +576,9 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 		while (r->cum < rn && r->got[r->cum])
 			r->cum++;
 		x->st.used = false;
-	} else if (x->st.used && (x->st.tag == tag || ++x->st.age > 2)) {
-		/* from someone else, or never claimed: free it for what comes next */
-		x->st.used = false;
 	}
+	/* a staged message for another exchange stays: it was acknowledged, so
+	 * its sender will not send it again */
 
 	uint8_t pkt[PKT_MAX];
 	int rc = 0;
@@ -598,11 +609,15 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 		}
 	}
 	if (r->active && rc == 0) {
+		x->done[x->done_next % 8].valid = true;
+		x->done[x->done_next % 8].from = from;
+		x->done[x->done_next % 8].tag = tag;
+		x->done[x->done_next % 8].total = rn;
+		x->done_next++;
 		x->prev_valid = true;
 		x->prev_fin = x->rx_fin;
 		x->prev_from = from;
 		x->prev_tag = tag;
-		x->prev_total = rn;
 	}
 	if (t->active && rc == 0) { /* best effort: a lost FIN costs the peer its linger */
 		uint8_t b[HCL_XFER_HDR] = { MAGIC, T_FIN, (uint8_t)(x->cfg.rank >> 8), (uint8_t)x->cfg.rank };

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Starts one rank per host of a testbed topology and waits for all of them.
-#   testbed/launch.sh NAME [--ranks N] [--port P] -- COMMAND [ARGS...]
+#   testbed/launch.sh NAME [--ranks N] [--port P] [--rack-size S] -- COMMAND [ARGS...]
 # Rank i runs COMMAND in namespace NAME-hi with RANK=i, WORLD_SIZE=N,
 # MASTER_ADDR/HCL_DATA_ADDR set from the topology (host 0 is the master),
-# MASTER_PORT=P (default 29500).  Rank 0 writes to this terminal; rank i's
+# MASTER_PORT=P (default 29500), HCL_RACK=i/S (default S: all one rack).  Rank 0 writes to this terminal; rank i's
 # output goes to /run/swemu-testbed/NAME/rank-i.log.  Exit status 0 when
 # every rank succeeded; otherwise the failing ranks' last lines are shown.
 set -euo pipefail
@@ -15,10 +15,12 @@ d=/run/swemu-testbed/$name
 subnet=$(cat "$d/subnet")
 n=$(cat "$d/hosts")
 port=29500
+racksize=0
 while (($#)) && [ "$1" != -- ]; do
 	case $1 in
 	--ranks) n=$2; shift 2;;
 	--port) port=$2; shift 2;;
+	--rack-size) racksize=$2; shift 2;;
 	*) echo "launch: unknown option $1" >&2; exit 2;;
 	esac
 done
@@ -26,7 +28,8 @@ done
 shift
 pids=()
 for ((i = 0; i < n; i++)); do
-	env=(RANK=$i WORLD_SIZE=$n MASTER_ADDR=$subnet.1 MASTER_PORT=$port HCL_DATA_ADDR=$subnet.$((i + 1)))
+	env=(RANK=$i WORLD_SIZE=$n MASTER_ADDR=$subnet.1 MASTER_PORT=$port HCL_DATA_ADDR=$subnet.$((i + 1))
+		HCL_RACK=$((racksize > 0 ? i / racksize : 0)))
 	if ((i == 0)); then
 		ip netns exec "$name-h$i" env "${env[@]}" "$@" &
 	else

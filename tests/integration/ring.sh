@@ -29,6 +29,10 @@ grep -q "^# Avg bus bandwidth" <<<"$out" || fail "no average line: $out"
 out=$("$top/testbed/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" -a ps -b 64K -e 1M -f 4 -n 2 -w 1) \
 	|| fail "ina-allreduce-perf -a ps: $out"
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 3 ] || fail "ps table: $out"
+# hierarchical, two racks of two
+out=$("$top/testbed/launch.sh" itring --rack-size 2 -- "${PERF:-$top/build/ring/ina-allreduce-perf}" -a hier -b 64K -e 1M -f 4 -n 2 -w 1) \
+	|| fail "ina-allreduce-perf -a hier: $out"
+[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 3 ] || fail "hier table: $out"
 "$top/testbed/topo.sh" down itring
 
 topo itring 4 --subnet 10.82.0 --no-ina --loss 0.05

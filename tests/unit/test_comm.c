@@ -42,7 +42,8 @@ static void *rank_main(void *arg)
 	struct hcl_comm_cfg cfg = { .rank = r->rank, .world = r->claim_world ? r->claim_world : r->world,
 				    .master_addr = "127.0.0.1", .master_port = r->port,
 				    .timeout_ms = r->timeout_ms ? r->timeout_ms : 10000, .algo = r->algo,
-				    .ina_port = 20000 + r->port % 20000 + r->rank, .ina_slots = 8, .ina_elems = 512 };
+				    .ina_port = 20000 + r->port % 20000 + r->rank, .ina_slots = 8, .ina_elems = 512,
+				    .rack = r->rank / 2 };
 	struct hcl_comm *c;
 	r->rc = hcl_comm_create(&cfg, &c, r->err, sizeof(r->err));
 	if (r->rc)
@@ -118,6 +119,21 @@ static void test_ps(void **state)
 	unsetenv("HCL_PS_PORT");
 }
 
+/* Hierarchical, racks of two ranks each (an odd world leaves one alone). */
+static void test_hier(void **state)
+{
+	(void)state;
+	for (int world = 1; world <= 5; world += 2) {
+		struct rk rks[16] = { 0 };
+		for (int i = 0; i < world; i++)
+			rks[i].algo = HCL_ALGO_HIER;
+		run(world, rks, free_port());
+		for (int i = 0; i < world; i++)
+			if (rks[i].rc)
+				fail_msg("hier world %d rank %d: %s", world, i, rks[i].err);
+	}
+}
+
 static void test_world_mismatch(void **state)
 {
 	(void)state;
@@ -165,6 +181,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allreduce),
 		cmocka_unit_test(test_ps),
+		cmocka_unit_test(test_hier),
 		cmocka_unit_test(test_world_mismatch),
 		cmocka_unit_test(test_errors),
 	};

@@ -25,6 +25,7 @@ struct rank_job {
 	struct fake_hub *hub;
 	unsigned rank, n;
 	enum hcl_dtype dtype;
+	const int *rack; /* hierarchical when set */
 	int rc;
 	char err[256];
 };
@@ -60,8 +61,10 @@ static void *rank_main(void *arg)
 				buf[i] = val(j->rank, call, i);
 			}
 		}
-		j->rc = hcl_ring_allreduce(x, j->rank, j->n, buf, n, j->dtype, call + 1, hcl_now_ns() + 10000000000ll,
-					   j->err, sizeof(j->err));
+		int64_t dl = hcl_now_ns() + 10000000000ll;
+		j->rc = j->rack ? hcl_hier_allreduce(x, j->rank, j->n, j->rack, buf, n, j->dtype, call + 1, dl, j->err,
+						     sizeof(j->err))
+				: hcl_ring_allreduce(x, j->rank, j->n, buf, n, j->dtype, call + 1, dl, j->err, sizeof(j->err));
 		for (size_t i = 0; j->rc == 0 && i < n; i++) {
 			if (j->dtype == HCL_INT32) {
 				uint32_t want = 0;
@@ -93,13 +96,13 @@ static void *rank_main(void *arg)
 	return NULL;
 }
 
-static void run(unsigned n, enum hcl_dtype dt, struct fake_net net)
+static void run_racks(unsigned n, enum hcl_dtype dt, struct fake_net net, const int *rack)
 {
 	struct fake_hub *hub = fake_hub_new(n, &net);
 	struct rank_job jobs[MAXR];
 	pthread_t th[MAXR];
 	for (unsigned r = 0; r < n; r++) {
-		jobs[r] = (struct rank_job){ .hub = hub, .rank = r, .n = n, .dtype = dt };
+		jobs[r] = (struct rank_job){ .hub = hub, .rank = r, .n = n, .dtype = dt, .rack = rack };
 		pthread_create(&th[r], NULL, rank_main, &jobs[r]);
 	}
 	for (unsigned r = 0; r < n; r++)
@@ -108,6 +111,21 @@ static void run(unsigned n, enum hcl_dtype dt, struct fake_net net)
 		if (jobs[r].rc)
 			fail_msg("%u ranks, rank %u: %s", n, r, jobs[r].err);
 	fake_hub_free(hub);
+}
+
+static void run(unsigned n, enum hcl_dtype dt, struct fake_net net) { run_racks(n, dt, net, NULL); }
+
+/* Hierarchical: uneven and non-contiguous racks, one rack, all singletons. */
+static void test_hier(void **state)
+{
+	(void)state;
+	static const int uneven[] = { 0, 0, 0, 1, 1, 2 }, mixed[] = { 1, 0, 1, 0, 2 }, one[] = { 5, 5, 5, 5 },
+			 single[] = { 0, 1, 2, 3 };
+	run_racks(6, HCL_INT32, (struct fake_net){ .seed = 21 }, uneven);
+	run_racks(5, HCL_FP32, (struct fake_net){ .seed = 22 }, mixed);
+	run_racks(4, HCL_INT32, (struct fake_net){ .seed = 23 }, one);
+	run_racks(4, HCL_INT32, (struct fake_net){ .seed = 24 }, single);
+	run_racks(6, HCL_INT32, (struct fake_net){ .loss = 0.05, .dup = 0.02, .reorder = 0.1, .seed = 25 }, uneven);
 }
 
 static void test_ring_int32(void **state)
@@ -139,6 +157,7 @@ int main(void)
 		cmocka_unit_test(test_ring_int32),
 		cmocka_unit_test(test_ring_fp32),
 		cmocka_unit_test(test_ring_lossy),
+		cmocka_unit_test(test_hier),
 	};
 	return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }
