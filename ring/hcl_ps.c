@@ -59,6 +59,17 @@ static void *serve(void *arg)
 	return NULL;
 }
 
+/* Frees what start allocated (the thread and socket are the callers'). */
+static void ps_free(struct hcl_ps *ps)
+{
+	for (int i = 0; i < BATCH; i++)
+		free(ps->rx[i]);
+	free(ps->tx);
+	free(ps->emits);
+	ina_engine_destroy(ps->eng);
+	free(ps);
+}
+
 struct hcl_ps *hcl_ps_start(const struct sockaddr_in *addr, const struct ina_job_cfg *jobs, unsigned njobs,
 			    char *err, size_t errlen)
 {
@@ -95,14 +106,8 @@ struct hcl_ps *hcl_ps_start(const struct sockaddr_in *addr, const struct ina_job
 nomem:
 	snprintf(err, errlen, "ps: out of memory");
 fail:
-	if (ps) {
-		for (int i = 0; i < BATCH; i++)
-			free(ps->rx[i]);
-		free(ps->tx);
-		free(ps->emits);
-		ina_engine_destroy(ps->eng);
-		free(ps);
-	}
+	if (ps)
+		ps_free(ps);
 	return NULL;
 }
 
@@ -113,12 +118,7 @@ void hcl_ps_stop(struct hcl_ps *ps)
 	atomic_store(&ps->stop, true);
 	pthread_join(ps->thread, NULL);
 	hcl_transport_close(&ps->t);
-	for (int i = 0; i < BATCH; i++)
-		free(ps->rx[i]);
-	free(ps->tx);
-	free(ps->emits);
-	ina_engine_destroy(ps->eng);
-	free(ps);
+	ps_free(ps);
 }
 
 const struct ina_engine_stats *hcl_ps_stats(const struct hcl_ps *ps) { return ina_engine_stats(ps->eng); }
