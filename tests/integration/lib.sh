@@ -58,3 +58,19 @@ run_workers() {
 	for p in "${pids[@]}"; do wait "$p" || rc=1; done
 	return $rc
 }
+
+# kill_rank_expect LOGPREFIX SECONDS REGEX: kills rank 2 (pids[2]), then every
+# other rank of pids[] must fail within SECONDS with REGEX in LOGPREFIX-i.log.
+kill_rank_expect() {
+	local logs=$1 limit=$2 re=$3 start i
+	kill -KILL "${pids[2]}"
+	start=$(date +%s)
+	for i in "${!pids[@]}"; do
+		((i == 2)) && continue
+		if wait "${pids[$i]}"; then fail "rank $i finished without rank 2"; fi
+		grep -qE "$re" "$logs-$i.log" || fail "rank $i: $(cat "$logs-$i.log")"
+	done
+	wait "${pids[2]}" 2>/dev/null || true
+	(($(date +%s) - start <= limit)) || fail "errors took longer than the deadline allows"
+	rm -f "$logs"-*.log
+}
