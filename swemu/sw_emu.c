@@ -90,7 +90,6 @@ enum sw_emu_verdict sw_emu_enqueue(struct sw_emu *e, void *pkt, uint32_t len, ui
 	e->ring[e->tail & mask] = (struct sw_emu_item){ pkt, len, depart, release };
 	e->tail++;
 	e->backlog_bytes += len;
-	e->held_bytes += len;
 	e->active = true;
 	return SW_EMU_QUEUED;
 }
@@ -105,7 +104,6 @@ unsigned sw_emu_dequeue(struct sw_emu *e, uint64_t now_ns, void **out, unsigned 
 			e->backlog_bytes -= it->len;
 			e->backlog++;
 		}
-		e->held_bytes -= it->len;
 		out[n++] = it->pkt;
 		e->head++;
 	}

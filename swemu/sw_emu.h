@@ -39,7 +39,6 @@ struct sw_emu {
 	uint64_t last_depart_ns, last_release_ns;
 	uint64_t rng;
 	bool ge_bad;
-	uint64_t held_bytes; /* everything not yet released */
 };
 
 /* cap_pkts: packets the emulator may hold (rounded up to a power of two). */
