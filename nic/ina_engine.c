@@ -390,7 +390,9 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 		emit_peer(x, &cfg->parent, INA_F_RETX);
 		return;
 	}
-	if ((cfg->outputs & INA_OUT_MULTICAST) && (int)c != cfg->upstream_index)
+	/* a PS job's complete slot holds the parent's result, which went to
+	 * every contributor like a multicast's */
+	if ((cfg->outputs & (INA_OUT_MULTICAST | INA_OUT_PS)) && (int)c != cfg->upstream_index)
 		emit_result_to(x, c, INA_F_RETX);
 	if (cfg->outputs & INA_OUT_FORWARD)
 		emit_peer(x, &cfg->forward, INA_F_RETX);

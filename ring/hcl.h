@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hcl_ring.h" /* enum hcl_dtype */
+enum hcl_dtype { HCL_INT32 = 1, HCL_FP32 = 2 };
 
 enum hcl_op { HCL_SUM = 1 };
 

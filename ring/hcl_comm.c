@@ -1,11 +1,14 @@
 /* Communicator: rendezvous over TCP at the master (rank 0), then the data
  * path over the chosen transport.  Rendezvous lines (text):
- *   rank r -> master:  "HCL1 <rank> <world> <data ip> <data port>\n"
- *   master -> rank r:  "OK\n" then world lines "<ip> <port>\n" in rank order,
- *                      or "ERR <why>\n". */
+ *   rank r -> master:  "HCL1 <rank> <world> <data ip> <data port> <ina port> <rack> <mac> <tor>\n"
+ *   master -> rank r:  "OK\n" then world lines "<ip> <port> <ina port> <rack> <mac> <tor>\n"
+ *                      in rank order, or "ERR <why>\n".
+ * <tor> is the rank's INA switch "ip:port", or "-". */
 #define _GNU_SOURCE
 #include "hcl.h"
+#include "hcl_ctl.h"
 #include "hcl_ina.h"
+#include "hcl_plan.h"
 #include "hcl_ps.h"
 
 #include <arpa/inet.h>
@@ -28,11 +31,14 @@ struct hcl_comm {
 	struct sockaddr_in *peers;
 	uint16_t *ina_ports; /* per rank, host order */
 	int *racks;          /* per rank */
+	struct hcl_rank_info *info; /* per rank: INA address with MAC, rack, ToR */
 	struct hcl_xfer *x;
 	struct hcl_transport ina_t; /* ps, ps-ina: its own socket on the job's port */
-	struct hcl_ina *ina;        /* ps-ina: the switch job; ps: the fp32 job */
-	struct hcl_ina *ina_i32;    /* ps: the int32 job */
-	struct hcl_ps *ps;          /* ps, rank 0: the server */
+	struct hcl_ina *ina;        /* ps, ps-ina: the fp32 job */
+	struct hcl_ina *ina_i32;    /* ps, ps-ina: the int32 job */
+	struct hcl_ps *ps;          /* ps, ps-ina, rank 0: the software PS, if the plan has one */
+	struct hcl_psina_plan plan[2]; /* ps, ps-ina: fp32, int32 */
+	bool tor_jobs;              /* this rank installed its ToR's jobs (it is the rack's agent) */
 	uint32_t epoch;
 	char err[320];
 };
@@ -102,6 +108,54 @@ static int write_all(int fd, const char *s)
 	return 0;
 }
 
+static int parse_mac(const char *s, uint8_t m[6])
+{
+	unsigned v[6];
+	char tail;
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		m[i] = (uint8_t)v[i];
+	return 0;
+}
+
+/* "ip:port" or "-" (none) */
+static int parse_tor(const char *s, struct ina_addr *a)
+{
+	char ip[32];
+	unsigned port;
+	memset(a, 0, sizeof(*a));
+	if (!strcmp(s, "-"))
+		return 0;
+	if (sscanf(s, "%31[0-9.]:%u", ip, &port) != 2 || port == 0 || port > 65535 ||
+	    inet_pton(AF_INET, ip, &a->ip) != 1 || !a->ip)
+		return -1;
+	a->port = htons((uint16_t)port);
+	return 0;
+}
+
+/* "<ina port> <rack> <mac> <tor>" of rank i, the tail of both line kinds */
+static void info_text(const struct hcl_comm *c, int i, char *b, size_t n)
+{
+	const uint8_t *m = c->info[i].ina.mac;
+	char tor[40] = "-", ip[INET_ADDRSTRLEN];
+	if (c->info[i].tor.ip) {
+		inet_ntop(AF_INET, &c->info[i].tor.ip, ip, sizeof(ip));
+		snprintf(tor, sizeof(tor), "%s:%u", ip, ntohs(c->info[i].tor.port));
+	}
+	snprintf(b, n, "%u %d %02x:%02x:%02x:%02x:%02x:%02x %s", c->ina_ports[i], c->racks[i], m[0], m[1], m[2], m[3],
+		 m[4], m[5], tor);
+}
+
+static int info_parse(struct hcl_comm *c, int i, unsigned iport, int rack, const char *mac, const char *tor)
+{
+	if (iport > 65535 || rack < 0 || parse_mac(mac, c->info[i].ina.mac) < 0 || parse_tor(tor, &c->info[i].tor) < 0)
+		return -1;
+	c->ina_ports[i] = (uint16_t)iport;
+	c->racks[i] = rack;
+	return 0;
+}
+
 static const char *addr_s(const struct sockaddr_in *a, char *b, size_t n)
 {
 	char ip[INET_ADDRSTRLEN];
@@ -141,13 +195,13 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 		int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
-		char line[160], ip[64];
+		char line[200], ip[64], mac[32], tor[40];
 		int r, w;
 		unsigned port, iport;
 		int rk;
 		if (read_line(fd, line, sizeof(line), deadline) <= 0 ||
-		    sscanf(line, "HCL1 %d %d %63s %u %u %d", &r, &w, ip, &port, &iport, &rk) != 6 || iport > 65535 ||
-		    rk < 0) {
+		    sscanf(line, "HCL1 %d %d %63s %u %u %d %31s %39s", &r, &w, ip, &port, &iport, &rk, mac, tor) != 8 ||
+		    iport > 65535 || rk < 0) {
 			write_all(fd, "ERR malformed hello\n");
 			close(fd);
 			continue; /* not one of ours: ignore it */
@@ -162,6 +216,8 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 			why = "rank already taken";
 		else if (port == 0 || port > 65535 || inet_pton(AF_INET, ip, &pa.sin_addr) != 1)
 			why = "bad data address";
+		else if (info_parse(c, r, iport, rk, mac, tor) < 0)
+			why = "bad INA port, rack, MAC or switch";
 		if (why) {
 			char m[200];
 			snprintf(m, sizeof(m), "ERR rank %d: %s\n", r, why);
@@ -172,19 +228,17 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 		}
 		fds[r] = fd;
 		c->peers[r] = pa;
-		c->ina_ports[r] = (uint16_t)iport;
-		c->racks[r] = rk;
 		got++;
 	}
 	/* the table, to everyone */
-	size_t cap = (size_t)c->world * 64 + 8, len = 0;
+	size_t cap = (size_t)c->world * 128 + 8, len = 0;
 	char *table = malloc(cap);
 	len += (size_t)snprintf(table, cap, "OK\n");
 	for (int i = 0; i < c->world; i++) {
-		char ip[INET_ADDRSTRLEN];
+		char ip[INET_ADDRSTRLEN], tail[100];
 		inet_ntop(AF_INET, &c->peers[i].sin_addr, ip, sizeof(ip));
-		len += (size_t)snprintf(table + len, cap - len, "%s %u %u %d\n", ip, ntohs(c->peers[i].sin_port),
-					c->ina_ports[i], c->racks[i]);
+		info_text(c, i, tail, sizeof(tail));
+		len += (size_t)snprintf(table + len, cap - len, "%s %u %s\n", ip, ntohs(c->peers[i].sin_port), tail);
 	}
 	for (int i = 1; i < c->world; i++)
 		if (write_all(fds[i], table) < 0)
@@ -238,10 +292,11 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 		return rc;
 	}
 	hcl_udp_local(&c->t, &me);
-	char line[160], ip[INET_ADDRSTRLEN];
+	hcl_mac_local(me.sin_addr.s_addr, c->info[c->rank].ina.mac); /* zero if not found: only INA jobs need it */
+	char line[200], ip[INET_ADDRSTRLEN], tail[100], mac[32], tor[40];
 	inet_ntop(AF_INET, &me.sin_addr, ip, sizeof(ip));
-	snprintf(line, sizeof(line), "HCL1 %d %d %s %u %u %d\n", c->rank, c->world, ip, ntohs(me.sin_port),
-		 c->ina_ports[c->rank], c->racks[c->rank]);
+	info_text(c, c->rank, tail, sizeof(tail));
+	snprintf(line, sizeof(line), "HCL1 %d %d %s %u %s\n", c->rank, c->world, ip, ntohs(me.sin_port), tail);
 	if (write_all(fd, line) < 0 || read_line(fd, line, sizeof(line), deadline) <= 0) {
 		close(fd);
 		return fail(err, errlen, "rendezvous: no table from master %s in time", addr_s(master, a, sizeof(a)));
@@ -255,15 +310,13 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 		unsigned port, iport;
 		int rk;
 		if (read_line(fd, line, sizeof(line), deadline) <= 0 ||
-		    sscanf(line, "%15s %u %u %d", ip, &port, &iport, &rk) != 4 || iport > 65535 || rk < 0 ||
-		    inet_pton(AF_INET, ip, &c->peers[i].sin_addr) != 1) {
+		    sscanf(line, "%15s %u %u %d %31s %39s", ip, &port, &iport, &rk, mac, tor) != 6 ||
+		    inet_pton(AF_INET, ip, &c->peers[i].sin_addr) != 1 || info_parse(c, i, iport, rk, mac, tor) < 0) {
 			close(fd);
 			return fail(err, errlen, "rendezvous: bad table from master %s", addr_s(master, a, sizeof(a)));
 		}
 		c->peers[i].sin_family = AF_INET;
 		c->peers[i].sin_port = htons((uint16_t)port);
-		c->ina_ports[i] = (uint16_t)iport;
-		c->racks[i] = rk;
 	}
 	close(fd);
 	return 0;
@@ -275,24 +328,73 @@ static int cfg_or_env(int v, const char *env, int dflt)
 	return v ? v : env_int(env, &e) == 0 ? e : dflt;
 }
 
-/* ps and ps-ina: a socket on this rank's data address at the INA port (the
- * port the job lists), and a client per job the calls may use. */
-static int ina_client(struct hcl_comm *c, const struct sockaddr_in *sw, int job, int slots, int elems,
-		      struct hcl_ina **out, char *err, size_t errlen)
+static int comm_barrier(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen)
 {
-	struct hcl_ina_cfg ic = { .sw = *sw, .job = (uint16_t)job, .index = (uint16_t)c->rank,
-				  .slots = (uint32_t)slots, .elems = (uint16_t)elems };
-	return (*out = hcl_ina_new(&ic, &c->ina_t, err, errlen)) ? 0 : -ENOMEM;
+	int32_t one = 1;
+	int rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, &one, 1, HCL_INT32, ++c->epoch,
+				    deadline, err, errlen);
+	if (rc == 0)
+		hcl_xfer_linger(c->x, hcl_xfer_quiet_ns(c->x), deadline);
+	return rc;
+}
+
+static struct sockaddr_in sock_of(const struct ina_addr *a, uint16_t port_host_order)
+{
+	return (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = a->ip,
+				     .sin_port = port_host_order ? htons(port_host_order) : a->port };
 }
 
 #define HCL_PS_PORT_DEFAULT 48870
 
-static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, char *err, size_t errlen)
+/* This rank is the agent of an INA rack: (re)install the rack's jobs in
+ * its ToR over the control channel, from this rank's data address. */
+static int install_tor_jobs(struct hcl_comm *c, unsigned t, int64_t deadline, char *err, size_t errlen)
 {
+	struct sockaddr_in ctl = { .sin_family = AF_INET, .sin_addr.s_addr = c->info[c->rank].tor.ip,
+				   .sin_port = htons(HCL_CTL_PORT) };
+	char text[12288], e2[256];
+	for (int d = 0; d < 2; d++) {
+		const struct ina_job_cfg *j = &c->plan[d].tor[t].job;
+		snprintf(text, sizeof(text), "op = \"remove\"; id = %u;", j->id); /* a crashed run's leftover */
+		int rc = hcl_ctl_send(&c->peers[c->rank], &ctl, text, NULL, deadline, e2, sizeof(e2));
+		if (rc == -ETIMEDOUT)
+			return fail(err, errlen, "ps-ina: %s", e2), rc;
+		if (hcl_ctl_install_text(j, text, sizeof(text)) < 0)
+			return fail(err, errlen, "ps-ina: job %u does not fit a control datagram", j->id), -ENOSPC;
+		if ((rc = hcl_ctl_send(&c->peers[c->rank], &ctl, text, "is installed", deadline, e2, sizeof(e2))) < 0)
+			return fail(err, errlen, "ps-ina: installing job %u: %s", j->id, e2), rc;
+		c->tor_jobs = true;
+	}
+	return 0;
+}
+
+static void remove_tor_jobs(struct hcl_comm *c)
+{
+	char text[64], e2[256];
+	struct sockaddr_in ctl = { .sin_family = AF_INET, .sin_addr.s_addr = c->info[c->rank].tor.ip,
+				   .sin_port = htons(HCL_CTL_PORT) };
+	for (int d = 0; d < 2; d++) {
+		snprintf(text, sizeof(text), "op = \"remove\"; id = %u;", c->plan[d].tor[0].job.id);
+		hcl_ctl_send(&c->peers[c->rank], &ctl, text, "no job", hcl_now_ns() + 2000000000, e2, sizeof(e2));
+	}
+	c->tor_jobs = false;
+}
+
+/* ps and ps-ina: a socket on this rank's data address at its INA port, the
+ * plan (which ToRs aggregate, whether rank 0 runs a software PS), the jobs
+ * installed by each rack's agent, a client per data type. */
+static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t deadline, char *err, size_t errlen)
+{
+	const char *name = c->algo == HCL_ALGO_PS ? "ps" : "ps-ina";
 	int slots = cfg_or_env(k->ina_slots, "HCL_INA_SLOTS", 16), elems = cfg_or_env(k->ina_elems, "HCL_INA_ELEMS", 1024);
 	if (slots < 1 || elems < 1 || elems > 2237)
-		return fail(err, errlen, "%s: slots %d or elems %d out of range", c->algo == HCL_ALGO_PS ? "ps" : "ps-ina",
-			    slots, elems);
+		return fail(err, errlen, "%s: slots %d or elems %d out of range", name, slots, elems);
+	int job = cfg_or_env(k->ina_job, "HCL_INA_JOB", 1);
+	if (job < 0 || job > 65534)
+		return fail(err, errlen, "%s: job id %d out of range (it uses id and id+1)", name, job);
+	int psport = cfg_or_env(0, "HCL_PS_PORT", HCL_PS_PORT_DEFAULT);
+	if (psport < 1 || psport > 65535)
+		return fail(err, errlen, "%s: HCL_PS_PORT %d out of range", name, psport);
 	struct sockaddr_in me = c->peers[c->rank];
 	me.sin_port = htons(c->ina_ports[c->rank]);
 	struct hcl_udp_opts uo = { .zero_checksum = 1 }; /* as SwitchML hosts: saves the switch a pass */
@@ -300,49 +402,43 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, char *err
 	if (rc < 0)
 		return rc;
 
-	if (c->algo == HCL_ALGO_PS_INA) {
-		const char *sw = k->ina_switch ? k->ina_switch : getenv("HCL_INA_SWITCH");
-		struct sockaddr_in swa = { .sin_family = AF_INET };
-		char ip[64];
-		unsigned port;
-		if (!sw || sscanf(sw, "%63[0-9.]:%u", ip, &port) != 2 || port == 0 || port > 65535 ||
-		    inet_pton(AF_INET, ip, &swa.sin_addr) != 1)
-			return fail(err, errlen, "ps-ina needs the switch as \"ip:port\" (cfg.ina_switch or HCL_INA_SWITCH)");
-		swa.sin_port = htons((uint16_t)port);
-		int job = cfg_or_env(k->ina_job, "HCL_INA_JOB", -1);
-		if (job < 0 || job > 65535)
-			return fail(err, errlen, "ps-ina needs the job id (cfg.ina_job or HCL_INA_JOB)");
-		return ina_client(c, &swa, job, slots, elems, &c->ina, err, errlen);
+	struct hcl_rank_info *info = calloc((size_t)c->world, sizeof(*info));
+	if (!info)
+		return fail(err, errlen, "out of memory"), -ENOMEM;
+	for (int i = 0; i < c->world; i++) {
+		c->info[i].ina.ip = c->peers[i].sin_addr.s_addr;
+		c->info[i].ina.port = htons(c->ina_ports[i]);
+		c->info[i].rack = c->racks[i];
+		info[i] = c->info[i];
+		if (c->algo == HCL_ALGO_PS) /* everybody at the software PS */
+			memset(&info[i].tor, 0, sizeof(info[i].tor));
 	}
-
-	/* ps: rank 0 serves jobs 1 (fp32) and 2 (int32) for every rank's INA
-	 * address; the others reach it at rank 0's data address */
-	int psport = cfg_or_env(0, "HCL_PS_PORT", HCL_PS_PORT_DEFAULT);
-	if (psport < 1 || psport > 65535)
-		return fail(err, errlen, "ps: HCL_PS_PORT %d out of range", psport);
-	struct sockaddr_in psa = c->peers[0];
-	psa.sin_port = htons((uint16_t)psport);
-	if (c->rank == 0) {
-		static struct ina_job_cfg jobs[2];
-		for (int j = 0; j < 2; j++) {
-			memset(&jobs[j], 0, sizeof(jobs[j]));
-			jobs[j].id = (uint16_t)(j + 1);
-			jobs[j].fan_in = (uint16_t)c->world;
-			jobs[j].dtype = j == 0 ? INA_D_FP32 : INA_D_INT32;
-			jobs[j].nslots = (uint32_t)slots;
-			jobs[j].elems_per_slot = (uint16_t)elems;
-			jobs[j].outputs = INA_OUT_MULTICAST;
-			jobs[j].upstream_index = -1;
-			for (int r = 0; r < c->world; r++)
-				jobs[j].contributors[r] = (struct ina_addr){ .ip = c->peers[r].sin_addr.s_addr,
-									     .port = htons(c->ina_ports[r]) };
-		}
+	struct ina_addr ps = c->info[0].ina;
+	ps.port = htons((uint16_t)psport);
+	for (int d = 0; d < 2 && rc == 0; d++)
+		rc = hcl_psina_plan(info, (unsigned)c->world, &ps, (uint16_t)(job + d), d ? INA_D_INT32 : INA_D_FP32,
+				    (uint32_t)slots, (uint16_t)elems, &c->plan[d], err, errlen);
+	free(info);
+	if (rc < 0)
+		return rc;
+	if (c->plan[0].use_ps && c->rank == 0) {
+		struct ina_job_cfg jobs[2] = { c->plan[0].ps, c->plan[1].ps };
+		struct sockaddr_in psa = sock_of(&ps, 0);
 		if (!(c->ps = hcl_ps_start(&psa, jobs, 2, err, errlen)))
 			return -ENOMEM;
 	}
-	if ((rc = ina_client(c, &psa, 1, slots, elems, &c->ina, err, errlen)) < 0)
-		return rc;
-	return ina_client(c, &psa, 2, slots, elems, &c->ina_i32, err, errlen);
+	for (unsigned t = 0; t < c->plan[0].ntor; t++)
+		if (c->plan[0].tor[t].agent == c->rank && (rc = install_tor_jobs(c, t, deadline, err, errlen)) < 0)
+			return rc;
+	for (int d = 0; d < 2; d++) {
+		struct hcl_ina_cfg ic = { .sw = sock_of(&c->plan[d].client[c->rank].server, 0), .job = (uint16_t)(job + d),
+					  .index = c->plan[d].client[c->rank].index, .slots = (uint32_t)slots,
+					  .elems = (uint16_t)elems };
+		if (!(*(d ? &c->ina_i32 : &c->ina) = hcl_ina_new(&ic, &c->ina_t, err, errlen)))
+			return -ENOMEM;
+	}
+	/* nobody sends before every aggregator is in place */
+	return comm_barrier(c, deadline, err, errlen);
 }
 
 int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char *err, size_t errlen)
@@ -382,7 +478,8 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 	c->peers = calloc((size_t)k.world, sizeof(*c->peers));
 	c->ina_ports = calloc((size_t)k.world, sizeof(*c->ina_ports));
 	c->racks = calloc((size_t)k.world, sizeof(*c->racks));
-	if (!c->peers || !c->ina_ports || !c->racks) {
+	c->info = calloc((size_t)k.world, sizeof(*c->info));
+	if (!c->peers || !c->ina_ports || !c->racks || !c->info) {
 		rc = fail(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -398,6 +495,11 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 	if (rack < 0 && env_int("HCL_RACK", &rack) < 0)
 		rack = 0;
 	c->racks[c->rank] = rack;
+	const char *tor = k.ina_switch ? k.ina_switch : getenv("HCL_INA_SWITCH");
+	if (c->algo == HCL_ALGO_PS_INA && tor && *tor && parse_tor(tor, &c->info[c->rank].tor) < 0) {
+		rc = fail(err, errlen, "ps-ina: the INA switch must be \"ip:port\", not '%s'", tor);
+		goto fail;
+	}
 	int64_t deadline = hcl_now_ns() + c->timeout_ns;
 	if (c->rank == 0) {
 		struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(k.data_port),
@@ -409,6 +511,7 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		if ((rc = hcl_udp_open(&c->t, &me, NULL, err, errlen)) < 0)
 			goto fail;
 		hcl_udp_local(&c->t, &c->peers[0]);
+		hcl_mac_local(c->peers[0].sin_addr.s_addr, c->info[0].ina.mac);
 		rc = rendezvous_master(c, &master, deadline, err, errlen);
 	} else {
 		rc = rendezvous_client(c, &master, k.data_addr, k.data_port, deadline, err, errlen);
@@ -420,7 +523,7 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		rc = -ENOMEM;
 		goto fail;
 	}
-	if ((c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS) && (rc = ina_setup(c, &k, err, errlen)) < 0)
+	if ((c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS) && (rc = ina_setup(c, &k, deadline, err, errlen)) < 0)
 		goto fail;
 	*out = c;
 	return 0;
@@ -433,6 +536,17 @@ void hcl_comm_destroy(struct hcl_comm *c)
 {
 	if (!c)
 		return;
+	if (c->tor_jobs || c->ps) {
+		/* everyone is done with the aggregators before they go; a dead
+		 * peer only shortens the wait to the barrier's deadline */
+		char e[64];
+		int64_t t = c->timeout_ns < 10000000000 ? c->timeout_ns : 10000000000;
+		comm_barrier(c, hcl_now_ns() + t, e, sizeof(e));
+		if (c->tor_jobs)
+			remove_tor_jobs(c);
+	}
+	hcl_psina_plan_free(&c->plan[0]);
+	hcl_psina_plan_free(&c->plan[1]);
 	hcl_xfer_free(c->x);
 	hcl_ina_free(c->ina);
 	hcl_ina_free(c->ina_i32);
@@ -442,6 +556,7 @@ void hcl_comm_destroy(struct hcl_comm *c)
 	free(c->peers);
 	free(c->ina_ports);
 	free(c->racks);
+	free(c->info);
 	free(c);
 }
 
@@ -465,9 +580,7 @@ int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dty
 	if (send != recv && count)
 		memmove(recv, send, count * 4);
 	int64_t deadline = hcl_now_ns() + c->timeout_ns;
-	if (c->algo == HCL_ALGO_PS_INA)
-		return hcl_ina_allreduce(c->ina, recv, count, dtype, deadline, c->err, sizeof(c->err));
-	if (c->algo == HCL_ALGO_PS)
+	if (c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS)
 		return hcl_ina_allreduce(dtype == HCL_INT32 ? c->ina_i32 : c->ina, recv, count, dtype, deadline, c->err,
 					 sizeof(c->err));
 	int rc = c->algo == HCL_ALGO_HIER
@@ -476,6 +589,6 @@ int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dty
 			 : hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, recv, count, dtype, ++c->epoch,
 					      deadline, c->err, sizeof(c->err));
 	if (rc == 0) /* our last ACK may be lost: answer a resend for a while */
-		hcl_xfer_linger(c->x, 2 * hcl_xfer_rto_ns(c->x) + 1000000, deadline);
+		hcl_xfer_linger(c->x, hcl_xfer_quiet_ns(c->x), deadline);
 	return rc;
 }

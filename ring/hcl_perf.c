@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hcl.h"
+#include "hcl_xfer.h" /* hcl_now_ns */
 
 static int parse_size(const char *s, size_t *v)
 {

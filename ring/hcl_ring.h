@@ -9,9 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hcl.h" /* enum hcl_dtype */
 #include "hcl_xfer.h"
 
-enum hcl_dtype { HCL_INT32 = 1, HCL_FP32 = 2 };
 
 /* In place: buf holds this rank's count elements and receives the sum.
  * epoch numbers the collective (tags of consecutive calls must differ).

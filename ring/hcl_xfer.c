@@ -80,7 +80,7 @@ struct hcl_xfer {
 	struct hcl_xfer_stats stats;
 	size_t cap_pk; /* per-packet arrays sized for this many */
 	/* round-trip estimate (RFC 6298), kept across exchanges */
-	int64_t srtt_ns, rttvar_ns, rto_base_ns;
+	int64_t srtt_ns, rttvar_ns, rto_base_ns, rto_initial_ns;
 };
 
 int64_t hcl_now_ns(void)
@@ -134,6 +134,7 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct hcl_transpo
 	x->rto_base_ns = 10 * (int64_t)x->cfg.rto_us * 1000;
 	if (x->rto_base_ns > (int64_t)x->cfg.rto_max_us * 1000)
 		x->rto_base_ns = (int64_t)x->cfg.rto_max_us * 1000;
+	x->rto_initial_ns = x->rto_base_ns;
 	x->peers = calloc(cfg->nranks, sizeof(*x->peers));
 	if (!x->peers)
 		goto nomem;
@@ -167,6 +168,12 @@ void hcl_xfer_free(struct hcl_xfer *x)
 const struct hcl_xfer_stats *hcl_xfer_stats(const struct hcl_xfer *x) { return &x->stats; }
 
 int64_t hcl_xfer_rto_ns(const struct hcl_xfer *x) { return x->rto_base_ns; }
+
+int64_t hcl_xfer_quiet_ns(const struct hcl_xfer *x)
+{
+	int64_t q = 2 * x->rto_base_ns;
+	return (q > x->rto_initial_ns ? q : x->rto_initial_ns) + 1000000;
+}
 
 static uint32_t npackets(const struct hcl_xfer *x, size_t len)
 {

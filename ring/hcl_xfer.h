@@ -60,6 +60,10 @@ int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns);
 const struct hcl_xfer_stats *hcl_xfer_stats(const struct hcl_xfer *x);
 /* The current retransmission timeout (before back-off). */
 int64_t hcl_xfer_rto_ns(const struct hcl_xfer *x);
+/* The quiet time for hcl_xfer_linger: long enough for the peer's resend,
+ * also when the peer has not measured a round trip yet (its first timer is
+ * the long initial one, e.g. for the first exchange of a communicator). */
+int64_t hcl_xfer_quiet_ns(const struct hcl_xfer *x);
 
 int64_t hcl_now_ns(void);
 

@@ -13,7 +13,7 @@
 #define SW_MAX_SWITCHES 16
 #define SW_MAX_PORTS 16 /* per logical switch */
 #define SW_MAX_FDB 256  /* static entries per switch */
-#define SW_MAX_MGMT 4
+#define SW_MAX_MGMT 16
 #define SW_NAME_LEN 32
 
 /* Emulation of the link behind one egress port. Zero = off. */

@@ -3,11 +3,13 @@
 #   testbed/launch.sh NAME [--ranks N] [--port P] [--rack-size S] -- COMMAND [ARGS...]
 # Rank i runs COMMAND in namespace NAME-hi with RANK=i, WORLD_SIZE=N,
 # MASTER_ADDR/HCL_DATA_ADDR set from the topology (host 0 is the master),
-# MASTER_PORT=P (default 29500), HCL_RACK=i/S (default S: all one rack).  Rank 0 writes to this terminal; rank i's
-# output goes to /run/swemu-testbed/NAME/rank-i.log.  Exit status 0 when
-# every rank succeeded; otherwise the failing ranks' last lines are shown.
+# MASTER_PORT=P (default 29500), HCL_RACK=i/S (default S: the topology's
+# rack size) and, when the rack's ToR aggregates, HCL_INA_SWITCH=its
+# address:48864.  Rank 0 writes to this terminal; rank i's output goes to
+# /run/swemu-testbed/NAME/rank-i.log.  Exit status 0 when every rank
+# succeeded; otherwise the failing ranks' last lines are shown.
 set -euo pipefail
-case "${1:-}" in -h|--help|"") sed -n 2,9p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help|"") sed -n 2,11p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 name=$1
 shift
 d=/run/swemu-testbed/$name
@@ -15,7 +17,7 @@ d=/run/swemu-testbed/$name
 subnet=$(cat "$d/subnet")
 n=$(cat "$d/hosts")
 port=29500
-racksize=0
+racksize=$(cat "$d/rack_size" 2>/dev/null || echo "$n")
 while (($#)) && [ "$1" != -- ]; do
 	case $1 in
 	--ranks) n=$2; shift 2;;
@@ -30,6 +32,8 @@ pids=()
 for ((i = 0; i < n; i++)); do
 	env=(RANK=$i WORLD_SIZE=$n MASTER_ADDR=$subnet.1 MASTER_PORT=$port HCL_DATA_ADDR=$subnet.$((i + 1))
 		HCL_RACK=$((racksize > 0 ? i / racksize : 0)))
+	r=$((racksize > 0 ? i / racksize : 0))
+	if [ "$(cat "$d/rack$r.ina" 2>/dev/null)" = true ]; then env+=(HCL_INA_SWITCH=$subnet.$((254 - r)):48864); fi
 	if ((i == 0)); then
 		ip netns exec "$name-h$i" env "${env[@]}" "$@" &
 	else

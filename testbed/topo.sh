@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# One rack in network namespaces around a swemu ToR.
+# Racks of hosts in network namespaces around swemu ToRs (one process).
 #
 #   testbed/topo.sh up NAME HOSTS [--subnet 10.A.B] [--no-ina] [--loss P] [--rate R]
 #                                 [--pmd af_packet|af_xdp] [--mgmt 10.M.N]
+#                                 [--racks R [--ina-racks LIST] [--uplink-rate R]
+#                                  [--uplink-buffer B]]
+#       --racks splits the hosts evenly over R ToRs tor0..: ToR r is
+#       SUBNET.(254-r), MAC 02:5e:00:00:00:(fe-r), its rack's hosts are its
+#       control-channel sources; with R > 1 the ToRs hang off a plain
+#       "spine" by in-memory links (port "up" <-> spine port "tR") emulated
+#       at --uplink-rate with --uplink-buffer.  --ina-racks 0,2 makes only
+#       those ToRs INA-capable (default: all; --no-ina: none).  --rate and
+#       --loss apply to every egress port, links included.
 #       --mgmt also gives every host a management interface mgmt0 (10.M.N.(i+1))
 #       on a bridge NAME-mg in the root namespace (10.M.N.254): for launchers
 #       such as mpirun that talk to their ranks from the root namespace.
@@ -24,7 +33,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 state=/run/swemu-testbed
 
 die() { echo "topo: $*" >&2; exit 2; }
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
 
 check_name() {
 	[[ "$1" =~ ^[a-z][a-z0-9]{0,5}$ ]] || die "NAME must be 1-6 lower-case letters/digits (interface names are short)"
@@ -54,11 +63,16 @@ cmd_down() {
 cmd_up() {
 	local name=$1 n=$2
 	shift 2
-	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet mgmt=""
+	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet mgmt="" racks=1 inaracks=all
+	local uprate="" upbuf=""
 	while (($#)); do
 		case $1 in
 		--subnet) subnet=$2; shift 2;;
 		--no-ina) ina=false; shift;;
+		--racks) racks=$2; shift 2;;
+		--ina-racks) inaracks=$2; shift 2;;
+		--uplink-rate) uprate=$2; shift 2;;
+		--uplink-buffer) upbuf=$2; shift 2;;
 		--loss) loss=$2; shift 2;;
 		--rate) rate=$2; shift 2;;
 		--pmd) pmd=$2; shift 2;;
@@ -70,6 +84,21 @@ cmd_up() {
 	[[ "$subnet" =~ ^10\.[0-9]+\.[0-9]+$ ]] || die "--subnet must be 10.A.B"
 	[[ "$pmd" =~ ^(af_packet|af_xdp)$ ]] || die "--pmd must be af_packet or af_xdp"
 	[ -z "$mgmt" ] || [[ "$mgmt" =~ ^10\.[0-9]+\.[0-9]+$ ]] || die "--mgmt must be 10.M.N"
+	[[ "$racks" =~ ^[1-8]$ ]] && ((n % racks == 0)) || die "--racks must be 1..8 and divide HOSTS"
+	[[ "$inaracks" =~ ^(all|none|[0-7](,[0-7])*)$ ]] || die "--ina-racks must be a list like 0,2 (or all, none)"
+	[ "$ina" = true ] || inaracks=none
+	local size=$((n / racks)) r
+	local -a rack_ina
+	for ((r = 0; r < racks; r++)); do
+		case $inaracks in
+		all) rack_ina[r]=true;;
+		none) rack_ina[r]=false;;
+		*) if [[ ",$inaracks," == *",$r,"* ]]; then rack_ina[r]=true; else rack_ina[r]=false; fi;;
+		esac
+	done
+	if [[ "$inaracks" =~ ^[0-7] ]]; then
+		for r in ${inaracks//,/ }; do ((r < racks)) || die "--ina-racks: no rack $r (racks 0..$((racks - 1)))"; done
+	fi
 	cmd_down "$name"
 	local d=$state/$name
 	mkdir -p "$d"
@@ -109,28 +138,42 @@ cmd_up() {
 			ip -n "$ns" link set eth0 mtu 3000
 			vdevs+=" --vdev net_af_xdp$i,iface=$name-s$i"
 		fi
-		local emu=""
-		[ -n "$loss" ] && emu+=" loss = $loss;"
-		[ -n "$rate" ] && emu+=" rate = \"$rate\";"
-		ports+="    { name = \"h$i\"; dev = \"net_${pmd}$i\";$emu },"$'\n'
 	done
+	local emu="" upemu sws="" spine=""
+	[ -n "$loss" ] && emu+=" loss = $loss;"
+	upemu=$emu
+	if [ -n "$uprate" ]; then upemu+=" rate = \"$uprate\";"; elif [ -n "$rate" ]; then upemu+=" rate = \"$rate\";"; fi
+	[ -n "$rate" ] && emu+=" rate = \"$rate\";"
+	[ -n "$upbuf" ] && upemu+=" buffer = \"$upbuf\";"
+	local nl=$'\n'
+	for ((r = 0; r < racks; r++)); do
+		local ports="" mg=""
+		for ((i = r * size; i < (r + 1) * size; i++)); do
+			ports+="      { name = \"h$i\"; dev = \"net_${pmd}$i\";$emu },$nl"
+			mg+="\"$subnet.$((i + 1))\", "
+		done
+		((racks == 1)) || ports+="      { name = \"up\"; link = \"spine.t$r\";$upemu },$nl"
+		spine+="      { name = \"t$r\"; link = \"tor$r.up\";$upemu },$nl"
+		sws+="  { name = \"tor$r\"; ina = ${rack_ina[r]}; mac = \"02:5e:00:00:00:$(printf %02x $((254 - r)))\";"
+		sws+=" ip = \"$subnet.$((254 - r))\";$nl"
+		[ "${rack_ina[r]}" = true ] && sws+="    slots = 2048; max_elems = 2048; mgmt = [ ${mg%, } ];$nl"
+		sws+="    ports = ($nl${ports%,$nl}$nl    ); },$nl"
+		echo "${rack_ina[r]}" > "$d/rack$r.ina"
+	done
+	((racks == 1)) || sws+="  { name = \"spine\"; ports = ($nl${spine%,$nl}$nl    ); },$nl"
 	cat > "$d/swemu.cfg" <<EOF
-# written by testbed/topo.sh up $name $n
+# written by testbed/topo.sh up $name $n, $racks rack(s)
 stats_file = "$d/stats.json";
 idle_sleep_max_us = 200;
 mbufs = 8191;
 switches = (
-  { name = "tor0"; ina = $ina; mac = "02:5e:00:00:00:fe"; ip = "$subnet.254";
-    $([ $ina = true ] && echo "slots = 256; max_elems = 2048; mgmt = [ \"$subnet.1\" ];")
-    ports = (
-${ports%,$'\n'}
-    );
-  }
+${sws%,$nl}
 );
 EOF
 	echo "--no-huge -m 512 --file-prefix swemu-$name --no-pci -l 0$vdevs" > "$d/eal.args"
 	echo "$subnet" > "$d/subnet"
 	echo "$n" > "$d/hosts"
+	echo "$size" > "$d/rack_size"
 }
 
 cmd_start() {

@@ -851,6 +851,16 @@ static void test_ps_hierarchy(void **state)
 		memcpy(pktbuf + INA_HDR_LEN, o2.e[r].payload, o2.e[r].payload_len);
 		assert_int_equal(ina_engine_rx(tor[r], pktbuf, INA_HDR_LEN + 32, &ps_addr, &o3),
 				 INA_R_DUPLICATE);
+		/* worker 1's copy of the result was lost: its re-send is answered
+		 * from the ToR's stored result, to it alone */
+		struct ina_hdr rh = tl_hdr(INA_T_DATA, INA_D_INT32, 12, 1, 1, 0, 0, 8);
+		rh.flags = INA_F_RETX;
+		assert_int_equal(send_from(tor[r], &rack[r].contributors[1], &rh, v[2 * r + 1]), INA_OK);
+		assert_int_equal(out.n, 1);
+		assert_int_equal(out.e[0].hdr.type, INA_T_RESULT);
+		assert_int_equal(out.e[0].dst.ip, rack[r].contributors[1].ip);
+		for (int e = 0; e < 8; e++)
+			assert_int_equal(tl_elem(out.e[0].payload, e), v[0][e] + v[1][e] + v[2][e] + v[3][e]);
 	}
 	ina_engine_destroy(tor[0]);
 	ina_engine_destroy(tor[1]);

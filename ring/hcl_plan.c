@@ -1,0 +1,106 @@
+#include "hcl_plan.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void job_init(struct ina_job_cfg *j, uint16_t id, uint8_t dtype, uint32_t slots, uint16_t elems,
+		     unsigned outputs)
+{
+	memset(j, 0, sizeof(*j));
+	j->id = id;
+	j->dtype = dtype;
+	j->nslots = slots;
+	j->elems_per_slot = elems;
+	j->outputs = outputs;
+	j->upstream_index = -1;
+}
+
+static int add_contributor(struct ina_job_cfg *j, const struct ina_addr *a, char *err, size_t errlen)
+{
+	if (j->fan_in >= INA_MAX_FANIN) {
+		snprintf(err, errlen, "plan: more than %d contributors to one aggregator", INA_MAX_FANIN);
+		return -EINVAL;
+	}
+	j->contributors[j->fan_in++] = *a;
+	return 0;
+}
+
+int hcl_psina_plan(const struct hcl_rank_info *r, unsigned world, const struct ina_addr *ps, uint16_t job,
+		   uint8_t dtype, uint32_t slots, uint16_t elems, struct hcl_psina_plan *p, char *err, size_t errlen)
+{
+	memset(p, 0, sizeof(*p));
+	if (!(p->client = calloc(world, sizeof(*p->client)))) {
+		snprintf(err, errlen, "plan: out of memory");
+		return -ENOMEM;
+	}
+	/* the INA racks, in order of first appearance */
+	for (unsigned i = 0; i < world; i++) {
+		if (!r[i].tor.ip)
+			continue;
+		unsigned t = 0;
+		while (t < p->ntor && p->tor[t].rack != r[i].rack)
+			t++;
+		if (t == p->ntor) {
+			if (p->ntor == HCL_MAX_RACKS) {
+				snprintf(err, errlen, "plan: more than %d INA racks", HCL_MAX_RACKS);
+				goto bad;
+			}
+			p->ntor++;
+			p->tor[t].rack = r[i].rack;
+			p->tor[t].agent = (int)i;
+			job_init(&p->tor[t].job, job, dtype, slots, elems, INA_OUT_PS);
+		}
+		const struct ina_addr *first = &r[p->tor[t].agent].tor;
+		if (first->ip != r[i].tor.ip || first->port != r[i].tor.port) {
+			snprintf(err, errlen, "plan: ranks %d and %u of rack %d name different INA switches",
+				 p->tor[t].agent, i, r[i].rack);
+			goto bad;
+		}
+		p->client[i].server = r[i].tor;
+		p->client[i].index = p->tor[t].job.fan_in;
+		if (add_contributor(&p->tor[t].job, &r[i].ina, err, errlen) < 0)
+			goto bad;
+	}
+	/* a rack without a ToR shares a rack id with an INA rack: refuse, its
+	 * ranks would be counted twice or not at all */
+	for (unsigned i = 0; i < world; i++)
+		for (unsigned t = 0; !r[i].tor.ip && t < p->ntor; t++)
+			if (p->tor[t].rack == r[i].rack) {
+				snprintf(err, errlen, "plan: rank %u of rack %d has no INA switch, rank %d has", i,
+					 r[i].rack, p->tor[t].agent);
+				goto bad;
+			}
+
+	if (p->ntor == 1 && p->tor[0].job.fan_in == world) {
+		/* one INA rack holds everybody: the switch alone, as SwitchML */
+		p->tor[0].job.outputs = INA_OUT_MULTICAST;
+		return 0;
+	}
+	p->use_ps = true;
+	job_init(&p->ps, job, dtype, slots, elems, INA_OUT_MULTICAST);
+	for (unsigned t = 0; t < p->ntor; t++) {
+		p->tor[t].job.parent = (struct ina_peer){ .addr = *ps, .job = job, .contributor = p->ps.fan_in };
+		if (add_contributor(&p->ps, &r[p->tor[t].agent].tor, err, errlen) < 0)
+			goto bad;
+	}
+	for (unsigned i = 0; i < world; i++) {
+		if (r[i].tor.ip)
+			continue;
+		p->client[i].server = *ps;
+		p->client[i].index = p->ps.fan_in;
+		if (add_contributor(&p->ps, &r[i].ina, err, errlen) < 0)
+			goto bad;
+	}
+	return 0;
+bad:
+	hcl_psina_plan_free(p);
+	return -EINVAL;
+}
+
+void hcl_psina_plan_free(struct hcl_psina_plan *p)
+{
+	free(p->client);
+	p->client = NULL;
+}

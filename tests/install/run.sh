@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# meson install into a scratch root, then build tests/install/example.c the
+# way a user would (pkg-config hcl) and run it as one rank on loopback.
+set -euo pipefail
+build=$1 src=$(cd "$(dirname "$0")" && pwd)
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+meson install -C "$build" --destdir "$root" --quiet >/dev/null
+pc=$(find "$root" -name hcl.pc -printf '%h\n' | head -1)
+[ -n "$pc" ] || { echo "no hcl.pc installed"; exit 1; }
+prefix=$(PKG_CONFIG_PATH=$pc pkg-config --variable=prefix hcl)
+flags=$(PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR=$root pkg-config --cflags --libs hcl)
+cc -Wall -Werror -o "$root/example" "$src/example.c" $flags
+libdir=$(PKG_CONFIG_PATH=$pc pkg-config --variable=libdir hcl)
+port=$((20000 + RANDOM % 20000))
+LD_LIBRARY_PATH=$root$libdir RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$root/example"
+echo "install: hcl.h + libhcl + hcl.pc installed under $prefix; a program built with pkg-config runs"
