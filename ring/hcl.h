@@ -44,6 +44,11 @@ struct hcl_comm_cfg {
 	 * listed in the job). */
 	const char *ina_switch;
 	int ina_job, ina_slots, ina_elems, ina_port;
+	/* A host file (ring/hcl_hostfile.h: master_port and a list of ranks
+	 * with addr, rack, ina_switch) instead of WORLD_SIZE/MASTER_ADDR/
+	 * MASTER_PORT; NULL: HCL_HOSTFILE, else the environment.  The rank
+	 * still comes from cfg.rank or RANK. */
+	const char *hostfile;
 };
 
 #define HCL_COMM_CFG_ENV { .rank = -1, .world = -1, .rack = -1 }

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "hcl.h"
 #include "hcl_ctl.h"
+#include "hcl_hostfile.h"
 #include "hcl_ina.h"
 #include "hcl_plan.h"
 #include "hcl_ps.h"
@@ -448,6 +449,20 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 	*out = NULL;
 	if (k.rank < 0 && env_int("RANK", &k.rank) < 0)
 		return fail(err, errlen, "no rank: set cfg.rank or RANK"), -EINVAL;
+	struct hcl_hostfile hf;
+	if (!k.hostfile)
+		k.hostfile = getenv("HCL_HOSTFILE");
+	if (k.hostfile && *k.hostfile) {
+		int rc = hcl_hostfile_load(k.hostfile, k.rank, &hf, err, errlen);
+		if (rc < 0)
+			return rc;
+		k.world = hf.world;
+		k.master_addr = hf.master_addr;
+		k.master_port = port = hf.master_port;
+		k.data_addr = hf.data_addr;
+		k.rack = hf.rack;
+		k.ina_switch = hf.ina_switch;
+	}
 	if (k.world < 0 && env_int("WORLD_SIZE", &k.world) < 0)
 		return fail(err, errlen, "no world size: set cfg.world or WORLD_SIZE"), -EINVAL;
 	if (!k.master_addr && !(k.master_addr = getenv("MASTER_ADDR")))

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Starts one rank per host of a testbed topology and waits for all of them.
-#   testbed/launch.sh NAME [--ranks N] [--port P] [--rack-size S] -- COMMAND [ARGS...]
+#   testbed/launch.sh NAME [--ranks N] [--port P] [--rack-size S] [--hostfile] -- COMMAND [ARGS...]
 # Rank i runs COMMAND in namespace NAME-hi with RANK=i, WORLD_SIZE=N,
 # MASTER_ADDR/HCL_DATA_ADDR set from the topology (host 0 is the master),
 # MASTER_PORT=P (default 29500), HCL_RACK=i/S (default S: the topology's
 # rack size) and, when the rack's ToR aggregates, HCL_INA_SWITCH=its
 # address:48864.  Rank 0 writes to this terminal; rank i's output goes to
 # /run/swemu-testbed/NAME/rank-i.log.  Exit status 0 when every rank
-# succeeded; otherwise the failing ranks' last lines are shown.
+# succeeded; otherwise the failing ranks' last lines are shown.  With
+# --hostfile a rank gets only RANK and HCL_HOSTFILE=NAME/hosts.cfg.
 set -euo pipefail
-case "${1:-}" in -h|--help|"") sed -n 2,11p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help|"") sed -n 2,13p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 name=$1
 shift
 d=/run/swemu-testbed/$name
@@ -17,12 +18,14 @@ d=/run/swemu-testbed/$name
 subnet=$(cat "$d/subnet")
 n=$(cat "$d/hosts")
 port=29500
+hostfile=""
 racksize=$(cat "$d/rack_size" 2>/dev/null || echo "$n")
 while (($#)) && [ "$1" != -- ]; do
 	case $1 in
 	--ranks) n=$2; shift 2;;
 	--port) port=$2; shift 2;;
 	--rack-size) racksize=$2; shift 2;;
+	--hostfile) hostfile=$d/hosts.cfg; shift;;
 	*) echo "launch: unknown option $1" >&2; exit 2;;
 	esac
 done
@@ -34,6 +37,7 @@ for ((i = 0; i < n; i++)); do
 		HCL_RACK=$((racksize > 0 ? i / racksize : 0)))
 	r=$((racksize > 0 ? i / racksize : 0))
 	if [ "$(cat "$d/rack$r.ina" 2>/dev/null)" = true ]; then env+=(HCL_INA_SWITCH=$subnet.$((254 - r)):48864); fi
+	[ -z "$hostfile" ] || env=(RANK=$i HCL_HOSTFILE=$hostfile)
 	if ((i == 0)); then
 		ip netns exec "$name-h$i" env "${env[@]}" "$@" &
 	else

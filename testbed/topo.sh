@@ -12,6 +12,7 @@
 #       at --uplink-rate with --uplink-buffer.  --ina-racks 0,2 makes only
 #       those ToRs INA-capable (default: all; --no-ina: none).  --rate and
 #       --loss apply to every egress port, links included.
+#       Also writes NAME/hosts.cfg, the layout as a host-library host file.
 #       --mgmt also gives every host a management interface mgmt0 (10.M.N.(i+1))
 #       on a bridge NAME-mg in the root namespace (10.M.N.254): for launchers
 #       such as mpirun that talk to their ranks from the root namespace.
@@ -33,7 +34,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 state=/run/swemu-testbed
 
 die() { echo "topo: $*" >&2; exit 2; }
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
 
 check_name() {
 	[[ "$1" =~ ^[a-z][a-z0-9]{0,5}$ ]] || die "NAME must be 1-6 lower-case letters/digits (interface names are short)"
@@ -174,6 +175,18 @@ EOF
 	echo "$subnet" > "$d/subnet"
 	echo "$n" > "$d/hosts"
 	echo "$size" > "$d/rack_size"
+	# the same layout as a host file for the host library (HCL_HOSTFILE)
+	{
+		echo "# written by testbed/topo.sh up $name: rank i is host i"
+		echo "ranks = ("
+		for ((i = 0; i < n; i++)); do
+			r=$((i / size))
+			local sw=""
+			[ "${rack_ina[r]}" = true ] && sw=" ina_switch = \"$subnet.$((254 - r)):48864\";"
+			echo "  { addr = \"$subnet.$((i + 1))\"; rack = $r;$sw }$( ((i + 1 < n)) && echo ,)"
+		done
+		echo ");"
+	} > "$d/hosts.cfg"
 }
 
 cmd_start() {

@@ -11,7 +11,7 @@ sub=10.85.0
 
 run() { # run ARGS: every size exact, the avg line present
 	local out
-	out=$("$top/testbed/launch.sh" itpsi -- "$perf" -a ps-ina "$@") || { echo "$out" >&2; return 1; }
+	out=$("$top/testbed/launch.sh" itpsi ${LAUNCH_OPTS:-} -- "$perf" -a ps-ina "$@") || { echo "$out" >&2; return 1; }
 	echo "$out"
 	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(float|int32) +sum .* 0$' <<<"$out")" -ge 2 ] || return 1
 	grep -q "^# Avg bus bandwidth" <<<"$out"
@@ -32,7 +32,9 @@ done
 # software PS; then both racks INA (the PS adds the two ToRs' partials)
 for inaracks in 1 all; do
 	topo itpsi 8 --subnet $sub --racks 2 --ina-racks $inaracks --loss 0.05
-	run -b 16K -e 1M -f 8 -n 2 -w 0 -d int32 -t 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, int32"
+	# the int32 run takes its layout from the host file topo.sh wrote
+	LAUNCH_OPTS=--hostfile run -b 16K -e 1M -f 8 -n 2 -w 0 -d int32 -t 60000 ||
+		fail "ps-ina, 2 racks, INA racks $inaracks, int32 (host file)"
 	run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, fp32"
 	(($(stats_get 'd["switches"]["tor1"]["ina"]["accepted"]') > 0)) || fail "tor1 aggregated nothing"
 	if [ $inaracks = 1 ]; then

@@ -32,6 +32,7 @@ struct rk {
 	int rank, world, port, claim_world;
 	enum hcl_algo algo;
 	int64_t timeout_ms;
+	const char *hostfile; /* instead of world, master address and port */
 	int rc;
 	char err[320];
 };
@@ -44,6 +45,9 @@ static void *rank_main(void *arg)
 				    .timeout_ms = r->timeout_ms ? r->timeout_ms : 10000, .algo = r->algo,
 				    .ina_port = 20000 + r->port % 20000 + r->rank, .ina_slots = 8, .ina_elems = 512,
 				    .rack = r->rank / 2 };
+	if (r->hostfile)
+		cfg = (struct hcl_comm_cfg){ .rank = r->rank, .world = -1, .rack = -1, .hostfile = r->hostfile,
+					     .timeout_ms = 10000 };
 	struct hcl_comm *c;
 	r->rc = hcl_comm_create(&cfg, &c, r->err, sizeof(r->err));
 	if (r->rc)
@@ -134,6 +138,58 @@ static void test_hier(void **state)
 	}
 }
 
+static const char *write_file(const char *text)
+{
+	static char path[64];
+	snprintf(path, sizeof(path), "/tmp/hcl-hostfile-%d.cfg", (int)getpid());
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+/* The host file gives world, master and each rank's address. */
+static void test_hostfile(void **state)
+{
+	(void)state;
+	char text[512];
+	snprintf(text, sizeof(text),
+		 "master_port = %d;\nranks = (\n  { addr = \"127.0.0.1\"; rack = 0; },\n"
+		 "  { addr = \"127.0.0.1\"; rack = 0; },\n  { addr = \"127.0.0.1\"; rack = 1; }\n);\n",
+		 free_port());
+	const char *path = write_file(text);
+	struct rk rks[16] = { 0 };
+	for (int i = 0; i < 3; i++)
+		rks[i].hostfile = path;
+	run(3, rks, 0);
+	for (int i = 0; i < 3; i++)
+		if (rks[i].rc)
+			fail_msg("hostfile rank %d: %s", i, rks[i].err);
+
+	/* every mistake names file and line, before any socket is opened */
+	static const struct { const char *text; int rank; const char *want; } bad[] = {
+		{ "ranks = (\n { addr = \"127.0.0.1\" }\n", 0, ":3: syntax error" },
+		{ "ranks = (\n { addr = \"127.0.0.1\"; },\n { addr = \"10.0.0\"; }\n);\n", 0, ":3: 'addr' must be" },
+		{ "ranks = (\n { addr = \"127.0.0.1\"; ina_switch = \"1.2.3.4\"; }\n);\n", 0, ":2: 'ina_switch' must be" },
+		{ "ranks = (\n { addr = \"127.0.0.1\"; rack = -1; }\n);\n", 0, ":2: 'rack' must be" },
+		{ "ranks = (\n { addr = \"127.0.0.1\"; }\n);\n", 1, ":1: rank 1 is not listed" },
+		{ "master_port = 70000;\nranks = ( { addr = \"127.0.0.1\"; } );\n", 0, ":1: master_port must be" },
+		{ "mastr_port = 1;\nranks = ( { addr = \"127.0.0.1\"; } );\n", 0, ":1: unknown setting 'mastr_port'" },
+		{ "ranks = ( { addr = \"127.0.0.1\"; port = 3; } );\n", 0, ":1: unknown key" },
+	};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		path = write_file(bad[i].text);
+		struct hcl_comm_cfg cfg = { .rank = bad[i].rank, .world = -1, .rack = -1, .hostfile = path };
+		struct hcl_comm *c;
+		char err[320];
+		assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
+		if (!strstr(err, path) || !strstr(err, bad[i].want))
+			fail_msg("case %u: '%s' does not contain '%s'", i, err, bad[i].want);
+	}
+	unlink(path);
+}
+
 static void test_world_mismatch(void **state)
 {
 	(void)state;
@@ -182,6 +238,7 @@ int main(void)
 		cmocka_unit_test(test_allreduce),
 		cmocka_unit_test(test_ps),
 		cmocka_unit_test(test_hier),
+		cmocka_unit_test(test_hostfile),
 		cmocka_unit_test(test_world_mismatch),
 		cmocka_unit_test(test_errors),
 	};
