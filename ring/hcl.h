@@ -44,6 +44,10 @@ struct hcl_comm_cfg {
 	 * listed in the job). */
 	const char *ina_switch;
 	int ina_job, ina_slots, ina_elems, ina_port;
+	/* ps, ps-ina, fp32 calls: 1 = block floating point over an int32 switch
+	 * job (what a switch without floating point can add), 2 = native fp32
+	 * in the switch; 0: HCL_INA_FP32 ("bfp" or "native"), else native. */
+	int ina_bfp;
 	/* A host file (ring/hcl_hostfile.h: master_port and a list of ranks
 	 * with addr, rack, ina_switch) instead of WORLD_SIZE/MASTER_ADDR/
 	 * MASTER_PORT; NULL: HCL_HOSTFILE, else the environment.  The rank

@@ -40,6 +40,7 @@ struct hcl_comm {
 	struct hcl_ps *ps;          /* ps, ps-ina, rank 0: the software PS, if the plan has one */
 	struct hcl_psina_plan plan[2]; /* ps, ps-ina: fp32, int32 */
 	bool tor_jobs;              /* this rank installed its ToR's jobs (it is the rack's agent) */
+	bool bfp;                   /* fp32 calls go over a BFP32 job */
 	uint32_t epoch;
 	char err[320];
 };
@@ -416,8 +417,13 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 	}
 	struct ina_addr ps = c->info[0].ina;
 	ps.port = htons((uint16_t)psport);
+	const char *mode = getenv("HCL_INA_FP32");
+	if (!k->ina_bfp && mode && strcmp(mode, "bfp") && strcmp(mode, "native"))
+		return fail(err, errlen, "%s: HCL_INA_FP32 must be bfp or native, not '%s'", name, mode);
+	c->bfp = k->ina_bfp ? k->ina_bfp == 1 : mode && !strcmp(mode, "bfp");
 	for (int d = 0; d < 2 && rc == 0; d++)
-		rc = hcl_psina_plan(info, (unsigned)c->world, &ps, (uint16_t)(job + d), d ? INA_D_INT32 : INA_D_FP32,
+		rc = hcl_psina_plan(info, (unsigned)c->world, &ps, (uint16_t)(job + d),
+				    d ? INA_D_INT32 : c->bfp ? INA_D_BFP32 : INA_D_FP32,
 				    (uint32_t)slots, (uint16_t)elems, &c->plan[d], err, errlen);
 	free(info);
 	if (rc < 0)
@@ -595,6 +601,8 @@ int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dty
 	if (send != recv && count)
 		memmove(recv, send, count * 4);
 	int64_t deadline = hcl_now_ns() + c->timeout_ns;
+	if ((c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS) && dtype == HCL_FP32 && c->bfp)
+		return hcl_ina_allreduce_bfp(c->ina, recv, count, (unsigned)c->world, deadline, c->err, sizeof(c->err));
 	if (c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS)
 		return hcl_ina_allreduce(dtype == HCL_INT32 ? c->ina_i32 : c->ina, recv, count, dtype, deadline, c->err,
 					 sizeof(c->err));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hcl_xfer.h" /* hcl_now_ns */
+#include "ina_bfp.h"
 #include "ina_proto.h"
 
 #define BATCH 64
@@ -67,37 +68,82 @@ void hcl_ina_free(struct hcl_ina *a)
 
 const struct hcl_ina_stats *hcl_ina_stats(const struct hcl_ina *a) { return &a->st; }
 
-static bool send_slice(struct hcl_ina *a, uint8_t dtype, const uint32_t *buf, size_t count, size_t k, bool retx)
+/* What one pass over the slices carries. */
+enum pass_kind {
+	PASS_RAW,      /* int32 / fp32 elements, result copied back */
+	PASS_EXPONENT, /* BFP pass 1: one zero element, the slice's exponent; the result has the maximum */
+	PASS_BFP,      /* BFP pass 2: mantissas at the agreed exponent, result dequantised */
+};
+
+struct pass {
+	enum pass_kind kind;
+	uint8_t dtype;     /* on the wire */
+	void *buf;         /* the caller's elements */
+	size_t count;
+	int8_t *exp;       /* BFP: per slice, local exponent, then the agreed one */
+	unsigned addends;  /* BFP: ranks whose values are summed (the scale leaves room for them) */
+};
+
+static size_t slice_len(const struct hcl_ina *a, const struct pass *ps, size_t k)
+{
+	size_t first = k * a->cfg.elems;
+	return ps->count - first < a->cfg.elems ? ps->count - first : a->cfg.elems;
+}
+
+static bool send_slice(struct hcl_ina *a, const struct pass *ps, size_t k, bool retx)
 {
 	uint32_t slot = (uint32_t)(k % a->cfg.slots);
-	size_t first = k * a->cfg.elems, n = count - first < a->cfg.elems ? count - first : a->cfg.elems;
-	struct ina_hdr h = { .version = INA_VERSION, .type = INA_T_DATA, .dtype = dtype,
+	size_t first = k * a->cfg.elems, n = ps->kind == PASS_EXPONENT ? 1 : slice_len(a, ps, k);
+	struct ina_hdr h = { .version = INA_VERSION, .type = INA_T_DATA, .dtype = ps->dtype,
 			     .flags = retx ? INA_F_RETX : 0, .job = a->cfg.job, .contributor = a->cfg.index,
 			     .slot = slot | (a->set[slot] ? INA_SLOT_SET_BIT : 0), .epoch = a->epoch,
-			     .seq = (uint32_t)k, .count = (uint16_t)n };
+			     .seq = (uint32_t)k, .count = (uint16_t)n,
+			     .exponent = ps->kind == PASS_RAW ? 0 : ps->exp[k] };
 	ina_hdr_encode(&h, a->tx);
-	for (size_t i = 0; i < n; i++) {
-		uint32_t w = htonl(buf[first + i]);
-		memcpy(a->tx + INA_HDR_LEN + 4 * i, &w, 4);
+	uint8_t *out = a->tx + INA_HDR_LEN;
+	if (ps->kind == PASS_EXPONENT) {
+		memset(out, 0, 4);
+	} else if (ps->kind == PASS_BFP) {
+		ina_bfp_quantize((const float *)ps->buf + first, n, ps->exp[k], ps->addends, out);
+	} else {
+		const uint32_t *buf = ps->buf;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t w = htonl(buf[first + i]);
+			memcpy(out + 4 * i, &w, 4);
+		}
 	}
 	struct hcl_pkt p = { a->tx, (uint32_t)(INA_HDR_LEN + 4 * n), a->cfg.sw };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 
-int hcl_ina_allreduce(struct hcl_ina *a, void *vbuf, size_t count, enum hcl_dtype dt, int64_t deadline_ns,
-		      char *err, size_t errlen)
+/* A result for slice k: false if it does not fit what was sent. */
+static bool take_result(struct hcl_ina *a, const struct pass *ps, size_t k, const struct ina_pkt *p)
 {
-	uint32_t *buf = vbuf;
-	uint8_t dtype = dt == HCL_FP32 ? INA_D_FP32 : INA_D_INT32;
-	size_t nslices = (count + a->cfg.elems - 1) / a->cfg.elems, done = 0, next = 0;
-	if (dt != HCL_INT32 && dt != HCL_FP32) {
-		snprintf(err, errlen, "ina: data type must be int32 or fp32");
-		return -EINVAL;
+	size_t first = k * a->cfg.elems, n = ps->kind == PASS_EXPONENT ? 1 : slice_len(a, ps, k);
+	if (p->hdr.count != n)
+		return false;
+	if (ps->kind == PASS_EXPONENT) {
+		ps->exp[k] = p->hdr.exponent;
+	} else if (ps->kind == PASS_BFP) {
+		if (p->hdr.exponent != ps->exp[k])
+			return false; /* every contributor used the agreed exponent */
+		ina_bfp_dequantize(p->payload, n, ps->exp[k], ps->addends, (float *)ps->buf + first);
+	} else {
+		uint32_t *buf = ps->buf;
+		for (size_t e = 0; e < n; e++) {
+			uint32_t w;
+			memcpy(&w, p->payload + 4 * e, 4);
+			buf[first + e] = ntohl(w);
+		}
 	}
-	if (nslices > UINT32_MAX) {
-		snprintf(err, errlen, "ina: %zu elements make too many slices", count);
-		return -EINVAL;
-	}
+	return true;
+}
+
+/* One pass of every slice through the job: a window of one slice per slot,
+ * resends on timeout, results matched to what is outstanding. */
+static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_ns, char *err, size_t errlen)
+{
+	size_t nslices = (ps->count + a->cfg.elems - 1) / a->cfg.elems, done = 0, next = 0;
 	a->epoch++;
 	for (uint32_t s = 0; s < a->cfg.slots; s++)
 		a->out[s].busy = false;
@@ -105,7 +151,7 @@ int hcl_ina_allreduce(struct hcl_ina *a, void *vbuf, size_t count, enum hcl_dtyp
 	while (next < nslices && next < a->cfg.slots) {
 		struct outstanding *o = &a->out[next % a->cfg.slots];
 		*o = (struct outstanding){ true, next, hcl_now_ns(), 0 };
-		if (!send_slice(a, dtype, buf, count, next, false))
+		if (!send_slice(a, ps, next, false))
 			o->sent_at = 0; /* socket full: the timer path sends it */
 		a->st.sent++;
 		next++;
@@ -125,7 +171,7 @@ int hcl_ina_allreduce(struct hcl_ina *a, void *vbuf, size_t count, enum hcl_dtyp
 				continue;
 			int64_t due = o->sent_at + ((int64_t)a->cfg.rto_us * 1000 << (o->tries < 6 ? o->tries : 6));
 			if (due <= now) {
-				if (!send_slice(a, dtype, buf, count, o->slice, true))
+				if (!send_slice(a, ps, o->slice, true))
 					break;
 				o->sent_at = now;
 				if (o->tries < 255)
@@ -150,7 +196,7 @@ int hcl_ina_allreduce(struct hcl_ina *a, void *vbuf, size_t count, enum hcl_dtyp
 			struct ina_pkt p;
 			if (in[i].peer.sin_addr.s_addr != a->cfg.sw.sin_addr.s_addr ||
 			    ina_parse(in[i].buf, in[i].len, &p) != INA_OK || p.hdr.type != INA_T_RESULT ||
-			    p.hdr.job != a->cfg.job || p.hdr.dtype != dtype) {
+			    p.hdr.job != a->cfg.job || p.hdr.dtype != ps->dtype) {
 				a->st.foreign++;
 				continue;
 			}
@@ -161,16 +207,9 @@ int hcl_ina_allreduce(struct hcl_ina *a, void *vbuf, size_t count, enum hcl_dtyp
 				a->st.duplicates++; /* a result already taken */
 				continue;
 			}
-			size_t first = o->slice * a->cfg.elems;
-			size_t cnt = count - first < a->cfg.elems ? count - first : a->cfg.elems;
-			if (p.hdr.count != cnt) {
+			if (!take_result(a, ps, o->slice, &p)) {
 				a->st.foreign++;
 				continue;
-			}
-			for (size_t e = 0; e < cnt; e++) {
-				uint32_t w;
-				memcpy(&w, p.payload + 4 * e, 4);
-				buf[first + e] = ntohl(w);
 			}
 			a->st.results++;
 			done++;
@@ -179,11 +218,67 @@ int hcl_ina_allreduce(struct hcl_ina *a, void *vbuf, size_t count, enum hcl_dtyp
 			size_t k = o->slice + a->cfg.slots; /* the same slot's next slice */
 			if (k < nslices) {
 				*o = (struct outstanding){ true, k, hcl_now_ns(), 0 };
-				if (!send_slice(a, dtype, buf, count, k, false))
+				if (!send_slice(a, ps, k, false))
 					o->sent_at = 0;
 				a->st.sent++;
 			}
 		}
 	}
 	return 0;
+}
+
+static int check_count(size_t count, const struct hcl_ina *a, char *err, size_t errlen)
+{
+	if ((count + a->cfg.elems - 1) / a->cfg.elems > UINT32_MAX) {
+		snprintf(err, errlen, "ina: %zu elements make too many slices", count);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int hcl_ina_allreduce(struct hcl_ina *a, void *vbuf, size_t count, enum hcl_dtype dt, int64_t deadline_ns,
+		      char *err, size_t errlen)
+{
+	if (dt != HCL_INT32 && dt != HCL_FP32) {
+		snprintf(err, errlen, "ina: data type must be int32 or fp32");
+		return -EINVAL;
+	}
+	if (check_count(count, a, err, errlen) < 0)
+		return -EINVAL;
+	struct pass ps = { PASS_RAW, dt == HCL_FP32 ? INA_D_FP32 : INA_D_INT32, vbuf, count, NULL, 0 };
+	return run_pass(a, &ps, deadline_ns, err, errlen);
+}
+
+int hcl_ina_allreduce_bfp(struct hcl_ina *a, float *buf, size_t count, unsigned addends, int64_t deadline_ns,
+			  char *err, size_t errlen)
+{
+	if (addends < 1 || check_count(count, a, err, errlen) < 0) {
+		snprintf(err, errlen, "ina: bfp needs addends >= 1 and a countable tensor");
+		return -EINVAL;
+	}
+	size_t nslices = (count + a->cfg.elems - 1) / a->cfg.elems;
+	int8_t *exp = malloc(nslices ? nslices : 1);
+	if (!exp) {
+		snprintf(err, errlen, "ina: out of memory");
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < nslices; k++) {
+		size_t first = k * a->cfg.elems, n = count - first < a->cfg.elems ? count - first : a->cfg.elems;
+		if (ina_bfp_exponent(buf + first, n, &exp[k]) < 0) {
+			snprintf(err, errlen, "ina: bfp: a value in elements %zu..%zu is not finite or too large", first,
+				 first + n - 1);
+			free(exp);
+			return -EDOM;
+		}
+	}
+	/* pass 1 agrees on each slice's exponent (the switch keeps the
+	 * maximum); pass 2 sums mantissas at that exponent, exactly */
+	struct pass ps = { PASS_EXPONENT, INA_D_BFP32, buf, count, exp, addends };
+	int rc = run_pass(a, &ps, deadline_ns, err, errlen);
+	if (rc == 0) {
+		ps.kind = PASS_BFP;
+		rc = run_pass(a, &ps, deadline_ns, err, errlen);
+	}
+	free(exp);
+	return rc;
 }

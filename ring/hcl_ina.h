@@ -35,6 +35,15 @@ void hcl_ina_free(struct hcl_ina *a);
 int hcl_ina_allreduce(struct hcl_ina *a, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline_ns,
 		      char *err, size_t errlen);
 
+/* fp32 over a BFP32 job (int32 mantissas: what a switch without floating
+ * point adds): a first pass agrees on each slice's exponent (the switch
+ * keeps the maximum), a second sums the mantissas at that exponent.
+ * addends: the number of ranks whose values the job sums in total (the
+ * scale leaves room for all of them, so the int32 sum cannot wrap).  Error
+ * bound per element: docs/PROTOCOL.md.  -EDOM for a NaN/inf input. */
+int hcl_ina_allreduce_bfp(struct hcl_ina *a, float *buf, size_t count, unsigned addends, int64_t deadline_ns,
+			  char *err, size_t errlen);
+
 struct hcl_ina_stats {
 	uint64_t sent, resent, results, duplicates, foreign;
 };

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "hcl.h"
+#include "ina_bfp.h"
 
 static int free_port(void)
 {
@@ -138,6 +140,83 @@ static void test_hier(void **state)
 	}
 }
 
+/* fp32 over the PS's BFP32 job: each slice's values span a different
+ * magnitude; every element within the documented bound of the exact sum. */
+enum { BFP_N = 5003, BFP_ELEMS = 512 };
+
+static float bfp_value(int rank, int i)
+{
+	int slice = i / BFP_ELEMS;
+	return (float)ldexp(sin(i * 0.37 + rank * 1.3) * (1 + rank), slice * 3 - 12);
+}
+
+static void *bfp_rank_main(void *arg)
+{
+	struct rk *r = arg;
+	struct hcl_comm_cfg cfg = { .rank = r->rank, .world = r->world, .master_addr = "127.0.0.1",
+				    .master_port = r->port, .timeout_ms = 10000, .algo = HCL_ALGO_PS,
+				    .ina_port = 20000 + r->port % 20000 + r->rank, .ina_slots = 4,
+				    .ina_elems = BFP_ELEMS, .rack = -1, .ina_bfp = 1 };
+	struct hcl_comm *c;
+	static __thread float buf[BFP_N];
+	if ((r->rc = hcl_comm_create(&cfg, &c, r->err, sizeof(r->err))) < 0)
+		return NULL;
+	for (int call = 0; call < 2 && r->rc == 0; call++) {
+		for (int i = 0; i < BFP_N; i++)
+			buf[i] = bfp_value(r->rank, i);
+		if ((r->rc = hcl_allreduce(buf, buf, BFP_N, HCL_FP32, HCL_SUM, c)) < 0) {
+			snprintf(r->err, sizeof(r->err), "%s", hcl_comm_error(c));
+			break;
+		}
+		for (int s0 = 0; s0 < BFP_N && r->rc == 0; s0 += BFP_ELEMS) {
+			int n = BFP_N - s0 < BFP_ELEMS ? BFP_N - s0 : BFP_ELEMS;
+			int8_t e = INA_BFP_EXP_MIN, ek;
+			float col[BFP_ELEMS];
+			for (int k = 0; k < r->world; k++) { /* the slice's agreed exponent */
+				for (int i = 0; i < n; i++)
+					col[i] = bfp_value(k, s0 + i);
+				ina_bfp_exponent(col, (size_t)n, &ek);
+				e = ek > e ? ek : e;
+			}
+			for (int i = 0; i < n; i++) {
+				double want = 0;
+				for (int k = 0; k < r->world; k++)
+					want += bfp_value(k, s0 + i);
+				double bound = ina_bfp_error_bound(e, (unsigned)r->world) + fabs(want) * 0x1p-23;
+				if (fabs(buf[s0 + i] - want) > bound) {
+					snprintf(r->err, sizeof(r->err), "element %d: %g vs %g, bound %g", s0 + i,
+						 buf[s0 + i], want, bound);
+					r->rc = -1;
+					break;
+				}
+			}
+		}
+	}
+	hcl_comm_destroy(c);
+	return NULL;
+}
+
+static void test_ps_bfp(void **state)
+{
+	(void)state;
+	char port[16];
+	snprintf(port, sizeof(port), "%d", free_port());
+	setenv("HCL_PS_PORT", port, 1);
+	struct rk rks[3] = { 0 };
+	pthread_t th[3];
+	int master = free_port();
+	for (int i = 0; i < 3; i++) {
+		rks[i] = (struct rk){ .rank = i, .world = 3, .port = master };
+		pthread_create(&th[i], NULL, bfp_rank_main, &rks[i]);
+	}
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	unsetenv("HCL_PS_PORT");
+	for (int i = 0; i < 3; i++)
+		if (rks[i].rc)
+			fail_msg("bfp rank %d: %s", i, rks[i].err);
+}
+
 static const char *write_file(const char *text)
 {
 	static char path[64];
@@ -239,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_ps),
 		cmocka_unit_test(test_hier),
 		cmocka_unit_test(test_hostfile),
+		cmocka_unit_test(test_ps_bfp),
 		cmocka_unit_test(test_world_mismatch),
 		cmocka_unit_test(test_errors),
 	};
