@@ -22,8 +22,10 @@ struct slot {
 	uint32_t epoch;
 	uint32_t seq;
 	uint16_t count; /* contributions this round */
+	uint16_t ndata; /* ... of them with elements (not joins) */
 	uint16_t nelem;
 	uint8_t state;
+	uint8_t acked; /* INA_OUT_ACK with FORWARD: the downstream acknowledged */
 	uint8_t flags; /* INA_F_OVERFLOW */
 	int8_t exponent;
 };
@@ -116,8 +118,12 @@ const char *ina_job_cfg_check(const struct ina_job_cfg *c, uint16_t max_elems)
 	if (c->elems_per_slot == 0 || c->elems_per_slot > max_elems)
 		return "elems_per_slot must be 1..the engine's max_elems";
 	if (c->outputs == 0 ||
-	    (c->outputs & ~(unsigned)(INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_PS)))
+	    (c->outputs & ~(unsigned)(INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_PS | INA_OUT_ACK)))
 		return "outputs must be a non-empty set of multicast, forward, ps";
+	if (c->outputs == INA_OUT_ACK)
+		return "output \"ack\" goes with \"multicast\" or \"forward\"";
+	if ((c->outputs & INA_OUT_ACK) && (c->outputs & INA_OUT_PS))
+		return "outputs \"ack\" and \"ps\" exclude each other";
 	if ((c->outputs & INA_OUT_PS) && (c->outputs & INA_OUT_FORWARD))
 		return "outputs ps and forward exclude each other";
 	if ((c->outputs & INA_OUT_PS) && c->parent.job != c->id)
@@ -294,8 +300,23 @@ static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16
 		.exponent = s->exponent,
 	};
 	e->payload = (const uint8_t *)x->data;
-	e->payload_len = (size_t)s->nelem * INA_ELEM_SIZE;
+	e->payload_len = type == INA_T_ACK ? 0 : (size_t)s->nelem * INA_ELEM_SIZE;
 	e->dst = *dst;
+}
+
+static void emit_ack_upstream(struct ctx *x)
+{
+	const struct ina_job_cfg *c = &x->job->cfg;
+	emit(x, INA_T_ACK, &c->contributors[c->upstream_index], c->upstream_job, INA_CONTRIB_UPSTREAM, 0);
+}
+
+/* the downstream's ACK, passed to the contributors (not the upstream) */
+static void emit_ack_contributors(struct ctx *x)
+{
+	const struct ina_job_cfg *c = &x->job->cfg;
+	for (unsigned i = 0; i < c->fan_in; i++)
+		if ((int)i != c->upstream_index)
+			emit(x, INA_T_ACK, &c->contributors[i], c->id, (uint16_t)i, 0);
 }
 
 static void emit_result_to(struct ctx *x, unsigned c, uint8_t flags)
@@ -334,6 +355,8 @@ static void on_complete(struct ctx *x)
 		emit_multicast(x);
 	if (c->outputs & INA_OUT_FORWARD)
 		emit_peer(x, &c->forward, 0);
+	if ((c->outputs & INA_OUT_ACK) && c->upstream_index >= 0)
+		emit_ack_upstream(x);
 }
 
 static void add_contribution(struct ctx *x, unsigned c)
@@ -344,7 +367,21 @@ static void add_contribution(struct ctx *x, unsigned c)
 	bool last = s->count + 1u == x->job->cfg.fan_in;
 	uint32_t ovf = 0;
 
-	if (s->count == 0) {
+	if (p->hdr.flags & INA_F_JOIN) {
+		/* counted, nothing added; the last contribution turns the
+		 * partial into a result in wire order, so a join does too */
+		if (last && s->ndata)
+			ina_k_to_wire(x->data, n);
+		else if (last)
+			memset(x->data, 0, (size_t)n * INA_ELEM_SIZE);
+		bit_set(s, c);
+		s->count++;
+		x->job->st.contributions++;
+		if (last)
+			on_complete(x);
+		return;
+	}
+	if (s->ndata == 0) {
 		if (last)
 			memcpy(x->data, p->payload, (size_t)n * INA_ELEM_SIZE);
 		else
@@ -356,10 +393,11 @@ static void add_contribution(struct ctx *x, unsigned c)
 	}
 	if (ovf)
 		s->flags |= INA_F_OVERFLOW;
-	if (p->hdr.exponent > s->exponent || s->count == 0)
+	if (p->hdr.exponent > s->exponent || s->ndata == 0)
 		s->exponent = p->hdr.exponent;
 	bit_set(s, c);
 	s->count++;
+	s->ndata++;
 	x->job->st.contributions++;
 	if (last)
 		on_complete(x);
@@ -374,8 +412,10 @@ static void start_round(struct ctx *x)
 	s->seq = x->pkt->hdr.seq;
 	s->nelem = x->pkt->hdr.count;
 	s->count = 0;
+	s->ndata = 0;
 	s->flags = 0;
 	s->exponent = 0;
+	s->acked = 0;
 	s->state = SLOT_PARTIAL;
 }
 
@@ -388,6 +428,21 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 	x->job->st.retransmits++;
 	if (x->slot->state == SLOT_WAIT_PARENT) {
 		emit_peer(x, &cfg->parent, INA_F_RETX);
+		return;
+	}
+	if (cfg->outputs & INA_OUT_ACK) {
+		if ((int)c == cfg->upstream_index) { /* our ACK was lost */
+			emit_ack_upstream(x);
+			return;
+		}
+		if (cfg->outputs & INA_OUT_MULTICAST)
+			emit_result_to(x, c, INA_F_RETX);
+		if (!(cfg->outputs & INA_OUT_FORWARD))
+			return;
+		if (x->slot->acked) /* the downstream has it: tell this contributor */
+			emit(x, INA_T_ACK, &cfg->contributors[c], cfg->id, (uint16_t)c, 0);
+		else /* the forward or its ACK was lost: send it again */
+			emit_peer(x, &cfg->forward, INA_F_RETX);
 		return;
 	}
 	/* a PS job's complete slot holds the parent's result, which went to
@@ -476,6 +531,30 @@ static enum ina_reason on_parent_result(struct ctx *x, const struct ina_addr *sr
 	return INA_OK;
 }
 
+/* The downstream member acknowledges a forwarded slice. */
+static enum ina_reason on_ack(struct ctx *x, const struct ina_addr *src)
+{
+	const struct ina_job_cfg *cfg = &x->job->cfg;
+	struct slot *s = x->slot;
+
+	if ((cfg->outputs & (INA_OUT_ACK | INA_OUT_FORWARD)) != (INA_OUT_ACK | INA_OUT_FORWARD))
+		return INA_R_UNEXPECTED_TYPE;
+	if (!addr_eq(src, &cfg->forward.addr))
+		return INA_R_NOT_MEMBER;
+	if (s->state == SLOT_EMPTY)
+		return INA_R_NOT_READY;
+	int cmp = key_cmp(&x->pkt->hdr, s);
+	if (cmp < 0)
+		return INA_R_STALE;
+	if (cmp > 0 || s->state != SLOT_COMPLETE)
+		return INA_R_NOT_READY;
+	if (s->acked)
+		return INA_R_DUPLICATE;
+	s->acked = 1;
+	emit_ack_contributors(x);
+	return INA_OK;
+}
+
 static enum ina_reason on_pull(struct ctx *x, unsigned c)
 {
 	const struct slot *s = x->slot;
@@ -513,7 +592,7 @@ static enum ina_reason dispatch(struct ctx *x, const struct ina_addr *src)
 	enum ina_reason r;
 	unsigned c;
 
-	if (h->type != INA_T_DATA && h->type != INA_T_PULL && h->type != INA_T_RESULT)
+	if (h->type != INA_T_DATA && h->type != INA_T_PULL && h->type != INA_T_RESULT && h->type != INA_T_ACK)
 		return INA_R_UNEXPECTED_TYPE;
 	if (h->dtype != cfg->dtype)
 		return INA_R_DTYPE_MISMATCH;
@@ -530,6 +609,8 @@ static enum ina_reason dispatch(struct ctx *x, const struct ina_addr *src)
 
 	if (h->type == INA_T_RESULT)
 		return on_parent_result(x, src);
+	if (h->type == INA_T_ACK)
+		return on_ack(x, src);
 	if ((r = member_index(x->job, h, src, &c)) != INA_OK)
 		return r;
 	return h->type == INA_T_DATA ? on_data(x, c) : on_pull(x, c);

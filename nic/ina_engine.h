@@ -30,6 +30,11 @@ enum ina_output {
 	INA_OUT_MULTICAST = 1, /* RESULT to every contributor (not the upstream) */
 	INA_OUT_FORWARD = 2,   /* DATA to a downstream member (ring) */
 	INA_OUT_PS = 4,        /* DATA to a parent aggregator; its RESULT is multicast */
+	/* Ring hop-by-hop acknowledgement (agent-ring, docs/AGENTRING.md): a
+	 * complete slot sends ACK to the upstream member; with FORWARD it is
+	 * finished for its contributors only when the downstream member's ACK
+	 * arrives, which it passes on to them. */
+	INA_OUT_ACK = 8,
 };
 
 /* The identity a forwarded aggregate takes at the next hop. */
@@ -50,6 +55,7 @@ struct ina_job_cfg {
 	struct ina_addr contributors[INA_MAX_FANIN];
 	/* index that contributor id INA_CONTRIB_UPSTREAM stands for, or -1 */
 	int upstream_index;
+	uint16_t upstream_job;   /* INA_OUT_ACK: the upstream member's job, which ACKs name */
 	struct ina_peer forward; /* INA_OUT_FORWARD */
 	struct ina_peer parent;  /* INA_OUT_PS */
 };

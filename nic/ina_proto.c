@@ -101,10 +101,11 @@ static int is_element_dtype(uint8_t d)
 }
 
 /* The payload length each type requires, given a valid count. */
-static size_t expected_payload(uint8_t type, uint16_t count)
+static size_t expected_payload(uint8_t type, uint8_t flags, uint16_t count)
 {
 	switch (type) {
 	case INA_T_DATA:
+		return flags & INA_F_JOIN ? 0 : (size_t)count * INA_ELEM_SIZE;
 	case INA_T_RESULT:
 		return (size_t)count * INA_ELEM_SIZE;
 	case INA_T_CONTROL:
@@ -139,7 +140,7 @@ enum ina_reason ina_parse(const void *buf, size_t len, struct ina_pkt *pkt)
 		return INA_R_BAD_TYPE;
 	if (h.type == INA_T_CONTROL ? h.dtype != INA_D_NONE : !is_element_dtype(h.dtype))
 		return INA_R_BAD_DTYPE;
-	if (h.flags & ~INA_F_ALL_)
+	if ((h.flags & ~INA_F_ALL_) || ((h.flags & INA_F_JOIN) && h.type != INA_T_DATA))
 		return INA_R_BAD_FLAGS;
 	if (p[23] != 0)
 		return INA_R_RESERVED_NONZERO;
@@ -150,7 +151,7 @@ enum ina_reason ina_parse(const void *buf, size_t len, struct ina_pkt *pkt)
 	if (h.count > (h.type == INA_T_CONTROL ? INA_MAX_PAYLOAD : INA_MAX_ELEMS))
 		return INA_R_COUNT_TOO_LARGE;
 
-	size_t want = expected_payload(h.type, h.count);
+	size_t want = expected_payload(h.type, h.flags, h.count);
 	size_t have = len - INA_HDR_LEN;
 	if (have < want)
 		return INA_R_COUNT_EXCEEDS_PAYLOAD;

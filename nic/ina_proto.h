@@ -47,7 +47,8 @@ enum ina_dtype {
 enum ina_flag {
 	INA_F_RETX = 0x01,     /* sender's retransmission */
 	INA_F_OVERFLOW = 0x02, /* int32 sum wrapped (results only) */
-	INA_F_ALL_ = 0x03,
+	INA_F_JOIN = 0x04,     /* DATA without elements: counts toward fan-in, adds nothing */
+	INA_F_ALL_ = 0x07,
 };
 
 /* Every reason a packet is refused: first the wire validation failures,

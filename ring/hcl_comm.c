@@ -6,6 +6,7 @@
  * <tor> is the rank's INA switch "ip:port", or "-". */
 #define _GNU_SOURCE
 #include "hcl.h"
+#include "hcl_comm_int.h"
 #include "hcl_ctl.h"
 #include "hcl_hostfile.h"
 #include "hcl_ina.h"
@@ -21,32 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
-struct hcl_comm {
-	int rank, world;
-	enum hcl_algo algo;
-	int64_t timeout_ns;
-	struct hcl_transport t;
-	struct sockaddr_in *peers;
-	uint16_t *ina_ports; /* per rank, host order */
-	int *racks;          /* per rank */
-	struct hcl_rank_info *info; /* per rank: INA address with MAC, rack, ToR */
-	struct hcl_xfer *x;
-	struct hcl_transport ina_t; /* ps, ps-ina: its own socket on the job's port */
-	struct hcl_ina *ina;        /* ps, ps-ina: the fp32 job */
-	struct hcl_ina *ina_i32;    /* ps, ps-ina: the int32 job */
-	struct hcl_ps *ps;          /* ps, ps-ina, rank 0: the software PS, if the plan has one */
-	struct hcl_psina_plan plan[2]; /* ps, ps-ina: fp32, int32 */
-	bool tor_jobs;              /* this rank installed its ToR's jobs (it is the rack's agent) */
-	bool bfp;                   /* fp32 calls go over a BFP32 job */
-	uint32_t epoch;
-	char err[320];
-};
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t n, const char *fmt, ...)
+int hcl_fail(char *err, size_t n, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -177,7 +158,7 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 		int e = errno;
 		if (ls >= 0)
 			close(ls);
-		return fail(err, errlen, "rendezvous: cannot listen on %s: %s", addr_s(master, a, sizeof(a)), strerror(e));
+		return hcl_fail(err, errlen, "rendezvous: cannot listen on %s: %s", addr_s(master, a, sizeof(a)), strerror(e));
 	}
 	int *fds = calloc((size_t)c->world, sizeof(int)), rc = 0, got = 0;
 	for (int i = 0; i < c->world; i++)
@@ -190,7 +171,7 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 					size_t l = strlen(missing);
 					snprintf(missing + l, sizeof(missing) - l, "%s%d", k++ ? ", " : "", i);
 				}
-			rc = fail(err, errlen, "rendezvous: %d of %d ranks did not arrive in time (missing: %s)",
+			rc = hcl_fail(err, errlen, "rendezvous: %d of %d ranks did not arrive in time (missing: %s)",
 				  c->world - 1 - got, c->world - 1, missing);
 			goto out;
 		}
@@ -225,7 +206,7 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 			snprintf(m, sizeof(m), "ERR rank %d: %s\n", r, why);
 			write_all(fd, m);
 			close(fd);
-			rc = fail(err, errlen, "rendezvous: a rank announced itself as %d of %d: %s", r, w, why);
+			rc = hcl_fail(err, errlen, "rendezvous: a rank announced itself as %d of %d: %s", r, w, why);
 			goto out;
 		}
 		fds[r] = fd;
@@ -244,7 +225,7 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 	}
 	for (int i = 1; i < c->world; i++)
 		if (write_all(fds[i], table) < 0)
-			rc = fail(err, errlen, "rendezvous: rank %d went away before the table was sent", i);
+			rc = hcl_fail(err, errlen, "rendezvous: rank %d went away before the table was sent", i);
 	free(table);
 out:
 	for (int i = 0; i < c->world; i++)
@@ -264,13 +245,19 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 	for (;;) {
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
-			return fail(err, errlen, "rendezvous: socket: %s", strerror(errno));
+			return hcl_fail(err, errlen, "rendezvous: socket: %s", strerror(errno));
+		/* a lost SYN is resent after 1, 3, 7 s: connect must not outlive
+		 * the deadline (Linux bounds connect by the send timeout) */
+		int64_t left = deadline - hcl_now_ns();
+		struct timeval tv = { .tv_sec = left > 0 ? left / 1000000000 : 0,
+				      .tv_usec = left > 0 ? left % 1000000000 / 1000 : 1 };
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		if (connect(fd, (const struct sockaddr *)master, sizeof(*master)) == 0)
 			break;
 		int e = errno;
 		close(fd);
 		if (hcl_now_ns() >= deadline)
-			return fail(err, errlen, "rendezvous: master %s not reachable in time: %s",
+			return hcl_fail(err, errlen, "rendezvous: master %s not reachable in time: %s",
 				    addr_s(master, a, sizeof(a)), strerror(e));
 		struct timespec ts = { 0, 50000000 }; /* retry: the master may start later */
 		nanosleep(&ts, NULL);
@@ -280,7 +267,7 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 	if (data_addr) {
 		if (inet_pton(AF_INET, data_addr, &me.sin_addr) != 1) {
 			close(fd);
-			return fail(err, errlen, "data address '%s' is not an IPv4 address", data_addr);
+			return hcl_fail(err, errlen, "data address '%s' is not an IPv4 address", data_addr);
 		}
 	} else {
 		struct sockaddr_in l;
@@ -301,12 +288,12 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 	snprintf(line, sizeof(line), "HCL1 %d %d %s %u %s\n", c->rank, c->world, ip, ntohs(me.sin_port), tail);
 	if (write_all(fd, line) < 0 || read_line(fd, line, sizeof(line), deadline) <= 0) {
 		close(fd);
-		return fail(err, errlen, "rendezvous: no table from master %s in time", addr_s(master, a, sizeof(a)));
+		return hcl_fail(err, errlen, "rendezvous: no table from master %s in time", addr_s(master, a, sizeof(a)));
 	}
 	if (strncmp(line, "OK", 2) != 0) {
 		close(fd);
 		line[strcspn(line, "\n")] = 0;
-		return fail(err, errlen, "rendezvous: master %s refused: %s", addr_s(master, a, sizeof(a)), line);
+		return hcl_fail(err, errlen, "rendezvous: master %s refused: %s", addr_s(master, a, sizeof(a)), line);
 	}
 	for (int i = 0; i < c->world; i++) {
 		unsigned port, iport;
@@ -315,7 +302,7 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 		    sscanf(line, "%15s %u %u %d %31s %39s", ip, &port, &iport, &rk, mac, tor) != 6 ||
 		    inet_pton(AF_INET, ip, &c->peers[i].sin_addr) != 1 || info_parse(c, i, iport, rk, mac, tor) < 0) {
 			close(fd);
-			return fail(err, errlen, "rendezvous: bad table from master %s", addr_s(master, a, sizeof(a)));
+			return hcl_fail(err, errlen, "rendezvous: bad table from master %s", addr_s(master, a, sizeof(a)));
 		}
 		c->peers[i].sin_family = AF_INET;
 		c->peers[i].sin_port = htons((uint16_t)port);
@@ -324,13 +311,13 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 	return 0;
 }
 
-static int cfg_or_env(int v, const char *env, int dflt)
+int hcl_cfg_or_env(int v, const char *env, int dflt)
 {
 	int e;
 	return v ? v : env_int(env, &e) == 0 ? e : dflt;
 }
 
-static int comm_barrier(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen)
+int hcl_comm_barrier(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen)
 {
 	int32_t one = 1;
 	int rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, &one, 1, HCL_INT32, ++c->epoch,
@@ -360,25 +347,29 @@ static int install_tor_jobs(struct hcl_comm *c, unsigned t, int64_t deadline, ch
 		snprintf(text, sizeof(text), "op = \"remove\"; id = %u;", j->id); /* a crashed run's leftover */
 		int rc = hcl_ctl_send(&c->peers[c->rank], &ctl, text, NULL, deadline, e2, sizeof(e2));
 		if (rc == -ETIMEDOUT)
-			return fail(err, errlen, "ps-ina: %s", e2), rc;
+			return hcl_fail(err, errlen, "ps-ina: %s", e2), rc;
 		if (hcl_ctl_install_text(j, text, sizeof(text)) < 0)
-			return fail(err, errlen, "ps-ina: job %u does not fit a control datagram", j->id), -ENOSPC;
+			return hcl_fail(err, errlen, "ps-ina: job %u does not fit a control datagram", j->id), -ENOSPC;
 		if ((rc = hcl_ctl_send(&c->peers[c->rank], &ctl, text, "is installed", deadline, e2, sizeof(e2))) < 0)
-			return fail(err, errlen, "ps-ina: installing job %u: %s", j->id, e2), rc;
+			return hcl_fail(err, errlen, "ps-ina: installing job %u: %s", j->id, e2), rc;
 		c->tor_jobs = true;
+		c->tor_ids[c->ntor_ids++] = j->id;
 	}
 	return 0;
 }
 
-static void remove_tor_jobs(struct hcl_comm *c)
+void hcl_comm_remove_tor_jobs(struct hcl_comm *c)
 {
 	char text[64], e2[256];
 	struct sockaddr_in ctl = { .sin_family = AF_INET, .sin_addr.s_addr = c->info[c->rank].tor.ip,
 				   .sin_port = htons(HCL_CTL_PORT) };
-	for (int d = 0; d < 2; d++) {
-		snprintf(text, sizeof(text), "op = \"remove\"; id = %u;", c->plan[d].tor[0].job.id);
-		hcl_ctl_send(&c->peers[c->rank], &ctl, text, "no job", hcl_now_ns() + 2000000000, e2, sizeof(e2));
+	int64_t deadline = hcl_now_ns() + 2000000000;
+	for (unsigned i = 0; i < c->ntor_ids; i++) {
+		snprintf(text, sizeof(text), "op = \"remove\"; id = %u;", c->tor_ids[i]);
+		if (hcl_ctl_send(&c->peers[c->rank], &ctl, text, "no job", deadline, e2, sizeof(e2)) == -ETIMEDOUT)
+			break; /* the switch is gone: nothing left to free */
 	}
+	c->ntor_ids = 0;
 	c->tor_jobs = false;
 }
 
@@ -388,15 +379,15 @@ static void remove_tor_jobs(struct hcl_comm *c)
 static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t deadline, char *err, size_t errlen)
 {
 	const char *name = c->algo == HCL_ALGO_PS ? "ps" : "ps-ina";
-	int slots = cfg_or_env(k->ina_slots, "HCL_INA_SLOTS", 16), elems = cfg_or_env(k->ina_elems, "HCL_INA_ELEMS", 1024);
+	int slots = hcl_cfg_or_env(k->ina_slots, "HCL_INA_SLOTS", 16), elems = hcl_cfg_or_env(k->ina_elems, "HCL_INA_ELEMS", 1024);
 	if (slots < 1 || elems < 1 || elems > 2237)
-		return fail(err, errlen, "%s: slots %d or elems %d out of range", name, slots, elems);
-	int job = cfg_or_env(k->ina_job, "HCL_INA_JOB", 1);
+		return hcl_fail(err, errlen, "%s: slots %d or elems %d out of range", name, slots, elems);
+	int job = hcl_cfg_or_env(k->ina_job, "HCL_INA_JOB", 1);
 	if (job < 0 || job > 65534)
-		return fail(err, errlen, "%s: job id %d out of range (it uses id and id+1)", name, job);
-	int psport = cfg_or_env(0, "HCL_PS_PORT", HCL_PS_PORT_DEFAULT);
+		return hcl_fail(err, errlen, "%s: job id %d out of range (it uses id and id+1)", name, job);
+	int psport = hcl_cfg_or_env(0, "HCL_PS_PORT", HCL_PS_PORT_DEFAULT);
 	if (psport < 1 || psport > 65535)
-		return fail(err, errlen, "%s: HCL_PS_PORT %d out of range", name, psport);
+		return hcl_fail(err, errlen, "%s: HCL_PS_PORT %d out of range", name, psport);
 	struct sockaddr_in me = c->peers[c->rank];
 	me.sin_port = htons(c->ina_ports[c->rank]);
 	struct hcl_udp_opts uo = { .zero_checksum = 1 }; /* as SwitchML hosts: saves the switch a pass */
@@ -406,7 +397,7 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 
 	struct hcl_rank_info *info = calloc((size_t)c->world, sizeof(*info));
 	if (!info)
-		return fail(err, errlen, "out of memory"), -ENOMEM;
+		return hcl_fail(err, errlen, "out of memory"), -ENOMEM;
 	for (int i = 0; i < c->world; i++) {
 		c->info[i].ina.ip = c->peers[i].sin_addr.s_addr;
 		c->info[i].ina.port = htons(c->ina_ports[i]);
@@ -419,7 +410,7 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 	ps.port = htons((uint16_t)psport);
 	const char *mode = getenv("HCL_INA_FP32");
 	if (!k->ina_bfp && mode && strcmp(mode, "bfp") && strcmp(mode, "native"))
-		return fail(err, errlen, "%s: HCL_INA_FP32 must be bfp or native, not '%s'", name, mode);
+		return hcl_fail(err, errlen, "%s: HCL_INA_FP32 must be bfp or native, not '%s'", name, mode);
 	c->bfp = k->ina_bfp ? k->ina_bfp == 1 : mode && !strcmp(mode, "bfp");
 	for (int d = 0; d < 2 && rc == 0; d++)
 		rc = hcl_psina_plan(info, (unsigned)c->world, &ps, (uint16_t)(job + d),
@@ -445,7 +436,7 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 			return -ENOMEM;
 	}
 	/* nobody sends before every aggregator is in place */
-	return comm_barrier(c, deadline, err, errlen);
+	return hcl_comm_barrier(c, deadline, err, errlen);
 }
 
 int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char *err, size_t errlen)
@@ -454,7 +445,7 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 	int port = k.master_port;
 	*out = NULL;
 	if (k.rank < 0 && env_int("RANK", &k.rank) < 0)
-		return fail(err, errlen, "no rank: set cfg.rank or RANK"), -EINVAL;
+		return hcl_fail(err, errlen, "no rank: set cfg.rank or RANK"), -EINVAL;
 	struct hcl_hostfile hf;
 	if (!k.hostfile)
 		k.hostfile = getenv("HCL_HOSTFILE");
@@ -470,27 +461,27 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		k.ina_switch = hf.ina_switch;
 	}
 	if (k.world < 0 && env_int("WORLD_SIZE", &k.world) < 0)
-		return fail(err, errlen, "no world size: set cfg.world or WORLD_SIZE"), -EINVAL;
+		return hcl_fail(err, errlen, "no world size: set cfg.world or WORLD_SIZE"), -EINVAL;
 	if (!k.master_addr && !(k.master_addr = getenv("MASTER_ADDR")))
-		return fail(err, errlen, "no master address: set cfg.master_addr or MASTER_ADDR"), -EINVAL;
+		return hcl_fail(err, errlen, "no master address: set cfg.master_addr or MASTER_ADDR"), -EINVAL;
 	if (!port && env_int("MASTER_PORT", &port) < 0)
-		return fail(err, errlen, "no master port: set cfg.master_port or MASTER_PORT"), -EINVAL;
+		return hcl_fail(err, errlen, "no master port: set cfg.master_port or MASTER_PORT"), -EINVAL;
 	if (!k.data_addr)
 		k.data_addr = getenv("HCL_DATA_ADDR");
 	if (k.world < 1 || k.world > HCL_XFER_MAX_PEERS || k.rank >= k.world || port < 1 || port > 65535)
-		return fail(err, errlen, "rank %d of world %d, master port %d: out of range", k.rank, k.world, port),
+		return hcl_fail(err, errlen, "rank %d of world %d, master port %d: out of range", k.rank, k.world, port),
 		       -EINVAL;
 	if (!k.algo)
 		k.algo = HCL_ALGO_RING;
 	if (k.algo < HCL_ALGO_RING || k.algo > HCL_ALGO_AGENT_RING)
-		return fail(err, errlen, "unknown algorithm %d", (int)k.algo), -EINVAL;
+		return hcl_fail(err, errlen, "unknown algorithm %d", (int)k.algo), -EINVAL;
 	struct sockaddr_in master = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	if (inet_pton(AF_INET, k.master_addr, &master.sin_addr) != 1)
-		return fail(err, errlen, "master address '%s' is not an IPv4 address", k.master_addr), -EINVAL;
+		return hcl_fail(err, errlen, "master address '%s' is not an IPv4 address", k.master_addr), -EINVAL;
 
 	struct hcl_comm *c = calloc(1, sizeof(*c));
 	if (!c)
-		return fail(err, errlen, "out of memory"), -ENOMEM;
+		return hcl_fail(err, errlen, "out of memory"), -ENOMEM;
 	c->rank = k.rank;
 	c->world = k.world;
 	c->algo = k.algo;
@@ -501,13 +492,13 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 	c->racks = calloc((size_t)k.world, sizeof(*c->racks));
 	c->info = calloc((size_t)k.world, sizeof(*c->info));
 	if (!c->peers || !c->ina_ports || !c->racks || !c->info) {
-		rc = fail(err, errlen, "out of memory");
+		rc = hcl_fail(err, errlen, "out of memory");
 		goto fail;
 	}
-	if (k.algo == HCL_ALGO_PS || k.algo == HCL_ALGO_PS_INA) {
-		int ip = cfg_or_env(k.ina_port, "HCL_INA_PORT", 48864);
+	if (k.algo == HCL_ALGO_PS || k.algo == HCL_ALGO_PS_INA || k.algo == HCL_ALGO_AGENT_RING) {
+		int ip = hcl_cfg_or_env(k.ina_port, "HCL_INA_PORT", 48864);
 		if (ip < 1 || ip > 65535) {
-			rc = fail(err, errlen, "INA port %d out of range", ip);
+			rc = hcl_fail(err, errlen, "INA port %d out of range", ip);
 			goto fail;
 		}
 		c->ina_ports[c->rank] = (uint16_t)ip;
@@ -517,8 +508,9 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		rack = 0;
 	c->racks[c->rank] = rack;
 	const char *tor = k.ina_switch ? k.ina_switch : getenv("HCL_INA_SWITCH");
-	if (c->algo == HCL_ALGO_PS_INA && tor && *tor && parse_tor(tor, &c->info[c->rank].tor) < 0) {
-		rc = fail(err, errlen, "ps-ina: the INA switch must be \"ip:port\", not '%s'", tor);
+	if ((c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_AGENT_RING) && tor && *tor &&
+	    parse_tor(tor, &c->info[c->rank].tor) < 0) {
+		rc = hcl_fail(err, errlen, "the INA switch must be \"ip:port\", not '%s'", tor);
 		goto fail;
 	}
 	int64_t deadline = hcl_now_ns() + c->timeout_ns;
@@ -526,7 +518,7 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(k.data_port),
 					  .sin_addr = master.sin_addr };
 		if (k.data_addr && inet_pton(AF_INET, k.data_addr, &me.sin_addr) != 1) {
-			rc = fail(err, errlen, "data address '%s' is not an IPv4 address", k.data_addr);
+			rc = hcl_fail(err, errlen, "data address '%s' is not an IPv4 address", k.data_addr);
 			goto fail;
 		}
 		if ((rc = hcl_udp_open(&c->t, &me, NULL, err, errlen)) < 0)
@@ -546,6 +538,9 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 	}
 	if ((c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS) && (rc = ina_setup(c, &k, deadline, err, errlen)) < 0)
 		goto fail;
+	if (c->algo == HCL_ALGO_AGENT_RING && (rc = hcl_aring_setup(c, &k, deadline, err, errlen)) < 0)
+		goto fail;
+	c->ready = true;
 	*out = c;
 	return 0;
 fail:
@@ -557,17 +552,20 @@ void hcl_comm_destroy(struct hcl_comm *c)
 {
 	if (!c)
 		return;
-	if (c->tor_jobs || c->ps) {
+	if (c->ready && (c->algo == HCL_ALGO_PS || c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_AGENT_RING)) {
 		/* everyone is done with the aggregators before they go; a dead
 		 * peer only shortens the wait to the barrier's deadline */
 		char e[64];
 		int64_t t = c->timeout_ns < 10000000000 ? c->timeout_ns : 10000000000;
-		comm_barrier(c, hcl_now_ns() + t, e, sizeof(e));
-		if (c->tor_jobs)
-			remove_tor_jobs(c);
+		hcl_comm_barrier(c, hcl_now_ns() + t, e, sizeof(e));
 	}
+	if (c->tor_jobs) /* also after a failed start: leave the switch clean */
+		hcl_comm_remove_tor_jobs(c);
+	if (c->x) /* our last ACKs may be lost: answer re-sends before leaving */
+		hcl_xfer_linger_final(c->x, hcl_now_ns() + 2000000000);
 	hcl_psina_plan_free(&c->plan[0]);
 	hcl_psina_plan_free(&c->plan[1]);
+	hcl_aring_teardown(c);
 	hcl_xfer_free(c->x);
 	hcl_ina_free(c->ina);
 	hcl_ina_free(c->ina_i32);
@@ -595,8 +593,12 @@ int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dty
 		return -EINVAL;
 	}
 	if (c->algo == HCL_ALGO_AGENT_RING) {
-		snprintf(c->err, sizeof(c->err), "allreduce: algorithm %d is not implemented yet", (int)c->algo);
-		return -ENOTSUP;
+		if (dtype != HCL_INT32 && dtype != HCL_FP32) {
+			snprintf(c->err, sizeof(c->err), "allreduce: data type must be int32 or fp32");
+			return -EINVAL;
+		}
+		return hcl_aring_allreduce(c->aring[dtype == HCL_INT32], send, recv, count, hcl_now_ns() + c->timeout_ns,
+					   c->err, sizeof(c->err));
 	}
 	if (send != recv && count)
 		memmove(recv, send, count * 4);

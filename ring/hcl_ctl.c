@@ -92,8 +92,9 @@ int hcl_ctl_install_text(const struct ina_job_cfg *c, char *buf, size_t n)
 	    c->id, c->fan_in, dtype_name(c->dtype), c->nslots, c->elems_per_slot);
 	const char *sep = "";
 	static const struct { unsigned bit; const char *name; } outs[] = {
-		{ INA_OUT_MULTICAST, "multicast" }, { INA_OUT_FORWARD, "forward" }, { INA_OUT_PS, "ps" } };
-	for (unsigned i = 0; i < 3; i++)
+		{ INA_OUT_MULTICAST, "multicast" }, { INA_OUT_FORWARD, "forward" }, { INA_OUT_PS, "ps" },
+		{ INA_OUT_ACK, "ack" } };
+	for (unsigned i = 0; i < 4; i++)
 		if (c->outputs & outs[i].bit) {
 			PUT("%s\"%s\"", sep, outs[i].name);
 			sep = ", ";
@@ -105,7 +106,7 @@ int hcl_ctl_install_text(const struct ina_job_cfg *c, char *buf, size_t n)
 	}
 	PUT("];");
 	if (c->upstream_index >= 0)
-		PUT(" upstream = %d;", c->upstream_index);
+		PUT(" upstream = %d; upstream_job = %u;", c->upstream_index, c->upstream_job);
 	if (c->outputs & INA_OUT_FORWARD) {
 		addr_text(&c->forward.addr, true, a, sizeof(a));
 		PUT(" forward = { addr = \"%s\"; job = %u; contributor = %u; };", a, c->forward.job,

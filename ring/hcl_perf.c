@@ -40,7 +40,7 @@ static void usage(FILE *f)
 		   "  -c     check the results (default 1)\n"
 		   "  -d     data type (default float)   -o reduction (sum)\n"
 		   "  -a     algorithm: ring (default), hier (HCL_RACK), ps (server in rank 0),\n"
-		   "         ps-ina (HCL_INA_SWITCH, HCL_INA_JOB, ...)\n");
+		   "         ps-ina (HCL_INA_SWITCH, HCL_INA_JOB, ...), agent-ring (the same)\n");
 }
 
 int main(int argc, char **argv)
@@ -77,6 +77,8 @@ int main(int argc, char **argv)
 				cfg.algo = HCL_ALGO_PS;
 			else if (!strcmp(optarg, "hier"))
 				cfg.algo = HCL_ALGO_HIER;
+			else if (!strcmp(optarg, "agent-ring"))
+				cfg.algo = HCL_ALGO_AGENT_RING;
 			else
 				goto bad;
 			break;
@@ -102,7 +104,8 @@ int main(int argc, char **argv)
 	}
 	if (rank == 0) {
 		printf("# ina-allreduce-perf: %d ranks, algorithm %s, %d iterations, %d warm-up\n", n,
-		       cfg.algo == HCL_ALGO_PS_INA ? "ps-ina"
+		       cfg.algo == HCL_ALGO_PS_INA	 ? "ps-ina"
+		       : cfg.algo == HCL_ALGO_AGENT_RING ? "agent-ring"
 		       : cfg.algo == HCL_ALGO_PS ? "ps"
 		       : cfg.algo == HCL_ALGO_HIER ? "hier"
 						   : "ring",

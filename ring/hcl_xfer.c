@@ -52,6 +52,7 @@ struct stage {
 	uint8_t *buf, *got;
 	size_t cap, gcap;
 	uint32_t ngot;
+	bool fin; /* its sender's FIN came already */
 };
 
 struct hcl_xfer {
@@ -66,16 +67,13 @@ struct hcl_xfer {
 	 * exchanges alternate between peers (hier: gather, then ring) */
 	struct {
 		bool valid;
+		bool fin;      /* its sender confirmed our last ACK arrived */
+		bool unlinger; /* completed since the last linger: linger waits for its FIN */
 		int from;
 		uint32_t tag, total;
 	} done[8];
 	unsigned done_next;
-	/* the previous exchange's receive */
-	bool prev_valid;
-	bool prev_fin; /* its sender confirmed our last ACK arrived */
-	bool rx_fin;   /* ... already during the current exchange */
-	int prev_from;
-	uint32_t prev_tag;
+	bool rx_fin; /* the current receive's FIN came before it completed */
 	uint8_t *rxbuf[BATCH];
 	struct hcl_xfer_stats stats;
 	size_t cap_pk; /* per-packet arrays sized for this many */
@@ -171,8 +169,11 @@ int64_t hcl_xfer_rto_ns(const struct hcl_xfer *x) { return x->rto_base_ns; }
 
 int64_t hcl_xfer_quiet_ns(const struct hcl_xfer *x)
 {
+	/* the peer's resend comes one of its timeouts after our ACK was lost,
+	 * and that timer may be the initial one or backed off once: twice the
+	 * larger of ours and the initial one covers both */
 	int64_t q = 2 * x->rto_base_ns;
-	return (q > x->rto_initial_ns ? q : x->rto_initial_ns) + 1000000;
+	return 2 * (q > x->rto_initial_ns ? q : x->rto_initial_ns) + 1000000;
 }
 
 static uint32_t npackets(const struct hcl_xfer *x, size_t len)
@@ -472,10 +473,13 @@ static int service(struct hcl_xfer *x, int64_t wait_ns)
 		}
 		if (p[1] == T_FIN) {
 			uint32_t ftag = get32(p + 4);
-			if (x->prev_valid && src == x->prev_from && ftag == x->prev_tag)
-				x->prev_fin = true;
-			else if (x->rx.active && src == x->rx.from && ftag == x->rx.tag)
+			for (unsigned d = 0; d < 8; d++)
+				if (x->done[d].valid && src == x->done[d].from && ftag == x->done[d].tag)
+					x->done[d].fin = true;
+			if (x->rx.active && src == x->rx.from && ftag == x->rx.tag)
 				x->rx_fin = true; /* the sender finished before we did */
+			else if (x->st.used && src == x->st.from && ftag == x->st.tag)
+				x->st.fin = true; /* ... before our exchange even began */
 			continue;
 		}
 		if (p[1] != T_DATA) {
@@ -499,13 +503,32 @@ static int service(struct hcl_xfer *x, int64_t wait_ns)
 	return n;
 }
 
+static int linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns, bool all);
+
 int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns)
+{
+	return linger(x, quiet_ns, deadline_ns, false);
+}
+
+int hcl_xfer_linger_final(struct hcl_xfer *x, int64_t deadline_ns)
+{
+	/* a peer's timer backs off up to rto_max: stay for two of those */
+	return linger(x, 2 * (int64_t)x->cfg.rto_max_us * 1000 + hcl_xfer_quiet_ns(x), deadline_ns, true);
+}
+
+static int linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns, bool all)
 {
 	int64_t last = hcl_now_ns();
 	for (;;) {
 		int64_t now = hcl_now_ns();
-		if (x->prev_fin || now - last >= quiet_ns || now >= deadline_ns)
+		bool all_fin = true;
+		for (unsigned d = 0; d < 8; d++)
+			all_fin &= !x->done[d].valid || !(all || x->done[d].unlinger) || x->done[d].fin;
+		if (all_fin || now - last >= quiet_ns || now >= deadline_ns) {
+			for (unsigned d = 0; d < 8; d++)
+				x->done[d].unlinger = false;
 			return 0;
+		}
 		int64_t wait = quiet_ns - (now - last);
 		if (wait > deadline_ns - now)
 			wait = deadline_ns - now;
@@ -580,6 +603,7 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 			}
 		if (rlen)
 			memcpy(rbuf, x->st.buf, rlen);
+		x->rx_fin = x->st.fin;
 		while (r->cum < rn && r->got[r->cum])
 			r->cum++;
 		x->st.used = false;
@@ -594,8 +618,10 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 		if (now >= deadline_ns) {
 			char a[64];
 			if (r->active && r->ngot < r->total)
-				snprintf(err, errlen, "rank %d (%s) did not deliver: %u of %u packets of tag %u arrived",
-					 from, addr_str(&x->peers[from], a, sizeof(a)), r->ngot, r->total, tag);
+				snprintf(err, errlen,
+					 "rank %d (%s) did not deliver: %u of %u packets of tag %u arrived (held early: %s%d tag %u)",
+					 from, addr_str(&x->peers[from], a, sizeof(a)), r->ngot, r->total, tag,
+					 x->st.used ? "from " : "none ", x->st.used ? x->st.from : -1, x->st.used ? x->st.tag : 0);
 			else
 				snprintf(err, errlen, "rank %d (%s) did not acknowledge: %u of %u packets of tag %u",
 					 to, addr_str(&x->peers[to], a, sizeof(a)), t->nacked, t->total, tag);
@@ -617,14 +643,12 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 	}
 	if (r->active && rc == 0) {
 		x->done[x->done_next % 8].valid = true;
+		x->done[x->done_next % 8].fin = x->rx_fin;
+		x->done[x->done_next % 8].unlinger = true;
 		x->done[x->done_next % 8].from = from;
 		x->done[x->done_next % 8].tag = tag;
 		x->done[x->done_next % 8].total = rn;
 		x->done_next++;
-		x->prev_valid = true;
-		x->prev_fin = x->rx_fin;
-		x->prev_from = from;
-		x->prev_tag = tag;
 	}
 	if (t->active && rc == 0) { /* best effort: a lost FIN costs the peer its linger */
 		uint8_t b[HCL_XFER_HDR] = { MAGIC, T_FIN, (uint8_t)(x->cfg.rank >> 8), (uint8_t)x->cfg.rank };

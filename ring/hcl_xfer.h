@@ -53,9 +53,15 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 
 /* After the last exchange of a collective: keeps answering re-sent data
  * (our final ACK may have been lost, and the peer would otherwise wait to
- * its deadline) until the peer's FIN says it has everything, or nothing
+ * its deadline) until every sender whose message completed since the last
+ * linger has sent its FIN (hier's leader hears from several), or nothing
  * arrived for quiet_ns, or deadline_ns. */
 int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns);
+/* Before the transfer goes away: the same for every remembered receive
+ * whose FIN is missing, with a quiet time that outlasts any peer's backed-off
+ * timer.  (Between calls a lost ACK is answered by the next call's
+ * exchanges; after the last one nobody would answer.) */
+int hcl_xfer_linger_final(struct hcl_xfer *x, int64_t deadline_ns);
 
 const struct hcl_xfer_stats *hcl_xfer_stats(const struct hcl_xfer *x);
 /* The current retransmission timeout (before back-off). */

@@ -382,7 +382,7 @@ static int load_job(struct pctx *p, const config_setting_t *j, const struct sw_s
 		    struct ina_job_cfg *c)
 {
 	static const char *const keys[] = { "id", "fan_in", "dtype", "slots", "elems", "outputs",
-					    "contributors", "upstream", "forward", "parent", NULL };
+					    "contributors", "upstream", "upstream_job", "forward", "parent", NULL };
 	long long v;
 	const char *dtype = NULL;
 	if (!config_setting_is_group(j))
@@ -434,6 +434,10 @@ static int load_job(struct pctx *p, const config_setting_t *j, const struct sw_s
 	if (get_int(p, j, "upstream", 0, n - 1, false, &v) < 0)
 		return -1;
 	c->upstream_index = (int)v;
+	v = 0;
+	if (get_int(p, j, "upstream_job", 0, 65535, false, &v) < 0)
+		return -1;
+	c->upstream_job = (uint16_t)v;
 
 	const config_setting_t *outs = config_setting_get_member(j, "outputs");
 	if (!outs)
@@ -449,8 +453,10 @@ static int load_job(struct pctx *p, const config_setting_t *j, const struct sw_s
 			c->outputs |= INA_OUT_FORWARD;
 		else if (!strcmp(o, "ps"))
 			c->outputs |= INA_OUT_PS;
+		else if (!strcmp(o, "ack"))
+			c->outputs |= INA_OUT_ACK;
 		else
-			return fail(p, e, "output must be \"multicast\", \"forward\" or \"ps\"");
+			return fail(p, e, "output must be \"multicast\", \"forward\", \"ps\" or \"ack\"");
 	}
 	bool has_fwd, has_parent;
 	if (load_peer(p, j, "forward", true, &c->forward, &has_fwd) < 0 ||

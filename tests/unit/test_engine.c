@@ -570,7 +570,9 @@ static void test_install_checks(void **state)
 	BAD(c.elems_per_slot = 0, "elems_per_slot");
 	BAD(c.elems_per_slot = 257, "elems_per_slot"); /* engine max is 256 */
 	BAD(c.outputs = 0, "outputs");
-	BAD(c.outputs = 8, "outputs");
+	BAD(c.outputs = 16, "outputs");
+	BAD(c.outputs = INA_OUT_ACK, "ack");
+	BAD(c.outputs = INA_OUT_ACK | INA_OUT_PS, "exclude");
 	BAD(c.outputs = INA_OUT_PS | INA_OUT_FORWARD, "exclude");
 	BAD((c.outputs = INA_OUT_PS, c.parent.job = 2), "parent.job");
 	BAD(c.upstream_index = 4, "upstream_index");
@@ -867,6 +869,134 @@ static void test_ps_hierarchy(void **state)
 	ina_engine_destroy(ps);
 }
 
+static enum ina_reason send_join(struct ina_engine *eng, const struct ina_addr *src, struct ina_hdr h)
+{
+	h.flags |= INA_F_JOIN;
+	size_t len = tl_encode(pktbuf, &h, NULL, h.count);
+	return ina_engine_rx(eng, pktbuf, len, src, &out);
+}
+
+static unsigned count_emits(uint8_t type, const struct ina_addr *dst)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < out.n; i++)
+		n += out.e[i].hdr.type == type && out.e[i].dst.ip == dst->ip && out.e[i].dst.port == dst->port;
+	return n;
+}
+
+/* Agent-ring hop semantics (INA_OUT_ACK): a reduce step forwards when its
+ * rack and the upstream have contributed and ACKs the upstream; it is
+ * finished for its workers only when the downstream ACKs, which it passes
+ * on; re-sends are answered by what is missing.  A gather step takes the
+ * workers' joins (no elements) and the upstream's data. */
+static void test_ring_ack(void **state)
+{
+	(void)state;
+	struct ina_engine *e = ina_engine_create(8, 8);
+	struct ina_addr w0 = tl_addr(1), w1 = tl_addr(2), up = tl_addr(50), down = tl_addr(60), stranger = tl_addr(99);
+	struct ina_job_cfg red = tl_job(20, 3, INA_D_INT32, 2, 8);
+	red.contributors[0] = w0;
+	red.contributors[1] = w1;
+	red.contributors[2] = up;
+	red.upstream_index = 2;
+	red.upstream_job = 9;
+	red.outputs = INA_OUT_FORWARD | INA_OUT_ACK;
+	red.forward = (struct ina_peer){ .addr = down, .job = 31, .contributor = INA_CONTRIB_UPSTREAM };
+	assert_int_equal(ina_job_install(e, &red, NULL), 0);
+	uint32_t a[8], b[8], u[8];
+	for (int i = 0; i < 8; i++) {
+		a[i] = (uint32_t)i;
+		b[i] = (uint32_t)(100 * i);
+		u[i] = (uint32_t)(7 + i);
+	}
+	struct ina_hdr h = tl_hdr(INA_T_DATA, INA_D_INT32, 20, 0, 1, 5, 3, 8);
+	assert_int_equal(send_from(e, &w0, &h, a), INA_OK);
+	h.contributor = INA_CONTRIB_UPSTREAM;
+	assert_int_equal(send_from(e, &up, &h, u), INA_OK);
+	assert_int_equal(out.n, 0);
+	h.contributor = 1;
+	assert_int_equal(send_from(e, &w1, &h, b), INA_OK);
+	/* complete: the sum goes downstream, the upstream is acknowledged */
+	assert_int_equal(out.n, 2);
+	assert_int_equal(count_emits(INA_T_DATA, &down), 1);
+	assert_int_equal(count_emits(INA_T_ACK, &up), 1);
+	for (unsigned i = 0; i < out.n; i++) {
+		const struct ina_emit *x = &out.e[i];
+		if (x->hdr.type == INA_T_DATA) {
+			assert_int_equal(x->hdr.job, 31);
+			assert_int_equal(x->hdr.contributor, INA_CONTRIB_UPSTREAM);
+			for (int k = 0; k < 8; k++)
+				assert_int_equal(tl_elem(x->payload, k), a[k] + b[k] + u[k]);
+		} else {
+			assert_int_equal(x->hdr.job, 9);
+			assert_int_equal(x->payload_len, 0);
+			assert_int_equal(x->hdr.seq, 3);
+		}
+	}
+	/* before the downstream's ACK, a worker's re-send re-forwards */
+	h.contributor = 0;
+	h.flags = INA_F_RETX;
+	assert_int_equal(send_from(e, &w0, &h, a), INA_OK);
+	assert_int_equal(out.n, 1);
+	assert_int_equal(count_emits(INA_T_DATA, &down), 1);
+	/* the ACK must come from the downstream and name the slice */
+	struct ina_hdr ack = tl_hdr(INA_T_ACK, INA_D_INT32, 20, 0, 1, 5, 3, 8);
+	size_t len = tl_encode(pktbuf, &ack, NULL, 8);
+	assert_int_equal(ina_engine_rx(e, pktbuf, len, &stranger, &out), INA_R_NOT_MEMBER);
+	ack.seq = 4;
+	len = tl_encode(pktbuf, &ack, NULL, 8);
+	assert_int_equal(ina_engine_rx(e, pktbuf, len, &down, &out), INA_R_NOT_READY);
+	ack.seq = 3;
+	len = tl_encode(pktbuf, &ack, NULL, 8);
+	assert_int_equal(ina_engine_rx(e, pktbuf, len, &down, &out), INA_OK);
+	assert_int_equal(out.n, 2); /* passed to both workers, not the upstream */
+	assert_int_equal(count_emits(INA_T_ACK, &w0), 1);
+	assert_int_equal(count_emits(INA_T_ACK, &w1), 1);
+	assert_int_equal(ina_engine_rx(e, pktbuf, len, &down, &out), INA_R_DUPLICATE);
+	/* after it: a worker's re-send gets the ACK, the upstream's gets ours */
+	h.contributor = 1;
+	assert_int_equal(send_from(e, &w1, &h, b), INA_OK);
+	assert_int_equal(out.n, 1);
+	assert_int_equal(count_emits(INA_T_ACK, &w1), 1);
+	h.contributor = INA_CONTRIB_UPSTREAM;
+	assert_int_equal(send_from(e, &up, &h, u), INA_OK);
+	assert_int_equal(out.n, 1);
+	assert_int_equal(count_emits(INA_T_ACK, &up), 1);
+
+	/* a terminal gather step: joins from the workers, data from the
+	 * upstream, in both orders (a join last must still leave a result in
+	 * wire order) */
+	struct ina_job_cfg gat = red;
+	gat.id = 21;
+	gat.outputs = INA_OUT_MULTICAST | INA_OUT_ACK;
+	assert_int_equal(ina_job_install(e, &gat, NULL), 0);
+	for (int order = 0; order < 2; order++) {
+		struct ina_hdr g = tl_hdr(INA_T_DATA, INA_D_INT32, 21, 0, (uint32_t)order, 5, (uint32_t)order, 8);
+		if (order == 1) {
+			g.contributor = INA_CONTRIB_UPSTREAM;
+			assert_int_equal(send_from(e, &up, &g, u), INA_OK);
+		}
+		g.contributor = 0;
+		assert_int_equal(send_join(e, &w0, g), INA_OK);
+		g.contributor = 1;
+		assert_int_equal(send_join(e, &w1, g), INA_OK);
+		if (order == 0) {
+			assert_int_equal(out.n, 0);
+			g.contributor = INA_CONTRIB_UPSTREAM;
+			assert_int_equal(send_from(e, &up, &g, u), INA_OK);
+		}
+		assert_int_equal(count_emits(INA_T_RESULT, &w0), 1);
+		assert_int_equal(count_emits(INA_T_RESULT, &w1), 1);
+		assert_int_equal(count_emits(INA_T_ACK, &up), 1);
+		for (unsigned i = 0; i < out.n; i++)
+			if (out.e[i].hdr.type == INA_T_RESULT)
+				for (int k = 0; k < 8; k++)
+					assert_int_equal(tl_elem(out.e[i].payload, k), u[k]);
+	}
+	assert_int_equal(ina_job_stats(e, 21)->completions, 2);
+	ina_engine_destroy(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -882,6 +1012,7 @@ int main(void)
 		cmocka_unit_test(test_int32_overflow),
 		cmocka_unit_test(test_forward_and_upstream),
 		cmocka_unit_test(test_ps_hierarchy),
+		cmocka_unit_test(test_ring_ack),
 	};
 	return cmocka_run_group_tests_name("engine", tests, setup_eng, teardown_eng);
 }

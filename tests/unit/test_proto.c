@@ -30,7 +30,9 @@ static void test_roundtrip(void **state)
 		};
 		if (h.dtype == INA_D_BFP32)
 			h.exponent = (int8_t)tl_next(&rng);
-		bool data = h.type == INA_T_DATA || h.type == INA_T_RESULT;
+		if (h.type != INA_T_DATA)
+			h.flags &= (uint8_t)~INA_F_JOIN; /* a join is a DATA without elements */
+		bool data = (h.type == INA_T_DATA && !(h.flags & INA_F_JOIN)) || h.type == INA_T_RESULT;
 		uint32_t vals[16];
 		for (int i = 0; i < 16; i++)
 			vals[i] = (uint32_t)tl_next(&rng);
@@ -94,7 +96,7 @@ static const struct bad_case bad_cases[] = {
 	BYTE("dtype 0 on data", INA_R_BAD_DTYPE, 2, 0),
 	BYTE("dtype 4", INA_R_BAD_DTYPE, 2, 4),
 	TC("control with int32", INA_R_BAD_DTYPE, INA_T_CONTROL, 0, 0, INA_D_INT32),
-	BYTE("flag 0x04", INA_R_BAD_FLAGS, 3, 0x04),
+	BYTE("flag 0x08", INA_R_BAD_FLAGS, 3, 0x08),
 	BYTE("flag 0x80", INA_R_BAD_FLAGS, 3, 0x80),
 	BYTE("reserved byte", INA_R_RESERVED_NONZERO, 23, 1),
 	BYTE("exponent on int32", INA_R_BAD_EXPONENT, 22, 5),

@@ -1,0 +1,37 @@
+/* The agent-ring worker: what every rank runs for an agent-ring all-reduce
+ * (docs/AGENTRING.md).  It talks to its member's aggregator only — the
+ * rack's INA ToR, or the rank's own software member — through every step
+ * job of the plan at once: a window of `slots` slices per step, DATA (or a
+ * join) re-sent on timeout, a slice done when what its step promises has
+ * come back (the downstream's ACK, the result, or both).  Slot sets
+ * alternate per (step, slot) for the life of the worker, as the engine
+ * requires. */
+#ifndef HCL_ARING_H
+#define HCL_ARING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hcl.h"
+#include "hcl_transport.h"
+#include "ring_plan.h"
+
+struct hcl_aring;
+
+/* plan: borrowed, must outlive the worker; rank: this worker. */
+struct hcl_aring *hcl_aring_new(const struct aring_plan *plan, unsigned rank, struct hcl_transport *t, char *err,
+				size_t errlen);
+void hcl_aring_free(struct hcl_aring *a);
+
+/* dst = sum over ranks of src (count elements of the plan's dtype);
+ * src == dst is in place.  0 or a negative errno, err naming the member
+ * the worker was waiting for. */
+int hcl_aring_allreduce(struct hcl_aring *a, const void *src, void *dst, size_t count, int64_t deadline_ns,
+			char *err, size_t errlen);
+
+struct hcl_aring_stats {
+	uint64_t sent, resent, results, acks, stale;
+};
+const struct hcl_aring_stats *hcl_aring_stats(const struct hcl_aring *a);
+
+#endif

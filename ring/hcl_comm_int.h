@@ -1,0 +1,61 @@
+/* The communicator's insides, shared by the files that set up its
+ * algorithms (ring/hcl_comm.c, agent/agent.c).  Not installed. */
+#ifndef HCL_COMM_INT_H
+#define HCL_COMM_INT_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hcl.h"
+#include "hcl_aring.h"
+#include "hcl_plan.h"
+#include "hcl_transport.h"
+#include "ring_plan.h"
+
+struct hcl_xfer;
+struct hcl_ina;
+struct hcl_ps;
+
+struct hcl_comm {
+	int rank, world;
+	enum hcl_algo algo;
+	int64_t timeout_ns;
+	struct hcl_transport t;
+	struct sockaddr_in *peers;
+	uint16_t *ina_ports; /* per rank, host order */
+	int *racks;          /* per rank */
+	struct hcl_rank_info *info; /* per rank: INA address with MAC, rack, ToR */
+	struct hcl_xfer *x;
+	struct hcl_transport ina_t; /* ps, ps-ina: its own socket on the job's port */
+	struct hcl_ina *ina;        /* ps, ps-ina: the fp32 job */
+	struct hcl_ina *ina_i32;    /* ps, ps-ina: the int32 job */
+	struct hcl_ps *ps;          /* ps, ps-ina, rank 0: the software PS, if the plan has one */
+	struct hcl_psina_plan plan[2]; /* ps, ps-ina: fp32, int32 */
+	bool tor_jobs;              /* this rank installed its ToR's jobs (it is the rack's agent) */
+	bool bfp;                   /* fp32 calls go over a BFP32 job */
+	/* agent-ring (agent/agent.c) */
+	struct aring_plan aplan[2];  /* fp32, int32 */
+	struct hcl_aring *aring[2];
+	uint16_t tor_ids[2 * (2 * ARING_MAX_MEMBERS - 1)]; /* jobs this rank installed in its ToR */
+	unsigned ntor_ids;
+	bool ready; /* hcl_comm_create finished: the others will meet us at destroy's barrier */
+	uint32_t epoch;
+	char err[320];
+};
+
+__attribute__((format(printf, 3, 4))) int hcl_fail(char *err, size_t n, const char *fmt, ...);
+/* v if set, else the integer in environment variable env, else dflt */
+int hcl_cfg_or_env(int v, const char *env, int dflt);
+/* All ranks reach this point (a one-element ring all-reduce). */
+int hcl_comm_barrier(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen);
+/* Removes the jobs in c->tor_ids from this rank's ToR (best effort). */
+void hcl_comm_remove_tor_jobs(struct hcl_comm *c);
+
+/* agent/agent.c: sets up agent-ring on a communicator after rendezvous;
+ * stops what it started. */
+int hcl_aring_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t deadline, char *err, size_t errlen);
+void hcl_aring_teardown(struct hcl_comm *c);
+
+#endif
