@@ -11,7 +11,7 @@
 #include "ina_proto.h"
 
 #define BATCH 64
-#define RTO_NS 5000000 /* first resend; doubles up to 64x */
+#define RTO_NS 5000000 /* first resend; doubles up to 8x: a slice stuck behind a loss should not wait long */
 
 struct outstanding {
 	bool busy, acked, resulted;
@@ -202,6 +202,13 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 			char mb[128];
 			describe_member(a->p, who, mb, sizeof(mb));
 			snprintf(err, errlen, "agent-ring: %zu slices left; waiting for %s from %s", left, what, mb);
+			if (getenv("HCL_DEBUG"))
+				for (unsigned k = 0; k < a->nsteps; k++)
+					for (uint32_t i = 0; i < a->p->slots; i++)
+						if (a->s[k].out[i].busy)
+							fprintf(stderr, "  step %u slot %u set %u slice %zu/%zu acked %d result %d tries %u epoch %u\n", k, i,
+								a->s[k].set[i], a->s[k].out[i].slice, a->s[k].nslices, a->s[k].out[i].acked,
+								a->s[k].out[i].resulted, a->s[k].out[i].tries, a->epoch);
 			return -ETIMEDOUT;
 		}
 		for (unsigned k = 0; k < a->nsteps; k++) { /* resends */
@@ -210,7 +217,7 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 				struct outstanding *o = &ss->out[i];
 				if (!o->busy)
 					continue;
-				int64_t rto = (int64_t)RTO_NS << (o->tries < 6 ? o->tries : 6);
+				int64_t rto = (int64_t)RTO_NS << (o->tries < 3 ? o->tries : 3);
 				if (o->sent_at + rto <= now) {
 					if (!send_slice(a, k, o->slice, src, true))
 						break;
@@ -218,7 +225,7 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 					if (o->tries < 255)
 						o->tries++;
 					a->st.resent++;
-					rto = (int64_t)RTO_NS << (o->tries < 6 ? o->tries : 6);
+					rto = (int64_t)RTO_NS << (o->tries < 3 ? o->tries : 3);
 				}
 				if (o->sent_at + rto < wake)
 					wake = o->sent_at + rto;

@@ -231,6 +231,7 @@ static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 {
 	const struct ina_emits *em = sw->emits;
 	const uint8_t *sum_of = NULL;
+	size_t sum_len = 0;
 	struct rte_mbuf *shared = NULL;
 	uint32_t sum = 0;
 
@@ -242,9 +243,12 @@ static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 			in->st.drops[SW_D_NO_NEIGHBOR]++;
 			continue;
 		}
-		if (e->payload != sum_of) { /* a multicast shares one payload: sum it once */
+		/* a multicast shares one payload: sum it once.  An ACK points at
+		 * the same slot with no payload, hence the length in the key */
+		if (e->payload != sum_of || e->payload_len != sum_len) {
 			sum = sw_csum_partial(e->payload, e->payload_len, 0);
 			sum_of = e->payload;
+			sum_len = e->payload_len;
 			rte_pktmbuf_free(shared);
 			shared = NULL;
 			if (em->n > 1 && e->payload_len >= SW_SHARE_MIN && (shared = new_mbuf(rt, in))) {
