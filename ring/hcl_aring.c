@@ -7,11 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hcl_rtt.h"
 #include "hcl_xfer.h" /* hcl_now_ns */
 #include "ina_proto.h"
 
 #define BATCH 64
-#define RTO_NS 5000000 /* first resend; doubles up to 8x: a slice stuck behind a loss should not wait long */
+#define RTO_FLOOR_NS 5000000 /* the timer follows the round trip, never below this */
 
 struct outstanding {
 	bool busy, acked, resulted;
@@ -25,6 +26,7 @@ struct step_state {
 	size_t nslices, done;
 	struct outstanding *out; /* per slot */
 	uint8_t *set;            /* per slot: the set its next slice uses (kept across calls) */
+	struct hcl_rtt rtt;      /* steps differ: a reduce step waits for its downstream, a gather for the chain */
 };
 
 struct hcl_aring {
@@ -57,9 +59,11 @@ struct hcl_aring *hcl_aring_new(const struct aring_plan *p, unsigned rank, struc
 	a->agg = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = g->ip, .sin_port = g->port };
 	if (!(a->s = calloc(a->nsteps, sizeof(*a->s))))
 		goto nomem;
-	for (unsigned k = 0; k < a->nsteps; k++)
+	for (unsigned k = 0; k < a->nsteps; k++) {
 		if (!(a->s[k].out = calloc(p->slots, sizeof(struct outstanding))) || !(a->s[k].set = calloc(p->slots, 1)))
 			goto nomem;
+		hcl_rtt_init(&a->s[k].rtt, RTO_FLOOR_NS, 500000000);
+	}
 	for (int i = 0; i < BATCH; i++)
 		if (!(a->rx[i] = malloc(INA_HDR_LEN + INA_MAX_PAYLOAD + 64)))
 			goto nomem;
@@ -217,7 +221,7 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 				struct outstanding *o = &ss->out[i];
 				if (!o->busy)
 					continue;
-				int64_t rto = (int64_t)RTO_NS << (o->tries < 3 ? o->tries : 3);
+				int64_t rto = hcl_rtt_rto(&ss->rtt, o->tries);
 				if (o->sent_at + rto <= now) {
 					if (!send_slice(a, k, o->slice, src, true))
 						break;
@@ -225,7 +229,7 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 					if (o->tries < 255)
 						o->tries++;
 					a->st.resent++;
-					rto = (int64_t)RTO_NS << (o->tries < 3 ? o->tries : 3);
+					rto = hcl_rtt_rto(&ss->rtt, o->tries);
 				}
 				if (o->sent_at + rto < wake)
 					wake = o->sent_at + rto;
@@ -282,6 +286,8 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 			}
 			if ((ss->st.need_ack && !o->acked) || (ss->st.need_result && !o->resulted))
 				continue;
+			if (o->tries == 0 && o->sent_at)
+				hcl_rtt_sample(&ss->rtt, hcl_now_ns() - o->sent_at);
 			/* this slice is finished here: the slot's next slice uses the other set */
 			ss->set[sl] ^= 1;
 			o->busy = false;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hcl_rtt.h"
 #include "hcl_xfer.h" /* hcl_now_ns */
 #include "ina_bfp.h"
 #include "ina_proto.h"
@@ -26,6 +27,7 @@ struct hcl_ina {
 	uint8_t *set;  /* per slot: the set its next slice uses */
 	struct outstanding *out; /* per slot */
 	uint32_t epoch;
+	struct hcl_rtt rtt;
 	uint8_t *rx[BATCH];
 	uint8_t tx[INA_HDR_LEN + INA_MAX_PAYLOAD];
 	struct hcl_ina_stats st;
@@ -48,6 +50,7 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct hcl_transport 
 	if (!a->cfg.rto_us)
 		a->cfg.rto_us = 5000;
 	a->t = t;
+	hcl_rtt_init(&a->rtt, (int64_t)a->cfg.rto_us * 1000, 500000000);
 	return a;
 nomem:
 	hcl_ina_free(a);
@@ -169,7 +172,7 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 			struct outstanding *o = &a->out[s];
 			if (!o->busy)
 				continue;
-			int64_t due = o->sent_at + ((int64_t)a->cfg.rto_us * 1000 << (o->tries < 6 ? o->tries : 6));
+			int64_t due = o->sent_at + hcl_rtt_rto(&a->rtt, o->tries);
 			if (due <= now) {
 				if (!send_slice(a, ps, o->slice, true))
 					break;
@@ -177,7 +180,7 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 				if (o->tries < 255)
 					o->tries++;
 				a->st.resent++;
-				due = now + ((int64_t)a->cfg.rto_us * 1000 << (o->tries < 6 ? o->tries : 6));
+				due = now + hcl_rtt_rto(&a->rtt, o->tries);
 			}
 			if (due < wake)
 				wake = due;
@@ -211,6 +214,8 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 				a->st.foreign++;
 				continue;
 			}
+			if (o->tries == 0 && o->sent_at)
+				hcl_rtt_sample(&a->rtt, hcl_now_ns() - o->sent_at);
 			a->st.results++;
 			done++;
 			a->set[s] ^= 1; /* this slot's next slice goes to the other set */

@@ -247,6 +247,8 @@ static int load_emu(struct pctx *p, const config_setting_t *port, struct sw_emu_
 	    get_scaled(p, port, "buffer", sw_parse_size, "a size such as \"256K\" or \"1M\"", &e->buffer_bytes) < 0 ||
 	    get_prob(p, port, "loss", &e->loss) < 0)
 		return -1;
+	if (e->rate_bps && !config_setting_get_member(port, "buffer"))
+		e->buffer_bytes = SW_EMU_DEFAULT_BUFFER; /* a rate without a buffer would queue without end */
 	v = 0;
 	if (get_int(p, port, "delay_us", 0, 10000000, false, &v) < 0)
 		return -1;

@@ -20,6 +20,7 @@
 struct sw_emu_cfg {
 	uint64_t rate_bps;     /* token bucket rate; 0 = line rate */
 	uint64_t buffer_bytes; /* queue in front of the rate limiter (tail drop) */
+#define SW_EMU_DEFAULT_BUFFER (512 * 1024) /* with a rate and no buffer setting */
 	uint32_t delay_us;     /* propagation delay */
 	uint32_t jitter_us;    /* uniform extra delay 0..jitter (order kept) */
 	double loss;           /* independent loss probability */

@@ -125,8 +125,13 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 		p->sw = sw;
 		p->index = i;
 		p->cfg = &c->ports[i];
-		/* an emulator holds at most what the mempool can hold */
-		if (sw_emu_init(&p->emu, &p->cfg->emu, rt->cfg.mbufs, (uint64_t)idx * 64 + (uint64_t)i + 1) < 0) {
+		/* an emulator holds at most its share of the mempool (a queue that
+		 * took it all would starve every other port, ACKs and ARP too) */
+		int nports = 0;
+		for (int k = 0; k < rt->cfg.nswitches; k++)
+			nports += rt->cfg.sw[k].nports;
+		uint32_t share = rt->cfg.mbufs / (uint32_t)(nports ? nports : 1);
+		if (sw_emu_init(&p->emu, &p->cfg->emu, share > 256 ? share : 256, (uint64_t)idx * 64 + (uint64_t)i + 1) < 0) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}

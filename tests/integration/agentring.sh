@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Agent-ring (docs/AGENTRING.md) through swemu, launched like a job: 8 ranks
+# in two racks of four with 0, 1 and 2 INA ToRs, 5% loss on every port and
+# link; int32 and fp32 at 1, 7 and 100003 elements, #wrong = 0 everywhere.
+# Then: the agent's link carries no more than a worker's (no relaying),
+# one INA rack alone (SwitchML), and a killed member stops everybody within
+# the deadline with the jobs removed from the switches.
+. "$(dirname "$0")/lib.sh"
+perf=${PERF:-$top/build/ring/ina-allreduce-perf}
+sub=10.87.0
+
+check() { # check TOPO ARGS: every line exact
+	local out
+	out=$("$top/testbed/launch.sh" "$TOPO_NAME" -- "$perf" -a agent-ring -n 1 -w 0 -t 60000 "$@") ||
+		{ echo "$out" >&2; return 1; }
+	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(int32|float) +sum .* 0$' <<<"$out")" -ge 1 ] || { echo "$out" >&2; return 1; }
+}
+jobs_left() { stats_get "sum(len(s['ina']['jobs']) for s in d['switches'].values() if 'ina' in s)"; }
+
+for inaracks in none 1 all; do
+	topo itagr 8 --subnet $sub --racks 2 --ina-racks $inaracks --loss 0.05
+	for bytes in 4 28 400012; do
+		check -d int32 -b $bytes -e $bytes || fail "agent-ring, INA racks $inaracks, int32, $bytes B"
+	done
+	check -d float -b 400012 -e 400012 || fail "agent-ring, INA racks $inaracks, fp32"
+	[ "$(jobs_left)" = 0 ] || fail "INA racks $inaracks: jobs left in the switches"
+	if [ $inaracks = 1 ]; then
+		# the agent (h4) is a worker like the others: its link carries
+		# what theirs do (the ToR adds and forwards, the agent relays nothing)
+		ratio=$(stats_get 'max(d["switches"]["tor1"]["ports"]["h4"]["rx_bytes"], d["switches"]["tor1"]["ports"]["h4"]["tx_bytes"]) / max(max(p["rx_bytes"], p["tx_bytes"]) for n, p in d["switches"]["tor1"]["ports"].items() if n in ("h5", "h6", "h7"))')
+		echo "agent link / busiest other link in the INA rack: $ratio"
+		$PY -c "import sys; sys.exit(0 if $ratio <= 1.1 else 1)" || fail "the agent's link carries $ratio x a worker's"
+	fi
+	"$top/testbed/topo.sh" down itagr
+done
+
+topo itagr 4 --subnet $sub
+check -d int32 -b 4 -e 400012 -f 100003 || fail "agent-ring, one INA rack"
+"$top/testbed/topo.sh" down itagr
+
+# a member dies mid-run (rank 5, a worker of the INA rack)
+topo itagr 8 --subnet $sub --racks 2 --ina-racks 1
+pids=()
+for i in $(seq 0 7); do
+	r=$((i / 4))
+	sw=""
+	((r == 1)) && sw=HCL_INA_SWITCH=$sub.253:48864
+	ip netns exec "$TOPO_NAME-h$i" env RANK=$i WORLD_SIZE=8 MASTER_ADDR=$sub.1 MASTER_PORT=29500 \
+		HCL_DATA_ADDR=$sub.$((i + 1)) HCL_RACK=$r $sw \
+		"$perf" -a agent-ring -b 4M -e 4M -n 200 -w 0 -t 5000 > /tmp/itagr-$i.log 2>&1 &
+	pids+=($!)
+done
+for _ in $(seq 300); do
+	(($(stats_get 'sum(j["completions"] for j in d["switches"]["tor1"]["ina"]["jobs"].values())') > 0)) && break
+	sleep 0.05
+done
+kill -KILL "${pids[5]}"
+start=$(date +%s)
+for i in 0 1 2 3 4 6 7; do
+	if wait "${pids[$i]}"; then fail "rank $i finished without rank 5"; fi
+done
+wait "${pids[5]}" 2>/dev/null || true
+(($(date +%s) - start <= 25)) || fail "errors took longer than the deadline allows"
+grep -l "agent-ring: .*waiting for\|did not" /tmp/itagr-*.log >/dev/null || fail "no rank named what it waited for"
+grep -h "agent-ring\|did not" /tmp/itagr-*.log | head -3
+[ "$(jobs_left)" = 0 ] || fail "the job stayed installed after a member died"
+rm -f /tmp/itagr-*.log
+echo "agentring: 0, 1, 2 INA racks of 2 (8 ranks) exact with 5% loss (int32, fp32, odd counts); agent link ratio $ratio; one INA rack; a dead member stops the others, jobs removed"
