@@ -152,7 +152,9 @@ static void flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struc
 		rte_pktmbuf_free(m);
 		return;
 	}
-	rte_mbuf_refcnt_update(m, (int16_t)(n - 1));
+	/* every segment: a multicast result is a header chained to a shared
+	 * payload, and each copy's free drops one reference of each segment */
+	rte_pktmbuf_refcnt_update(m, (int16_t)(n - 1));
 	for (int i = 0; i < sw->nports; i++)
 		if (&sw->ports[i] != in)
 			sw_send_port(rt, &sw->ports[i], m);

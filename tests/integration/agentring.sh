@@ -38,6 +38,13 @@ topo itagr 4 --subnet $sub
 check -d int32 -b 4 -e 400012 -f 100003 || fail "agent-ring, one INA rack"
 "$top/testbed/topo.sh" down itagr
 
+# four INA racks of two behind rate-limited links: the ToRs forward to each
+# other across the spine (multicast-sized frames, flooded until the spine
+# has learnt the ToRs: a flood of a chained frame once crashed swemu)
+topo itagr 8 --subnet $sub --racks 4 --rate 200M --loss 0.02
+check -d float -b 1M -e 1M || fail "agent-ring, four INA racks"
+"$top/testbed/topo.sh" down itagr
+
 # a member dies mid-run (rank 5, a worker of the INA rack)
 topo itagr 8 --subnet $sub --racks 2 --ina-racks 1
 pids=()
@@ -65,4 +72,4 @@ grep -l "agent-ring: .*waiting for\|did not" /tmp/itagr-*.log >/dev/null || fail
 grep -h "agent-ring\|did not" /tmp/itagr-*.log | head -3
 [ "$(jobs_left)" = 0 ] || fail "the job stayed installed after a member died"
 rm -f /tmp/itagr-*.log
-echo "agentring: 0, 1, 2 INA racks of 2 (8 ranks) exact with 5% loss (int32, fp32, odd counts); agent link ratio $ratio; one INA rack; a dead member stops the others, jobs removed"
+echo "agentring: 0, 1, 2 INA racks of 2 (8 ranks) exact with 5% loss (int32, fp32, odd counts); agent link ratio $ratio; one INA rack; four INA racks at 200M; a dead member stops the others, jobs removed"
