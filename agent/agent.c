@@ -161,6 +161,8 @@ int hcl_aring_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t de
 	for (int d = 0; rc == 0 && d < 2; d++)
 		if (!(c->aring[d] = hcl_aring_new(&c->aplan[d], (unsigned)c->rank, &c->ina_t, err, errlen)))
 			rc = -ENOMEM;
+		else
+			hcl_aring_set_poll(c->aring[d], hcl_comm_poll_xfer, c);
 	/* nobody sends before every member's jobs are in place */
 	return rc < 0 ? rc : hcl_comm_barrier(c, deadline, err, errlen);
 }

@@ -41,7 +41,15 @@ struct hcl_aring {
 	uint8_t *rx[BATCH];
 	uint8_t tx[INA_HDR_LEN + INA_MAX_PAYLOAD];
 	struct hcl_aring_stats st;
+	void (*poll)(void *ctx);
+	void *poll_ctx;
 };
+
+void hcl_aring_set_poll(struct hcl_aring *a, void (*fn)(void *ctx), void *ctx)
+{
+	a->poll = fn;
+	a->poll_ctx = ctx;
+}
 
 struct hcl_aring *hcl_aring_new(const struct aring_plan *p, unsigned rank, struct hcl_transport *t, char *err,
 				size_t errlen)
@@ -182,6 +190,8 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 			start_slice(a, k, j, src);
 	}
 	while (left) {
+		if (a->poll)
+			a->poll(a->poll_ctx);
 		int64_t now = hcl_now_ns(), wake = now + 1000000;
 		if (now >= deadline_ns) {
 			/* name the member this worker waits for: its downstream

@@ -22,6 +22,8 @@ struct hcl_aring;
 struct hcl_aring *hcl_aring_new(const struct aring_plan *plan, unsigned rank, struct hcl_transport *t, char *err,
 				size_t errlen);
 void hcl_aring_free(struct hcl_aring *a);
+/* fn(ctx) on every turn of the wait loop (see struct hcl_ina_cfg.poll). */
+void hcl_aring_set_poll(struct hcl_aring *a, void (*fn)(void *ctx), void *ctx);
 
 /* dst = sum over ranks of src (count elements of the plan's dtype);
  * src == dst is in place.  0 or a negative errno, err naming the member

@@ -317,6 +317,12 @@ int hcl_cfg_or_env(int v, const char *env, int dflt)
 	return v ? v : env_int(env, &e) == 0 ? e : dflt;
 }
 
+void hcl_comm_poll_xfer(void *ctx)
+{
+	struct hcl_comm *c = ctx;
+	hcl_xfer_poll(c->x);
+}
+
 int hcl_comm_barrier(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen)
 {
 	int32_t one = 1;
@@ -431,7 +437,7 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 	for (int d = 0; d < 2; d++) {
 		struct hcl_ina_cfg ic = { .sw = sock_of(&c->plan[d].client[c->rank].server, 0), .job = (uint16_t)(job + d),
 					  .index = c->plan[d].client[c->rank].index, .slots = (uint32_t)slots,
-					  .elems = (uint16_t)elems };
+					  .elems = (uint16_t)elems, .poll = hcl_comm_poll_xfer, .poll_ctx = c };
 		if (!(*(d ? &c->ina_i32 : &c->ina) = hcl_ina_new(&ic, &c->ina_t, err, errlen)))
 			return -ENOMEM;
 	}

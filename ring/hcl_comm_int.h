@@ -48,6 +48,9 @@ struct hcl_comm {
 __attribute__((format(printf, 3, 4))) int hcl_fail(char *err, size_t n, const char *fmt, ...);
 /* v if set, else the integer in environment variable env, else dflt */
 int hcl_cfg_or_env(int v, const char *env, int dflt);
+/* For the INA clients' wait loops: a rank that moved on from the last
+ * exchange (the setup barrier) still answers a peer whose ACK was lost. */
+void hcl_comm_poll_xfer(void *ctx);
 /* All ranks reach this point (a one-element ring all-reduce). */
 int hcl_comm_barrier(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen);
 /* Removes the jobs in c->tor_ids from this rank's ToR (best effort). */

@@ -160,6 +160,8 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 		next++;
 	}
 	while (done < nslices) {
+		if (a->cfg.poll)
+			a->cfg.poll(a->cfg.poll_ctx);
 		int64_t now = hcl_now_ns(), wake = now + 1000000;
 		if (now >= deadline_ns) {
 			char ip[INET_ADDRSTRLEN];

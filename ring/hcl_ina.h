@@ -23,6 +23,10 @@ struct hcl_ina_cfg {
 	uint32_t slots;        /* the job's slot count = the window */
 	uint16_t elems;        /* elements per packet (<= the job's elems) */
 	uint32_t rto_us;       /* first resend timeout; 0 = 5000 */
+	/* called on every turn of the wait loop (the communicator's reliable
+	 * transfer answers late re-sends from there); may be NULL */
+	void (*poll)(void *ctx);
+	void *poll_ctx;
 };
 
 struct hcl_ina;

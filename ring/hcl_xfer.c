@@ -505,6 +505,11 @@ static int service(struct hcl_xfer *x, int64_t wait_ns)
 
 static int linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns, bool all);
 
+int hcl_xfer_poll(struct hcl_xfer *x)
+{
+	return service(x, 0);
+}
+
 int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns)
 {
 	return linger(x, quiet_ns, deadline_ns, false);

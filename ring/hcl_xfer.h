@@ -57,6 +57,9 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
  * linger has sent its FIN (hier's leader hears from several), or nothing
  * arrived for quiet_ns, or deadline_ns. */
 int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns);
+/* Answers what arrived, without waiting: for loops that do other work
+ * (the INA clients) so that a peer whose last ACK was lost is answered. */
+int hcl_xfer_poll(struct hcl_xfer *x);
 /* Before the transfer goes away: the same for every remembered receive
  * whose FIN is missing, with a quiet time that outlasts any peer's backed-off
  * timer.  (Between calls a lost ACK is answered by the next call's
