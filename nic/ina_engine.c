@@ -26,6 +26,7 @@ struct slot {
 	uint16_t nelem;
 	uint8_t state;
 	uint8_t acked; /* INA_OUT_ACK with FORWARD: the downstream acknowledged */
+	uint8_t resends; /* re-sends answered while waiting for that ACK */
 	uint8_t flags; /* INA_F_OVERFLOW */
 	int8_t exponent;
 };
@@ -416,6 +417,7 @@ static void start_round(struct ctx *x)
 	s->flags = 0;
 	s->exponent = 0;
 	s->acked = 0;
+	s->resends = 0;
 	s->state = SLOT_PARTIAL;
 }
 
@@ -439,9 +441,15 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 			emit_result_to(x, c, INA_F_RETX);
 		if (!(cfg->outputs & INA_OUT_FORWARD))
 			return;
-		if (x->slot->acked) /* the downstream has it: tell this contributor */
+		if (x->slot->acked) { /* the downstream has it: tell this contributor */
 			emit(x, INA_T_ACK, &cfg->contributors[c], cfg->id, (uint16_t)c, 0);
-		else /* the forward or its ACK was lost: send it again */
+			return;
+		}
+		/* the forward or its ACK was lost: send it again — once per
+		 * round of the workers' timeouts, not once per worker (a rack
+		 * of H workers would otherwise send it H times) */
+		unsigned workers = cfg->fan_in - (cfg->upstream_index >= 0);
+		if (x->slot->resends++ % workers == 0)
 			emit_peer(x, &cfg->forward, INA_F_RETX);
 		return;
 	}

@@ -933,11 +933,18 @@ static void test_ring_ack(void **state)
 			assert_int_equal(x->hdr.seq, 3);
 		}
 	}
-	/* before the downstream's ACK, a worker's re-send re-forwards */
+	/* before the downstream's ACK, a worker's re-send re-forwards; the
+	 * other worker's re-send of the same round does not send it again */
 	h.contributor = 0;
 	h.flags = INA_F_RETX;
 	assert_int_equal(send_from(e, &w0, &h, a), INA_OK);
 	assert_int_equal(out.n, 1);
+	assert_int_equal(count_emits(INA_T_DATA, &down), 1);
+	h.contributor = 1;
+	assert_int_equal(send_from(e, &w1, &h, b), INA_OK);
+	assert_int_equal(out.n, 0);
+	h.contributor = 0;
+	assert_int_equal(send_from(e, &w0, &h, a), INA_OK);
 	assert_int_equal(count_emits(INA_T_DATA, &down), 1);
 	/* the ACK must come from the downstream and name the slice */
 	struct ina_hdr ack = tl_hdr(INA_T_ACK, INA_D_INT32, 20, 0, 1, 5, 3, 8);
