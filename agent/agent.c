@@ -167,6 +167,39 @@ int hcl_aring_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t de
 	return rc < 0 ? rc : hcl_comm_barrier(c, deadline, err, errlen);
 }
 
+void hcl_aring_report(struct hcl_comm *c, int d, size_t count)
+{
+	if (!c->tor_jobs || !getenv("HCL_AGENT_REPORT"))
+		return;
+	const struct aring_plan *p = &c->aplan[d];
+	unsigned k = p->member_of[c->rank];
+	unsigned long long sum[5] = { 0 }, expect = 0;
+	char text[64], ans[256], e2[256];
+	struct sockaddr_in ctl = ctl_of(c);
+	int64_t deadline = hcl_now_ns() + 2000000000;
+	for (unsigned s = 0; s < aring_steps(p); s++) {
+		struct aring_step st;
+		aring_step_of(p, k, s, count, &st);
+		expect += (st.hi - st.lo + p->elems - 1) / p->elems;
+		unsigned long long v[5];
+		snprintf(text, sizeof(text), "op = \"stats\"; id = %u;", p->job0 + s);
+		if (hcl_ctl_query(&c->peers[c->rank], &ctl, text, ans, sizeof(ans), deadline, e2, sizeof(e2)) < 0 ||
+		    sscanf(ans, "ok job=%*u completions=%llu contributions=%llu retransmits=%llu slots_busy=%llu drops=%llu",
+			   &v[0], &v[1], &v[2], &v[3], &v[4]) != 5) {
+			fprintf(stderr, "agent rack %d: no stats from the switch: %s\n", p->mem[k].rack, e2);
+			return;
+		}
+		for (int i = 0; i < 5; i++)
+			sum[i] += v[i];
+	}
+	c->report_expect[d] += expect;
+	fprintf(stderr,
+		"agent rack %d: %s ring, %u steps: %llu of %llu slices complete in the switch, %llu contributions, "
+		"%llu re-sends answered, %llu slots busy, %llu refused\n",
+		p->mem[k].rack, d ? "int32" : "fp32", aring_steps(p), sum[0], c->report_expect[d], sum[1], sum[2],
+		sum[3], sum[4]);
+}
+
 void hcl_aring_teardown(struct hcl_comm *c)
 {
 	for (int d = 0; d < 2; d++) {

@@ -603,8 +603,12 @@ int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dty
 			snprintf(c->err, sizeof(c->err), "allreduce: data type must be int32 or fp32");
 			return -EINVAL;
 		}
-		return hcl_aring_allreduce(c->aring[dtype == HCL_INT32], send, recv, count, hcl_now_ns() + c->timeout_ns,
-					   c->err, sizeof(c->err));
+		int d = dtype == HCL_INT32;
+		int rc = hcl_aring_allreduce(c->aring[d], send, recv, count, hcl_now_ns() + c->timeout_ns, c->err,
+					     sizeof(c->err));
+		if (rc == 0)
+			hcl_aring_report(c, d, count);
+		return rc;
 	}
 	if (send != recv && count)
 		memmove(recv, send, count * 4);

@@ -40,6 +40,7 @@ struct hcl_comm {
 	struct hcl_aring *aring[2];
 	uint16_t tor_ids[2 * (2 * ARING_MAX_MEMBERS - 1)]; /* jobs this rank installed in its ToR */
 	unsigned ntor_ids;
+	unsigned long long report_expect[2]; /* slices the agent's ToR should have completed so far */
 	bool ready; /* hcl_comm_create finished: the others will meet us at destroy's barrier */
 	uint32_t epoch;
 	char err[320];
@@ -60,5 +61,9 @@ void hcl_comm_remove_tor_jobs(struct hcl_comm *c);
  * stops what it started. */
 int hcl_aring_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t deadline, char *err, size_t errlen);
 void hcl_aring_teardown(struct hcl_comm *c);
+/* With HCL_AGENT_REPORT set, an agent prints its rack's progress after each
+ * call: the ToR's counters for the ring's step jobs (control op "stats")
+ * against the slices the calls so far should have completed there. */
+void hcl_aring_report(struct hcl_comm *c, int d, size_t count);
 
 #endif

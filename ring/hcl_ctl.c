@@ -16,11 +16,11 @@
 
 #include "hcl_xfer.h" /* hcl_now_ns */
 
-int hcl_ctl_send(const struct sockaddr_in *from, const struct sockaddr_in *sw, const char *text,
-		 const char *ok_on_resend, int64_t deadline_ns, char *err, size_t errlen)
+static int exchange(const struct sockaddr_in *from, const struct sockaddr_in *sw, const char *text,
+		    const char *ok_on_resend, char *answer, size_t alen, int64_t deadline_ns, char *err, size_t errlen)
 {
 	int sends = 0;
-	char ip[INET_ADDRSTRLEN], answer[512];
+	char ip[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &sw->sin_addr, ip, sizeof(ip));
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in me = *from;
@@ -43,12 +43,12 @@ int hcl_ctl_send(const struct sockaddr_in *from, const struct sockaddr_in *sw, c
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		int64_t left;
 		while ((left = until - hcl_now_ns()) > 0 && poll(&p, 1, (int)(left / 1000000) + 1) > 0) {
-			ssize_t n = recv(fd, answer, sizeof(answer) - 1, 0);
+			ssize_t n = recv(fd, answer, alen - 1, 0);
 			if (n <= 0)
 				continue;
 			answer[n] = 0;
 			answer[strcspn(answer, "\n")] = 0;
-			rc = strcmp(answer, "ok") == 0 ||
+			rc = strncmp(answer, "ok", 2) == 0 ||
 					     (sends > 1 && ok_on_resend && strstr(answer, ok_on_resend))
 				     ? 0
 				     : -EIO;
@@ -62,6 +62,19 @@ out:
 	else if (rc == -EIO)
 		snprintf(err, errlen, "switch %s: %s", ip, answer);
 	return rc;
+}
+
+int hcl_ctl_send(const struct sockaddr_in *from, const struct sockaddr_in *sw, const char *text,
+		 const char *ok_on_resend, int64_t deadline_ns, char *err, size_t errlen)
+{
+	char answer[512];
+	return exchange(from, sw, text, ok_on_resend, answer, sizeof(answer), deadline_ns, err, errlen);
+}
+
+int hcl_ctl_query(const struct sockaddr_in *from, const struct sockaddr_in *sw, const char *text, char *answer,
+		  size_t alen, int64_t deadline_ns, char *err, size_t errlen)
+{
+	return exchange(from, sw, text, NULL, answer, alen, deadline_ns, err, errlen);
 }
 
 static const char *dtype_name(uint8_t d)

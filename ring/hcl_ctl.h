@@ -21,6 +21,11 @@
 int hcl_ctl_send(const struct sockaddr_in *from, const struct sockaddr_in *sw, const char *text,
 		 const char *ok_on_resend, int64_t deadline_ns, char *err, size_t errlen);
 
+/* The same for a command whose "ok ..." answer carries data (op "stats"):
+ * the answer line is left in answer. */
+int hcl_ctl_query(const struct sockaddr_in *from, const struct sockaddr_in *sw, const char *text, char *answer,
+		  size_t alen, int64_t deadline_ns, char *err, size_t errlen);
+
 /* `op = "install"; job = {...};` for cfg; -ENOSPC if buf is too small. */
 int hcl_ctl_install_text(const struct ina_job_cfg *cfg, char *buf, size_t n);
 

@@ -785,9 +785,9 @@ int sw_ctrl_parse(const char *text, size_t len, const struct sw_switch_cfg *s, s
 			goto out;
 		}
 		rc = load_job(&p, j, s, &cmd->job);
-	} else if (!strcmp(op, "remove")) {
+	} else if (!strcmp(op, "remove") || !strcmp(op, "stats")) {
 		long long id = 0;
-		cmd->op = SW_CTRL_REMOVE;
+		cmd->op = !strcmp(op, "remove") ? SW_CTRL_REMOVE : SW_CTRL_STATS;
 		if (only_keys(&p, root, remove_keys) < 0 || get_int(&p, root, "id", 0, 65535, true, &id) < 0)
 			goto out;
 		cmd->id = (uint16_t)id;
@@ -803,7 +803,7 @@ int sw_ctrl_parse(const char *text, size_t len, const struct sw_switch_cfg *s, s
 		}
 		rc = load_emu(&p, root, &cmd->emu);
 	} else {
-		fail(&p, config_setting_get_member(root, "op"), "op must be \"install\", \"remove\" or \"emu\"");
+		fail(&p, config_setting_get_member(root, "op"), "op must be \"install\", \"remove\", \"stats\" or \"emu\"");
 	}
 out:
 	config_destroy(&lc);

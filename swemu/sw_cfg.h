@@ -81,7 +81,7 @@ void sw_cfg_free(struct sw_cfg *cfg);
  *   op = "remove"; id = 3;
  *   op = "emu"; port = "h1"; rate = "1G"; delay_us = 50; loss = 0.01;
  * (docs/SWEMU.md). */
-enum sw_ctrl_op { SW_CTRL_INSTALL, SW_CTRL_REMOVE, SW_CTRL_EMU };
+enum sw_ctrl_op { SW_CTRL_INSTALL, SW_CTRL_REMOVE, SW_CTRL_EMU, SW_CTRL_STATS };
 
 struct sw_ctrl_cmd {
 	enum sw_ctrl_op op;

@@ -56,6 +56,26 @@ void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, con
 		case SW_CTRL_EMU:
 			sw_emu_set(&sw->ports[cmd.port].emu, &cmd.emu);
 			break;
+		case SW_CTRL_STATS: {
+			/* an agent's view of its rack's progress: the job's counters */
+			const struct ina_job_stats *js = ina_job_stats(sw->eng, cmd.id);
+			if (!js) {
+				rc = -1;
+				why = "no job with this id";
+				break;
+			}
+			uint64_t drops = 0;
+			for (int r = 1; r < INA_R_MAX_; r++)
+				drops += js->drops[r];
+			sw->st.ctrl_ok++;
+			snprintf(msg, sizeof(msg),
+				 "ok job=%u completions=%llu contributions=%llu retransmits=%llu slots_busy=%u drops=%llu\n",
+				 cmd.id, (unsigned long long)js->completions, (unsigned long long)js->contributions,
+				 (unsigned long long)js->retransmits, ina_job_slots_busy(sw->eng, cmd.id),
+				 (unsigned long long)drops);
+			reply(rt, sw, in, v, msg);
+			return;
+		}
 		}
 		if (rc < 0)
 			snprintf(err, sizeof(err), "ctrl: %s", why);

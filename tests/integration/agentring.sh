@@ -32,7 +32,13 @@ done
 # clean path with a 4 MiB tensor, so re-sends after random losses do not
 # decide the figure.
 topo itagr 8 --subnet $sub --racks 2 --ina-racks 1
-check -d float -b 4M -e 4M || fail "agent-ring, 4 MiB"
+HCL_AGENT_REPORT=1 check -d float -b 4M -e 4M || fail "agent-ring, 4 MiB"
+# the agent (rank 4) reported its rack's progress from the ToR's counters:
+# after the last call every slice the calls needed is complete there
+report=$(grep "^agent rack 1:" "/run/swemu-testbed/$TOPO_NAME/rank-4.log" | tail -1)
+echo "$report"
+[[ "$report" =~ ([0-9]+)\ of\ ([0-9]+)\ slices\ complete ]] && ((BASH_REMATCH[1] == BASH_REMATCH[2] && BASH_REMATCH[2] > 0)) ||
+	fail "agent progress report: '$report'"
 ratio=$(stats_get 'max(d["switches"]["tor1"]["ports"]["h4"]["rx_bytes"], d["switches"]["tor1"]["ports"]["h4"]["tx_bytes"]) / max(max(p["rx_bytes"], p["tx_bytes"]) for n, p in d["switches"]["tor1"]["ports"].items() if n in ("h5", "h6", "h7"))')
 echo "agent link / busiest other link in the INA rack: $ratio"
 $PY -c "import sys; sys.exit(0 if $ratio <= 1.1 else 1)" || fail "the agent's link carries $ratio x a worker's"
