@@ -177,6 +177,46 @@ static void test_bad(void **state)
 	unlink(path);
 }
 
+/* Control-channel commands: each op, and what a bad one is told.  The
+ * install text is what the host library's agents send (hcl_ctl). */
+static void test_ctrl(void **state)
+{
+	(void)state;
+	static struct sw_cfg c;
+	static struct sw_ctrl_cmd cmd;
+	char err[256] = "";
+	assert_int_equal(sw_cfg_load(write_tmp(good), &c, err, sizeof(err)), 0);
+	const struct sw_switch_cfg *s = &c.sw[0];
+#define PARSE(t) sw_ctrl_parse(t, strlen(t), s, &cmd, err, sizeof(err))
+	assert_int_equal(PARSE("op = \"stats\"; id = 7;"), 0);
+	assert_int_equal(cmd.op, SW_CTRL_STATS);
+	assert_int_equal(cmd.id, 7);
+	assert_int_equal(PARSE("op = \"remove\"; id = 65535;"), 0);
+	assert_int_equal(cmd.op, SW_CTRL_REMOVE);
+	assert_int_equal(PARSE("op = \"emu\"; port = \"h1\"; rate = \"100M\";"), 0);
+	assert_int_equal(cmd.op, SW_CTRL_EMU);
+	assert_int_equal(cmd.emu.buffer_bytes, SW_EMU_DEFAULT_BUFFER); /* a rate brings a buffer */
+	/* an agent-ring step job: joins, ACKs to the upstream's job */
+	assert_int_equal(PARSE("op = \"install\"; job = { id = 12; fan_in = 3; dtype = \"int32\"; slots = 16; elems = 256;"
+			       " outputs = [\"multicast\", \"forward\", \"ack\"]; contributors = [\"10.0.0.1:48864\","
+			       " \"10.0.0.2:48864\", \"10.0.1.254:48864\"]; upstream = 2; upstream_job = 11;"
+			       " forward = { addr = \"10.0.2.254:48864@02:00:00:00:02:fe\"; job = 13; contributor = 65535; }; };"),
+			 0);
+	assert_int_equal(cmd.op, SW_CTRL_INSTALL);
+	assert_int_equal(cmd.job.outputs, INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_ACK);
+	assert_int_equal(cmd.job.upstream_index, 2);
+	assert_int_equal(cmd.job.upstream_job, 11);
+	assert_int_equal(PARSE("op = \"stats\";"), -1);
+	assert_non_null(strstr(err, "missing setting 'id'"));
+	assert_int_equal(PARSE("op = \"stat\"; id = 1;"), -1);
+	assert_non_null(strstr(err, "\"stats\""));
+	assert_int_equal(PARSE("op = \"install\"; job = { id = 1; dtype = \"int32\"; slots = 1; elems = 1; outputs = [\"ack\"];"
+			       " contributors = [\"10.0.0.1:48864\"]; };"),
+			 -1);
+	assert_non_null(strstr(err, "ack"));
+#undef PARSE
+}
+
 static void test_missing_file(void **state)
 {
 	(void)state;
@@ -239,6 +279,7 @@ int main(void)
 		cmocka_unit_test(test_good),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_ctrl),
 		cmocka_unit_test(test_value_parsers),
 		cmocka_unit_test(test_shipped_configs),
 	};
