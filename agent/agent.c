@@ -130,8 +130,8 @@ int hcl_aring_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t de
 	uint8_t tor_mac[6] = { 0 };
 	if (rc == 0 && agent)
 		rc = probe_tor(c, (uint16_t)job, 2 * steps, deadline, tor_mac, err, errlen);
-	/* every rank joins the exchange, so an agent's failure shows as an
-	 * error here too instead of a hang */
+	/* an agent that failed above does not join: the others' exchange ends
+	 * at the deadline with an error naming a rank, not in a hang */
 	if (rc == 0)
 		rc = share_macs(c, tor_mac, macs, deadline, err, errlen);
 	for (int d = 0; rc == 0 && d < 2; d++)
