@@ -11,7 +11,7 @@
 # per run: busbw, the busiest host link and uplink in MB, and the longest
 # dependency chain of one chunk in hops.  Needs root.
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,13p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 racks=4 hosts=2 rate=100M uplink=100M size=4M iters=3 algos="ring hier ps ps-ina agent-ring"
 while (($#)); do
 	case $1 in

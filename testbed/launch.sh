@@ -10,7 +10,7 @@
 # succeeded; otherwise the failing ranks' last lines are shown.  With
 # --hostfile a rank gets only RANK and HCL_HOSTFILE=NAME/hosts.cfg.
 set -euo pipefail
-case "${1:-}" in -h|--help|"") sed -n 2,13p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help|"") awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 name=$1
 shift
 d=/run/swemu-testbed/$name
