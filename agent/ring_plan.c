@@ -101,13 +101,7 @@ static unsigned outputs_of(const struct aring_plan *p, unsigned s)
 void aring_job(const struct aring_plan *p, unsigned k, unsigned s, struct ina_job_cfg *c)
 {
 	const struct aring_member *mb = &p->mem[k];
-	memset(c, 0, sizeof(*c));
-	c->id = (uint16_t)(p->job0 + s);
-	c->dtype = p->dtype;
-	c->nslots = p->slots;
-	c->elems_per_slot = p->elems;
-	c->outputs = outputs_of(p, s);
-	c->upstream_index = -1;
+	hcl_job_init(c, (uint16_t)(p->job0 + s), p->dtype, p->slots, p->elems, outputs_of(p, s));
 	/* the soft member's own worker is contributor 0 at the rank's INA
 	 * address; the ToR's workers are the rack's ranks */
 	for (unsigned w = 0; w < mb->n; w++)

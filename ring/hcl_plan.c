@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void job_init(struct ina_job_cfg *j, uint16_t id, uint8_t dtype, uint32_t slots, uint16_t elems,
-		     unsigned outputs)
+void hcl_job_init(struct ina_job_cfg *j, uint16_t id, uint8_t dtype, uint32_t slots, uint16_t elems,
+		  unsigned outputs)
 {
 	memset(j, 0, sizeof(*j));
 	j->id = id;
@@ -50,7 +50,7 @@ int hcl_psina_plan(const struct hcl_rank_info *r, unsigned world, const struct i
 			p->ntor++;
 			p->tor[t].rack = r[i].rack;
 			p->tor[t].agent = (int)i;
-			job_init(&p->tor[t].job, job, dtype, slots, elems, INA_OUT_PS);
+			hcl_job_init(&p->tor[t].job, job, dtype, slots, elems, INA_OUT_PS);
 		}
 		const struct ina_addr *first = &r[p->tor[t].agent].tor;
 		if (first->ip != r[i].tor.ip || first->port != r[i].tor.port) {
@@ -79,7 +79,7 @@ int hcl_psina_plan(const struct hcl_rank_info *r, unsigned world, const struct i
 		return 0;
 	}
 	p->use_ps = true;
-	job_init(&p->ps, job, dtype, slots, elems, INA_OUT_MULTICAST);
+	hcl_job_init(&p->ps, job, dtype, slots, elems, INA_OUT_MULTICAST);
 	for (unsigned t = 0; t < p->ntor; t++) {
 		p->tor[t].job.parent = (struct ina_peer){ .addr = *ps, .job = job, .contributor = p->ps.fan_in };
 		if (add_contributor(&p->ps, &r[p->tor[t].agent].tor, err, errlen) < 0)

@@ -20,6 +20,10 @@ struct hcl_rank_info {
 	struct ina_addr tor; /* its rack's INA ToR (ip, port); ip 0: none */
 };
 
+/* An empty job: no contributors, no upstream, the given outputs. */
+void hcl_job_init(struct ina_job_cfg *j, uint16_t id, uint8_t dtype, uint32_t slots, uint16_t elems,
+		  unsigned outputs);
+
 /* ps-ina: racks behind an INA ToR aggregate there; the others fall back to
  * a software parameter server hosted by rank 0 (ATP's fallback), which
  * also adds up the ToRs' partial sums when there is more than one rack. */
