@@ -246,9 +246,12 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return hcl_fail(err, errlen, "rendezvous: socket: %s", strerror(errno));
-		/* a lost SYN is resent after 1, 3, 7 s: connect must not outlive
-		 * the deadline (Linux bounds connect by the send timeout) */
+		/* a lost SYN is resent after 1, 3, 7 s: rather than wait for
+		 * that, give each attempt at most a second (Linux bounds connect
+		 * by the send timeout) and start again with a fresh SYN */
 		int64_t left = deadline - hcl_now_ns();
+		if (left > 1000000000)
+			left = 1000000000;
 		struct timeval tv = { .tv_sec = left > 0 ? left / 1000000000 : 0,
 				      .tv_usec = left > 0 ? left % 1000000000 / 1000 : 1 };
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
