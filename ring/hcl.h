@@ -53,6 +53,14 @@ struct hcl_comm_cfg {
 	 * MASTER_PORT; NULL: HCL_HOSTFILE, else the environment.  The rank
 	 * still comes from cfg.rank or RANK. */
 	const char *hostfile;
+	/* Synchronisation visibility and pacing (docs/PACING.md).  pace: 1 on,
+	 * -1 off, 0: HCL_PACE ("1"/"on"); its parameters from HCL_PACE_THRESHOLD_US,
+	 * HCL_PACE_REL_THRESHOLD, HCL_PACE_FRACTION, HCL_PACE_MAX_US, HCL_PACE_WINDOW.  trace_dir: write
+	 * one JSON line per call and iteration to DIR/rank<r>.jsonl; NULL:
+	 * HCL_TRACE.  Either one makes every call all-gather its timing (log2 N
+	 * small exchanges); with neither, the calls are untouched. */
+	int pace;
+	const char *trace_dir;
 };
 
 #define HCL_COMM_CFG_ENV { .rank = -1, .world = -1, .rack = -1 }
@@ -69,5 +77,21 @@ const char *hcl_comm_error(const struct hcl_comm *c);
 /* recv = sum over ranks of send; send == recv is in place. */
 int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op,
 		  struct hcl_comm *c);
+
+/* Optional iteration marks for the timing layer: without them every call
+ * ends an iteration (compute = the time since the previous call ended). */
+void hcl_iter_begin(struct hcl_comm *c);
+void hcl_iter_end(struct hcl_comm *c);
+
+struct hcl_sync_summary {
+	unsigned long iterations, calls, paced_calls;
+	unsigned long incomplete_calls; /* a note was missing: not measured, not paced on */
+	double iter_mean_us, iter_p50_us, iter_p99_us, iter_cv; /* cv = stddev / mean */
+	/* shares of the iterations' time (they add up to 1) */
+	double compute_share, delay_share, wait_share, comm_share;
+	double spread_mean_us; /* mean max - min arrival over the calls */
+};
+/* -ENODATA when neither pacing nor tracing is on. */
+int hcl_comm_sync_summary(const struct hcl_comm *c, struct hcl_sync_summary *out);
 
 #endif

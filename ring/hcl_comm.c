@@ -12,6 +12,7 @@
 #include "hcl_ina.h"
 #include "hcl_plan.h"
 #include "hcl_ps.h"
+#include "hcl_sync.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -448,6 +449,56 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 	return hcl_comm_barrier(c, deadline, err, errlen);
 }
 
+static const char *algo_name(enum hcl_algo a)
+{
+	static const char *const n[] = { [HCL_ALGO_RING] = "ring", [HCL_ALGO_HIER] = "hier", [HCL_ALGO_PS] = "ps",
+					 [HCL_ALGO_PS_INA] = "ps-ina", [HCL_ALGO_AGENT_RING] = "agent-ring" };
+	return a >= HCL_ALGO_RING && a <= HCL_ALGO_AGENT_RING ? n[a] : "?";
+}
+
+/* A pacing parameter from the environment: unset gives 0 (the default). */
+static int pace_env(const char *name, double lo, double hi, double *v, char *err, size_t errlen)
+{
+	const char *s = getenv(name);
+	*v = 0;
+	if (!s || !*s)
+		return 0;
+	char *end;
+	*v = strtod(s, &end);
+	if (*end || *v < lo || *v > hi)
+		return hcl_fail(err, errlen, "%s='%s': must be a number from %g to %g", name, s, lo, hi), -EINVAL;
+	return 0;
+}
+
+static int sync_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t deadline, char *err, size_t errlen)
+{
+	struct hcl_sync_cfg sc = { .trace_dir = k->trace_dir ? k->trace_dir : getenv("HCL_TRACE") };
+	if (sc.trace_dir && !*sc.trace_dir)
+		sc.trace_dir = NULL;
+	if (k->pace) {
+		sc.pace = k->pace > 0;
+	} else {
+		const char *p = getenv("HCL_PACE");
+		if (p && *p && strcmp(p, "0") && strcmp(p, "off") && strcmp(p, "1") && strcmp(p, "on"))
+			return hcl_fail(err, errlen, "HCL_PACE='%s': must be 1, on, 0 or off", p), -EINVAL;
+		sc.pace = p && (!strcmp(p, "1") || !strcmp(p, "on"));
+	}
+	double thr, rel, frac, max, win;
+	if (pace_env("HCL_PACE_THRESHOLD_US", 1, 1e7, &thr, err, errlen) < 0 ||
+	    pace_env("HCL_PACE_REL_THRESHOLD", 0, 1, &rel, err, errlen) < 0 ||
+	    pace_env("HCL_PACE_FRACTION", 0.01, 1, &frac, err, errlen) < 0 ||
+	    pace_env("HCL_PACE_MAX_US", 1, 1e7, &max, err, errlen) < 0 ||
+	    pace_env("HCL_PACE_WINDOW", 1, HCL_PACE_MAX_WINDOW, &win, err, errlen) < 0)
+		return -EINVAL;
+	const char *r = getenv("HCL_PACE_REL_THRESHOLD");
+	if (r && *r && rel == 0)
+		rel = -1; /* set to 0: no relative threshold */
+	sc.pace_cfg = (struct hcl_pace_cfg){ .threshold_ns = (int64_t)(thr * 1e3), .rel_threshold = rel, .fraction = frac,
+					     .max_delay_ns = (int64_t)(max * 1e3), .window = (unsigned)win };
+	c->sync = hcl_sync_new(&sc, c->x, c->rank, c->world, algo_name(c->algo), deadline, err, errlen);
+	return c->sync ? 0 : -EINVAL;
+}
+
 int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char *err, size_t errlen)
 {
 	struct hcl_comm_cfg k = *cfg;
@@ -549,6 +600,8 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		goto fail;
 	if (c->algo == HCL_ALGO_AGENT_RING && (rc = hcl_aring_setup(c, &k, deadline, err, errlen)) < 0)
 		goto fail;
+	if ((rc = sync_setup(c, &k, deadline, err, errlen)) < 0)
+		goto fail;
 	c->ready = true;
 	*out = c;
 	return 0;
@@ -572,6 +625,7 @@ void hcl_comm_destroy(struct hcl_comm *c)
 		hcl_comm_remove_tor_jobs(c);
 	if (c->x) /* our last ACKs may be lost: answer re-sends before leaving */
 		hcl_xfer_linger_final(c->x, hcl_now_ns() + 2000000000);
+	hcl_sync_free(c->sync);
 	hcl_psina_plan_free(&c->plan[0]);
 	hcl_psina_plan_free(&c->plan[1]);
 	hcl_aring_teardown(c);
@@ -588,15 +642,53 @@ void hcl_comm_destroy(struct hcl_comm *c)
 	free(c);
 }
 
-int hcl_comm_rank(const struct hcl_comm *c) { return c->rank; }
-int hcl_comm_world(const struct hcl_comm *c) { return c->world; }
-const char *hcl_comm_error(const struct hcl_comm *c) { return c->err; }
+static int allreduce_algo(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op,
+			  struct hcl_comm *c);
 
+/* The algorithm, inside the timing and pacing layer when that is on. */
 int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op,
 		  struct hcl_comm *c)
 {
 	if (!c)
 		return -EINVAL;
+	if (!hcl_sync_on(c->sync))
+		return allreduce_algo(send, recv, count, dtype, op, c);
+	hcl_sync_before(c->sync);
+	int rc = allreduce_algo(send, recv, count, dtype, op, c);
+	if (rc == 0)
+		hcl_sync_after(c->sync, count * 4);
+	return rc;
+}
+
+void hcl_iter_begin(struct hcl_comm *c)
+{
+	if (c)
+		hcl_sync_iter_begin(c->sync);
+}
+
+void hcl_iter_end(struct hcl_comm *c)
+{
+	if (c)
+		hcl_sync_iter_end(c->sync);
+}
+
+int hcl_comm_sync_summary(const struct hcl_comm *c, struct hcl_sync_summary *out)
+{
+	if (!c || !out)
+		return -EINVAL;
+	if (!hcl_sync_on(c->sync))
+		return -ENODATA;
+	hcl_sync_summary(c->sync, out);
+	return 0;
+}
+
+int hcl_comm_rank(const struct hcl_comm *c) { return c->rank; }
+int hcl_comm_world(const struct hcl_comm *c) { return c->world; }
+const char *hcl_comm_error(const struct hcl_comm *c) { return c->err; }
+
+static int allreduce_algo(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op,
+			  struct hcl_comm *c)
+{
 	if (op != HCL_SUM || (count && (!send || !recv))) {
 		snprintf(c->err, sizeof(c->err), "allreduce: only op sum, and buffers for %zu elements", count);
 		return -EINVAL;

@@ -17,6 +17,7 @@
 struct hcl_xfer;
 struct hcl_ina;
 struct hcl_ps;
+struct hcl_sync;
 
 struct hcl_comm {
 	int rank, world;
@@ -43,6 +44,7 @@ struct hcl_comm {
 	unsigned long long report_expect[2]; /* slices the agent's ToR should have completed so far */
 	bool ready; /* hcl_comm_create finished: the others will meet us at destroy's barrier */
 	uint32_t epoch;
+	struct hcl_sync *sync; /* timing and pacing around each call (ring/hcl_sync.h) */
 	char err[320];
 };
 

@@ -2,15 +2,26 @@
  *   RANK=.. WORLD_SIZE=.. MASTER_ADDR=.. MASTER_PORT=.. ina-allreduce-perf -b 1M -e 64M -f 2
  * One line per size on rank 0:  size count type redop time algbw busbw #wrong
  * (time in us per call; algbw = size / time, busbw = algbw * 2(N-1)/N, in
- * GB/s of 1e9 bytes; #wrong summed over all ranks), then "# Avg bus bandwidth". */
+ * GB/s of 1e9 bytes; #wrong summed over all ranks), then "# Avg bus bandwidth".
+ *
+ * With --compute (and optionally --jitter, --straggler, --seed) every timed
+ * call becomes a training iteration: a simulated compute phase (a sleep:
+ * the host's CPU is free, as while a GPU computes) then the all-reduce.
+ * The injected noise depends only on the seed and the rank, so runs with
+ * pacing on and off see the same noise.  Rank 0 then also prints its
+ * iteration times (mean, p50, p99, coefficient of variation, iterations/s)
+ * and, with the timing layer on (-P or --trace), the layer's summary. */
 #include <errno.h>
 #include <getopt.h>
+#include <time.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hcl.h"
+#include "hcl_sync.h" /* hcl_sync_stats */
 #include "hcl_xfer.h" /* hcl_now_ns */
 
 static int parse_size(const char *s, size_t *v)
@@ -29,6 +40,79 @@ static int parse_size(const char *s, size_t *v)
 	return 0;
 }
 
+/* The injected compute noise (deterministic per seed and rank). */
+struct noise {
+	double compute_ms;      /* base compute time per iteration */
+	char kind;              /* 0 none, 'n' normal(sd), 'e' exponential(mean), 'h' hiccup(p, ms) */
+	double a, b;
+	double slow;            /* this rank's compute factor (--straggler) */
+	uint64_t rng;
+};
+
+static double uniform(struct noise *z)
+{
+	/* splitmix64: tiny, seedable, identical on every host */
+	uint64_t v = (z->rng += 0x9e3779b97f4a7c15ull);
+	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
+	v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
+	v ^= v >> 31;
+	return ((double)(v >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double compute_ms(struct noise *z)
+{
+	double ms = z->compute_ms * z->slow;
+	switch (z->kind) {
+	case 'n': ms += z->a * sqrt(-2 * log(uniform(z))) * cos(2 * M_PI * uniform(z)); break;
+	case 'e': ms += -z->a * log(uniform(z)); break;
+	case 'h': ms += uniform(z) < z->a ? z->b : 0; break;
+	}
+	return ms > 0 ? ms : 0;
+}
+
+static int parse_jitter(const char *s, struct noise *z)
+{
+	char k[16];
+	int n;
+	if (sscanf(s, "%15[a-z]:%lf%n", k, &z->a, &n) != 2 || z->a < 0)
+		return -1;
+	if (!strcmp(k, "normal") && !s[n])
+		z->kind = 'n';
+	else if (!strcmp(k, "exp") && !s[n])
+		z->kind = 'e';
+	else if (!strcmp(k, "hiccup") && sscanf(s + n, ":%lf", &z->b) == 1 && z->a <= 1 && z->b >= 0)
+		z->kind = 'h';
+	else
+		return -1;
+	return 0;
+}
+
+/* "R:F[,R:F...]": rank R computes F times as long; sets this rank's factor */
+static int parse_straggler(const char *s, int rank, double *slow)
+{
+	for (const char *p = s; *p;) {
+		int r, n;
+		double f;
+		if (sscanf(p, "%d:%lf%n", &r, &f, &n) != 2 || r < 0 || f <= 0)
+			return -1;
+		if (r == rank)
+			*slow = f;
+		p += n;
+		if (*p == ',')
+			p++;
+		else if (*p)
+			return -1;
+	}
+	return 0;
+}
+
+static void sleep_ms(double ms)
+{
+	struct timespec ts = { (time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6) };
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ina-allreduce-perf [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
@@ -40,7 +124,14 @@ static void usage(FILE *f)
 		   "  -c     check the results (default 1)\n"
 		   "  -d     data type (default float)   -o reduction (sum)\n"
 		   "  -a     algorithm: ring (default), hier (HCL_RACK), ps (server in rank 0),\n"
-		   "         ps-ina (HCL_INA_SWITCH, HCL_INA_JOB, ...), agent-ring (the same)\n");
+		   "         ps-ina (HCL_INA_SWITCH, HCL_INA_JOB, ...), agent-ring (the same)\n"
+		   "  -t     deadline of each call in ms (default 30000)\n"
+		   "  -P, --pace         pace early ranks (docs/PACING.md; also HCL_PACE=1)\n"
+		   "  --trace DIR        per-rank JSON-lines timing trace DIR/rank<r>.jsonl (also HCL_TRACE)\n"
+		   "  --compute MS       make each timed call an iteration: MS of simulated compute first\n"
+		   "  --jitter SPEC      compute noise: normal:SD_MS, exp:MEAN_MS or hiccup:PROB:MS\n"
+		   "  --straggler R:F    rank R computes F times as long (comma-separated list)\n"
+		   "  --seed N           seed of the noise (default 1; rank is mixed in)\n");
 }
 
 int main(int argc, char **argv)
@@ -50,8 +141,34 @@ int main(int argc, char **argv)
 	int iters = 20, warmup = 5, check = 1, o;
 	enum hcl_dtype dt = HCL_FP32;
 	struct hcl_comm_cfg cfg = HCL_COMM_CFG_ENV;
-	while ((o = getopt(argc, argv, "b:e:f:n:w:c:d:o:a:t:h")) != -1) {
+	struct noise z = { .slow = 1 };
+	const char *straggler = NULL;
+	unsigned long long seed = 1;
+	bool iterate = false;
+	enum { O_TRACE = 256, O_COMPUTE, O_JITTER, O_STRAGGLER, O_SEED };
+	static const struct option longopts[] = {
+		{ "pace", no_argument, NULL, 'P' },	       { "trace", required_argument, NULL, O_TRACE },
+		{ "compute", required_argument, NULL, O_COMPUTE }, { "jitter", required_argument, NULL, O_JITTER },
+		{ "straggler", required_argument, NULL, O_STRAGGLER }, { "seed", required_argument, NULL, O_SEED },
+		{ "help", no_argument, NULL, 'h' },	       { 0 }
+	};
+	while ((o = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:a:t:Ph", longopts, NULL)) != -1) {
 		switch (o) {
+		case 'P': cfg.pace = 1; break;
+		case O_TRACE: cfg.trace_dir = optarg; break;
+		case O_COMPUTE:
+			z.compute_ms = atof(optarg);
+			iterate = true;
+			if (z.compute_ms < 0)
+				goto bad;
+			break;
+		case O_JITTER:
+			if (parse_jitter(optarg, &z))
+				goto bad;
+			iterate = true;
+			break;
+		case O_STRAGGLER: straggler = optarg; iterate = true; break;
+		case O_SEED: seed = strtoull(optarg, NULL, 10); break;
 		case 'b': if (parse_size(optarg, &minb)) goto bad; break;
 		case 'e': if (parse_size(optarg, &maxb)) goto bad; break;
 		case 'f': factor = atof(optarg); break;
@@ -96,9 +213,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int rank = hcl_comm_rank(c), n = hcl_comm_world(c);
+	if (straggler && parse_straggler(straggler, rank, &z.slow)) {
+		fprintf(stderr, "ina-allreduce-perf: --straggler wants RANK:FACTOR[,RANK:FACTOR...], not '%s'\n",
+			straggler);
+		hcl_comm_destroy(c);
+		return 2;
+	}
+	z.rng = seed * 0x100000001b3ull + (uint64_t)rank;
+	int64_t *iter_ns = calloc((size_t)iters, sizeof(*iter_ns));
 	size_t maxn = maxb / 4;
 	uint32_t *buf = malloc(maxn * 4 + 4);
-	if (!buf) {
+	if (!buf || !iter_ns) {
 		fprintf(stderr, "ina-allreduce-perf: out of memory\n");
 		return 1;
 	}
@@ -124,9 +249,24 @@ int main(int argc, char **argv)
 		for (int k = 0; k < warmup && rc == 0; k++)
 			rc = hcl_allreduce(buf, buf, count, dt, HCL_SUM, c);
 		int64_t t0 = hcl_now_ns();
-		for (int k = 0; k < iters && rc == 0; k++)
+		for (int k = 0; k < iters && rc == 0; k++) {
+			int64_t ti = hcl_now_ns();
+			if (iterate) {
+				hcl_iter_begin(c);
+				sleep_ms(compute_ms(&z));
+			}
 			rc = hcl_allreduce(buf, buf, count, dt, HCL_SUM, c);
+			if (iterate)
+				hcl_iter_end(c);
+			iter_ns[k] = hcl_now_ns() - ti;
+		}
 		double us = (hcl_now_ns() - t0) / 1e3 / iters;
+		if (rc == 0 && iterate && rank == 0) {
+			struct hcl_sync_stats st;
+			hcl_sync_stats(iter_ns, (unsigned long)iters, &st);
+			printf("# iterations %zu B: mean %.1f us  p50 %.1f  p99 %.1f  cv %.3f  %.2f it/s\n", count * 4,
+			       st.mean_ns / 1e3, st.p50_ns / 1e3, st.p99_ns / 1e3, st.cv, 1e6 / us);
+		}
 		int32_t wrong = 0;
 		if (rc == 0 && check) {
 			/* rank r contributes r+1 (+ i % 7 for int32): the sums are exact */
@@ -177,7 +317,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ina-allreduce-perf rank %d: %s\n", rank, hcl_comm_error(c));
 	else if (rank == 0)
 		printf("# Avg bus bandwidth    : %.3f\n", lines ? bus_sum / lines : 0);
+	struct hcl_sync_summary m;
+	if (rc == 0 && rank == 0 && hcl_comm_sync_summary(c, &m) == 0)
+		printf("# timing layer (rank 0, all calls): %lu iterations, cv %.3f, compute %.1f%% delay %.1f%% "
+		       "wait %.1f%% comm %.1f%%, paced %lu of %lu calls, mean spread %.1f us\n",
+		       m.iterations, m.iter_cv, 100 * m.compute_share, 100 * m.delay_share, 100 * m.wait_share,
+		       100 * m.comm_share, m.paced_calls, m.calls, m.spread_mean_us);
 	free(buf);
+	free(iter_ns);
 	hcl_comm_destroy(c);
 	return rc ? 1 : 0;
 bad:

@@ -12,6 +12,7 @@
 #define T_DATA 1
 #define T_ACK 2
 #define T_FIN 3 /* "all of tag acknowledged": the receiver may stop lingering */
+#define T_NOTE 4 /* unreliable side datagram for the note handler (payload after the header) */
 #define BATCH 64
 #define PKT_MAX 9000
 
@@ -77,6 +78,8 @@ struct hcl_xfer {
 	uint8_t *rxbuf[BATCH];
 	struct hcl_xfer_stats stats;
 	size_t cap_pk; /* per-packet arrays sized for this many */
+	void (*note_cb)(void *ctx, int src, const void *p, size_t len);
+	void *note_ctx;
 	/* round-trip estimate (RFC 6298), kept across exchanges */
 	int64_t srtt_ns, rttvar_ns, rto_base_ns, rto_initial_ns;
 };
@@ -482,6 +485,15 @@ static int service(struct hcl_xfer *x, int64_t wait_ns)
 				x->st.fin = true; /* ... before our exchange even began */
 			continue;
 		}
+		if (p[1] == T_NOTE) {
+			if (x->note_cb) {
+				x->stats.notes_received++;
+				x->note_cb(x->note_ctx, src, p + HCL_XFER_HDR, in[i].len - HCL_XFER_HDR);
+			} else {
+				x->stats.malformed++;
+			}
+			continue;
+		}
 		if (p[1] != T_DATA) {
 			x->stats.malformed++;
 			continue;
@@ -508,6 +520,33 @@ static int linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns, boo
 int hcl_xfer_poll(struct hcl_xfer *x)
 {
 	return service(x, 0);
+}
+
+int hcl_xfer_poll_wait(struct hcl_xfer *x, int64_t wait_ns)
+{
+	return service(x, wait_ns > 0 ? wait_ns : 0);
+}
+
+void hcl_xfer_set_note_handler(struct hcl_xfer *x, void (*cb)(void *ctx, int src, const void *p, size_t len),
+			       void *ctx)
+{
+	x->note_cb = cb;
+	x->note_ctx = ctx;
+}
+
+int hcl_xfer_send_note(struct hcl_xfer *x, int to, const void *buf, size_t len)
+{
+	uint8_t b[HCL_XFER_HDR + HCL_XFER_NOTE_MAX] = { MAGIC, T_NOTE };
+	if (to < 0 || (unsigned)to >= x->cfg.nranks || len > HCL_XFER_NOTE_MAX)
+		return -EINVAL;
+	b[2] = (uint8_t)(x->cfg.rank >> 8);
+	b[3] = (uint8_t)x->cfg.rank;
+	memcpy(b + HCL_XFER_HDR, buf, len);
+	struct hcl_pkt p = { b, HCL_XFER_HDR + len, x->peers[to] };
+	if (x->t->ops->send_batch(x->t->ctx, &p, 1) != 1)
+		return -EAGAIN;
+	x->stats.notes_sent++;
+	return 0;
 }
 
 int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns)

@@ -33,6 +33,7 @@ struct hcl_xfer_cfg {
 struct hcl_xfer_stats {
 	uint64_t data_sent, data_resent, acks_sent;
 	uint64_t data_received, duplicates, early, stale, malformed;
+	uint64_t notes_sent, notes_received;
 };
 
 struct hcl_xfer;
@@ -60,6 +61,17 @@ int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns);
 /* Answers what arrived, without waiting: for loops that do other work
  * (the INA clients) so that a peer whose last ACK was lost is answered. */
 int hcl_xfer_poll(struct hcl_xfer *x);
+/* The same, waiting up to wait_ns for the first datagram. */
+int hcl_xfer_poll_wait(struct hcl_xfer *x, int64_t wait_ns);
+
+/* Notes: small unreliable datagrams beside the transfers (the timing layer
+ * sends its arrival records this way, so that measuring costs no round
+ * trip).  Whatever receives (exchange, linger, poll) hands each note to
+ * the handler; without one they count as malformed. */
+#define HCL_XFER_NOTE_MAX 64
+void hcl_xfer_set_note_handler(struct hcl_xfer *x, void (*cb)(void *ctx, int src, const void *p, size_t len),
+			       void *ctx);
+int hcl_xfer_send_note(struct hcl_xfer *x, int to, const void *buf, size_t len);
 /* Before the transfer goes away: the same for every remembered receive
  * whose FIN is missing, with a quiet time that outlasts any peer's backed-off
  * timer.  (Between calls a lost ACK is answered by the next call's

@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# The project's main job, from a fresh machine: set up, build, run.
-# Until the trial runner exists this is the engine demo: the aggregation
-# engine's throughput beside the bare-add ceiling, with a result check.
-#   testbed/run-main.sh [ina-engine-bench args...]   (default: --quick)
+# The project's main job, from a fresh machine: set up, build, and run the
+# default PoC trial (configs/trial.cfg) — racks in namespaces around swemu,
+# every algorithm side by side, a report with tables and plots.
+#   testbed/run-main.sh [testbed/trial.sh args...]   (e.g. -c my-trial.cfg -o DIR)
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,5p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 2,6p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/testbed/setup.sh"
-(($#)) || set -- --quick
-exec "$top/build/tests/bench/ina-engine-bench" "$@"
+exec "$top/testbed/trial.sh" "$@"

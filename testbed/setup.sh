@@ -26,8 +26,8 @@ packages=(
 	clang libclang-rt-14-dev
 	# AF_XDP ports and the namespace testbed
 	libxdp-dev libbpf-dev iproute2 ethtool iputils-ping python3
-	# benchmarks
-	iperf3
+	# benchmarks; the trial report's plots
+	iperf3 gnuplot-nox
 )
 
 if [ -n "${peers:-}" ]; then

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The PoC trial: a trial file in, a side-by-side report out.
+#   testbed/trial.sh [-c TRIAL_FILE] [-o REPORT_DIR] [--fast]
+# Reads the trial file (default configs/trial.cfg; every setting is shown
+# there), builds the racks in network namespaces around swemu ToRs and a
+# spine, runs ina-allreduce-perf for every algorithm and message size
+# (timing traces on, swemu counters read around each run), tears it all
+# down whatever happens, and writes REPORT_DIR (default
+# trial-results/NAME-DATE): report.md, results.json, PNG plots, the raw
+# outputs.  Prints the summary table at the end.  --fast: one 256K size,
+# 3 iterations (the test suite's variant).  Needs root.
+set -euo pipefail
+case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+top=$(cd "$(dirname "$0")/.." && pwd)
+cfgfile=$top/configs/trial.cfg out="" fast=0
+while (($#)); do
+	case $1 in
+	-c) cfgfile=$2; shift 2;;
+	-o) out=$2; shift 2;;
+	--fast) fast=1; shift;;
+	*) echo "trial: unknown option $1 (see --help)" >&2; exit 2;;
+	esac
+done
+checker=${TRIAL_CFG:-$top/build/testbed/swemu-trial-cfg}
+perf=${PERF:-$top/build/ring/ina-allreduce-perf}
+[ -x "$checker" ] && [ -x "$perf" ] || { echo "trial: build first (testbed/setup.sh)" >&2; exit 2; }
+# the file is checked completely before anything is built
+vars=$("$checker" "$cfgfile") || exit 2
+eval "$vars"
+[ "$(id -u)" = 0 ] || { echo "trial: needs root (network namespaces)" >&2; exit 2; }
+if ((fast)); then T_SIZES=256K T_ITERATIONS=3 T_WARMUP=1; fi
+out=${out:-$top/trial-results/$T_NAME-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out/runs"
+cp "$cfgfile" "$out/trial.cfg"
+printf '%s\n' "$vars" > "$out/trial.env"
+((fast)) && printf 'T_SIZES=%s\nT_ITERATIONS=%s\nT_WARMUP=%s\n' "$T_SIZES" $T_ITERATIONS $T_WARMUP >> "$out/trial.env"
+
+name=trial
+n=$((T_RACKS * T_HOSTS))
+cleanup() {
+	local rc=$?
+	"$top/testbed/topo.sh" down $name >/dev/null 2>&1 || true
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+opts=(--subnet 10.93.0 --racks $T_RACKS --ina-racks "$T_INA_RACKS" --rate "$T_HOST_RATE" --uplink-rate "$T_UPLINK_RATE")
+[ -n "$T_UPLINK_BUFFER" ] && opts+=(--uplink-buffer "$T_UPLINK_BUFFER")
+[ "$T_LOSS" != 0 ] && opts+=(--loss "$T_LOSS")
+echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS), links $T_HOST_RATE, uplinks $T_UPLINK_RATE"
+"$top/testbed/topo.sh" down $name >/dev/null 2>&1 || true # a crashed run's leftovers
+"$top/testbed/topo.sh" up $name $n "${opts[@]}" > "$out/topo.log"
+"$top/testbed/topo.sh" start $name >> "$out/topo.log"
+cp /run/swemu-testbed/$name/swemu.cfg "$out/swemu.cfg" 2>/dev/null || true
+
+noise=(--seed "$T_SEED")
+if [ "$T_COMPUTE_MS" != 0 ] || [ -n "$T_JITTER" ] || [ -n "$T_STRAGGLER" ]; then
+	noise+=(--compute "$T_COMPUTE_MS")
+	[ -n "$T_JITTER" ] && noise+=(--jitter "$T_JITTER")
+	[ -n "$T_STRAGGLER" ] && noise+=(--straggler "$T_STRAGGLER")
+fi
+((T_PACE)) && noise+=(-P)
+read -ra algos <<<"$T_ALGOS"
+read -ra sizes <<<"$T_SIZES"
+total=$((${#algos[@]} * ${#sizes[@]})) k=0 start=$SECONDS
+for algo in "${algos[@]}"; do
+	for size in "${sizes[@]}"; do
+		k=$((k + 1))
+		el=$((SECONDS - start))
+		est=$((k > 1 ? el * total / (k - 1) : 0))
+		printf '[%d/%d] %-10s %6s  elapsed %ds%s\n' $k $total "$algo" "$size" $el \
+			"$( ((k > 1)) && echo ", estimated total ${est}s")"
+		d=$out/runs/$algo-$size
+		mkdir -p "$d/trace"
+		"$top/testbed/topo.sh" stats $name > "$d/stats-before.json"
+		if "$top/testbed/launch.sh" $name -- "$perf" -a "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
+			-n "$T_ITERATIONS" -w "$T_WARMUP" -t "$T_TIMEOUT_MS" --trace "$d/trace" "${noise[@]}" \
+			> "$d/perf.out" 2>&1; then
+			echo 0 > "$d/rc"
+		else
+			echo $? > "$d/rc"
+			echo "  failed: $(grep -m1 -E 'rank|error' "$d/perf.out" || tail -1 "$d/perf.out")"
+		fi
+		"$top/testbed/topo.sh" stats $name > "$d/stats-after.json"
+	done
+done
+"$top/testbed/topo.sh" down $name >/dev/null
+{
+	echo "git: $(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)"
+	echo "swemu: $("$top/build/swemu/swemu" --version 2>/dev/null | head -1 || echo unknown)"
+	echo "dpdk: $(pkg-config --modversion libdpdk 2>/dev/null || echo unknown)"
+	echo "kernel: $(uname -sr)"
+	echo "cpu: $(nproc) x $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
+	echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
+} > "$out/machine.txt"
+/usr/bin/python3 "$top/testbed/trial_report.py" "$out"
+echo "report: $out/report.md"

@@ -1,0 +1,353 @@
+/* swemu-trial-cfg: reads a trial file (libconfig, configs/trial.cfg) and
+ * prints it as shell assignments for testbed/trial.sh, with every default
+ * filled in.  Any mistake ends with exit status 2 and "file:line: what is
+ * wrong" — before anything is built.  Values are checked against a small
+ * character set, so the output can be eval'ed as it is. */
+#include <ctype.h>
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_HOSTS 16 /* what two cores carry: ranks plus software members */
+
+struct trial {
+	const char *name;
+	int seed, racks, hosts, iterations, warmup, timeout_ms;
+	bool ina[8];
+	const char *host_rate, *uplink_rate, *uplink_buffer, *jitter, *straggler, *dtype;
+	double loss, compute_ms, oversub;
+	bool pace;
+	char algos[128], sizes[256], rate_buf[32];
+};
+
+static const char *file;
+
+__attribute__((format(printf, 2, 3))) static int bad(const config_setting_t *s, const char *fmt, ...)
+{
+	va_list ap;
+	unsigned line = s ? config_setting_source_line(s) : 0;
+	fprintf(stderr, "%s:%u: ", file, line ? line : 1); /* the root has no line: the file's start */
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+/* 200M, 1.5G, 64K, 1000: a number with an optional K/M/G suffix */
+static bool quantity(const char *s, double *v)
+{
+	char *end;
+	*v = strtod(s, &end);
+	if (end == s || *v <= 0)
+		return false;
+	if (*end == 'K' || *end == 'k')
+		*v *= 1e3, end++;
+	else if (*end == 'M' || *end == 'm')
+		*v *= 1e6, end++;
+	else if (*end == 'G' || *end == 'g')
+		*v *= 1e9, end++;
+	return *end == 0;
+}
+
+static bool safe(const char *s)
+{
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr(".:,_-", *s))
+			return false;
+	return true;
+}
+
+static int get_int(config_setting_t *t, const char *key, int lo, int hi, int *v)
+{
+	config_setting_t *s = config_setting_get_member(t, key);
+	if (!s)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_INT)
+		return bad(s, "%s must be an integer", key);
+	int x = config_setting_get_int(s);
+	if (x < lo || x > hi)
+		return bad(s, "%s = %d: must be from %d to %d", key, x, lo, hi);
+	*v = x;
+	return 0;
+}
+
+static int get_num(config_setting_t *t, const char *key, double lo, double hi, double *v)
+{
+	config_setting_t *s = config_setting_get_member(t, key);
+	if (!s)
+		return 0;
+	int ty = config_setting_type(s);
+	if (ty != CONFIG_TYPE_INT && ty != CONFIG_TYPE_FLOAT)
+		return bad(s, "%s must be a number", key);
+	double x = ty == CONFIG_TYPE_INT ? config_setting_get_int(s) : config_setting_get_float(s);
+	if (x < lo || x > hi)
+		return bad(s, "%s = %g: must be from %g to %g", key, x, lo, hi);
+	*v = x;
+	return 0;
+}
+
+static int get_str(config_setting_t *t, const char *key, const char **v, config_setting_t **where)
+{
+	config_setting_t *s = config_setting_get_member(t, key);
+	if (where)
+		*where = s;
+	if (!s)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+		return bad(s, "%s must be a string", key);
+	const char *x = config_setting_get_string(s);
+	if (!safe(x))
+		return bad(s, "%s = \"%s\": only letters, digits and . : , _ - are allowed", key, x);
+	*v = x;
+	return 0;
+}
+
+static int get_rate(config_setting_t *t, const char *key, double lo, double hi, const char **v)
+{
+	config_setting_t *s;
+	if (get_str(t, key, v, &s) < 0)
+		return -1;
+	double x;
+	if (s && (!quantity(*v, &x) || x < lo || x > hi))
+		return bad(s, "%s = \"%s\": want a number with K, M or G, from %g to %g", key, *v, lo, hi);
+	return 0;
+}
+
+static const char *const known_algos[] = { "ring", "hier", "ps", "ps-ina", "agent-ring" };
+
+static int get_algos(config_setting_t *t, struct trial *tr)
+{
+	config_setting_t *s = config_setting_get_member(t, "algorithms");
+	if (!s)
+		return 0;
+	if (!config_setting_is_array(s) && !config_setting_is_list(s))
+		return bad(s, "algorithms must be a list such as [\"ring\", \"ps-ina\"]");
+	int n = config_setting_length(s);
+	if (n == 0)
+		return bad(s, "algorithms is empty");
+	tr->algos[0] = 0;
+	for (int i = 0; i < n; i++) {
+		config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		const char *a = config_setting_get_string(e);
+		bool ok = false;
+		for (size_t k = 0; a && k < sizeof(known_algos) / sizeof(*known_algos); k++)
+			ok |= !strcmp(a, known_algos[k]);
+		if (!ok)
+			return bad(e, "algorithm %s%s%s: want ring, hier, ps, ps-ina or agent-ring", a ? "\"" : "",
+				   a ? a : "(not a string)", a ? "\"" : "");
+		char word[24];
+		snprintf(word, sizeof(word), " %s ", a);
+		char padded[sizeof(tr->algos) + 2];
+		snprintf(padded, sizeof(padded), " %s ", tr->algos);
+		if (strstr(padded, word))
+			return bad(e, "algorithm \"%s\" is listed twice", a);
+		size_t l = strlen(tr->algos);
+		snprintf(tr->algos + l, sizeof(tr->algos) - l, "%s%s", l ? " " : "", a);
+	}
+	return 0;
+}
+
+static int get_sizes(config_setting_t *t, struct trial *tr)
+{
+	config_setting_t *s = config_setting_get_member(t, "sizes");
+	if (!s)
+		return 0;
+	if (!config_setting_is_array(s) && !config_setting_is_list(s))
+		return bad(s, "sizes must be a list such as [\"1M\", \"4M\"]");
+	int n = config_setting_length(s);
+	if (n == 0 || n > 12)
+		return bad(s, "sizes: give 1 to 12 message sizes");
+	tr->sizes[0] = 0;
+	for (int i = 0; i < n; i++) {
+		config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		const char *z = config_setting_get_string(e);
+		double v;
+		/* binary suffixes, as ina-allreduce-perf reads them */
+		if (!z || !safe(z) || !quantity(z, &v))
+			return bad(e, "size %s: want a byte count such as \"256K\" or \"4M\"", z ? z : "(not a string)");
+		if (strpbrk(z, "KkMmGg"))
+			v = v / (strpbrk(z, "Kk") ? 1e3 : strpbrk(z, "Mm") ? 1e6 : 1e9) *
+			    (strpbrk(z, "Kk") ? 1024.0 : strpbrk(z, "Mm") ? 1048576.0 : 1073741824.0);
+		if (v < 4 || v > 256.0 * 1048576)
+			return bad(e, "size \"%s\": must be from 4 bytes to 256M", z);
+		size_t l = strlen(tr->sizes);
+		snprintf(tr->sizes + l, sizeof(tr->sizes) - l, "%s%s", l ? " " : "", z);
+	}
+	return 0;
+}
+
+static int get_ina(config_setting_t *t, struct trial *tr)
+{
+	config_setting_t *s = config_setting_get_member(t, "ina_racks");
+	for (int r = 0; r < tr->racks; r++)
+		tr->ina[r] = true; /* default: every ToR INA-capable */
+	if (!s)
+		return 0;
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		const char *v = config_setting_get_string(s);
+		if (strcmp(v, "all") && strcmp(v, "none"))
+			return bad(s, "ina_racks = \"%s\": want \"all\", \"none\" or a list of rack numbers", v);
+		for (int r = 0; r < tr->racks; r++)
+			tr->ina[r] = !strcmp(v, "all");
+		return 0;
+	}
+	if (!config_setting_is_array(s) && !config_setting_is_list(s))
+		return bad(s, "ina_racks: want \"all\", \"none\" or a list of rack numbers");
+	memset(tr->ina, 0, sizeof(tr->ina));
+	for (int i = 0; i < config_setting_length(s); i++) {
+		config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		if (config_setting_type(e) != CONFIG_TYPE_INT)
+			return bad(e, "ina_racks: rack numbers are integers");
+		int r = config_setting_get_int(e);
+		if (r < 0 || r >= tr->racks)
+			return bad(e, "ina_racks: rack %d does not exist (racks = %d)", r, tr->racks);
+		if (tr->ina[r])
+			return bad(e, "ina_racks: rack %d is listed twice", r);
+		tr->ina[r] = true;
+	}
+	return 0;
+}
+
+static int check_jitter(config_setting_t *t, const char *j)
+{
+	double a, b;
+	char k[16];
+	int n = 0;
+	if (!*j)
+		return 0;
+	if (sscanf(j, "%15[a-z]:%lf%n", k, &a, &n) == 2 && a >= 0 &&
+	    (((!strcmp(k, "normal") || !strcmp(k, "exp")) && !j[n]) ||
+	     (!strcmp(k, "hiccup") && sscanf(j + n, ":%lf", &b) == 1 && a <= 1 && b >= 0)))
+		return 0;
+	return bad(config_setting_get_member(t, "jitter"),
+		   "jitter = \"%s\": want normal:SD_MS, exp:MEAN_MS or hiccup:PROB:MS", j);
+}
+
+static int check_straggler(config_setting_t *t, const char *s, int world)
+{
+	for (const char *p = s; *p;) {
+		int r, n;
+		double f;
+		if (sscanf(p, "%d:%lf%n", &r, &f, &n) != 2 || r < 0 || r >= world || f <= 0)
+			return bad(config_setting_get_member(t, "straggler"),
+				   "straggler = \"%s\": want RANK:FACTOR[,RANK:FACTOR], ranks 0..%d", s, world - 1);
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+static const char *const known_keys[] = { "name", "seed", "racks", "hosts_per_rack", "ina_racks", "host_rate",
+					   "uplink_rate", "uplink_buffer", "oversubscription", "loss",
+					   "compute_ms", "jitter", "straggler", "algorithms", "sizes",
+					   "iterations", "warmup", "pace", "dtype", "timeout_ms" };
+
+static int load(config_t *cf, struct trial *tr)
+{
+	config_setting_t *t = config_lookup(cf, "trial");
+	if (!t || !config_setting_is_group(t))
+		return bad(t ? t : config_root_setting(cf), "the file needs a group: trial = { ... };");
+	for (int i = 0; i < config_setting_length(t); i++) {
+		config_setting_t *e = config_setting_get_elem(t, (unsigned)i);
+		bool ok = false;
+		for (size_t k = 0; k < sizeof(known_keys) / sizeof(*known_keys); k++)
+			ok |= !strcmp(config_setting_name(e), known_keys[k]);
+		if (!ok)
+			return bad(e, "unknown setting '%s'", config_setting_name(e));
+	}
+	config_setting_t *w;
+	if (get_str(t, "name", &tr->name, &w) < 0)
+		return -1;
+	if (w && (!*tr->name || strlen(tr->name) > 32 || strpbrk(tr->name, ".:,")))
+		return bad(w, "name: 1 to 32 letters, digits, - or _");
+	if (get_int(t, "seed", 0, 1 << 30, &tr->seed) < 0 || get_int(t, "racks", 1, 8, &tr->racks) < 0 ||
+	    get_int(t, "hosts_per_rack", 1, MAX_HOSTS, &tr->hosts) < 0)
+		return -1;
+	if (tr->racks * tr->hosts < 2 || tr->racks * tr->hosts > MAX_HOSTS)
+		return bad(config_setting_get_member(t, "hosts_per_rack") ? config_setting_get_member(t, "hosts_per_rack") : t,
+			   "racks x hosts_per_rack = %d: must be from 2 to %d on this testbed", tr->racks * tr->hosts,
+			   MAX_HOSTS);
+	if (get_ina(t, tr) < 0 || get_rate(t, "host_rate", 1e6, 1e11, &tr->host_rate) < 0 ||
+	    get_rate(t, "uplink_rate", 1e6, 1e11, &tr->uplink_rate) < 0 ||
+	    get_rate(t, "uplink_buffer", 1e3, 1e9, &tr->uplink_buffer) < 0 ||
+	    get_num(t, "oversubscription", 1, 64, &tr->oversub) < 0 || get_num(t, "loss", 0, 0.5, &tr->loss) < 0 ||
+	    get_num(t, "compute_ms", 0, 60000, &tr->compute_ms) < 0 || get_str(t, "jitter", &tr->jitter, NULL) < 0 ||
+	    get_str(t, "straggler", &tr->straggler, NULL) < 0 || get_algos(t, tr) < 0 || get_sizes(t, tr) < 0 ||
+	    get_int(t, "iterations", 1, 10000, &tr->iterations) < 0 || get_int(t, "warmup", 0, 1000, &tr->warmup) < 0 ||
+	    get_int(t, "timeout_ms", 1000, 3600000, &tr->timeout_ms) < 0)
+		return -1;
+	if (check_jitter(t, tr->jitter) < 0 || check_straggler(t, tr->straggler, tr->racks * tr->hosts) < 0)
+		return -1;
+	config_setting_t *p = config_setting_get_member(t, "pace");
+	if (p && config_setting_type(p) != CONFIG_TYPE_BOOL)
+		return bad(p, "pace must be true or false");
+	tr->pace = p && config_setting_get_bool(p);
+	config_setting_t *d;
+	if (get_str(t, "dtype", &tr->dtype, &d) < 0)
+		return -1;
+	if (strcmp(tr->dtype, "float") && strcmp(tr->dtype, "int32"))
+		return bad(d, "dtype = \"%s\": want \"float\" or \"int32\"", tr->dtype);
+	config_setting_t *o = config_setting_get_member(t, "oversubscription");
+	if (o && config_setting_get_member(t, "uplink_rate"))
+		return bad(o, "give uplink_rate or oversubscription, not both");
+	if (o) { /* uplink = what the rack's hosts can send, divided */
+		double hr;
+		quantity(tr->host_rate, &hr);
+		double up = hr * tr->hosts / tr->oversub;
+		if (up >= 1e9 && up == 1e9 * (long long)(up / 1e9))
+			snprintf(tr->rate_buf, sizeof(tr->rate_buf), "%.0fG", up / 1e9);
+		else if (up >= 1e6 && up == 1e6 * (long long)(up / 1e6))
+			snprintf(tr->rate_buf, sizeof(tr->rate_buf), "%.0fM", up / 1e6);
+		else
+			snprintf(tr->rate_buf, sizeof(tr->rate_buf), "%.0fK", up / 1e3);
+		tr->uplink_rate = tr->rate_buf;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fprintf(argc == 2 ? stdout : stderr,
+			"usage: swemu-trial-cfg TRIAL_FILE\n"
+			"  Checks a trial file (configs/trial.cfg shows every setting) and prints it as\n"
+			"  shell assignments with the defaults filled in; exit 2 and file:line on a mistake.\n");
+		return argc == 2 ? 0 : 2;
+	}
+	file = argv[1];
+	config_t cf;
+	config_init(&cf);
+	if (!config_read_file(&cf, file)) {
+		if (config_error_type(&cf) == CONFIG_ERR_FILE_IO)
+			fprintf(stderr, "%s: cannot read the trial file\n", file);
+		else
+			fprintf(stderr, "%s:%d: %s\n", file, config_error_line(&cf), config_error_text(&cf));
+		config_destroy(&cf);
+		return 2;
+	}
+	struct trial tr = { .name = "trial", .seed = 1, .racks = 2, .hosts = 4, .iterations = 10, .warmup = 2,
+			    .timeout_ms = 120000, .host_rate = "200M", .uplink_rate = NULL, .uplink_buffer = "",
+			    .jitter = "", .straggler = "", .dtype = "float",
+			    .algos = "ring hier ps-ina agent-ring", .sizes = "1M 4M" };
+	if (load(&cf, &tr) < 0) {
+		config_destroy(&cf);
+		return 2;
+	}
+	char ina[32] = "";
+	for (int r = 0; r < tr.racks; r++)
+		if (tr.ina[r])
+			snprintf(ina + strlen(ina), sizeof(ina) - strlen(ina), "%s%d", *ina ? "," : "", r);
+	printf("T_NAME=%s\nT_SEED=%d\nT_RACKS=%d\nT_HOSTS=%d\nT_INA_RACKS=%s\nT_HOST_RATE=%s\nT_UPLINK_RATE=%s\n"
+	       "T_UPLINK_BUFFER=%s\nT_LOSS=%g\nT_COMPUTE_MS=%g\nT_JITTER=%s\nT_STRAGGLER=%s\nT_ALGOS='%s'\n"
+	       "T_SIZES='%s'\nT_ITERATIONS=%d\nT_WARMUP=%d\nT_PACE=%d\nT_DTYPE=%s\nT_TIMEOUT_MS=%d\n",
+	       tr.name, tr.seed, tr.racks, tr.hosts, *ina ? ina : "none", tr.host_rate,
+	       tr.uplink_rate ? tr.uplink_rate : tr.host_rate, tr.uplink_buffer, tr.loss, tr.compute_ms, tr.jitter,
+	       tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype, tr.timeout_ms);
+	config_destroy(&cf);
+	return 0;
+}

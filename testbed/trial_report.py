@@ -1,0 +1,304 @@
+#!/usr/bin/python3
+"""Turns a trial directory (testbed/trial.sh) into results.json, report.md
+and PNG plots, and prints the summary table.
+
+    trial_report.py REPORT_DIR
+
+Reads trial.env, machine.txt and runs/ALGO-SIZE/{rc,perf.out,
+stats-before.json,stats-after.json,trace/rank*.jsonl}.  Only the Python
+standard library and gnuplot (for the plots; skipped with a note when it
+is missing)."""
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+
+def size_bytes(s):
+    m = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(float(s[:-1]) * m[s[-1].upper()]) if s[-1].upper() in m else int(s)
+
+
+def env(path):
+    e = {}
+    for line in open(path):
+        k, _, v = line.strip().partition("=")
+        e[k] = v.strip("'")
+    return e
+
+
+def perf_line(text, nbytes):
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 8 and not line.startswith("#") and f[0] == str(nbytes):
+            # bandwidths again from the time: the table rounds them to 1 MB/s
+            return {"time_us": float(f[4]), "wrong": int(f[7])}
+    return None
+
+
+def traces(d, nbytes, warmup, iters):
+    """Per timed iteration: the job's time (mean over ranks) and, summed
+    over ranks, the compute / delay / wait / comm parts."""
+    ranks = {}
+    for f in sorted(glob.glob(os.path.join(d, "rank*.jsonl"))):
+        lines = [json.loads(x) for x in open(f) if x.strip()]
+        if not lines:
+            continue
+        marked = any("iter" in x for x in lines) and sum("iter" in x for x in lines) <= iters + 1
+        if marked:  # iterations marked by the program: exactly the timed ones
+            it = [x for x in lines if "iter" in x][-iters:]  # the warm-up calls come first
+        else:  # every call an iteration: the timed calls of this size
+            it = [x for x in lines if "call" in x and x["bytes"] == nbytes][warmup:warmup + iters]
+            it = [dict(x, time_us=x["compute_us"] + x["delay_us"] + x["wait_us"] + x["comm_us"]) for x in it]
+        calls = [x for x in lines if "call" in x]
+        ranks[lines[0]["rank"]] = {"iters": it, "calls": calls}
+    if not ranks:
+        return None
+    n = min(len(r["iters"]) for r in ranks.values())
+    times = [statistics.mean(r["iters"][i]["time_us"] for r in ranks.values()) for i in range(n)]
+    parts = {k: sum(x[k] for r in ranks.values() for x in r["iters"][:n]) for k in
+             ("compute_us", "delay_us", "wait_us", "comm_us")}
+    tot = sum(parts.values()) or 1
+    spreads = [x["spread_us"] for r in ranks.values() for x in r["calls"] if x.get("complete") and "spread_us" in x
+               and x["bytes"] == nbytes]
+    out = {"ranks": len(ranks), "iterations": n, "iter_times_us": times,
+           "shares": {k[:-3]: v / tot for k, v in parts.items()},
+           "paced_calls": sum(x["paced"] for r in ranks.values() for x in r["calls"]),
+           "incomplete_calls": sum(not x["complete"] for r in ranks.values() for x in r["calls"]),
+           "spread_mean_us": statistics.mean(spreads) if spreads else 0}
+    if n:
+        s = sorted(times)
+        mean = statistics.mean(s)
+        out.update(mean_us=mean, p50_us=s[max(0, -(-n * 50 // 100) - 1)], p99_us=s[max(0, -(-n * 99 // 100) - 1)],
+                   cv=statistics.pstdev(s) / mean if mean else 0)
+    return out
+
+
+def counters(before, after):
+    """Per link (switch.port): bytes each way; drops by reason; INA engine."""
+    links, drops, ina = {}, {}, {}
+    for sw, s in after["switches"].items():
+        b = before["switches"].get(sw, {"ports": {}})
+        for p, v in s["ports"].items():
+            o = b["ports"].get(p, {})
+            links["%s.%s" % (sw, p)] = {
+                "rx_bytes": v["rx_bytes"] - o.get("rx_bytes", 0), "tx_bytes": v["tx_bytes"] - o.get("tx_bytes", 0),
+                "rx_packets": v["rx_packets"] - o.get("rx_packets", 0),
+                "tx_packets": v["tx_packets"] - o.get("tx_packets", 0)}
+            for r, c in v.get("drops", {}).items():
+                dc = c - o.get("drops", {}).get(r, 0)
+                if dc:
+                    drops["%s.%s %s" % (sw, p, r)] = dc
+        if "ina" in s:
+            bi = b.get("ina", {})
+            for k, v in s["ina"].items():
+                if isinstance(v, int) and v - bi.get(k, 0):
+                    ina["%s %s" % (sw, k)] = v - bi.get(k, 0)
+                elif isinstance(v, dict) and k == "drops":
+                    for r, c in v.items():
+                        dc = c - bi.get("drops", {}).get(r, 0)
+                        if dc:
+                            drops["%s ina %s" % (sw, r)] = dc
+    return links, drops, ina
+
+
+def rate_bps(s):
+    m = {"K": 1e3, "M": 1e6, "G": 1e9}
+    return float(s[:-1]) * m[s[-1].upper()] if s and s[-1].upper() in m else float(s or 0)
+
+
+def plots(out, results, algos, sizes, link_names):
+    if not shutil.which("gnuplot"):
+        return "gnuplot is not installed: no plots (apt-get install gnuplot-nox)"
+    pd = os.path.join(out, "plots")
+    os.makedirs(pd, exist_ok=True)
+    with open(os.path.join(pd, "busbw.dat"), "w") as f:
+        f.write("size " + " ".join(algos) + "\n")
+        for s in sizes:
+            row = [results[a][s]["busbw_gbs"] * 1e3 if results[a].get(s, {}).get("busbw_gbs") else "NaN" for a in algos]
+            f.write("%s %s\n" % (s, " ".join(str(x) for x in row)))
+    big = sizes[-1]
+    with open(os.path.join(pd, "itertime.dat"), "w") as f:
+        cols = [sorted(results[a].get(big, {}).get("timing", {}).get("iter_times_us", [])) for a in algos]
+        n = max((len(c) for c in cols), default=0)
+        for i in range(n):
+            f.write(" ".join("%g %g" % (c[i] / 1e3, (i + 1) / len(c)) if i < len(c) else "NaN NaN" for c in cols) + "\n")
+    with open(os.path.join(pd, "links.dat"), "w") as f:
+        f.write("link " + " ".join(algos) + "\n")
+        for l in link_names:
+            f.write("%s %s\n" % (l, " ".join("%g" % (results[a].get(big, {}).get("links", {}).get(l, {}).get(
+                "utilisation", 0) * 100) for a in algos)))
+    n = len(algos)
+    gp = """set terminal pngcairo size 900,500 noenhanced
+set key outside right
+set grid ytics
+set style data histogram
+set style histogram cluster gap 1
+set style fill solid 0.8 border -1
+set output '{pd}/throughput.png'
+set title 'all-reduce bus bandwidth per algorithm'
+set ylabel 'busbw (MB/s)'
+set xlabel 'message size'
+plot for [i=2:{c}] '{pd}/busbw.dat' using i:xtic(1) title columnheader(i)
+set output '{pd}/links.png'
+set title 'link utilisation per algorithm, {big} (share of the emulated rate, whole run)'
+set ylabel 'busiest direction (%)'
+set xlabel ''
+set xtics rotate by -45
+plot for [i=2:{c}] '{pd}/links.dat' using i:xtic(1) title columnheader(i)
+set output '{pd}/itertime.png'
+set style data lines
+set xtics norotate
+set title 'iteration time distribution, {big}'
+set xlabel 'iteration time (ms)'
+set ylabel 'fraction of iterations'
+set yrange [0:1]
+plot for [i=1:{n}] '{pd}/itertime.dat' using (column(2*i-1)):(column(2*i)) with steps title word('{names}', i)
+""".format(pd=pd, c=n + 1, n=n, big=big, names=" ".join(algos))
+    with open(os.path.join(pd, "plots.gp"), "w") as f:
+        f.write(gp)
+    r = subprocess.run(["gnuplot", os.path.join(pd, "plots.gp")], capture_output=True, text=True)
+    return None if r.returncode == 0 else "gnuplot failed: " + r.stderr.strip()[:300]
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) == 2 else 2)
+    out = sys.argv[1]
+    t = env(os.path.join(out, "trial.env"))
+    algos, sizes = t["T_ALGOS"].split(), t["T_SIZES"].split()
+    warmup, iters = int(t["T_WARMUP"]), int(t["T_ITERATIONS"])
+    world = int(t["T_RACKS"]) * int(t["T_HOSTS"])
+    host_rate, up_rate = rate_bps(t["T_HOST_RATE"]), rate_bps(t["T_UPLINK_RATE"])
+    results, link_names = {}, []
+    for a in algos:
+        results[a] = {}
+        for s in sizes:
+            d = os.path.join(out, "runs", "%s-%s" % (a, s))
+            nb = size_bytes(s) // 4 * 4
+            r = {"bytes": nb, "rc": int(open(os.path.join(d, "rc")).read()) if os.path.exists(os.path.join(d, "rc")) else -1}
+            text = open(os.path.join(d, "perf.out")).read() if os.path.exists(os.path.join(d, "perf.out")) else ""
+            p = perf_line(text, nb) if r["rc"] == 0 else None
+            if p:
+                r.update(p)
+                r["algbw_gbs"] = nb / p["time_us"] / 1e3
+                r["busbw_gbs"] = r["algbw_gbs"] * 2 * (world - 1) / world
+            else:
+                r["error"] = (text.strip().splitlines() or ["no output"])[-1][:200]
+            tr = traces(os.path.join(d, "trace"), nb, warmup, iters) if p else None
+            if tr:
+                r["timing"] = tr
+            try:
+                before = json.load(open(os.path.join(d, "stats-before.json")))
+                after = json.load(open(os.path.join(d, "stats-after.json")))
+                links, drops, ina = counters(before, after)
+                # calls in the run: warm-up, timed, the check and its #wrong sum
+                ncalls = warmup + iters + 2
+                per_call_s = p["time_us"] / 1e6 if p else 0
+                for l, v in links.items():
+                    rate = up_rate if l.endswith(".up") or l.startswith("spine.") else host_rate
+                    busiest = max(v["rx_bytes"], v["tx_bytes"])
+                    v["bytes_per_call"] = busiest / ncalls
+                    v["utilisation"] = (busiest * 8 / (per_call_s * ncalls) / rate) if per_call_s and rate else 0
+                r.update(links=links, drops=drops, ina=ina)
+                for l in links:
+                    if l not in link_names:
+                        link_names.append(l)
+            except (OSError, ValueError, KeyError) as e:
+                r["counters_error"] = str(e)
+            results[a][s] = r
+    for a in algos:
+        for s in sizes:
+            r = results[a][s]
+            for ref in ("ring", "ps-ina"):
+                rr = results.get(ref, {}).get(s, {})
+                if r.get("time_us") and rr.get("time_us"):  # same size: the ratio of bandwidths
+                    r["speedup_vs_" + ref.replace("-", "_")] = rr["time_us"] / r["time_us"]
+    machine = open(os.path.join(out, "machine.txt")).read() if os.path.exists(os.path.join(out, "machine.txt")) else ""
+    note = plots(out, results, algos, sizes, link_names)
+    json.dump({"trial": t, "world": world, "machine": machine.splitlines(), "results": results}, open(
+        os.path.join(out, "results.json"), "w"), indent=1)
+
+    def fmt(v, f="%.3f"):
+        return f % v if isinstance(v, (int, float)) else "–"
+
+    md = ["# Trial %s" % t["T_NAME"], "",
+          "%d racks × %d hosts (INA racks: %s), host links %s, uplinks %s%s, loss %s; %s, %d iterations after %d "
+          "warm-up; compute %s ms%s%s; pacing %s; seed %s." % (
+              int(t["T_RACKS"]), int(t["T_HOSTS"]), t["T_INA_RACKS"], t["T_HOST_RATE"], t["T_UPLINK_RATE"],
+              " (buffer %s)" % t["T_UPLINK_BUFFER"] if t["T_UPLINK_BUFFER"] else "", t["T_LOSS"], t["T_DTYPE"],
+              iters, warmup, t["T_COMPUTE_MS"], ", jitter " + t["T_JITTER"] if t["T_JITTER"] else "",
+              ", straggler " + t["T_STRAGGLER"] if t["T_STRAGGLER"] else "", "on" if t["T_PACE"] == "1" else "off",
+              t["T_SEED"]), "",
+          "## Bus bandwidth and speed-up", "",
+          "| algorithm | size | time/call (ms) | busbw (GB/s) | vs ring | vs ps-ina | #wrong |",
+          "|---|---|---|---|---|---|---|"]
+    table = []
+    for a in algos:
+        for s in sizes:
+            r = results[a][s]
+            if "error" in r:
+                md.append("| %s | %s | failed: %s | | | | |" % (a, s, r["error"].replace("|", "/")))
+                table.append("%-11s %6s  failed: %s" % (a, s, r["error"][:60]))
+                continue
+            md.append("| %s | %s | %.1f | %.4f | %s | %s | %d |" % (
+                a, s, r["time_us"] / 1e3, r["busbw_gbs"], fmt(r.get("speedup_vs_ring"), "%.2f×"),
+                fmt(r.get("speedup_vs_ps_ina"), "%.2f×"), r["wrong"]))
+            tm = r.get("timing", {})
+            table.append("%-11s %6s %10.1f %10.4f %8s %9s %7s %8s" % (
+                a, s, r["time_us"] / 1e3, r["busbw_gbs"], fmt(r.get("speedup_vs_ring"), "%.2fx"),
+                fmt(r.get("speedup_vs_ps_ina"), "%.2fx"), fmt(tm.get("cv")), r["wrong"]))
+    md += ["", "## Iteration time", "",
+           "Per timed iteration, the mean over ranks; shares of the ranks' time from the timing traces "
+           "(docs/PACING.md).", "",
+           "| algorithm | size | mean (ms) | p50 | p99 | CV | compute | waiting | comm | delay | spread (ms) | paced calls |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for a in algos:
+        for s in sizes:
+            tm = results[a][s].get("timing")
+            if not tm or "mean_us" not in tm:
+                continue
+            sh = tm["shares"]
+            md.append("| %s | %s | %.1f | %.1f | %.1f | %.3f | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.1f | %d |" % (
+                a, s, tm["mean_us"] / 1e3, tm["p50_us"] / 1e3, tm["p99_us"] / 1e3, tm["cv"], 100 * sh["compute"],
+                100 * sh["wait"], 100 * sh["comm"], 100 * sh["delay"], tm["spread_mean_us"] / 1e3, tm["paced_calls"]))
+    big = sizes[-1]
+    md += ["", "## Links at %s" % big, "",
+           "Bytes per call in the busier direction (whole run, warm-up and check included, divided by the calls); "
+           "utilisation against the emulated rate over the measured time per call.", "",
+           "| link | " + " | ".join(algos) + " |", "|---|" + "---|" * len(algos)]
+    for l in link_names:
+        md.append("| %s | %s |" % (l, " | ".join(
+            "%.2f MB, %.0f%%" % (results[a][big]["links"][l]["bytes_per_call"] / 1e6,
+                                 100 * results[a][big]["links"][l]["utilisation"])
+            if l in results[a][big].get("links", {}) else "–" for a in algos)))
+    md += ["", "## Drops by reason (whole run)", ""]
+    any_drop = False
+    for a in algos:
+        for s in sizes:
+            for k, v in sorted(results[a][s].get("drops", {}).items()):
+                md.append("- %s %s: %s %d" % (a, s, k, v))
+                any_drop = True
+    if not any_drop:
+        md.append("None counted by any switch.")
+    md += ["", "## Plots", ""]
+    if note:
+        md.append(note)
+    else:
+        md += ["![throughput](plots/throughput.png)", "", "![iteration time](plots/itertime.png)", "",
+               "![links](plots/links.png)"]
+    md += ["", "## Machine and versions", "", "```", machine.strip(), "```", "",
+           "Trial file: [trial.cfg](trial.cfg); raw outputs in runs/."]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    print("%-11s %6s %10s %10s %8s %9s %7s %8s" % ("algorithm", "size", "ms/call", "busbw", "vs ring", "vs ps-ina",
+                                                  "iter CV", "#wrong"))
+    print("\n".join(table))
+
+
+if __name__ == "__main__":
+    main()

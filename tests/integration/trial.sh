@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The main job, fast: the default trial (configs/trial.cfg) with --fast
+# through testbed/trial.sh.  The report must name every algorithm with a
+# result and no wrong element, its byte counts must agree with swemu's
+# counters and with what each algorithm must move, plots must exist; and a
+# broken trial file must fail with file:line before anything is built,
+# leaving no namespace, veth or swemu behind.
+. "$(dirname "$0")/lib.sh"
+out=$(mktemp -d /tmp/ittrial.XXXXXX)
+trap 'rc=$?; rm -rf "$out"; exit $rc' EXIT
+"$top/testbed/trial.sh" --fast -o "$out/r" > "$out/log" 2>&1 || { tail -20 "$out/log"; fail "the default trial failed"; }
+grep -q '^\[4/4\] agent-ring' "$out/log" || fail "no progress lines: $(head -5 "$out/log")"
+$PY - "$out/r" <<'P'
+import json, sys, os
+d = sys.argv[1]
+res = json.load(open(d + "/results.json"))
+world = res["world"]
+algos = res["trial"]["T_ALGOS"].split()
+assert algos == ["ring", "hier", "ps-ina", "agent-ring"], algos
+md = open(d + "/report.md").read()
+for a in algos:
+    r = res["results"][a]["256K"]
+    assert r.get("rc") == 0 and "time_us" in r, "%s: %s" % (a, r.get("error"))
+    assert r["wrong"] == 0, "%s: %d wrong elements" % (a, r["wrong"])
+    assert "| %s | 256K |" % a in md, "%s missing from report.md" % a
+    nb, calls = r["bytes"], 1 + 3 + 2
+    # a ring all-reduce sends 2(N-1)/N of the message from every host, every call
+    host_tx = [v["rx_bytes"] for k, v in r["links"].items() if ".h" in k]
+    assert len(host_tx) == world, r["links"].keys()
+    if a == "ring":
+        need = 2 * (world - 1) / world * nb * (calls - 1)
+        assert min(host_tx) >= need, "ring: a host sent %d bytes, the algorithm needs %d" % (min(host_tx), need)
+    # swemu's counters: what the hosts sent came in on the ToRs' host ports
+    assert sum(host_tx) >= nb * (calls - 1), "%s: hosts sent only %d bytes" % (a, sum(host_tx))
+    # the timing traces of every rank are there and agree with perf's time
+    tm = r["timing"]
+    assert tm["ranks"] == world and tm["iterations"] == 3, tm
+    assert 0.3 < tm["mean_us"] / r["time_us"] < 3, "%s: trace %.0f us vs perf %.0f us" % (a, tm["mean_us"], r["time_us"])
+    assert abs(sum(tm["shares"].values()) - 1) < 1e-6
+# INA did its part: the INA ToR completed aggregations for ps-ina and agent-ring
+for a in ("ps-ina", "agent-ring"):
+    ina = res["results"][a]["256K"]["ina"]
+    assert any(k.startswith("tor1 ") and v > 0 for k, v in ina.items()), "%s: tor1 counted no INA work: %s" % (a, ina)
+    assert not any(k.startswith("tor0 ") for k in ina), "%s: the plain ToR did INA work" % a
+for p in ("throughput", "itertime", "links"):
+    f = "%s/plots/%s.png" % (d, p)
+    assert os.path.getsize(f) > 1000 and open(f, "rb").read(4) == b"\x89PNG", f
+for f in ("trial.cfg", "machine.txt"):
+    assert os.path.getsize(d + "/" + f) > 0, f
+print("trial: 4 algorithms, report, results.json and plots consistent with swemu's counters")
+P
+# a broken trial file: file:line, exit 2, nothing built or left behind
+printf 'trial = {\n  racks = 2;\n  sizes = ["4M", "lots"];\n};\n' > "$out/bad.cfg"
+rc=0
+err=$("$top/testbed/trial.sh" -c "$out/bad.cfg" -o "$out/bad" 2>&1) || rc=$?
+[ $rc = 2 ] || fail "bad trial file: exit $rc, want 2: $err"
+grep -q "^$out/bad.cfg:3: size lots" <<<"$err" || fail "bad trial file: no file:line: $err"
+[ ! -e "$out/bad" ] || fail "bad trial file: a report directory was made"
+! ip netns list | grep -q '^trial-' || fail "namespaces left behind: $(ip netns list)"
+! ip link show | grep -q 'trial-s' || fail "veths left behind"
+! pgrep -f 'swemu-trial' >/dev/null || fail "swemu left running"
+[ ! -e /run/swemu-testbed/trial ] || fail "testbed state left behind"
+echo "trial: a broken trial file fails with file:line and leaves nothing behind"

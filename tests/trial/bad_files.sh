@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# swemu-trial-cfg on broken trial files: each must fail with exit 2 and
+# "file:LINE: reason" naming the line of the mistake; the default trial
+# must pass.  No root needed.
+set -euo pipefail
+checker=${TRIAL_CFG:?}
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$checker" "$top/configs/trial.cfg" >/dev/null || { echo "FAIL: the default trial is refused"; exit 1; }
+n=0
+# expect LINE PATTERN, then the file on stdin
+expect() {
+	local line=$1 pat=$2 f=$tmp/t$n.cfg err rc=0
+	n=$((n + 1))
+	cat > "$f"
+	err=$("$checker" "$f" 2>&1 >/dev/null) || rc=$?
+	[ $rc = 2 ] || { echo "FAIL: exit $rc (want 2) for: $(cat "$f")"; exit 1; }
+	grep -qE "^$f:$line: .*$pat" <<<"$err" || { echo "FAIL: want line $line /$pat/, got: $err"; exit 1; }
+}
+expect 2 'syntax error' <<'E'
+trial = {
+  racks = = 2;
+  hosts_per_rack = 4;
+};
+E
+expect 3 "unknown setting 'rackz'" <<'E'
+trial = {
+  racks = 2;
+  rackz = 3;
+};
+E
+expect 2 'racks = 9' <<'E'
+trial = {
+  racks = 9;
+};
+E
+expect 4 'rack 2 does not exist' <<'E'
+trial = {
+  racks = 2;
+  ina_racks = [0,
+               2];
+};
+E
+expect 2 'algorithm "ringg"' <<'E'
+trial = {
+  algorithms = ["ring", "ringg"];
+};
+E
+expect 3 'listed twice' <<'E'
+trial = {
+  algorithms = ["ring",
+                "ring"];
+};
+E
+expect 2 'host_rate = "fast"' <<'E'
+trial = {
+  host_rate = "fast";
+};
+E
+expect 3 'not both' <<'E'
+trial = {
+  uplink_rate = "100M";
+  oversubscription = 2.0;
+};
+E
+expect 2 'size "1G"' <<'E'
+trial = {
+  sizes = ["1G"];
+};
+E
+expect 2 'jitter' <<'E'
+trial = {
+  jitter = "gauss:3";
+};
+E
+expect 3 'straggler' <<'E'
+trial = {
+  racks = 1; hosts_per_rack = 4;
+  straggler = "4:2";
+};
+E
+expect 2 'pace must be true or false' <<'E'
+trial = {
+  pace = 1;
+};
+E
+expect 2 'only letters' <<'E'
+trial = {
+  name = "x; rm -rf /";
+};
+E
+expect 1 'needs a group' <<'E'
+racks = 2;
+E
+echo "trial files: the default passes; $n broken files each name their line"
