@@ -57,8 +57,8 @@ struct hcl_comm_cfg {
 	 * -1 off, 0: HCL_PACE ("1"/"on"); its parameters from HCL_PACE_THRESHOLD_US,
 	 * HCL_PACE_REL_THRESHOLD, HCL_PACE_FRACTION, HCL_PACE_MAX_US, HCL_PACE_WINDOW.  trace_dir: write
 	 * one JSON line per call and iteration to DIR/rank<r>.jsonl; NULL:
-	 * HCL_TRACE.  Either one makes every call all-gather its timing (log2 N
-	 * small exchanges); with neither, the calls are untouched. */
+	 * HCL_TRACE.  Either one makes every call send a 20-byte note to every
+	 * other rank (no extra round trip); with neither, the calls are untouched. */
 	int pace;
 	const char *trace_dir;
 };
