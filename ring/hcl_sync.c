@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 void hcl_sync_derive(const struct hcl_sync_rec *all, int world, int rank, struct hcl_sync_point *out)
@@ -174,10 +175,23 @@ static void on_note(void *ctx, int src, const void *p, size_t len)
 	sl->rec[src] = (struct hcl_sync_rec){ .ready_ns = get64(b + 4), .delay_ns = get64(b + 12) };
 }
 
+static double us(int64_t ns) { return (double)ns / 1e3; }
+
+static void emit(struct hcl_sync *s, json_t *o)
+{
+	if (s->trace && o) {
+		json_dumpf(o, s->trace, JSON_COMPACT);
+		fputc('\n', s->trace);
+	}
+	json_decref(o);
+}
+
 static void free_sync(struct hcl_sync *s)
 {
 	if (s->x && s->on)
 		hcl_xfer_set_note_handler(s->x, NULL, NULL);
+	if (s->trace)
+		fclose(s->trace);
 	for (int i = 0; i < 2; i++) {
 		free(s->slot[i].rec);
 		free(s->slot[i].got);
@@ -211,6 +225,20 @@ struct hcl_sync *hcl_sync_new(const struct hcl_sync_cfg *cfg, struct hcl_xfer *x
 			return NULL;
 		}
 	}
+	if (cfg->trace_dir) { /* before any exchange: a bad directory fails at once */
+		char path[4096];
+		if (mkdir(cfg->trace_dir, 0755) < 0 && errno != EEXIST) {
+			snprintf(err, errlen, "trace directory %s: %s", cfg->trace_dir, strerror(errno));
+			free_sync(s);
+			return NULL;
+		}
+		snprintf(path, sizeof(path), "%s/rank%d.jsonl", cfg->trace_dir, rank);
+		if (!(s->trace = fopen(path, "w"))) {
+			snprintf(err, errlen, "trace %s: %s", path, strerror(errno));
+			free_sync(s);
+			return NULL;
+		}
+	}
 	s->x = x;
 	/* before the clock exchange: a rank done with it may already be in
 	 * the first call, and its note must not find us deaf */
@@ -219,33 +247,13 @@ struct hcl_sync *hcl_sync_new(const struct hcl_sync_cfg *cfg, struct hcl_xfer *x
 		free_sync(s);
 		return NULL;
 	}
-	if (cfg->trace_dir) {
-		char path[4096];
-		snprintf(path, sizeof(path), "%s/rank%d.jsonl", cfg->trace_dir, rank);
-		if (!(s->trace = fopen(path, "w"))) {
-			snprintf(err, errlen, "trace %s: %s", path, strerror(errno));
-			free_sync(s);
-			return NULL;
-		}
-		fprintf(s->trace, "{\"rank\":%d,\"world\":%d,\"algo\":\"%s\",\"clock_offset_us\":%.1f,\"clock_rtt_us\":%.1f}\n",
-			rank, world, s->algo, (double)s->offset_ns / 1e3, (double)s->clock_rtt_ns / 1e3);
-	}
+	emit(s, json_pack("{si,si,ss,sf,sf}", "rank", rank, "world", world, "algo", s->algo, "clock_offset_us",
+			  us(s->offset_ns), "clock_rtt_us", us(s->clock_rtt_ns)));
 	s->t0 = s->prev_end = hcl_now_ns();
 	return s;
 }
 
 bool hcl_sync_on(const struct hcl_sync *s) { return s && s->on; }
-
-static double us(int64_t ns) { return (double)ns / 1e3; }
-
-static void emit(struct hcl_sync *s, json_t *o)
-{
-	if (s->trace && o) {
-		json_dumpf(o, s->trace, JSON_COMPACT);
-		fputc('\n', s->trace);
-	}
-	json_decref(o);
-}
 
 static void push_iter(struct hcl_sync *s, int64_t time_ns, int64_t compute_ns)
 {
@@ -351,9 +359,9 @@ void hcl_sync_after(struct hcl_sync *s, size_t bytes)
 			      "delay_us", us(delay), "wait_us", us(wait), "comm_us", us(comm), "paced", delay > 0,
 			      "complete", complete, "next_delay_us", us(s->pace_on ? s->pace.delay_ns : 0));
 	if (o && complete)
-		json_object_update_new(o, json_pack("{sf,sf,sf,si}", "early_us", us(pt.early_ns), "spread_us",
-						    us(pt.spread_ns), "start_spread_us", us(pt.start_spread_ns),
-						    "last", pt.last));
+		json_object_update_new(o, json_pack("{sf,sf,sf,sf,si}", "early_us", us(pt.early_ns), "after_first_us",
+						    us(pt.spread_ns - pt.early_ns), "spread_us", us(pt.spread_ns),
+						    "start_spread_us", us(pt.start_spread_ns), "last", pt.last));
 	else if (o)
 		json_object_set_new(o, "missing_notes", json_integer(s->world - (sl->seq == s->seq ? sl->have : 0)));
 	emit(s, o);
@@ -401,14 +409,15 @@ void hcl_sync_free(struct hcl_sync *s)
 	if (s->trace) {
 		struct hcl_sync_summary m;
 		hcl_sync_summary(s, &m);
-		emit(s, json_pack("{si,ss,s{sI,sI,sI,sI,sf,sf,sf,sf,sf,sf,sf,sf,sf}}", "rank", s->rank, "algo", s->algo,
+		/* late_notes: notes of calls already closed (lost time, not data) */
+		emit(s, json_pack("{si,ss,sI,s{sI,sI,sI,sI,sf,sf,sf,sf,sf,sf,sf,sf,sf}}", "rank", s->rank, "algo", s->algo,
+				  "late_notes", (json_int_t)s->stale_notes,
 				  "summary", "iterations", (json_int_t)m.iterations, "calls", (json_int_t)m.calls,
 				  "paced_calls", (json_int_t)m.paced_calls, "incomplete_calls",
 				  (json_int_t)m.incomplete_calls, "iter_mean_us", m.iter_mean_us,
 				  "iter_p50_us", m.iter_p50_us, "iter_p99_us", m.iter_p99_us, "iter_cv", m.iter_cv,
 				  "compute_share", m.compute_share, "delay_share", m.delay_share, "wait_share",
 				  m.wait_share, "comm_share", m.comm_share, "spread_mean_us", m.spread_mean_us));
-		fclose(s->trace);
 	}
 	free_sync(s);
 }

@@ -8,14 +8,15 @@
 # uplinks at --uplink with a --uplink-buffer tail-drop queue (contention).
 # Every rank runs ina-allreduce-perf as a training loop: --compute ms of
 # simulated compute (+ --jitter, --straggler), then an all-reduce of --size.
-# Runs, interleaved K times: balanced without the layer, balanced with
-# pacing, noisy without, noisy with pacing (same --seed: the same noise).
-# Prints iteration time mean/p99/CV and iterations/s per run, then the
-# ratios.  Needs root.
+# Runs, K rounds: balanced without the layer and with pacing, noisy without
+# and with pacing (same --seed: the same noise); the order of each pair
+# alternates between rounds.  Prints iteration time mean/p99/CV, iterations/s
+# and the calls paced over all ranks per run, then per round and on average
+# the ratios pacing/plain.  Needs root.
 set -euo pipefail
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 racks=2 hosts=4 rate=200M uplink=200M ubuf=64K size=1M compute=100 straggler=3:1.5 jitter=normal:10
-iters=40 reps=2 seed=7 algo=ring
+iters=40 reps=4 seed=7 algo=ring
 while (($#)); do
 	case $1 in
 	--racks) racks=$2;; --hosts) hosts=$2;; --rate) rate=$2;; --uplink) uplink=$2;; --uplink-buffer) ubuf=$2;;
@@ -31,19 +32,44 @@ trap '"$top/testbed/topo.sh" down $name >/dev/null 2>&1 || true' EXIT
 "$top/testbed/topo.sh" up $name $((racks * hosts)) --subnet 10.91.0 --racks $racks --rate $rate \
 	--uplink-rate $uplink --uplink-buffer $ubuf >/dev/null
 "$top/testbed/topo.sh" start $name >/dev/null
+trace=/run/swemu-testbed/$name/trace
+declare -A sum_cv sum_tp
 run() { # label, extra perf args...
 	local label=$1; shift
 	local out
+	rm -rf "$trace"
 	out=$("$top/testbed/launch.sh" $name -- "$top/build/ring/ina-allreduce-perf" -a $algo -b $size -e $size \
-		-n $iters -w 3 --compute $compute --seed $seed "$@" 2>&1) || { echo "  $label: failed: $(tail -1 <<<"$out")"; return; }
-	awk -v l="$label" '/^# iterations/ {printf "  %-16s mean %9.1f ms  p99 %9.1f ms  cv %.3f  %6.3f it/s\n", l, $6/1e3, $11/1e3, $13, $14}' <<<"$out"
-	grep -o 'paced [0-9]* of [0-9]* calls' <<<"$out" | sed "s/^/  $label rank 0: /" || true
+		-n $iters -w 3 --compute $compute --seed $seed --trace "$trace" "$@" 2>&1) || {
+		echo "  $label: failed: $(tail -1 <<<"$out")"; return 1; }
+	local paced
+	paced=$(cat "$trace"/rank*.jsonl | grep -c '"paced":true' || true)
+	read -r cv tp < <(awk '/^# iterations/ {print $13, $14}' <<<"$out")
+	awk -v l="$label" -v p="$paced" '/^# iterations/ {printf "  %-14s mean %8.1f ms  p99 %8.1f ms  cv %.3f  %6.3f it/s  paced calls %d\n", l, $6/1e3, $11/1e3, $13, $14, p}' <<<"$out"
+	last_cv=$cv last_tp=$tp
+}
+pair() { # label, noise args...: plain and paced, order by round
+	local label=$1; shift
+	local pcv ptp ncv ntp
+	if ((k % 2)); then
+		run "$label" "$@" && ncv=$last_cv ntp=$last_tp
+		run "$label+pace" "$@" -P && pcv=$last_cv ptp=$last_tp
+	else
+		run "$label+pace" "$@" -P && pcv=$last_cv ptp=$last_tp
+		run "$label" "$@" && ncv=$last_cv ntp=$last_tp
+	fi
+	local r
+	r=$(awk -v a="$ncv" -v b="$pcv" -v c="$ntp" -v d="$ptp" 'BEGIN {printf "%.3f %.3f", a / b, d / c}')
+	echo "    round $k $label: cv plain/paced ${r% *}, throughput paced/plain ${r#* }"
+	sum_cv[$label]=$(awk -v s="${sum_cv[$label]:-0}" -v x="${r% *}" 'BEGIN {print s + x}')
+	sum_tp[$label]=$(awk -v s="${sum_tp[$label]:-0}" -v x="${r#* }" 'BEGIN {print s + x}')
 }
 printf "# %s, %d racks x %d hosts, host links %s, uplinks %s (buffer %s), %s, compute %s ms, noise: straggler %s, jitter %s, seed %s\n" \
 	$algo $racks $hosts $rate $uplink $ubuf $size $compute $straggler $jitter $seed
 for k in $(seq $reps); do
-	run balanced
-	run balanced+pace -P
-	run noisy --straggler $straggler --jitter $jitter
-	run noisy+pace --straggler $straggler --jitter $jitter -P
+	pair balanced
+	pair noisy --straggler $straggler --jitter $jitter
+done
+for l in balanced noisy; do
+	awk -v l=$l -v a="${sum_cv[$l]}" -v b="${sum_tp[$l]}" -v n=$reps \
+		'BEGIN {printf "# %s, mean of %d rounds: cv plain/paced %.2f (goal >= 2 when noisy), throughput paced/plain %.3f (goal >= 1.10 noisy, >= 0.98 balanced)\n", l, n, a / n, b / n}'
 done

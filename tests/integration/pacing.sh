@@ -4,8 +4,9 @@
 # times as long as the others.  For ring and ps-ina, the traces of all
 # ranks must agree: the same calls, (almost) every point complete, rank 5
 # the least early and named as the last rank, the others early by about
-# the injected difference and paced after one window, rank 5 never.  A
-# balanced run with pacing on must never pace.
+# the injected difference and paced after one window, rank 5 never.  hier,
+# ps and agent-ring with the layer on: every point measured on every rank.
+# A balanced run with pacing on must never pace.
 . "$(dirname "$0")/lib.sh"
 perf=${PERF:-$top/build/ring/ina-allreduce-perf}
 topo itpc 8 --subnet 10.87.0 --racks 2 --ina-racks 1
@@ -29,6 +30,8 @@ for r, L in ranks.items():
     calls = [x for x in L if "call" in x]
     done = [x for x in calls if x["complete"]]
     assert len(done) >= len(calls) - 1, "rank %d: %d of %d points incomplete" % (r, len(calls) - len(done), len(calls))
+    if mode == "plain":
+        continue
     timed = [x for x in done if x["bytes"] == 65536][3:]
     early = st.median(x["early_us"] for x in timed) / 1e3
     paced = sum(x["paced"] for x in calls)
@@ -49,8 +52,8 @@ for r, L in ranks.items():
 # run.  Some must be, for several calls; the straggler never.
 if mode == "straggler":
     assert max(npaced) >= 3, "paced calls per rank: %s" % npaced
-print("%s %s: %d calls on every rank, %s" % (algo, mode, ncalls[0],
-      "no pacing" if mode == "balanced" else "straggler found, others paced"))
+print("%s %s: %d calls on every rank, %s" % (algo, mode, ncalls[0], {"balanced": "no pacing",
+      "plain": "every point measured", "straggler": "straggler found, others paced"}[mode]))
 P
 }
 for algo in ring ps-ina; do
@@ -59,8 +62,15 @@ for algo in ring ps-ina; do
 		--straggler 5:4 -P --trace "$trace" >/dev/null || fail "$algo with a straggler"
 	check $algo straggler || fail "$algo straggler traces"
 done
+# the layer works around every algorithm, unchanged
+for algo in hier ps agent-ring; do
+	rm -f "$trace"/*
+	"$top/testbed/launch.sh" itpc -- "$perf" -a $algo -b 64K -e 64K -n 5 -w 1 -t 30000 --compute 5 -P \
+		--trace "$trace" >/dev/null || fail "$algo with the layer on"
+	check $algo plain || fail "$algo traces"
+done
 rm -f "$trace"/*
 "$top/testbed/launch.sh" itpc -- "$perf" -a ring -b 64K -e 64K -n 20 -w 3 -t 30000 --compute 30 -P \
 	--trace "$trace" >/dev/null || fail "balanced ring"
 check ring balanced || fail "balanced traces"
-echo "pacing: traces consistent on 8 ranks (ring, ps-ina), straggler found and the others paced, balanced run never paced"
+echo "pacing: traces consistent on 8 ranks (all five algorithms), straggler found (ring, ps-ina) and the others paced, balanced run never paced"
