@@ -2,7 +2,7 @@
 # Racks of hosts in network namespaces around swemu ToRs (one process).
 #
 #   testbed/topo.sh up NAME HOSTS [--subnet 10.A.B] [--no-ina] [--loss P] [--rate R]
-#                                 [--pmd af_packet|af_xdp] [--mgmt 10.M.N]
+#                                 [--buffer B] [--pmd af_packet|af_xdp] [--mgmt 10.M.N]
 #                                 [--racks R [--ina-racks LIST] [--uplink-rate R]
 #                                  [--uplink-buffer B]]
 #       --racks splits the hosts evenly over R ToRs tor0..: ToR r is
@@ -11,7 +11,8 @@
 #       "spine" by in-memory links (port "up" <-> spine port "tR") emulated
 #       at --uplink-rate with --uplink-buffer.  --ina-racks 0,2 makes only
 #       those ToRs INA-capable (default: all; --no-ina: none).  --rate and
-#       --loss apply to every egress port, links included.
+#       --loss apply to every egress port, links included; --buffer is the
+#       tail-drop queue of the host-facing ports (swemu's default otherwise).
 #       Also writes NAME/hosts.cfg, the layout as a host-library host file.
 #       --mgmt also gives every host a management interface mgmt0 (10.M.N.(i+1))
 #       on a bridge NAME-mg in the root namespace (10.M.N.254): for launchers
@@ -65,7 +66,7 @@ cmd_up() {
 	local name=$1 n=$2
 	shift 2
 	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet mgmt="" racks=1 inaracks=all
-	local uprate="" upbuf=""
+	local uprate="" upbuf="" buf=""
 	while (($#)); do
 		case $1 in
 		--subnet) subnet=$2; shift 2;;
@@ -74,6 +75,7 @@ cmd_up() {
 		--ina-racks) inaracks=$2; shift 2;;
 		--uplink-rate) uprate=$2; shift 2;;
 		--uplink-buffer) upbuf=$2; shift 2;;
+		--buffer) buf=$2; shift 2;;
 		--loss) loss=$2; shift 2;;
 		--rate) rate=$2; shift 2;;
 		--pmd) pmd=$2; shift 2;;
@@ -146,6 +148,7 @@ cmd_up() {
 	if [ -n "$uprate" ]; then upemu+=" rate = \"$uprate\";"; elif [ -n "$rate" ]; then upemu+=" rate = \"$rate\";"; fi
 	[ -n "$rate" ] && emu+=" rate = \"$rate\";"
 	[ -n "$upbuf" ] && upemu+=" buffer = \"$upbuf\";"
+	[ -n "$buf" ] && emu+=" buffer = \"$buf\";"
 	local nl=$'\n'
 	for ((r = 0; r < racks; r++)); do
 		local ports="" mg=""

@@ -45,9 +45,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 opts=(--subnet 10.93.0 --racks $T_RACKS --ina-racks "$T_INA_RACKS" --rate "$T_HOST_RATE" --uplink-rate "$T_UPLINK_RATE")
+opts+=(--pmd "$T_PMD")
 [ -n "$T_UPLINK_BUFFER" ] && opts+=(--uplink-buffer "$T_UPLINK_BUFFER")
+[ -n "$T_HOST_BUFFER" ] && opts+=(--buffer "$T_HOST_BUFFER")
 [ "$T_LOSS" != 0 ] && opts+=(--loss "$T_LOSS")
-echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS), links $T_HOST_RATE, uplinks $T_UPLINK_RATE"
+echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS), links $T_HOST_RATE, uplinks $T_UPLINK_RATE, $T_PMD ports"
 "$top/testbed/topo.sh" down $name >/dev/null 2>&1 || true # a crashed run's leftovers
 "$top/testbed/topo.sh" up $name $n "${opts[@]}" > "$out/topo.log"
 "$top/testbed/topo.sh" start $name >> "$out/topo.log"

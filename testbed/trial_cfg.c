@@ -17,7 +17,7 @@ struct trial {
 	const char *name;
 	int seed, racks, hosts, iterations, warmup, timeout_ms;
 	bool ina[8];
-	const char *host_rate, *uplink_rate, *uplink_buffer, *jitter, *straggler, *dtype;
+	const char *host_rate, *uplink_rate, *uplink_buffer, *host_buffer, *jitter, *straggler, *dtype, *pmd;
 	double loss, compute_ms, oversub;
 	bool pace;
 	char algos[128], sizes[256], rate_buf[32];
@@ -112,6 +112,8 @@ static int get_rate(config_setting_t *t, const char *key, double lo, double hi, 
 	if (get_str(t, key, v, &s) < 0)
 		return -1;
 	double x;
+	if (s && !**v && strstr(key, "buffer"))
+		return 0; /* "": the switch's default queue */
 	if (s && (!quantity(*v, &x) || x < lo || x > hi))
 		return bad(s, "%s = \"%s\": want a number with K, M or G, from %g to %g", key, *v, lo, hi);
 	return 0;
@@ -243,7 +245,7 @@ static int check_straggler(config_setting_t *t, const char *s, int world)
 }
 
 static const char *const known_keys[] = { "name", "seed", "racks", "hosts_per_rack", "ina_racks", "host_rate",
-					   "uplink_rate", "uplink_buffer", "oversubscription", "loss",
+					   "host_buffer", "pmd", "uplink_rate", "uplink_buffer", "oversubscription", "loss",
 					   "compute_ms", "jitter", "straggler", "algorithms", "sizes",
 					   "iterations", "warmup", "pace", "dtype", "timeout_ms" };
 
@@ -275,6 +277,7 @@ static int load(config_t *cf, struct trial *tr)
 	if (get_ina(t, tr) < 0 || get_rate(t, "host_rate", 1e6, 1e11, &tr->host_rate) < 0 ||
 	    get_rate(t, "uplink_rate", 1e6, 1e11, &tr->uplink_rate) < 0 ||
 	    get_rate(t, "uplink_buffer", 1e3, 1e9, &tr->uplink_buffer) < 0 ||
+	    get_rate(t, "host_buffer", 1e3, 1e9, &tr->host_buffer) < 0 ||
 	    get_num(t, "oversubscription", 1, 64, &tr->oversub) < 0 || get_num(t, "loss", 0, 0.5, &tr->loss) < 0 ||
 	    get_num(t, "compute_ms", 0, 60000, &tr->compute_ms) < 0 || get_str(t, "jitter", &tr->jitter, NULL) < 0 ||
 	    get_str(t, "straggler", &tr->straggler, NULL) < 0 || get_algos(t, tr) < 0 || get_sizes(t, tr) < 0 ||
@@ -292,6 +295,11 @@ static int load(config_t *cf, struct trial *tr)
 		return -1;
 	if (strcmp(tr->dtype, "float") && strcmp(tr->dtype, "int32"))
 		return bad(d, "dtype = \"%s\": want \"float\" or \"int32\"", tr->dtype);
+	config_setting_t *pm;
+	if (get_str(t, "pmd", &tr->pmd, &pm) < 0)
+		return -1;
+	if (strcmp(tr->pmd, "af_packet") && strcmp(tr->pmd, "af_xdp"))
+		return bad(pm, "pmd = \"%s\": want \"af_packet\" or \"af_xdp\"", tr->pmd);
 	config_setting_t *o = config_setting_get_member(t, "oversubscription");
 	if (o && config_setting_get_member(t, "uplink_rate"))
 		return bad(o, "give uplink_rate or oversubscription, not both");
@@ -331,7 +339,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct trial tr = { .name = "trial", .seed = 1, .racks = 2, .hosts = 4, .iterations = 10, .warmup = 2,
-			    .timeout_ms = 120000, .host_rate = "200M", .uplink_rate = NULL, .uplink_buffer = "",
+			    .timeout_ms = 120000, .host_rate = "200M", .uplink_rate = NULL, .uplink_buffer = "", .host_buffer = "", .pmd = "af_packet",
 			    .jitter = "", .straggler = "", .dtype = "float",
 			    .algos = "ring hier ps-ina agent-ring", .sizes = "1M 4M" };
 	if (load(&cf, &tr) < 0) {
@@ -343,10 +351,10 @@ int main(int argc, char **argv)
 		if (tr.ina[r])
 			snprintf(ina + strlen(ina), sizeof(ina) - strlen(ina), "%s%d", *ina ? "," : "", r);
 	printf("T_NAME=%s\nT_SEED=%d\nT_RACKS=%d\nT_HOSTS=%d\nT_INA_RACKS=%s\nT_HOST_RATE=%s\nT_UPLINK_RATE=%s\n"
-	       "T_UPLINK_BUFFER=%s\nT_LOSS=%g\nT_COMPUTE_MS=%g\nT_JITTER=%s\nT_STRAGGLER=%s\nT_ALGOS='%s'\n"
+	       "T_UPLINK_BUFFER=%s\nT_HOST_BUFFER=%s\nT_PMD=%s\nT_LOSS=%g\nT_COMPUTE_MS=%g\nT_JITTER=%s\nT_STRAGGLER=%s\nT_ALGOS='%s'\n"
 	       "T_SIZES='%s'\nT_ITERATIONS=%d\nT_WARMUP=%d\nT_PACE=%d\nT_DTYPE=%s\nT_TIMEOUT_MS=%d\n",
 	       tr.name, tr.seed, tr.racks, tr.hosts, *ina ? ina : "none", tr.host_rate,
-	       tr.uplink_rate ? tr.uplink_rate : tr.host_rate, tr.uplink_buffer, tr.loss, tr.compute_ms, tr.jitter,
+	       tr.uplink_rate ? tr.uplink_rate : tr.host_rate, tr.uplink_buffer, tr.host_buffer, tr.pmd, tr.loss, tr.compute_ms, tr.jitter,
 	       tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype, tr.timeout_ms);
 	config_destroy(&cf);
 	return 0;

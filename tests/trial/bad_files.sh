@@ -90,6 +90,17 @@ trial = {
   name = "x; rm -rf /";
 };
 E
+expect 3 'pmd = "dpdk"' <<'E'
+trial = {
+  racks = 2;
+  pmd = "dpdk";
+};
+E
+expect 2 'host_buffer = "big"' <<'E'
+trial = {
+  host_buffer = "big";
+};
+E
 expect 1 'needs a group' <<'E'
 racks = 2;
 E
