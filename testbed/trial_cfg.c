@@ -53,6 +53,38 @@ static bool quantity(const char *s, double *v)
 	return *end == 0;
 }
 
+/* 256K, 4M: bytes with binary suffixes, as ina-allreduce-perf reads them */
+static bool byte_size(const char *s, double *v)
+{
+	char *end;
+	*v = strtod(s, &end);
+	if (end == s || *v <= 0)
+		return false;
+	if (*end == 'K' || *end == 'k')
+		*v *= 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		*v *= 1048576, end++;
+	else if (*end == 'G' || *end == 'g')
+		*v *= 1073741824, end++;
+	return *end == 0;
+}
+
+/* lists are kept as space-separated words, as the runner reads them */
+static bool has_word(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+	for (const char *p = strstr(list, w); p; p = strstr(p + 1, w))
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return true;
+	return false;
+}
+
+static void append_word(char *list, size_t cap, const char *w)
+{
+	size_t l = strlen(list);
+	snprintf(list + l, cap - l, "%s%s", l ? " " : "", w);
+}
+
 static bool safe(const char *s)
 {
 	for (; *s; s++)
@@ -141,14 +173,9 @@ static int get_algos(config_setting_t *t, struct trial *tr)
 		if (!ok)
 			return bad(e, "algorithm %s%s%s: want ring, hier, ps, ps-ina or agent-ring", a ? "\"" : "",
 				   a ? a : "(not a string)", a ? "\"" : "");
-		char word[24];
-		snprintf(word, sizeof(word), " %s ", a);
-		char padded[sizeof(tr->algos) + 2];
-		snprintf(padded, sizeof(padded), " %s ", tr->algos);
-		if (strstr(padded, word))
+		if (has_word(tr->algos, a))
 			return bad(e, "algorithm \"%s\" is listed twice", a);
-		size_t l = strlen(tr->algos);
-		snprintf(tr->algos + l, sizeof(tr->algos) - l, "%s%s", l ? " " : "", a);
+		append_word(tr->algos, sizeof(tr->algos), a);
 	}
 	return 0;
 }
@@ -168,16 +195,13 @@ static int get_sizes(config_setting_t *t, struct trial *tr)
 		config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
 		const char *z = config_setting_get_string(e);
 		double v;
-		/* binary suffixes, as ina-allreduce-perf reads them */
-		if (!z || !safe(z) || !quantity(z, &v))
+		if (!z || !safe(z) || !byte_size(z, &v))
 			return bad(e, "size %s: want a byte count such as \"256K\" or \"4M\"", z ? z : "(not a string)");
-		if (strpbrk(z, "KkMmGg"))
-			v = v / (strpbrk(z, "Kk") ? 1e3 : strpbrk(z, "Mm") ? 1e6 : 1e9) *
-			    (strpbrk(z, "Kk") ? 1024.0 : strpbrk(z, "Mm") ? 1048576.0 : 1073741824.0);
 		if (v < 4 || v > 256.0 * 1048576)
 			return bad(e, "size \"%s\": must be from 4 bytes to 256M", z);
-		size_t l = strlen(tr->sizes);
-		snprintf(tr->sizes + l, sizeof(tr->sizes) - l, "%s%s", l ? " " : "", z);
+		if (has_word(tr->sizes, z))
+			return bad(e, "size \"%s\" is listed twice", z);
+		append_word(tr->sizes, sizeof(tr->sizes), z);
 	}
 	return 0;
 }
