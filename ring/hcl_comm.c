@@ -470,7 +470,9 @@ static int pace_env(const char *name, double lo, double hi, double *v, char *err
 	return 0;
 }
 
-static int sync_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t deadline, char *err, size_t errlen)
+/* The timing layer's settings, checked before the rendezvous: a rank that
+ * would only fail afterwards leaves the others waiting for it. */
+static int sync_cfg(const struct hcl_comm_cfg *k, struct hcl_sync_cfg *out, char *err, size_t errlen)
 {
 	struct hcl_sync_cfg sc = { .trace_dir = k->trace_dir ? k->trace_dir : getenv("HCL_TRACE") };
 	if (sc.trace_dir && !*sc.trace_dir)
@@ -495,8 +497,8 @@ static int sync_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t 
 		rel = -1; /* set to 0: no relative threshold */
 	sc.pace_cfg = (struct hcl_pace_cfg){ .threshold_ns = (int64_t)(thr * 1e3), .rel_threshold = rel, .fraction = frac,
 					     .max_delay_ns = (int64_t)(max * 1e3), .window = (unsigned)win };
-	c->sync = hcl_sync_new(&sc, c->x, c->rank, c->world, algo_name(c->algo), deadline, err, errlen);
-	return c->sync ? 0 : -EINVAL;
+	*out = sc;
+	return 0;
 }
 
 int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char *err, size_t errlen)
@@ -538,6 +540,9 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 	struct sockaddr_in master = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	if (inet_pton(AF_INET, k.master_addr, &master.sin_addr) != 1)
 		return hcl_fail(err, errlen, "master address '%s' is not an IPv4 address", k.master_addr), -EINVAL;
+	struct hcl_sync_cfg sc;
+	if (sync_cfg(&k, &sc, err, errlen) < 0)
+		return -EINVAL;
 
 	struct hcl_comm *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -600,8 +605,10 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		goto fail;
 	if (c->algo == HCL_ALGO_AGENT_RING && (rc = hcl_aring_setup(c, &k, deadline, err, errlen)) < 0)
 		goto fail;
-	if ((rc = sync_setup(c, &k, deadline, err, errlen)) < 0)
+	if (!(c->sync = hcl_sync_new(&sc, c->x, c->rank, c->world, algo_name(c->algo), deadline, err, errlen))) {
+		rc = -EINVAL;
 		goto fail;
+	}
 	c->ready = true;
 	*out = c;
 	return 0;

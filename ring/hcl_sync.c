@@ -243,7 +243,11 @@ struct hcl_sync *hcl_sync_new(const struct hcl_sync_cfg *cfg, struct hcl_xfer *x
 	/* before the clock exchange: a rank done with it may already be in
 	 * the first call, and its note must not find us deaf */
 	hcl_xfer_set_note_handler(x, on_note, s);
-	if (hcl_sync_clock(x, rank, world, 8, &s->offset_ns, &s->clock_rtt_ns, deadline_ns, err, errlen) < 0) {
+	char e[256];
+	if (hcl_sync_clock(x, rank, world, 8, &s->offset_ns, &s->clock_rtt_ns, deadline_ns, e, sizeof(e)) < 0) {
+		/* the likeliest cause: the layer is on here but not everywhere */
+		snprintf(err, errlen, "timing layer: clock exchange failed (is HCL_PACE or HCL_TRACE set on every rank?): %s",
+			 e);
 		free_sync(s);
 		return NULL;
 	}

@@ -35,6 +35,8 @@ struct rk {
 	enum hcl_algo algo;
 	int64_t timeout_ms;
 	const char *hostfile; /* instead of world, master address and port */
+	const char *trace_dir; /* the timing layer on, with pacing */
+	struct hcl_sync_summary sum;
 	int rc;
 	char err[320];
 };
@@ -50,6 +52,8 @@ static void *rank_main(void *arg)
 	if (r->hostfile)
 		cfg = (struct hcl_comm_cfg){ .rank = r->rank, .world = -1, .rack = -1, .hostfile = r->hostfile,
 					     .timeout_ms = 10000 };
+	cfg.trace_dir = r->trace_dir;
+	cfg.pace = r->trace_dir ? 1 : -1;
 	struct hcl_comm *c;
 	r->rc = hcl_comm_create(&cfg, &c, r->err, sizeof(r->err));
 	if (r->rc)
@@ -77,6 +81,8 @@ static void *rank_main(void *arg)
 			}
 		}
 	}
+	if (r->rc == 0 && r->trace_dir && hcl_comm_sync_summary(c, &r->sum) != 0)
+		r->rc = -2;
 	hcl_comm_destroy(c);
 	return NULL;
 }
@@ -104,6 +110,45 @@ static void test_allreduce(void **state)
 			if (rks[i].rc)
 				fail_msg("world %d rank %d: %s", world, i, rks[i].err);
 	}
+}
+
+/* The timing layer through the public API: every call of every rank is a
+ * complete point, the summary adds up, each rank's trace ends with it. */
+static void test_timing_layer(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/test_comm_trace.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char sub[sizeof(dir) + 8];
+	snprintf(sub, sizeof(sub), "%s/t", dir); /* made by the layer */
+	struct rk rks[16] = { 0 };
+	for (int i = 0; i < 4; i++)
+		rks[i].trace_dir = sub;
+	run(4, rks, free_port());
+	for (int i = 0; i < 4; i++) {
+		if (rks[i].rc)
+			fail_msg("rank %d: %d %s", i, rks[i].rc, rks[i].err);
+		const struct hcl_sync_summary *m = &rks[i].sum;
+		assert_int_equal(m->calls, 3);
+		assert_int_equal(m->iterations, 3);
+		assert_int_equal(m->incomplete_calls, 0);
+		assert_true(fabs(m->compute_share + m->delay_share + m->wait_share + m->comm_share - 1) < 1e-9);
+		char path[sizeof(sub) + 32], line[2048], last[2048] = "";
+		snprintf(path, sizeof(path), "%s/rank%d.jsonl", sub, i);
+		FILE *f = fopen(path, "r");
+		assert_non_null(f);
+		int calls = 0;
+		while (fgets(line, sizeof(line), f)) {
+			calls += strstr(line, "\"call\"") && strstr(line, "\"complete\":true");
+			snprintf(last, sizeof(last), "%s", line);
+		}
+		fclose(f);
+		unlink(path);
+		assert_int_equal(calls, 3);
+		assert_non_null(strstr(last, "\"summary\""));
+	}
+	rmdir(sub);
+	rmdir(dir);
 }
 
 /* The software parameter server in rank 0, used like an INA switch. */
@@ -306,6 +351,16 @@ static void test_errors(void **state)
 	assert_true(hcl_comm_create(&cfg, &c, err, sizeof(err)) < 0);
 	assert_non_null(strstr(err, "not reachable"));
 	assert_non_null(strstr(err, "127.0.0.1"));
+	/* a bad timing setting fails at once, before any rendezvous */
+	setenv("HCL_PACE", "sometimes", 1);
+	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "HCL_PACE='sometimes'"));
+	setenv("HCL_PACE", "1", 1);
+	setenv("HCL_PACE_WINDOW", "100", 1);
+	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "HCL_PACE_WINDOW"));
+	unsetenv("HCL_PACE_WINDOW");
+	unsetenv("HCL_PACE");
 	cfg.rank = 3; /* rank beyond the world */
 	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "out of range"));
@@ -315,6 +370,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allreduce),
+		cmocka_unit_test(test_timing_layer),
 		cmocka_unit_test(test_ps),
 		cmocka_unit_test(test_hier),
 		cmocka_unit_test(test_hostfile),
