@@ -90,6 +90,7 @@ struct hcl_sync_summary {
 	/* shares of the iterations' time (they add up to 1) */
 	double compute_share, delay_share, wait_share, comm_share;
 	double spread_mean_us; /* mean max - min arrival over the calls */
+	double layer_share;    /* of the iterations' time spent in the layer itself (notes; delays excluded) */
 };
 /* -ENODATA when neither pacing nor tracing is on. */
 int hcl_comm_sync_summary(const struct hcl_comm *c, struct hcl_sync_summary *out);

@@ -320,9 +320,9 @@ int main(int argc, char **argv)
 	struct hcl_sync_summary m;
 	if (rc == 0 && rank == 0 && hcl_comm_sync_summary(c, &m) == 0)
 		printf("# timing layer (rank 0, all calls): %lu iterations, cv %.3f, compute %.1f%% delay %.1f%% "
-		       "wait %.1f%% comm %.1f%%, paced %lu of %lu calls, mean spread %.1f us\n",
+		       "wait %.1f%% comm %.1f%%, paced %lu of %lu calls, mean spread %.1f us, layer's own cost %.3f%%\n",
 		       m.iterations, m.iter_cv, 100 * m.compute_share, 100 * m.delay_share, 100 * m.wait_share,
-		       100 * m.comm_share, m.paced_calls, m.calls, m.spread_mean_us);
+		       100 * m.comm_share, m.paced_calls, m.calls, m.spread_mean_us, 100 * m.layer_share);
 	free(buf);
 	free(iter_ns);
 	hcl_comm_destroy(c);

@@ -145,6 +145,7 @@ struct hcl_sync {
 	int64_t ready, delay;            /* of the current call */
 	struct note_slot slot[2];
 	unsigned long incomplete, stale_notes;
+	int64_t layer_ns; /* time spent in the layer itself, delays excluded */
 	char algo[16];
 };
 
@@ -314,6 +315,7 @@ void hcl_sync_before(struct hcl_sync *s)
 		if (j != s->rank)
 			hcl_xfer_send_note(s->x, j, b, sizeof(b));
 	on_note(s, s->rank, b, sizeof(b));
+	s->layer_ns += hcl_now_ns() - s->ready;
 	/* the delay is a bounded wait, not a synchronisation: sleep in 1 ms
 	 * pieces and answer peers (and notes) in between */
 	int64_t until = s->ready + s->delay;
@@ -337,6 +339,7 @@ void hcl_sync_after(struct hcl_sync *s, size_t bytes)
 			break;
 	}
 	int64_t after = hcl_now_ns();
+	s->layer_ns += after - end; /* collecting the notes: the layer's own cost */
 	int64_t ready = s->ready, delay = s->delay, call_ns = end - ready;
 	int64_t compute = ready - s->prev_end;
 	bool complete = sl->seq == s->seq && sl->have == s->world;
@@ -404,6 +407,7 @@ void hcl_sync_summary(const struct hcl_sync *s, struct hcl_sync_summary *o)
 	o->incomplete_calls = s->incomplete;
 	unsigned long measured = s->calls - s->incomplete;
 	o->spread_mean_us = measured ? s->spread_sum_ns / (double)measured / 1e3 : 0;
+	o->layer_share = tot > 0 ? (double)s->layer_ns / tot : 0;
 }
 
 void hcl_sync_free(struct hcl_sync *s)
@@ -414,14 +418,15 @@ void hcl_sync_free(struct hcl_sync *s)
 		struct hcl_sync_summary m;
 		hcl_sync_summary(s, &m);
 		/* late_notes: notes of calls already closed (lost time, not data) */
-		emit(s, json_pack("{si,ss,sI,s{sI,sI,sI,sI,sf,sf,sf,sf,sf,sf,sf,sf,sf}}", "rank", s->rank, "algo", s->algo,
+		emit(s, json_pack("{si,ss,sI,s{sI,sI,sI,sI,sf,sf,sf,sf,sf,sf,sf,sf,sf,sf}}", "rank", s->rank, "algo", s->algo,
 				  "late_notes", (json_int_t)s->stale_notes,
 				  "summary", "iterations", (json_int_t)m.iterations, "calls", (json_int_t)m.calls,
 				  "paced_calls", (json_int_t)m.paced_calls, "incomplete_calls",
 				  (json_int_t)m.incomplete_calls, "iter_mean_us", m.iter_mean_us,
 				  "iter_p50_us", m.iter_p50_us, "iter_p99_us", m.iter_p99_us, "iter_cv", m.iter_cv,
 				  "compute_share", m.compute_share, "delay_share", m.delay_share, "wait_share",
-				  m.wait_share, "comm_share", m.comm_share, "spread_mean_us", m.spread_mean_us));
+				  m.wait_share, "comm_share", m.comm_share, "spread_mean_us", m.spread_mean_us,
+				  "layer_share", m.layer_share));
 	}
 	free_sync(s);
 }
