@@ -596,7 +596,9 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 	}
 	if (rc < 0)
 		goto fail;
-	struct hcl_xfer_cfg xc = { .rank = (unsigned)c->rank, .nranks = (unsigned)c->world, .peers = c->peers };
+	struct hcl_xfer_cfg xc = { .rank = (unsigned)c->rank, .nranks = (unsigned)c->world, .peers = c->peers,
+				   .payload = (uint32_t)hcl_cfg_or_env(0, "HCL_XFER_PAYLOAD", 0),
+				   .window = (uint32_t)hcl_cfg_or_env(0, "HCL_XFER_WINDOW", 0) };
 	if (!(c->x = hcl_xfer_new(&xc, &c->t, err, errlen))) {
 		rc = -ENOMEM;
 		goto fail;

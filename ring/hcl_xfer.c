@@ -123,7 +123,7 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct hcl_transpo
 	x->cfg = *cfg;
 	x->t = t;
 	if (!x->cfg.payload)
-		x->cfg.payload = 8192;
+		x->cfg.payload = 8948; /* 24 + 8948 + 28 = a 9000-byte jumbo IP packet: fewer packets per byte */
 	if (!x->cfg.window)
 		x->cfg.window = 64; /* 512 KiB in flight: more overran switch queues on the testbed */
 	if (!x->cfg.rto_us)

@@ -24,7 +24,7 @@ struct hcl_xfer_cfg {
 	unsigned rank;
 	unsigned nranks;
 	const struct sockaddr_in *peers; /* nranks entries, peers[rank] = own */
-	uint32_t payload;     /* data bytes per packet (<= 8948 - header); 0 = 8192 */
+	uint32_t payload;     /* data bytes per packet (<= 8976); 0 = 8948, what fills a 9000-byte IP packet */
 	uint32_t window;      /* packets in flight; 0 = 64 */
 	uint32_t rto_us;      /* floor of the adaptive timeout (10x before the first sample); 0 = 2000 */
 	uint32_t rto_max_us;  /* back-off cap; 0 = 100000 */

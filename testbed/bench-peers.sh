@@ -3,14 +3,16 @@
 # the same four hosts in namespaces through the same swemu (plain switch), in
 # one run.  mpirun talks to its ranks over a management bridge; all data goes
 # over eth0 through swemu.
-#   testbed/bench-peers.sh [-b MIN] [-e MAX] [-n ITERS]    (root; installs the peers)
-# Prints the three nccl-tests-style tables and, per size, ours / the best peer.
+#   testbed/bench-peers.sh [-b MIN] [-e MAX] [-n ITERS] [-r ROUNDS]   (root; installs the peers)
+# Runs the three ROUNDS times (default 3), the order rotating each round so
+# that none always goes first; prints every nccl-tests-style table and, per
+# size, each library's median busbw over the rounds and ours / the best peer.
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,8p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 2,10p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
-min=1M max=64M iters=10
-while getopts "b:e:n:" o; do
-	case $o in b) min=$OPTARG;; e) max=$OPTARG;; n) iters=$OPTARG;; *) exit 2;; esac
+min=1M max=64M iters=10 rounds=3
+while getopts "b:e:n:r:" o; do
+	case $o in b) min=$OPTARG;; e) max=$OPTARG;; n) iters=$OPTARG;; r) rounds=$OPTARG;; *) exit 2;; esac
 done
 "$top/testbed/setup.sh" --peers
 name=bp
@@ -19,27 +21,42 @@ mkdir -p "$top/build/peers"
 mpicc -O2 -o "$top/build/peers/mpi_allreduce" "$top/testbed/peers/mpi_allreduce.c"
 "$top/testbed/topo.sh" up $name 4 --subnet 10.88.0 --no-ina --mgmt 10.98.0 >/dev/null
 "$top/testbed/topo.sh" start $name
-ours=$("$top/testbed/launch.sh" $name -- "$top/build/ring/ina-allreduce-perf" -b $min -e $max -n $iters -w 3)
-gloo=$("$top/testbed/launch.sh" $name --port 29501 -- env GLOO_SOCKET_IFNAME=eth0 \
-	/usr/bin/python3 "$top/testbed/peers/gloo_allreduce.py" -b $min -e $max -n $iters -w 3)
+run_ours() { "$top/testbed/launch.sh" $name -- "$top/build/ring/ina-allreduce-perf" -b $min -e $max -n $iters -w 3; }
+run_gloo() {
+	"$top/testbed/launch.sh" $name --port 29501 -- env GLOO_SOCKET_IFNAME=eth0 \
+		/usr/bin/python3 "$top/testbed/peers/gloo_allreduce.py" -b $min -e $max -n $iters -w 3
+}
 wrap=$(mktemp)
-trap '"$top/testbed/topo.sh" down $name; rm -f "$wrap"' EXIT
+tables=$(mktemp -d)
+trap '"$top/testbed/topo.sh" down $name; rm -rf "$wrap" "$tables"' EXIT
 printf '#!/bin/sh\nexec ip netns exec %s-h$OMPI_COMM_WORLD_RANK "$@"\n' $name > "$wrap"
 chmod +x "$wrap"
 bytes() { /usr/bin/python3 -c "s='$1'; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(float(s[:-1])*m[s[-1].upper()]) if s[-1].upper() in m else int(s))"; }
-# PMIx binds by this variable in mpirun itself, and the ranks need it too
-mpi=$(PMIX_MCA_ptl_tcp_if_include=$name-mg mpirun --allow-run-as-root --oversubscribe -np 4 \
-	--mca oob_tcp_if_include $name-mg --mca btl self,tcp --mca btl_tcp_if_include eth0 \
-	-x PMIX_MCA_ptl_tcp_if_include "$wrap" "$top/build/peers/mpi_allreduce" "$(bytes $min)" "$(bytes $max)" $iters 3)
-echo "$ours"
-echo "$gloo"
-echo "$mpi"
-echo "# size        ours_busbw  gloo_busbw   mpi_busbw  ours/best_peer"
-/usr/bin/python3 - "$ours" "$gloo" "$mpi" <<'PY'
-import sys
-def table(t):
-    return {int(l.split()[0]): float(l.split()[6]) for l in t.splitlines() if l.strip() and not l.startswith("#")}
-o, g, m = (table(a) for a in sys.argv[1:4])
+run_mpi() {
+	# PMIx binds by this variable in mpirun itself, and the ranks need it too
+	PMIX_MCA_ptl_tcp_if_include=$name-mg mpirun --allow-run-as-root --oversubscribe -np 4 \
+		--mca oob_tcp_if_include $name-mg --mca btl self,tcp --mca btl_tcp_if_include eth0 \
+		-x PMIX_MCA_ptl_tcp_if_include "$wrap" "$top/build/peers/mpi_allreduce" "$(bytes $min)" "$(bytes $max)" $iters 3
+}
+libs=(ours gloo mpi)
+for ((r = 0; r < rounds; r++)); do
+	for ((i = 0; i < 3; i++)); do
+		lib=${libs[(i + r) % 3]}
+		echo "# round $((r + 1)): $lib"
+		run_$lib | tee "$tables/$lib.$r"
+	done
+done
+echo "# size        ours_busbw  gloo_busbw   mpi_busbw  ours/best_peer   (medians of $rounds rounds)"
+/usr/bin/python3 - "$tables" $rounds <<'PY'
+import statistics, sys
+d, rounds = sys.argv[1], int(sys.argv[2])
+def table(f):
+    return {int(l.split()[0]): float(l.split()[6]) for l in open(f) if l.strip() and not l.startswith("#")}
+med = {}
+for lib in ("ours", "gloo", "mpi"):
+    runs = [table("%s/%s.%d" % (d, lib, r)) for r in range(rounds)]
+    med[lib] = {s: statistics.median(t[s] for t in runs if s in t) for s in runs[0]}
+o, g, m = med["ours"], med["gloo"], med["mpi"]
 for s in sorted(o):
     best = max(g.get(s, 0), m.get(s, 0))
     print("  %-11d %10.3f  %10.3f  %10.3f  %14.2f" % (s, o[s], g.get(s, 0), m.get(s, 0), o[s] / best if best else 0))
