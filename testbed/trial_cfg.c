@@ -37,37 +37,26 @@ __attribute__((format(printf, 2, 3))) static int bad(const config_setting_t *s, 
 	return -1;
 }
 
-/* 200M, 1.5G, 64K, 1000: a number with an optional K/M/G suffix */
-static bool quantity(const char *s, double *v)
+/* A number with an optional K/M/G suffix, the suffix a power of `unit`:
+ * 1000 for rates and queue sizes as swemu reads them (200M, 64K), 1024 for
+ * message sizes as ina-allreduce-perf reads them (256K, 4M). */
+static bool scaled(const char *s, double unit, double *v)
 {
 	char *end;
 	*v = strtod(s, &end);
 	if (end == s || *v <= 0)
 		return false;
-	if (*end == 'K' || *end == 'k')
-		*v *= 1e3, end++;
-	else if (*end == 'M' || *end == 'm')
-		*v *= 1e6, end++;
-	else if (*end == 'G' || *end == 'g')
-		*v *= 1e9, end++;
+	const char *suf = strchr("KMG", toupper((unsigned char)*end));
+	if (*end && suf) {
+		for (long i = 0; i <= suf - "KMG"; i++)
+			*v *= unit;
+		end++;
+	}
 	return *end == 0;
 }
 
-/* 256K, 4M: bytes with binary suffixes, as ina-allreduce-perf reads them */
-static bool byte_size(const char *s, double *v)
-{
-	char *end;
-	*v = strtod(s, &end);
-	if (end == s || *v <= 0)
-		return false;
-	if (*end == 'K' || *end == 'k')
-		*v *= 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		*v *= 1048576, end++;
-	else if (*end == 'G' || *end == 'g')
-		*v *= 1073741824, end++;
-	return *end == 0;
-}
+static bool quantity(const char *s, double *v) { return scaled(s, 1e3, v); }
+static bool byte_size(const char *s, double *v) { return scaled(s, 1024, v); }
 
 /* lists are kept as space-separated words, as the runner reads them */
 static bool has_word(const char *list, const char *w)
