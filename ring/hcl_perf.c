@@ -156,19 +156,27 @@ int main(int argc, char **argv)
 		switch (o) {
 		case 'P': cfg.pace = 1; break;
 		case O_TRACE: cfg.trace_dir = optarg; break;
-		case O_COMPUTE:
-			z.compute_ms = atof(optarg);
+		case O_COMPUTE: {
+			char *end;
+			z.compute_ms = strtod(optarg, &end);
 			iterate = true;
-			if (z.compute_ms < 0)
+			if (end == optarg || *end || z.compute_ms < 0)
 				goto bad;
 			break;
+		}
 		case O_JITTER:
 			if (parse_jitter(optarg, &z))
 				goto bad;
 			iterate = true;
 			break;
 		case O_STRAGGLER: straggler = optarg; iterate = true; break;
-		case O_SEED: seed = strtoull(optarg, NULL, 10); break;
+		case O_SEED: {
+			char *end;
+			seed = strtoull(optarg, &end, 10);
+			if (end == optarg || *end)
+				goto bad;
+			break;
+		}
 		case 'b': if (parse_size(optarg, &minb)) goto bad; break;
 		case 'e': if (parse_size(optarg, &maxb)) goto bad; break;
 		case 'f': factor = atof(optarg); break;
@@ -203,7 +211,9 @@ int main(int argc, char **argv)
 		default: goto bad;
 		}
 	}
-	if (factor <= 1 || iters < 1 || warmup < 0 || minb < 4 || maxb < minb || optind < argc)
+	double no_rank;
+	if (factor <= 1 || iters < 1 || warmup < 0 || minb < 4 || maxb < minb || optind < argc ||
+	    (straggler && parse_straggler(straggler, -1, &no_rank))) /* its syntax, before any rendezvous */
 		goto bad;
 
 	char err[320];
