@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hcl_ina.h" /* the receive buffers */
 #include "hcl_rtt.h"
 #include "hcl_xfer.h" /* hcl_now_ns */
 #include "ina_proto.h"
 
-#define BATCH 64
 #define RTO_FLOOR_NS 5000000 /* the timer follows the round trip, never below this */
 
 struct outstanding {
@@ -38,7 +38,7 @@ struct hcl_aring {
 	uint32_t epoch;
 	uint32_t *scratch; /* the input, when the call is in place */
 	size_t scratch_n;
-	uint8_t *rx[BATCH];
+	struct hcl_ina_rx rx;
 	uint8_t tx[INA_HDR_LEN + INA_MAX_PAYLOAD];
 	struct hcl_aring_stats st;
 	void (*poll)(void *ctx);
@@ -72,9 +72,8 @@ struct hcl_aring *hcl_aring_new(const struct aring_plan *p, unsigned rank, struc
 			goto nomem;
 		hcl_rtt_init(&a->s[k].rtt, RTO_FLOOR_NS, 500000000);
 	}
-	for (int i = 0; i < BATCH; i++)
-		if (!(a->rx[i] = malloc(INA_HDR_LEN + INA_MAX_PAYLOAD + 64)))
-			goto nomem;
+	if (hcl_ina_rx_init(&a->rx) < 0)
+		goto nomem;
 	return a;
 nomem:
 	hcl_aring_free(a);
@@ -92,8 +91,7 @@ void hcl_aring_free(struct hcl_aring *a)
 	}
 	free(a->s);
 	free(a->scratch);
-	for (int i = 0; i < BATCH; i++)
-		free(a->rx[i]);
+	hcl_ina_rx_free(&a->rx);
 	free(a);
 }
 
@@ -245,12 +243,8 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 					wake = o->sent_at + rto;
 			}
 		}
-		if (wake > deadline_ns)
-			wake = deadline_ns;
-		struct hcl_pkt in[BATCH];
-		for (int i = 0; i < BATCH; i++)
-			in[i] = (struct hcl_pkt){ .buf = a->rx[i], .len = INA_HDR_LEN + INA_MAX_PAYLOAD + 64 };
-		int n = a->t->ops->recv_batch(a->t->ctx, in, BATCH, wake > now ? wake - now : 0);
+		struct hcl_pkt in[HCL_INA_BATCH];
+		int n = hcl_ina_rx_batch(&a->rx, a->t, in, now, wake, deadline_ns);
 		if (n < 0) {
 			snprintf(err, errlen, "agent-ring: receive: %s", strerror(-n));
 			return n;

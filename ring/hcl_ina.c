@@ -12,7 +12,6 @@
 #include "ina_bfp.h"
 #include "ina_proto.h"
 
-#define BATCH 64
 
 struct outstanding {
 	bool busy;
@@ -21,6 +20,34 @@ struct outstanding {
 	uint8_t tries;
 };
 
+#define RXBUF (INA_HDR_LEN + INA_MAX_PAYLOAD + 64)
+
+int hcl_ina_rx_init(struct hcl_ina_rx *r)
+{
+	for (int i = 0; i < HCL_INA_BATCH; i++)
+		if (!(r->buf[i] = malloc(RXBUF)))
+			return -ENOMEM;
+	return 0;
+}
+
+void hcl_ina_rx_free(struct hcl_ina_rx *r)
+{
+	for (int i = 0; i < HCL_INA_BATCH; i++) {
+		free(r->buf[i]);
+		r->buf[i] = NULL;
+	}
+}
+
+int hcl_ina_rx_batch(struct hcl_ina_rx *r, struct hcl_transport *t, struct hcl_pkt in[HCL_INA_BATCH], int64_t now,
+		     int64_t wake, int64_t deadline_ns)
+{
+	if (wake > deadline_ns)
+		wake = deadline_ns;
+	for (int i = 0; i < HCL_INA_BATCH; i++)
+		in[i] = (struct hcl_pkt){ .buf = r->buf[i], .len = RXBUF };
+	return t->ops->recv_batch(t->ctx, in, HCL_INA_BATCH, wake > now ? wake - now : 0);
+}
+
 struct hcl_ina {
 	struct hcl_ina_cfg cfg;
 	struct hcl_transport *t;
@@ -28,7 +55,7 @@ struct hcl_ina {
 	struct outstanding *out; /* per slot */
 	uint32_t epoch;
 	struct hcl_rtt rtt;
-	uint8_t *rx[BATCH];
+	struct hcl_ina_rx rx;
 	uint8_t tx[INA_HDR_LEN + INA_MAX_PAYLOAD];
 	struct hcl_ina_stats st;
 };
@@ -43,9 +70,8 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct hcl_transport 
 	struct hcl_ina *a = calloc(1, sizeof(*a));
 	if (!a || !(a->set = calloc(cfg->slots, 1)) || !(a->out = calloc(cfg->slots, sizeof(*a->out))))
 		goto nomem;
-	for (int i = 0; i < BATCH; i++)
-		if (!(a->rx[i] = malloc(INA_HDR_LEN + INA_MAX_PAYLOAD + 64)))
-			goto nomem;
+	if (hcl_ina_rx_init(&a->rx) < 0)
+		goto nomem;
 	a->cfg = *cfg;
 	if (!a->cfg.rto_us)
 		a->cfg.rto_us = 5000;
@@ -62,8 +88,7 @@ void hcl_ina_free(struct hcl_ina *a)
 {
 	if (!a)
 		return;
-	for (int i = 0; i < BATCH; i++)
-		free(a->rx[i]);
+	hcl_ina_rx_free(&a->rx);
 	free(a->set);
 	free(a->out);
 	free(a);
@@ -187,12 +212,8 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 			if (due < wake)
 				wake = due;
 		}
-		if (wake > deadline_ns)
-			wake = deadline_ns;
-		struct hcl_pkt in[BATCH];
-		for (int i = 0; i < BATCH; i++)
-			in[i] = (struct hcl_pkt){ .buf = a->rx[i], .len = INA_HDR_LEN + INA_MAX_PAYLOAD + 64 };
-		int n = a->t->ops->recv_batch(a->t->ctx, in, BATCH, wake > now ? wake - now : 0);
+		struct hcl_pkt in[HCL_INA_BATCH];
+		int n = hcl_ina_rx_batch(&a->rx, a->t, in, now, wake, deadline_ns);
 		if (n < 0) {
 			snprintf(err, errlen, "ina: receive: %s", strerror(-n));
 			return n;

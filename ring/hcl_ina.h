@@ -16,6 +16,18 @@
 #include "hcl_ring.h"
 #include "hcl_transport.h"
 
+/* Receive buffers of the INA clients (this one and ring/hcl_aring.c). */
+#define HCL_INA_BATCH 64
+struct hcl_ina_rx {
+	uint8_t *buf[HCL_INA_BATCH];
+};
+int hcl_ina_rx_init(struct hcl_ina_rx *r); /* 0 or -ENOMEM (then free it) */
+void hcl_ina_rx_free(struct hcl_ina_rx *r);
+/* One batch of datagrams into in[], waiting until `wake` at the latest (never
+ * past deadline_ns): how many arrived, or -errno from the transport. */
+int hcl_ina_rx_batch(struct hcl_ina_rx *r, struct hcl_transport *t, struct hcl_pkt in[HCL_INA_BATCH], int64_t now,
+		     int64_t wake, int64_t deadline_ns);
+
 struct hcl_ina_cfg {
 	struct sockaddr_in sw; /* the switch's INA address (UDP 0xBEE0..0xBEEF) */
 	uint16_t job;

@@ -142,55 +142,47 @@ static int get_rate(config_setting_t *t, const char *key, double lo, double hi, 
 
 static const char *const known_algos[] = { "ring", "hier", "ps", "ps-ina", "agent-ring" };
 
-static int get_algos(config_setting_t *t, struct trial *tr)
+static int check_algo(config_setting_t *e, const char *a)
 {
-	config_setting_t *s = config_setting_get_member(t, "algorithms");
-	if (!s)
-		return 0;
-	if (!config_setting_is_array(s) && !config_setting_is_list(s))
-		return bad(s, "algorithms must be a list such as [\"ring\", \"ps-ina\"]");
-	int n = config_setting_length(s);
-	if (n == 0)
-		return bad(s, "algorithms is empty");
-	tr->algos[0] = 0;
-	for (int i = 0; i < n; i++) {
-		config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-		const char *a = config_setting_get_string(e);
-		bool ok = false;
-		for (size_t k = 0; a && k < sizeof(known_algos) / sizeof(*known_algos); k++)
-			ok |= !strcmp(a, known_algos[k]);
-		if (!ok)
-			return bad(e, "algorithm %s%s%s: want ring, hier, ps, ps-ina or agent-ring", a ? "\"" : "",
-				   a ? a : "(not a string)", a ? "\"" : "");
-		if (has_word(tr->algos, a))
-			return bad(e, "algorithm \"%s\" is listed twice", a);
-		append_word(tr->algos, sizeof(tr->algos), a);
-	}
+	for (size_t k = 0; a && k < sizeof(known_algos) / sizeof(*known_algos); k++)
+		if (!strcmp(a, known_algos[k]))
+			return 0;
+	return bad(e, "algorithm %s%s%s: want ring, hier, ps, ps-ina or agent-ring", a ? "\"" : "",
+		   a ? a : "(not a string)", a ? "\"" : "");
+}
+
+static int check_size(config_setting_t *e, const char *z)
+{
+	double v;
+	if (!z || !safe(z) || !byte_size(z, &v))
+		return bad(e, "size %s: want a byte count such as \"256K\" or \"4M\"", z ? z : "(not a string)");
+	if (v < 4 || v > 256.0 * 1048576)
+		return bad(e, "size \"%s\": must be from 4 bytes to 256M", z);
 	return 0;
 }
 
-static int get_sizes(config_setting_t *t, struct trial *tr)
+/* A list setting of 1..max distinct strings, each passed by check(), kept
+ * as space-separated words in list (left as it is if the key is absent). */
+static int get_words(config_setting_t *t, const char *key, const char *what, const char *example, int max,
+		     int (*check)(config_setting_t *e, const char *w), char *list, size_t cap)
 {
-	config_setting_t *s = config_setting_get_member(t, "sizes");
+	config_setting_t *s = config_setting_get_member(t, key);
 	if (!s)
 		return 0;
 	if (!config_setting_is_array(s) && !config_setting_is_list(s))
-		return bad(s, "sizes must be a list such as [\"1M\", \"4M\"]");
+		return bad(s, "%s must be a list such as %s", key, example);
 	int n = config_setting_length(s);
-	if (n == 0 || n > 12)
-		return bad(s, "sizes: give 1 to 12 message sizes");
-	tr->sizes[0] = 0;
+	if (n == 0 || n > max)
+		return bad(s, "%s: give 1 to %d of them", key, max);
+	list[0] = 0;
 	for (int i = 0; i < n; i++) {
 		config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-		const char *z = config_setting_get_string(e);
-		double v;
-		if (!z || !safe(z) || !byte_size(z, &v))
-			return bad(e, "size %s: want a byte count such as \"256K\" or \"4M\"", z ? z : "(not a string)");
-		if (v < 4 || v > 256.0 * 1048576)
-			return bad(e, "size \"%s\": must be from 4 bytes to 256M", z);
-		if (has_word(tr->sizes, z))
-			return bad(e, "size \"%s\" is listed twice", z);
-		append_word(tr->sizes, sizeof(tr->sizes), z);
+		const char *w = config_setting_get_string(e);
+		if (check(e, w) < 0)
+			return -1;
+		if (has_word(list, w))
+			return bad(e, "%s \"%s\" is listed twice", what, w);
+		append_word(list, cap, w);
 	}
 	return 0;
 }
@@ -293,7 +285,9 @@ static int load(config_t *cf, struct trial *tr)
 	    get_rate(t, "host_buffer", 1e3, 1e9, &tr->host_buffer) < 0 ||
 	    get_num(t, "oversubscription", 1, 64, &tr->oversub) < 0 || get_num(t, "loss", 0, 0.5, &tr->loss) < 0 ||
 	    get_num(t, "compute_ms", 0, 60000, &tr->compute_ms) < 0 || get_str(t, "jitter", &tr->jitter, NULL) < 0 ||
-	    get_str(t, "straggler", &tr->straggler, NULL) < 0 || get_algos(t, tr) < 0 || get_sizes(t, tr) < 0 ||
+	    get_str(t, "straggler", &tr->straggler, NULL) < 0 || get_words(t, "algorithms", "algorithm", "[\"ring\", \"ps-ina\"]", 5, check_algo, tr->algos,
+		      sizeof(tr->algos)) < 0 ||
+	    get_words(t, "sizes", "size", "[\"1M\", \"4M\"]", 12, check_size, tr->sizes, sizeof(tr->sizes)) < 0 ||
 	    get_int(t, "iterations", 1, 10000, &tr->iterations) < 0 || get_int(t, "warmup", 0, 1000, &tr->warmup) < 0 ||
 	    get_int(t, "timeout_ms", 1000, 3600000, &tr->timeout_ms) < 0)
 		return -1;
