@@ -185,57 +185,82 @@ static struct rte_mbuf *new_mbuf(struct sw_rt *rt, struct sw_port *blame)
 	return m;
 }
 
-/* One result frame: headers in a small mbuf followed by a clone of the
- * shared payload segment, or (no segment) headers and payload copied into
- * one mbuf.  NULL when out of mbufs (counted). */
-static struct rte_mbuf *result_frame(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in,
-				     const struct ina_emit *e, const uint8_t *mac, uint16_t src_port,
-				     uint32_t sum, struct rte_mbuf *shared)
-{
-	uint8_t hdr[INA_HDR_LEN];
-	ina_hdr_encode(&e->hdr, hdr);
-	struct sw_udp_hdrs h = { .src_ip = sw->cfg->ip, .dst_ip = e->dst.ip, .src_port = src_port,
-				 .dst_port = e->dst.port };
-	memcpy(h.src_mac, sw->cfg->mac, 6);
-	memcpy(h.dst_mac, mac, 6);
+/* Below this a payload is copied into each frame; above it a multicast
+ * shares one copy (the copies were the largest cost left in profiles). */
+#define SW_SHARE_MIN 512
 
-	struct rte_mbuf *m = shared ? rte_pktmbuf_alloc(rt->small_pool) : rte_pktmbuf_alloc(rt->pool);
-	if (!m) {
-		in->st.drops[SW_D_NO_MBUF]++;
-		return NULL;
+/* What the frames of one group of emits (a multicast: same slot, header
+ * and payload; only address and contributor differ) have in common. */
+struct emit_group {
+	const struct ina_emit *first;
+	uint8_t head[INA_HDR_LEN]; /* encoded with contributor 0 */
+	uint32_t sum;              /* partial of head + payload */
+	struct rte_mbuf *shared;   /* payload segment, or NULL: copied */
+};
+
+static bool same_group(const struct ina_emit *a, const struct ina_emit *b)
+{
+	const struct ina_hdr *x = &a->hdr, *y = &b->hdr;
+	return a->payload == b->payload && a->payload_len == b->payload_len && x->type == y->type &&
+	       x->dtype == y->dtype && x->flags == y->flags && x->job == y->job && x->slot == y->slot &&
+	       x->epoch == y->epoch && x->seq == y->seq && x->count == y->count && x->exponent == y->exponent;
+}
+
+/* The header, its sum and the payload's, once per group (a multicast of
+ * 32 summed and encoded its header 32 times before). */
+static void group_start(struct sw_rt *rt, struct sw_port *in, struct emit_group *g, const struct ina_emit *e,
+			unsigned n_emits)
+{
+	struct ina_hdr h = e->hdr;
+	h.contributor = 0;
+	ina_hdr_encode(&h, g->head);
+	g->first = e;
+	g->sum = sw_csum_partial(g->head, sizeof(g->head), sw_csum_partial(e->payload, e->payload_len, 0));
+	rte_pktmbuf_free(g->shared);
+	g->shared = NULL;
+	if (n_emits > 1 && e->payload_len >= SW_SHARE_MIN && (g->shared = new_mbuf(rt, in))) {
+		memcpy(rte_pktmbuf_mtod(g->shared, void *), e->payload, e->payload_len);
+		g->shared->data_len = g->shared->pkt_len = (uint32_t)e->payload_len;
 	}
-	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
-	if (!shared) {
-		m->data_len = (uint16_t)sw_frame_build_udp(d, rte_pktmbuf_tailroom(m), &h, hdr, sizeof(hdr), e->payload,
-							   e->payload_len, sum);
-		m->pkt_len = m->data_len;
-		return m;
-	}
-	m->data_len = (uint16_t)sw_frame_udp_headers(d, rte_pktmbuf_tailroom(m), &h, hdr, sizeof(hdr), e->payload_len,
-						     sum);
-	m->pkt_len = m->data_len;
-	struct rte_mbuf *c = rte_pktmbuf_clone(shared, rt->small_pool);
-	if (!c || rte_pktmbuf_chain(m, c) != 0) {
+}
+
+/* One result frame: headers in a small mbuf followed by a clone of the
+ * shared payload segment, or headers and payload copied into one mbuf.
+ * The UDP checksum comes from the group's sum plus the contributor field.
+ * NULL when out of mbufs (counted). */
+static struct rte_mbuf *result_frame(struct sw_rt *rt, struct sw_port *in, const struct emit_group *g,
+				     const struct ina_emit *e, const struct sw_udp_hdrs *h)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(g->shared ? rt->small_pool : rt->pool);
+	struct rte_mbuf *c = NULL;
+	if (!m || (g->shared && (!(c = rte_pktmbuf_clone(g->shared, rt->small_pool)) || rte_pktmbuf_chain(m, c) != 0))) {
 		in->st.drops[SW_D_NO_MBUF]++;
 		rte_pktmbuf_free(c);
 		rte_pktmbuf_free(m);
 		return NULL;
 	}
+	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+	const size_t hlen = SW_UDP_PREFIX_LEN + INA_HDR_LEN;
+	sw_frame_udp_prefix(d, h, SW_UDP_HLEN + INA_HDR_LEN + e->payload_len, sw_csum_add(g->sum, e->hdr.contributor));
+	memcpy(d + SW_UDP_PREFIX_LEN, g->head, INA_HDR_LEN);
+	d[SW_UDP_PREFIX_LEN + 6] = (uint8_t)(e->hdr.contributor >> 8);
+	d[SW_UDP_PREFIX_LEN + 7] = (uint8_t)e->hdr.contributor;
+	m->data_len = (uint16_t)hlen;
+	if (!g->shared) {
+		memcpy(d + hlen, e->payload, e->payload_len);
+		m->data_len = (uint16_t)(hlen + e->payload_len);
+	}
+	m->pkt_len = hlen + e->payload_len;
 	return m;
 }
-
-/* Below this a payload is copied into each frame; above it a multicast
- * shares one copy (the copies were the largest cost left in profiles). */
-#define SW_SHARE_MIN 512
 
 /* Turns the engine's emits into frames from the switch's address. */
 static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t src_port)
 {
 	const struct ina_emits *em = sw->emits;
-	const uint8_t *sum_of = NULL;
-	size_t sum_len = 0;
-	struct rte_mbuf *shared = NULL;
-	uint32_t sum = 0;
+	struct emit_group g = { .first = NULL, .shared = NULL };
+	struct sw_udp_hdrs h = { .src_ip = sw->cfg->ip, .src_port = src_port };
+	memcpy(h.src_mac, sw->cfg->mac, 6);
 
 	for (unsigned i = 0; i < em->n; i++) {
 		const struct ina_emit *e = &em->e[i];
@@ -245,26 +270,18 @@ static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 			in->st.drops[SW_D_NO_NEIGHBOR]++;
 			continue;
 		}
-		/* a multicast shares one payload: sum it once.  An ACK points at
-		 * the same slot with no payload, hence the length in the key */
-		if (e->payload != sum_of || e->payload_len != sum_len) {
-			sum = sw_csum_partial(e->payload, e->payload_len, 0);
-			sum_of = e->payload;
-			sum_len = e->payload_len;
-			rte_pktmbuf_free(shared);
-			shared = NULL;
-			if (em->n > 1 && e->payload_len >= SW_SHARE_MIN && (shared = new_mbuf(rt, in))) {
-				memcpy(rte_pktmbuf_mtod(shared, void *), e->payload, e->payload_len);
-				shared->data_len = shared->pkt_len = (uint32_t)e->payload_len;
-			}
-		}
-		struct rte_mbuf *m = result_frame(rt, sw, in, e, mac, src_port, sum, shared);
+		if (!g.first || !same_group(g.first, e))
+			group_start(rt, in, &g, e, em->n);
+		memcpy(h.dst_mac, mac, 6);
+		h.dst_ip = e->dst.ip;
+		h.dst_port = e->dst.port;
+		struct rte_mbuf *m = result_frame(rt, in, &g, e, &h);
 		if (!m)
 			continue;
 		sw->st.ina_emits++;
 		forward_l2(rt, sw, NULL, m, mac);
 	}
-	rte_pktmbuf_free(shared); /* the clones hold it now */
+	rte_pktmbuf_free(g.shared); /* the clones hold it now */
 }
 
 static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct rte_mbuf *m)

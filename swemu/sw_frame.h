@@ -10,6 +10,7 @@
 #define SW_ETH_HLEN 14
 #define SW_IP_HLEN 20
 #define SW_UDP_HLEN 8
+#define SW_UDP_PREFIX_LEN (SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN)
 #define SW_ETHERTYPE_IPV4 0x0800
 #define SW_ETHERTYPE_ARP 0x0806
 
@@ -64,6 +65,16 @@ size_t sw_frame_build_udp(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h,
  * segment); returns the header length, or 0 if it does not fit cap. */
 size_t sw_frame_udp_headers(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head,
 			    size_t head_len, size_t payload_len, uint32_t payload_sum);
+
+/* Two partials added (end-around carry kept). */
+uint32_t sw_csum_add(uint32_t a, uint32_t b);
+
+/* Just the Ethernet/IPv4/UDP headers (SW_UDP_PREFIX_LEN bytes) of a
+ * datagram of UDP length ulen whose bytes after the UDP header have the
+ * partial rest_sum (sw_csum_partial / sw_csum_add of its parts, each
+ * starting at an even offset).  ulen must fit an IPv4 datagram.  For a
+ * fast path that builds what follows itself and knows its sum. */
+void sw_frame_udp_prefix(uint8_t *buf, const struct sw_udp_hdrs *h, size_t ulen, uint32_t rest_sum);
 
 /* If f is an ARP request for ip, writes the reply from mac into buf and
  * returns its length; otherwise 0. */

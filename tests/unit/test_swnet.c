@@ -161,6 +161,41 @@ static void test_frame_build_parse(void **state)
 	assert_int_equal(sw_frame_udp_headers(split, 60, &h, ina, sizeof(ina), 1024, 0), 0);
 }
 
+/* The multicast fast path: one sum of the header (contributor field 0) and
+ * payload per group, the contributor added per frame, the prefix written
+ * from values; every frame must equal the one built from scratch. */
+static void test_frame_prefix_parts(void **state)
+{
+	(void)state;
+	static uint8_t want[9100], got[9100], payload[1001];
+	struct tl_rng rng = { 9 };
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)tl_next(&rng);
+	uint8_t ina[INA_HDR_LEN], zero[INA_HDR_LEN];
+	struct sw_udp_hdrs h = test_hdrs(ina);
+	for (size_t i = 0; i < INA_HDR_LEN; i++)
+		ina[i] = (uint8_t)tl_next(&rng);
+	memcpy(zero, ina, sizeof(zero));
+	zero[6] = zero[7] = 0;
+	uint32_t group = sw_csum_partial(zero, sizeof(zero), sw_csum_partial(payload, sizeof(payload), 0));
+	static const uint16_t contributors[] = { 0, 1, 0x8000, 0xffff, 0x1234 };
+	for (size_t k = 0; k < sizeof(contributors) / sizeof(contributors[0]); k++) {
+		uint16_t c = contributors[k];
+		ina[6] = (uint8_t)(c >> 8);
+		ina[7] = (uint8_t)c;
+		h.dst_ip = inet_addr("10.0.0.1") + htonl((uint32_t)k);
+		size_t n = sw_frame_build_udp(want, sizeof(want), &h, ina, INA_HDR_LEN, payload, sizeof(payload),
+					      sw_csum_partial(payload, sizeof(payload), 0));
+		assert_int_equal(n, SW_UDP_PREFIX_LEN + INA_HDR_LEN + sizeof(payload));
+		sw_frame_udp_prefix(got, &h, SW_UDP_HLEN + INA_HDR_LEN + sizeof(payload), sw_csum_add(group, c));
+		memcpy(got + SW_UDP_PREFIX_LEN, ina, INA_HDR_LEN);
+		memcpy(got + SW_UDP_PREFIX_LEN + INA_HDR_LEN, payload, sizeof(payload));
+		assert_memory_equal(got, want, n);
+		struct sw_udp_view v;
+		assert_int_equal(sw_frame_parse_udp(got, n, &v), SW_FRAME_OK);
+	}
+}
+
 static void test_frame_errors(void **state)
 {
 	(void)state;
@@ -356,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_fdb_learn_move_age),
 		cmocka_unit_test(test_fdb_full_and_chains),
 		cmocka_unit_test(test_frame_build_parse),
+		cmocka_unit_test(test_frame_prefix_parts),
 		cmocka_unit_test(test_frame_errors),
 		cmocka_unit_test(test_arp),
 		cmocka_unit_test(test_emu_rate_and_buffer),
