@@ -284,10 +284,32 @@ static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 	rte_pktmbuf_free(g.shared); /* the clones hold it now */
 }
 
+/* What the device found of the frame's checksums, on ports that were
+ * asked to verify them (sw_setup): good ones are not summed again, a bad
+ * one is that drop.  Ring and af_packet ports report nothing. */
+static unsigned rx_csum_verdict(const struct rte_mbuf *m, enum sw_frame_err *bad)
+{
+	const uint64_t ip = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+	const uint64_t l4 = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+	unsigned verified = 0;
+	if (ip == RTE_MBUF_F_RX_IP_CKSUM_BAD)
+		*bad = SW_FRAME_BAD_IP_CSUM;
+	else if (l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD)
+		*bad = SW_FRAME_BAD_UDP_CSUM;
+	if (ip == RTE_MBUF_F_RX_IP_CKSUM_GOOD)
+		verified |= SW_CSUM_IP_VERIFIED;
+	if (l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
+		verified |= SW_CSUM_UDP_VERIFIED;
+	return verified;
+}
+
 static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct rte_mbuf *m)
 {
 	struct sw_udp_view v;
-	enum sw_frame_err fe = sw_frame_parse_udp(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), &v);
+	enum sw_frame_err fe = SW_FRAME_OK;
+	unsigned verified = rx_csum_verdict(m, &fe);
+	if (fe == SW_FRAME_OK)
+		fe = sw_frame_parse_udp(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), verified, &v);
 	if (fe != SW_FRAME_OK) {
 		drop(in, (enum sw_drop)(SW_D_FRAME_BASE + fe), m);
 		return;

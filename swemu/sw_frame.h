@@ -40,8 +40,14 @@ struct sw_udp_view {
 /* Ethertype of a frame (0 if too short for one). */
 uint16_t sw_frame_ethertype(const uint8_t *f, size_t len);
 
-/* Checks an Ethernet/IPv4/UDP frame (IP and, unless zero, UDP checksum). */
-enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, struct sw_udp_view *v);
+/* Checksums a NIC has verified already (its RX flags said good): those are
+ * not summed again in software. */
+#define SW_CSUM_IP_VERIFIED 1u
+#define SW_CSUM_UDP_VERIFIED 2u
+
+/* Checks an Ethernet/IPv4/UDP frame: the IP and (unless zero) the UDP
+ * checksum, but not those that verified (SW_CSUM_*) names. */
+enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, unsigned verified, struct sw_udp_view *v);
 
 /* One's complement sum of a buffer, unfolded (for reuse across frames that
  * carry the same payload). */

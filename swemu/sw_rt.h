@@ -53,6 +53,7 @@ struct sw_port {
 	const struct sw_port_cfg *cfg;
 	bool ext;                  /* a DPDK device, else an in-memory link */
 	bool tx_multi_seg;         /* the device sends chained mbufs */
+	bool rx_csum_offload;      /* the device verifies IPv4 and UDP checksums */
 	uint16_t dev;              /* DPDK port id (ext) */
 	struct sw_port *peer;      /* link peer */
 	/* link ports: frames the peer sent us, drained by the poll loop like a

@@ -48,6 +48,11 @@ static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t err
 	p->tx_multi_seg = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
 	if (p->tx_multi_seg)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	/* a NIC that verifies IPv4/UDP checksums saves the switch a pass over
+	 * every INA payload (rx_csum_verdict) */
+	const uint64_t csum = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+	conf.rxmode.offloads |= info.rx_offload_capa & csum;
+	p->rx_csum_offload = (info.rx_offload_capa & csum) == csum;
 	if ((rc = rte_eth_dev_configure(p->dev, 1, 1, &conf)) != 0)
 		goto fail;
 	if (conf.rxmode.mtu < SW_MTU && rte_eth_dev_set_mtu(p->dev, SW_MTU) != 0)

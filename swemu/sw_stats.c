@@ -28,6 +28,8 @@ static json_t *port_json(const struct sw_port *p)
 	json_t *o = json_object();
 	json_object_set_new(o, "kind", json_string(p->ext ? "device" : "link"));
 	json_object_set_new(o, p->ext ? "dev" : "link", json_string(p->ext ? p->cfg->dev : p->cfg->link));
+	/* whether INA payloads are checksummed by the NIC or by the switch */
+	json_object_set_new(o, "rx_checksum_offload", json_boolean(p->rx_csum_offload));
 	json_object_set_new(o, "rx_packets", json_integer((json_int_t)p->st.rx_packets));
 	json_object_set_new(o, "rx_bytes", json_integer((json_int_t)p->st.rx_bytes));
 	json_object_set_new(o, "tx_packets", json_integer((json_int_t)p->st.tx_packets));

@@ -139,7 +139,7 @@ static void test_frame_build_parse(void **state)
 		assert_int_equal(ref_csum(udp, 8 + 24 + plen, pseudo), 0);
 
 		struct sw_udp_view v;
-		assert_int_equal(sw_frame_parse_udp(buf, n, &v), SW_FRAME_OK);
+		assert_int_equal(sw_frame_parse_udp(buf, n, 0, &v), SW_FRAME_OK);
 		assert_int_equal(v.src_ip, inet_addr("10.0.0.254"));
 		assert_int_equal(v.dst_port, htons(0xBEE1));
 		assert_int_equal(v.payload_len, 24 + plen);
@@ -192,7 +192,7 @@ static void test_frame_prefix_parts(void **state)
 		memcpy(got + SW_UDP_PREFIX_LEN + INA_HDR_LEN, payload, sizeof(payload));
 		assert_memory_equal(got, want, n);
 		struct sw_udp_view v;
-		assert_int_equal(sw_frame_parse_udp(got, n, &v), SW_FRAME_OK);
+		assert_int_equal(sw_frame_parse_udp(got, n, 0, &v), SW_FRAME_OK);
 	}
 }
 
@@ -216,13 +216,22 @@ static void test_frame_errors(void **state)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		buf[cases[i].off] ^= cases[i].xor;
-		enum sw_frame_err e = sw_frame_parse_udp(buf, n, &v);
+		enum sw_frame_err e = sw_frame_parse_udp(buf, n, 0, &v);
 		if (e != cases[i].want)
 			fail_msg("case %zu: got %s want %s", i, sw_frame_err_name(e),
 				 sw_frame_err_name(cases[i].want));
 		buf[cases[i].off] ^= cases[i].xor;
 	}
-	assert_int_equal(sw_frame_parse_udp(buf, 30, &v), SW_FRAME_SHORT);
+	/* what a NIC verified is not checked again, and only that */
+	buf[14 + 8] ^= 1;
+	assert_int_equal(sw_frame_parse_udp(buf, n, SW_CSUM_IP_VERIFIED, &v), SW_FRAME_OK);
+	assert_int_equal(sw_frame_parse_udp(buf, n, SW_CSUM_UDP_VERIFIED, &v), SW_FRAME_BAD_IP_CSUM);
+	buf[14 + 8] ^= 1;
+	buf[14 + 40] ^= 1;
+	assert_int_equal(sw_frame_parse_udp(buf, n, SW_CSUM_UDP_VERIFIED, &v), SW_FRAME_OK);
+	assert_int_equal(sw_frame_parse_udp(buf, n, SW_CSUM_IP_VERIFIED, &v), SW_FRAME_BAD_UDP_CSUM);
+	buf[14 + 40] ^= 1;
+	assert_int_equal(sw_frame_parse_udp(buf, 30, 0, &v), SW_FRAME_SHORT);
 	/* protocol TCP, fragment: fix the IP checksum so only that differs */
 	for (int k = 0; k < 2; k++) {
 		uint8_t *ip = buf + 14;
@@ -234,13 +243,13 @@ static void test_frame_errors(void **state)
 		uint16_t c = ref_csum(ip, 20, 0);
 		ip[10] = (uint8_t)(c >> 8);
 		ip[11] = (uint8_t)c;
-		assert_int_equal(sw_frame_parse_udp(buf, n, &v), k == 0 ? SW_FRAME_NOT_UDP : SW_FRAME_FRAGMENT);
+		assert_int_equal(sw_frame_parse_udp(buf, n, 0, &v), k == 0 ? SW_FRAME_NOT_UDP : SW_FRAME_FRAGMENT);
 		n = build(buf, sizeof(payload), payload);
 	}
 	/* a zero UDP checksum means "none" and is accepted with any payload */
 	buf[14 + 20 + 6] = buf[14 + 20 + 7] = 0;
 	buf[14 + 60] ^= 0xff;
-	assert_int_equal(sw_frame_parse_udp(buf, n, &v), SW_FRAME_OK);
+	assert_int_equal(sw_frame_parse_udp(buf, n, 0, &v), SW_FRAME_OK);
 	for (int e = 0; e < SW_FRAME_ERR_MAX_; e++)
 		assert_string_not_equal(sw_frame_err_name(e), "invalid");
 }

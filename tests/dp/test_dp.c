@@ -1,0 +1,296 @@
+/* swemu's own datapath (sw_rt_setup, sw_dp_poll) on in-memory ring ports,
+ * with frames made here: what comes out of the switch is read back and
+ * checked against the sum computed here and against sw_frame_parse_udp's
+ * checksum verification.  Covers the result frames of a multicast (copied
+ * and shared payloads, the per-contributor checksum) and the use of a
+ * NIC's RX checksum verdict, which no namespace test can reach (veth and
+ * af_packet ports report none). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_eth_ring.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "sw_rt.h"
+
+#define NHOSTS 2
+#define SLOTS 8
+#define MAX_ELEMS 512 /* 2 KiB: results past SW_SHARE_MIN share one payload */
+
+static volatile sig_atomic_t never;
+
+struct fixture {
+	struct sw_rt rt;
+	struct ina_job_cfg job;
+	struct rte_ring *rx[NHOSTS], *tx[NHOSTS];
+	struct rte_mempool *gen;
+};
+
+static const uint8_t sw_mac[6] = { 2, 0, 0, 0, 0, 0xfe };
+static const uint32_t sw_ip_host = 0x0a0000fe;
+
+static void host_mac(unsigned h, uint8_t m[6]) { memcpy(m, (uint8_t[]){ 2, 0, 0, 0, 1, (uint8_t)h }, 6); }
+
+static uint32_t host_ip(unsigned h) { return rte_cpu_to_be_32(0x0a000001u + h); }
+
+static int setup(void **state)
+{
+	static struct fixture fx;
+	static int serial;
+	char err[256];
+	memset(&fx, 0, sizeof(fx));
+	struct sw_cfg *cfg = &fx.rt.cfg;
+	cfg->burst = 32;
+	cfg->mbufs = 1023;
+	cfg->nswitches = 1;
+	struct sw_switch_cfg *s = &cfg->sw[0];
+	strcpy(s->name, "tor");
+	s->ina = true;
+	memcpy(s->mac, sw_mac, 6);
+	s->ip = rte_cpu_to_be_32(sw_ip_host);
+	s->ctrl_port = INA_UDP_PORT_MIN - 1;
+	s->slots = SLOTS;
+	s->max_elems = MAX_ELEMS;
+	s->fdb_age_s = 300;
+	s->nports = NHOSTS;
+	for (unsigned h = 0; h < NHOSTS; h++) {
+		char n[32];
+		snprintf(n, sizeof(n), "dprx%d_%u", serial, h);
+		fx.rx[h] = rte_ring_create(n, 256, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		snprintf(n, sizeof(n), "dptx%d_%u", serial, h);
+		fx.tx[h] = rte_ring_create(n, 256, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		assert_non_null(fx.rx[h]);
+		assert_non_null(fx.tx[h]);
+		snprintf(n, sizeof(n), "dp%d_%u", serial, h);
+		int port = rte_eth_from_rings(n, &fx.rx[h], 1, &fx.tx[h], 1, 0);
+		assert_true(port >= 0);
+		snprintf(s->ports[h].name, SW_NAME_LEN, "p%u", h);
+		assert_int_equal(rte_eth_dev_get_name_by_port((uint16_t)port, s->ports[h].dev), 0);
+		s->ports[h].peer_switch = s->ports[h].peer_port = -1;
+		host_mac(h, s->fdb[h].mac);
+		s->fdb[h].port = (int)h;
+	}
+	s->nfdb = NHOSTS;
+	fx.job = (struct ina_job_cfg){ .id = 1, .fan_in = NHOSTS, .dtype = INA_D_INT32, .nslots = SLOTS,
+				       .elems_per_slot = MAX_ELEMS, .outputs = INA_OUT_MULTICAST,
+				       .upstream_index = -1 };
+	for (unsigned h = 0; h < NHOSTS; h++) {
+		fx.job.contributors[h].ip = host_ip(h);
+		fx.job.contributors[h].port = rte_cpu_to_be_16(INA_UDP_PORT_MIN);
+		host_mac(h, fx.job.contributors[h].mac);
+	}
+	s->njobs = 1;
+	s->jobs = &fx.job;
+	fx.rt.cfg_path = "(test)";
+	fx.rt.quit = &never;
+	fx.rt.dump_stats = &never;
+	if (sw_rt_setup(&fx.rt, err, sizeof(err)) < 0)
+		fail_msg("sw_rt_setup: %s", err);
+	char n[32];
+	snprintf(n, sizeof(n), "dpgen%d", serial++);
+	fx.gen = rte_pktmbuf_pool_create(n, 255, 0, 0, RTE_PKTMBUF_HEADROOM + 9100, 0);
+	assert_non_null(fx.gen);
+	*state = &fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	sw_rt_teardown(&fx->rt);
+	for (unsigned h = 0; h < NHOSTS; h++) {
+		rte_ring_free(fx->rx[h]);
+		rte_ring_free(fx->tx[h]);
+	}
+	rte_mempool_free(fx->gen);
+	return 0;
+}
+
+/* Host h's contribution to slot: element e is h * 1000 + e - 7 * slot. */
+static int32_t value(unsigned h, unsigned slot, unsigned e) { return (int32_t)(h * 1000 + e) - 7 * (int32_t)slot; }
+
+static struct rte_mbuf *contribution(struct fixture *fx, unsigned h, unsigned slot, unsigned count)
+{
+	static uint8_t payload[MAX_ELEMS * 4];
+	for (unsigned e = 0; e < count; e++) {
+		uint32_t v = rte_cpu_to_be_32((uint32_t)value(h, slot, e));
+		memcpy(payload + 4 * e, &v, 4);
+	}
+	struct ina_hdr ih = { .version = INA_VERSION, .type = INA_T_DATA, .dtype = INA_D_INT32, .job = 1,
+			      .contributor = (uint16_t)h, .slot = slot, .epoch = 1, .seq = slot, .count = (uint16_t)count };
+	uint8_t head[INA_HDR_LEN];
+	ina_hdr_encode(&ih, head);
+	struct sw_udp_hdrs u = { .src_ip = host_ip(h), .dst_ip = rte_cpu_to_be_32(sw_ip_host),
+				 .src_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN),
+				 .dst_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN) };
+	host_mac(h, u.src_mac);
+	memcpy(u.dst_mac, sw_mac, 6);
+	struct rte_mbuf *m = rte_pktmbuf_alloc(fx->gen);
+	assert_non_null(m);
+	size_t len = sw_frame_build_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &u, head, sizeof(head),
+					payload, (size_t)count * 4, sw_csum_partial(payload, (size_t)count * 4, 0));
+	assert_true(len > 0);
+	m->data_len = m->pkt_len = (uint32_t)len;
+	return m;
+}
+
+static void send_and_poll(struct fixture *fx, unsigned h, struct rte_mbuf *m)
+{
+	uint64_t due;
+	assert_int_equal(rte_ring_enqueue(fx->rx[h], m), 0);
+	while (sw_dp_poll(&fx->rt, &due))
+		;
+	sw_dp_flush(&fx->rt);
+}
+
+static const struct sw_port_stats *port_stats(struct fixture *fx, unsigned h) { return &fx->rt.sw[0]->ports[h].st; }
+
+/* Every frame host h got, flattened into buf; returns how many. */
+static unsigned received(struct fixture *fx, unsigned h, uint8_t (*buf)[9100], size_t *len, unsigned max)
+{
+	struct rte_mbuf *m;
+	unsigned n = 0;
+	while (n < max && rte_ring_dequeue(fx->tx[h], (void **)&m) == 0) {
+		len[n] = rte_pktmbuf_pkt_len(m);
+		assert_true(len[n] <= sizeof(buf[n]));
+		const void *p = rte_pktmbuf_read(m, 0, (uint32_t)len[n], buf[n]);
+		if (p != buf[n])
+			memcpy(buf[n], p, len[n]);
+		rte_pktmbuf_free(m);
+		n++;
+	}
+	return n;
+}
+
+/* Both hosts contribute; each gets one result, addressed to it, with valid
+ * IPv4 and UDP checksums, its own contributor id and the exact sum.  Small
+ * payloads are copied into each frame, large ones shared by reference. */
+static void test_multicast_results(void **state)
+{
+	struct fixture *fx = *state;
+	static uint8_t frames[4][9100];
+	size_t len[4];
+	static const unsigned counts[] = { 1, 64, 127, 128, MAX_ELEMS };
+	for (unsigned k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+		unsigned slot = k % SLOTS, count = counts[k];
+		for (unsigned h = 0; h < NHOSTS; h++)
+			send_and_poll(fx, h, contribution(fx, h, slot, count));
+		for (unsigned h = 0; h < NHOSTS; h++) {
+			unsigned n = received(fx, h, frames, len, 4);
+			assert_int_equal(n, 1);
+			struct sw_udp_view v;
+			assert_int_equal(sw_frame_parse_udp(frames[0], len[0], 0, &v), SW_FRAME_OK);
+			uint8_t mac[6];
+			host_mac(h, mac);
+			assert_memory_equal(v.dst_mac, mac, 6);
+			assert_memory_equal(v.src_mac, sw_mac, 6);
+			assert_int_equal(v.src_ip, rte_cpu_to_be_32(sw_ip_host));
+			assert_int_equal(v.dst_ip, host_ip(h));
+			struct ina_pkt pkt;
+			assert_int_equal(ina_parse(v.payload, v.payload_len, &pkt), INA_OK);
+			assert_int_equal(pkt.hdr.type, INA_T_RESULT);
+			assert_int_equal(pkt.hdr.contributor, h);
+			assert_int_equal(pkt.hdr.slot, slot);
+			assert_int_equal(pkt.hdr.count, count);
+			for (unsigned e = 0; e < count; e++) {
+				uint32_t w;
+				memcpy(&w, pkt.payload + 4 * e, 4);
+				int32_t want = value(0, slot, e) + value(1, slot, e);
+				if ((int32_t)rte_be_to_cpu_32(w) != want)
+					fail_msg("count %u host %u element %u: %d, want %d", count, h, e,
+						 (int32_t)rte_be_to_cpu_32(w), want);
+			}
+		}
+	}
+	const struct ina_job_stats *js = ina_job_stats(fx->rt.sw[0]->eng, 1);
+	assert_int_equal(js->completions, sizeof(counts) / sizeof(counts[0]));
+	for (unsigned h = 0; h < NHOSTS; h++)
+		for (int d = 0; d < SW_D_MAX_; d++)
+			if (port_stats(fx, h)->drops[d])
+				fail_msg("port %u dropped %s", h, sw_drop_name((unsigned)d));
+}
+
+static void flip_byte(struct rte_mbuf *m, size_t off) { rte_pktmbuf_mtod(m, uint8_t *)[off] ^= 0x01; }
+
+/* A device's checksum verdict is used: a frame it calls bad is that drop
+ * even when the bytes are right, and one it calls good is not summed again
+ * (a corrupted byte then passes, which is what trusting the NIC means).
+ * Without a verdict the switch verifies. */
+static void test_rx_checksum_verdict(void **state)
+{
+	struct fixture *fx = *state;
+	const unsigned ip_bad = SW_D_FRAME_BASE + SW_FRAME_BAD_IP_CSUM;
+	const unsigned udp_bad = SW_D_FRAME_BASE + SW_FRAME_BAD_UDP_CSUM;
+	const size_t ttl = SW_ETH_HLEN + 8, payload0 = SW_UDP_PREFIX_LEN + INA_HDR_LEN;
+	static uint8_t frames[4][9100];
+	size_t len[4];
+	assert_false(fx->rt.sw[0]->ports[0].rx_csum_offload); /* ring ports verify nothing */
+
+	struct rte_mbuf *m = contribution(fx, 0, 0, 16);
+	flip_byte(m, payload0);
+	send_and_poll(fx, 0, m);
+	assert_int_equal(port_stats(fx, 0)->drops[udp_bad], 1);
+
+	m = contribution(fx, 0, 0, 16);
+	m->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_BAD;
+	send_and_poll(fx, 0, m);
+	assert_int_equal(port_stats(fx, 0)->drops[udp_bad], 2);
+
+	m = contribution(fx, 0, 0, 16);
+	m->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_BAD | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+	send_and_poll(fx, 0, m);
+	assert_int_equal(port_stats(fx, 0)->drops[ip_bad], 1);
+
+	m = contribution(fx, 0, 0, 16);
+	flip_byte(m, ttl);
+	send_and_poll(fx, 0, m);
+	assert_int_equal(port_stats(fx, 0)->drops[ip_bad], 2);
+	assert_int_equal(fx->rt.sw[0]->st.ina_packets, 0);
+
+	/* trusted: the TTL and the first element are off, the verdict says
+	 * good; the element's change shows in the sum */
+	m = contribution(fx, 0, 0, 16);
+	flip_byte(m, ttl);
+	flip_byte(m, payload0 + 3);
+	m->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+	send_and_poll(fx, 0, m);
+	send_and_poll(fx, 1, contribution(fx, 1, 0, 16));
+	assert_int_equal(fx->rt.sw[0]->st.ina_packets, 2);
+	assert_int_equal(port_stats(fx, 0)->drops[ip_bad] + port_stats(fx, 0)->drops[udp_bad], 4);
+	assert_int_equal(received(fx, 1, frames, len, 4), 1);
+	struct sw_udp_view v;
+	struct ina_pkt pkt;
+	assert_int_equal(sw_frame_parse_udp(frames[0], len[0], 0, &v), SW_FRAME_OK);
+	assert_int_equal(ina_parse(v.payload, v.payload_len, &pkt), INA_OK);
+	uint32_t w;
+	memcpy(&w, pkt.payload, 4);
+	assert_int_equal((int32_t)rte_be_to_cpu_32(w), (value(0, 0, 0) ^ 1) + value(1, 0, 0));
+	assert_int_equal(received(fx, 0, frames, len, 4), 1);
+}
+
+int main(void)
+{
+	char prefix[64];
+	snprintf(prefix, sizeof(prefix), "--file-prefix=swemu-test-dp-%d", (int)getpid());
+	char *eal[] = { "test_dp", "--no-huge", "-m", "256", prefix, "--no-pci", "-l", "0", "--log-level=error", NULL };
+	if (rte_eal_init(9, eal) < 0) {
+		fprintf(stderr, "test_dp: EAL does not start\n");
+		return 1;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_multicast_results, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rx_checksum_verdict, setup, teardown),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	sw_eal_cleanup();
+	return rc;
+}
