@@ -169,8 +169,23 @@ static void make_cfg(const struct bench *b, struct sw_cfg *cfg, struct ina_job_c
 	s->jobs = job;
 }
 
+#define MAX_ROUNDS 15
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 struct figures {
 	double mpps, gbps;
+	double switch_ns; /* per packet, inside sw_dp_poll/sw_dp_flush only */
 	uint64_t completions, drops;
 };
 
@@ -206,7 +221,7 @@ static struct figures run(struct bench *b, double seconds, int serial)
 	}
 	build_templates(b);
 
-	uint64_t packets = 0;
+	uint64_t packets = 0, in_switch = 0;
 	uint32_t round = 0;
 	struct rte_mbuf *drain[256];
 	uint64_t due;
@@ -215,7 +230,7 @@ static struct figures run(struct bench *b, double seconds, int serial)
 	do {
 		if (warm > 0 && ((double)rte_rdtsc() - t0) / hz >= warm) {
 			warm = 0;
-			packets = 0;
+			packets = in_switch = 0;
 			t0 = (double)rte_rdtsc();
 		}
 		uint32_t set = round & 1 ? INA_SLOT_SET_BIT : 0;
@@ -234,9 +249,11 @@ static struct figures run(struct bench *b, double seconds, int serial)
 			 * arrive, not once per round */
 			if (queued >= 64 || i + 1 == WINDOW) {
 				queued = 0;
+				uint64_t s0 = rte_rdtsc();
 				while (sw_dp_poll(&rt, &due))
 					;
 				sw_dp_flush(&rt);
+				in_switch += rte_rdtsc() - s0;
 				for (int p = 0; p < NPORTS; p++) {
 					unsigned n;
 					while ((n = rte_ring_dequeue_burst(b->tx[p], (void **)drain, 256, NULL)))
@@ -253,6 +270,7 @@ static struct figures run(struct bench *b, double seconds, int serial)
 	} while (t < seconds);
 
 	fg.mpps = packets / t / 1e6;
+	fg.switch_ns = (double)in_switch / hz * 1e9 / (double)packets;
 	fg.gbps = packets * b->elems * 32.0 / t / 1e9;
 	const struct ina_job_stats *js = ina_job_stats(rt.sw[0]->eng, 1);
 	fg.completions = js->completions;
@@ -278,10 +296,12 @@ static struct figures run(struct bench *b, double seconds, int serial)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-m l2|ina] [-z|-o] [-H] [-q]\n"
+	fprintf(f, "usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-r N] [-m l2|ina] [-z|-o] [-H] [-q]\n"
 		   "  swemu's datapath on in-memory ring ports, one lcore, busy polling:\n"
 		   "  plain L2 forwarding vs INA aggregation of the same frames.\n"
 		   "  -s S     seconds per figure (default 1)\n"
+		   "  -r N     rounds per row, l2 and ina alternating; medians are shown\n"
+		   "           (default 1, at most 15)\n"
 		   "  -e LIST  elements per packet (default 64,256,1024,2048)\n"
 		   "  -n LIST  fan-in (default 4,32)\n"
 		   "  -m MODE  l2 or ina only (for profiling; default both)\n"
@@ -313,15 +333,17 @@ int main(int argc, char **argv)
 	unsigned elems[8] = { 64, 256, 1024, 2048 }, fanins[8] = { 4, 32 };
 	int ne = 4, nf = 2, o;
 	double seconds = 1;
+	int rounds = 1;
 	int only = 0; /* 1: l2 only, 2: ina only (for profiling) */
 	bool zero = false, huge = false, nic = false;
-	while ((o = getopt(argc, argv, "s:e:n:m:zoHqh")) != -1) {
+	while ((o = getopt(argc, argv, "s:r:e:n:m:zoHqh")) != -1) {
 		switch (o) {
 		case 'H': huge = true; break;
 		case 'z': zero = true; break;
 		case 'o': nic = true; break;
 		case 'm': only = !strcmp(optarg, "l2") ? 1 : !strcmp(optarg, "ina") ? 2 : -1; break;
 		case 's': seconds = atof(optarg); break;
+		case 'r': rounds = atoi(optarg); break;
 		case 'e': ne = parse_list(optarg, elems, 8, INA_MAX_ELEMS); break;
 		case 'n': nf = parse_list(optarg, fanins, 8, 250); break;
 		case 'q': seconds = 0.2; break;
@@ -329,7 +351,7 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (ne <= 0 || nf <= 0 || seconds <= 0 || seconds > 60 || only < 0) {
+	if (ne <= 0 || nf <= 0 || seconds <= 0 || seconds > 60 || only < 0 || rounds < 1 || rounds > MAX_ROUNDS) {
 		usage(stderr);
 		return 2;
 	}
@@ -355,24 +377,47 @@ int main(int argc, char **argv)
 	       : nic ? "computed, verified by the (emulated) NIC"
 		     : "computed (switch verifies)",
 	       huge ? "2 MiB hugepages" : "4 KiB pages (--no-huge)");
-	printf("# %6s %5s | %8s %8s | %8s %8s | %6s %s\n", "elems", "fanin", "l2_Mpps", "l2_Gbps", "ina_Mpps",
-	       "ina_Gbps", "ina/l2", "check");
+	printf("# Mpps and Gbit/s count the generator's time too (the same for both modes);\n"
+	       "# sw_ns: ns per packet inside the switch's poll and flush alone\n");
+	printf("# %6s %5s | %8s %8s %6s | %8s %8s %6s | %6s %s\n", "elems", "fanin", "l2_Mpps", "l2_Gbps", "sw_ns",
+	       "ina_Mpps", "ina_Gbps", "sw_ns", "ina/l2", "check");
 	int serial = 0, bad = 0;
 	for (int f = 0; f < nf; f++)
 		for (int e = 0; e < ne; e++) {
 			b.fan_in = fanins[f];
 			b.elems = elems[e];
-			struct figures l2 = { 1, 0, 0, 0 }, in = { 1, 0, 0, 0 };
-			b.ina = false;
-			if (only != 2)
-				l2 = run(&b, seconds, serial++);
-			b.ina = true;
-			if (only != 1)
-				in = run(&b, seconds, serial++);
-			bool ok = l2.drops == 0 && in.drops == 0;
-			bad += !ok;
-			printf("  %6u %5u | %8.2f %8.1f | %8.2f %8.1f | %6.2f %s\n", b.elems, b.fan_in, l2.mpps, l2.gbps,
-			       in.mpps, in.gbps, in.mpps / l2.mpps, ok ? "ok" : "DROPS");
+			double l2[MAX_ROUNDS], in[MAX_ROUNDS], l2sw[MAX_ROUNDS], insw[MAX_ROUNDS];
+			uint64_t drops = 0;
+			/* l2 and ina alternate, so a slow spell of the machine hits both */
+			for (int r = 0; r < rounds; r++) {
+				l2[r] = in[r] = l2sw[r] = insw[r] = 1;
+				for (int k = 0; k < 2; k++) {
+					b.ina = (r + k) % 2 == 1;
+					if (only == (b.ina ? 1 : 2))
+						continue;
+					struct figures x = run(&b, seconds, serial++);
+					*(b.ina ? &in[r] : &l2[r]) = x.mpps;
+					*(b.ina ? &insw[r] : &l2sw[r]) = x.switch_ns;
+					drops += x.drops;
+				}
+			}
+			double l2m = median(l2, rounds), inm = median(in, rounds), gb = b.elems * 32.0 / 1e3;
+			char cols[3][48];
+			if (only == 2)
+				snprintf(cols[0], sizeof(cols[0]), "%8s %8s %6s", "-", "-", "-");
+			else
+				snprintf(cols[0], sizeof(cols[0]), "%8.2f %8.1f %6.0f", l2m, l2m * gb, median(l2sw, rounds));
+			if (only == 1)
+				snprintf(cols[1], sizeof(cols[1]), "%8s %8s %6s", "-", "-", "-");
+			else
+				snprintf(cols[1], sizeof(cols[1]), "%8.2f %8.1f %6.0f", inm, inm * gb, median(insw, rounds));
+			if (only)
+				snprintf(cols[2], sizeof(cols[2]), "%6s", "-");
+			else
+				snprintf(cols[2], sizeof(cols[2]), "%6.2f", inm / l2m);
+			bad += drops != 0;
+			printf("  %6u %5u | %s | %s | %s %s\n", b.elems, b.fan_in, cols[0], cols[1], cols[2],
+			       drops ? "DROPS" : "ok");
 			fflush(stdout);
 		}
 	sw_eal_cleanup();
