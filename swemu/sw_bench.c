@@ -378,9 +378,10 @@ int main(int argc, char **argv)
 		     : "computed (switch verifies)",
 	       huge ? "2 MiB hugepages" : "4 KiB pages (--no-huge)");
 	printf("# Mpps and Gbit/s count the generator's time too (the same for both modes);\n"
-	       "# sw_ns: ns per packet inside the switch's poll and flush alone\n");
-	printf("# %6s %5s | %8s %8s %6s | %8s %8s %6s | %6s %s\n", "elems", "fanin", "l2_Mpps", "l2_Gbps", "sw_ns",
-	       "ina_Mpps", "ina_Gbps", "sw_ns", "ina/l2", "check");
+	       "# sw_ns: ns per packet inside the switch's poll and flush alone (the generator's\n"
+	       "# work is a NIC's on a real port); sw_Gbps: gradient Gbit/s at that cost\n");
+	printf("# %6s %5s | %8s %8s %6s | %8s %8s %6s %7s | %6s %s\n", "elems", "fanin", "l2_Mpps", "l2_Gbps",
+	       "sw_ns", "ina_Mpps", "ina_Gbps", "sw_ns", "sw_Gbps", "ina/l2", "check");
 	int serial = 0, bad = 0;
 	for (int f = 0; f < nf; f++)
 		for (int e = 0; e < ne; e++) {
@@ -402,15 +403,17 @@ int main(int argc, char **argv)
 				}
 			}
 			double l2m = median(l2, rounds), inm = median(in, rounds), gb = b.elems * 32.0 / 1e3;
-			char cols[3][48];
+			char cols[3][56];
 			if (only == 2)
 				snprintf(cols[0], sizeof(cols[0]), "%8s %8s %6s", "-", "-", "-");
 			else
 				snprintf(cols[0], sizeof(cols[0]), "%8.2f %8.1f %6.0f", l2m, l2m * gb, median(l2sw, rounds));
 			if (only == 1)
-				snprintf(cols[1], sizeof(cols[1]), "%8s %8s %6s", "-", "-", "-");
-			else
-				snprintf(cols[1], sizeof(cols[1]), "%8.2f %8.1f %6.0f", inm, inm * gb, median(insw, rounds));
+				snprintf(cols[1], sizeof(cols[1]), "%8s %8s %6s %7s", "-", "-", "-", "-");
+			else {
+				double ns = median(insw, rounds);
+				snprintf(cols[1], sizeof(cols[1]), "%8.2f %8.1f %6.0f %7.1f", inm, inm * gb, ns, gb * 1e3 / ns);
+			}
 			if (only)
 				snprintf(cols[2], sizeof(cols[2]), "%6s", "-");
 			else
