@@ -145,6 +145,7 @@ static void make_cfg(const struct bench *b, struct sw_cfg *cfg, struct ina_job_c
 		snprintf(s->ports[p].name, SW_NAME_LEN, "p%d", p);
 		snprintf(s->ports[p].dev, sizeof(s->ports[p].dev), "%s", b->dev[p]);
 		s->ports[p].peer_switch = s->ports[p].peer_port = -1;
+		s->ports[p].vlan = SW_VLAN_DEFAULT;
 	}
 	/* host c sits on port c % NPORTS; one more host for L2 traffic */
 	for (unsigned c = 0; c <= b->fan_in; c++) {

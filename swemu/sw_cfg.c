@@ -273,7 +273,7 @@ static int load_emu(struct pctx *p, const config_setting_t *port, struct sw_emu_
 
 static int load_ports(struct pctx *p, const config_setting_t *sw, struct sw_switch_cfg *s)
 {
-	static const char *const keys[] = { "name", "dev", "link", "rate", "buffer", "delay_us",
+	static const char *const keys[] = { "name", "dev", "link", "vlan", "rate", "buffer", "delay_us",
 					    "jitter_us", "loss", "burst_loss", NULL };
 	const config_setting_t *ports = config_setting_get_member(sw, "ports");
 	if (!ports)
@@ -291,10 +291,12 @@ static int load_ports(struct pctx *p, const config_setting_t *sw, struct sw_swit
 			return fail(p, pg, "a port must be a group { name = ...; dev = ...; }");
 		pc->line = config_setting_source_line(pg);
 		pc->peer_switch = pc->peer_port = -1;
+		long long vlan = SW_VLAN_DEFAULT;
 		if (only_keys(p, pg, keys) < 0 || get_name(p, pg, pc->name) < 0 ||
 		    get_str(p, pg, "dev", false, &dev) < 0 || get_str(p, pg, "link", false, &link) < 0 ||
-		    load_emu(p, pg, &pc->emu) < 0)
+		    get_int(p, pg, "vlan", 1, 4094, false, &vlan) < 0 || load_emu(p, pg, &pc->emu) < 0)
 			return -1;
+		pc->vlan = (uint16_t)vlan;
 		if (!dev == !link)
 			return fail(p, pg, "port '%s' needs exactly one of 'dev' (a DPDK device) or 'link' (\"switch.port\")",
 				    pc->name);
@@ -589,6 +591,9 @@ static int resolve_links(struct pctx *p, struct sw_cfg *c, const config_setting_
 			snprintf(back, sizeof(back), "%s.%s", c->sw[si].name, pc->name);
 			if (strcmp(peer->link, back))
 				return fail(p, at, "link '%s': the peer port must have link = \"%s\"", pc->link, back);
+			if (peer->vlan != pc->vlan) /* a link carries one VLAN untagged */
+				return fail(p, at, "link '%s': both ends must be in the same vlan (%u here, %u there)",
+					    pc->link, pc->vlan, peer->vlan);
 		}
 	return 0;
 }

@@ -28,11 +28,14 @@ struct sw_emu_cfg {
 	double ge_p_gb, ge_p_bg, ge_loss_bad;
 };
 
+#define SW_VLAN_DEFAULT 1
+
 struct sw_port_cfg {
 	char name[SW_NAME_LEN];
 	char dev[64];  /* a DPDK device name (external port), or "" */
 	char link[2 * SW_NAME_LEN]; /* "switch.port" of the peer (in-memory link), or "" */
 	int peer_switch, peer_port; /* resolved link */
+	uint16_t vlan; /* access VLAN (frames untagged), SW_VLAN_DEFAULT unless set */
 	struct sw_emu_cfg emu;
 	int line;
 };

@@ -49,30 +49,34 @@ static void drop(struct sw_port *p, enum sw_drop why, struct rte_mbuf *m)
 
 static unsigned neigh_home(uint32_t ip) { return (ip * 2654435761u) >> 22; }
 
-static void neigh_learn(struct sw_neigh *n, uint32_t ip, const uint8_t *mac)
+/* Where results for ip go: its MAC and the VLAN it spoke from. */
+static void neigh_learn(struct sw_neigh *n, uint32_t ip, const uint8_t *mac, uint16_t vlan)
 {
 	unsigned i = neigh_home(ip);
 	for (unsigned k = 0; k < SW_NEIGH_SIZE; k++, i = (i + 1) % SW_NEIGH_SIZE) {
 		if (n->ip[i] == ip || n->ip[i] == 0) {
-			if (n->ip[i] != ip || memcmp(n->mac[i], mac, 6)) { /* write only on change */
+			/* write only on change */
+			if (n->ip[i] != ip || memcmp(n->mac[i], mac, 6) || n->vlan[i] != vlan) {
 				n->ip[i] = ip;
 				memcpy(n->mac[i], mac, 6);
+				n->vlan[i] = vlan;
 			}
 			return;
 		}
 	}
 }
 
-static const uint8_t *neigh_lookup(const struct sw_neigh *n, uint32_t ip)
+/* The entry of ip, or -1. */
+static int neigh_lookup(const struct sw_neigh *n, uint32_t ip)
 {
 	unsigned i = neigh_home(ip);
 	for (unsigned k = 0; k < SW_NEIGH_SIZE; k++, i = (i + 1) % SW_NEIGH_SIZE) {
 		if (n->ip[i] == ip)
-			return n->mac[i];
+			return (int)i;
 		if (n->ip[i] == 0)
-			return NULL;
+			return -1;
 	}
-	return NULL;
+	return -1;
 }
 
 /* ---- egress ---- */
@@ -143,10 +147,12 @@ void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
 	}
 }
 
-/* Every port but the ingress one gets the same (read-only) mbuf. */
-static void flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct rte_mbuf *m)
+/* Every other port of the VLAN gets the same (read-only) mbuf. */
+static void flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m)
 {
-	int n = sw->nports - (in ? 1 : 0);
+	int n = 0;
+	for (int i = 0; i < sw->nports; i++)
+		n += &sw->ports[i] != in && sw->ports[i].cfg->vlan == vlan;
 	sw->st.flooded++;
 	if (n <= 0) {
 		rte_pktmbuf_free(m);
@@ -156,16 +162,17 @@ static void flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struc
 	 * payload, and each copy's free drops one reference of each segment */
 	rte_pktmbuf_refcnt_update(m, (int16_t)(n - 1));
 	for (int i = 0; i < sw->nports; i++)
-		if (&sw->ports[i] != in)
+		if (&sw->ports[i] != in && sw->ports[i].cfg->vlan == vlan)
 			sw_send_port(rt, &sw->ports[i], m);
 }
 
-static void forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct rte_mbuf *m,
+/* in is NULL for a frame of the switch's own endpoint. */
+static void forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m,
 		       const uint8_t *dst)
 {
-	int out = dst[0] & 1 ? -1 : sw_fdb_lookup(&sw->fdb, dst, rt->now_s);
+	int out = dst[0] & 1 ? -1 : sw_fdb_lookup(&sw->fdb, dst, vlan, rt->now_s);
 	if (out < 0) {
-		flood(rt, sw, in, m);
+		flood(rt, sw, in, vlan, m);
 		return;
 	}
 	if (in && out == in->index) {
@@ -265,10 +272,17 @@ static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 	for (unsigned i = 0; i < em->n; i++) {
 		const struct ina_emit *e = &em->e[i];
 		const uint8_t *mac = e->dst.mac;
-		if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]) &&
-		    !(mac = neigh_lookup(&sw->neigh, e->dst.ip))) {
-			in->st.drops[SW_D_NO_NEIGHBOR]++;
-			continue;
+		/* the switch's endpoint is in every VLAN: a result goes out in
+		 * the one its destination spoke from, else the trigger's */
+		const bool no_mac = !(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]);
+		int nb = no_mac || sw->vlans > 1 ? neigh_lookup(&sw->neigh, e->dst.ip) : -1;
+		uint16_t vlan = nb >= 0 ? sw->neigh.vlan[nb] : in->cfg->vlan;
+		if (no_mac) {
+			if (nb < 0) {
+				in->st.drops[SW_D_NO_NEIGHBOR]++;
+				continue;
+			}
+			mac = sw->neigh.mac[nb];
 		}
 		if (!g.first || !same_group(g.first, e))
 			group_start(rt, in, &g, e, em->n);
@@ -279,7 +293,7 @@ static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 		if (!m)
 			continue;
 		sw->st.ina_emits++;
-		forward_l2(rt, sw, NULL, m, mac);
+		forward_l2(rt, sw, NULL, vlan, m, mac);
 	}
 	rte_pktmbuf_free(g.shared); /* the clones hold it now */
 }
@@ -329,7 +343,7 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 		return;
 	}
 	struct ina_addr src = { .ip = v.src_ip, .port = v.src_port };
-	neigh_learn(&sw->neigh, v.src_ip, v.src_mac);
+	neigh_learn(&sw->neigh, v.src_ip, v.src_mac, in->cfg->vlan);
 	sw->st.ina_packets++;
 	/* the engine counts its own drops; emits point into slot memory */
 	ina_engine_rx(sw->eng, v.payload, v.payload_len, &src, sw->emits);
@@ -359,7 +373,7 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 		return;
 	}
 	if (memcmp(in->last_src, f + 6, 6) || in->last_src_s != rt->now_s) {
-		sw_fdb_learn(&sw->fdb, f + 6, in->index, rt->now_s);
+		sw_fdb_learn(&sw->fdb, f + 6, in->cfg->vlan, in->index, rt->now_s);
 		memcpy(in->last_src, f + 6, 6);
 		in->last_src_s = rt->now_s;
 	}
@@ -387,7 +401,7 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 			return;
 		}
 	}
-	forward_l2(rt, sw, in, m, f);
+	forward_l2(rt, sw, in, in->cfg->vlan, m, f);
 }
 
 /* ---- the loop ---- */

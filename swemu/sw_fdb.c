@@ -4,10 +4,11 @@
 
 #define USED (1ull << 48)
 
-static uint64_t key(const uint8_t m[6])
+/* MAC in bits 0-47, in use at 48, VLAN at 49-60: one compare per probe. */
+static uint64_t key(const uint8_t m[6], uint16_t vlan)
 {
-	return USED | (uint64_t)m[0] << 40 | (uint64_t)m[1] << 32 | (uint64_t)m[2] << 24 |
-	       (uint64_t)m[3] << 16 | (uint64_t)m[4] << 8 | m[5];
+	return (uint64_t)(vlan & 0xfff) << 49 | USED | (uint64_t)m[0] << 40 | (uint64_t)m[1] << 32 |
+	       (uint64_t)m[2] << 24 | (uint64_t)m[3] << 16 | (uint64_t)m[4] << 8 | m[5];
 }
 
 static uint32_t home(uint64_t k)
@@ -28,7 +29,7 @@ static struct sw_fdb_slot *probe(const struct sw_fdb *f, uint64_t k)
 	uint32_t i = home(k);
 	for (uint32_t n = 0; n < SW_FDB_SIZE; n++, i = (i + 1) & (SW_FDB_SIZE - 1)) {
 		const struct sw_fdb_slot *s = &f->slot[i];
-		if (s->mac == k || s->mac == 0)
+		if (s->key == k || s->key == 0)
 			return (struct sw_fdb_slot *)s;
 	}
 	return NULL;
@@ -40,9 +41,9 @@ static void erase(struct sw_fdb *f, uint32_t i)
 	uint32_t j = i;
 	for (;;) {
 		j = (j + 1) & (SW_FDB_SIZE - 1);
-		if (f->slot[j].mac == 0)
+		if (f->slot[j].key == 0)
 			break;
-		uint32_t h = home(f->slot[j].mac);
+		uint32_t h = home(f->slot[j].key);
 		/* move j back into the hole at i unless its home lies in (i, j] */
 		if ((i <= j) ? (h <= i || h > j) : (h <= i && h > j)) {
 			f->slot[i] = f->slot[j];
@@ -58,25 +59,25 @@ static bool expired(const struct sw_fdb *f, const struct sw_fdb_slot *s, uint32_
 	return !s->is_static && now_s - s->last_seen_s > f->age_s;
 }
 
-int sw_fdb_add_static(struct sw_fdb *f, const uint8_t mac[6], int port)
+int sw_fdb_add_static(struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, int port)
 {
-	uint64_t k = key(mac);
+	uint64_t k = key(mac, vlan);
 	struct sw_fdb_slot *s = probe(f, k);
-	if (!s || (s->mac == 0 && f->n + 1 >= SW_FDB_SIZE))
+	if (!s || (s->key == 0 && f->n + 1 >= SW_FDB_SIZE))
 		return -1;
-	if (s->mac == 0)
+	if (s->key == 0)
 		f->n++;
-	*s = (struct sw_fdb_slot){ .mac = k, .port = (int16_t)port, .is_static = true };
+	*s = (struct sw_fdb_slot){ .key = k, .port = (int16_t)port, .is_static = true };
 	return 0;
 }
 
-void sw_fdb_learn(struct sw_fdb *f, const uint8_t mac[6], int port, uint32_t now_s)
+void sw_fdb_learn(struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, int port, uint32_t now_s)
 {
 	if (mac[0] & 1) /* group address: never a source */
 		return;
-	uint64_t k = key(mac);
+	uint64_t k = key(mac, vlan);
 	struct sw_fdb_slot *s = probe(f, k);
-	if (s && s->mac == k) {
+	if (s && s->key == k) {
 		if (s->is_static)
 			return;
 		if (s->port != port)
@@ -90,15 +91,15 @@ void sw_fdb_learn(struct sw_fdb *f, const uint8_t mac[6], int port, uint32_t now
 		f->full_drops++;
 		return;
 	}
-	*s = (struct sw_fdb_slot){ .mac = k, .port = (int16_t)port, .last_seen_s = now_s };
+	*s = (struct sw_fdb_slot){ .key = k, .port = (int16_t)port, .last_seen_s = now_s };
 	f->n++;
 }
 
-int sw_fdb_lookup(const struct sw_fdb *f, const uint8_t mac[6], uint32_t now_s)
+int sw_fdb_lookup(const struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, uint32_t now_s)
 {
-	uint64_t k = key(mac);
+	uint64_t k = key(mac, vlan);
 	const struct sw_fdb_slot *s = probe(f, k);
-	if (!s || s->mac != k || expired(f, s, now_s))
+	if (!s || s->key != k || expired(f, s, now_s))
 		return -1;
 	return s->port;
 }
@@ -107,7 +108,7 @@ unsigned sw_fdb_age(struct sw_fdb *f, uint32_t now_s)
 {
 	unsigned removed = 0;
 	for (uint32_t i = 0; i < SW_FDB_SIZE; i++)
-		while (f->slot[i].mac && expired(f, &f->slot[i], now_s)) {
+		while (f->slot[i].key && expired(f, &f->slot[i], now_s)) {
 			erase(f, i); /* may pull another entry into i: check it too */
 			removed++;
 		}
@@ -117,6 +118,6 @@ unsigned sw_fdb_age(struct sw_fdb *f, uint32_t now_s)
 void sw_fdb_flush_port(struct sw_fdb *f, int port)
 {
 	for (uint32_t i = 0; i < SW_FDB_SIZE; i++)
-		while (f->slot[i].mac && !f->slot[i].is_static && f->slot[i].port == port)
+		while (f->slot[i].key && !f->slot[i].is_static && f->slot[i].port == port)
 			erase(f, i);
 }

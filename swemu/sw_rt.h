@@ -71,10 +71,12 @@ struct sw_port {
 
 #define SW_NEIGH_SIZE 1024
 
-/* IPv4 -> MAC of the hosts that spoke INA to this switch: where results go. */
+/* IPv4 -> MAC and VLAN of the hosts that spoke INA to this switch: where
+ * results go. */
 struct sw_neigh {
 	uint32_t ip[SW_NEIGH_SIZE];
 	uint8_t mac[SW_NEIGH_SIZE][6];
+	uint16_t vlan[SW_NEIGH_SIZE];
 };
 
 struct sw_lsw_stats {
@@ -92,6 +94,7 @@ struct sw_lsw {
 	struct sw_port ports[SW_MAX_PORTS];
 	struct sw_fdb fdb;
 	struct sw_neigh neigh;
+	int vlans;              /* distinct VLANs among the ports */
 	struct ina_engine *eng; /* NULL when INA is off */
 	struct ina_emits *emits;
 	struct sw_lsw_stats st;

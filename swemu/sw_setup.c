@@ -106,9 +106,15 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 	sw->index = idx;
 	sw->cfg = c;
 	sw->nports = c->nports;
+	for (int i = 0; i < c->nports; i++) {
+		int k = 0;
+		while (k < i && c->ports[k].vlan != c->ports[i].vlan)
+			k++;
+		sw->vlans += k == i;
+	}
 	sw_fdb_init(&sw->fdb, c->fdb_age_s);
 	for (int i = 0; i < c->nfdb; i++)
-		sw_fdb_add_static(&sw->fdb, c->fdb[i].mac, c->fdb[i].port);
+		sw_fdb_add_static(&sw->fdb, c->fdb[i].mac, c->ports[c->fdb[i].port].vlan, c->fdb[i].port);
 	if (c->ina) {
 		sw->eng = ina_engine_create(c->slots, c->max_elems);
 		sw->emits = malloc(sizeof(*sw->emits));

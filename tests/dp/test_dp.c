@@ -76,6 +76,7 @@ static int setup(void **state)
 		snprintf(s->ports[h].name, SW_NAME_LEN, "p%u", h);
 		assert_int_equal(rte_eth_dev_get_name_by_port((uint16_t)port, s->ports[h].dev), 0);
 		s->ports[h].peer_switch = s->ports[h].peer_port = -1;
+		s->ports[h].vlan = SW_VLAN_DEFAULT;
 		host_mac(h, s->fdb[h].mac);
 		s->fdb[h].port = (int)h;
 	}

@@ -34,7 +34,7 @@ static const char good[] =
 	"    slots = 128; max_elems = 256; mgmt = [\"10.0.0.1\"];\n"
 	"    ports = (\n"
 	"      { name = \"h0\"; dev = \"net_af_packet0\"; },\n"
-	"      { name = \"h1\"; dev = \"net_af_packet1\"; rate = \"1G\"; buffer = \"64K\";\n"
+	"      { name = \"h1\"; dev = \"net_af_packet1\"; vlan = 5; rate = \"1G\"; buffer = \"64K\";\n"
 	"        delay_us = 20; jitter_us = 5; loss = 0.05; },\n"
 	"      { name = \"up\"; link = \"spine.t0\"; rate = 2500000000L;\n"
 	"        burst_loss = { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; }; }\n"
@@ -71,6 +71,8 @@ static void test_good(void **state)
 	assert_int_equal(t->nmgmt, 1);
 	assert_int_equal(t->nports, 3);
 	assert_string_equal(t->ports[0].dev, "net_af_packet0");
+	assert_int_equal(t->ports[0].vlan, SW_VLAN_DEFAULT);
+	assert_int_equal(t->ports[1].vlan, 5);
 	assert_int_equal(t->ports[1].emu.rate_bps, 1000000000ull);
 	assert_int_equal(t->ports[1].emu.buffer_bytes, 65536);
 	assert_int_equal(t->ports[1].emu.delay_us, 20);
@@ -127,6 +129,11 @@ static const struct bad bads[] = {
 	{ "name = \"h1\"; dev = \"net_af_packet1\"", "name = \"h0\"; dev = \"net_af_packet1\"", 9, "port name 'h0' is used twice" },
 	{ "dev = \"net_af_packet1\"", "dev = \"net_af_packet0\"", 9, "device 'net_af_packet0' is already port tor0.h0" },
 	{ "rate = \"1G\"", "rate = \"fast\"", 9, "'rate' must be a rate" },
+	{ "vlan = 5;", "vlan = 4095;", 9, "'vlan' must be 1..4094, not 4095" },
+	{ "vlan = 5;", "vlan = 0;", 9, "'vlan' must be 1..4094, not 0" },
+	{ "vlan = 5;", "vlan = \"5\";", 9, "'vlan' must be an integer" },
+	{ "link = \"spine.t0\";", "link = \"spine.t0\"; vlan = 3;", 11,
+	  "link 'spine.t0': both ends must be in the same vlan (3 here, 1 there)" },
 	{ "buffer = \"64K\"", "buffer = \"64Q\"", 9, "'buffer' must be a size" },
 	{ "loss = 0.05", "loss = 1.5", 10, "'loss' must be a probability" },
 	{ "delay_us = 20", "delay_us = 20000000", 10, "'delay_us' must be 0..10000000" },
