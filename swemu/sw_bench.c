@@ -18,6 +18,7 @@
 #include <rte_ring.h>
 
 #include "sw_rt.h"
+#include "bench_util.h"
 
 #define NPORTS 4
 #define WINDOW 64 /* slots per set in flight */
@@ -171,18 +172,6 @@ static void make_cfg(const struct bench *b, struct sw_cfg *cfg, struct ina_job_c
 }
 
 #define MAX_ROUNDS 15
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 struct figures {
 	double mpps, gbps;
@@ -403,16 +392,16 @@ int main(int argc, char **argv)
 					drops += x.drops;
 				}
 			}
-			double l2m = median(l2, rounds), inm = median(in, rounds), gb = b.elems * 32.0 / 1e3;
+			double l2m = bench_median(l2, rounds), inm = bench_median(in, rounds), gb = b.elems * 32.0 / 1e3;
 			char cols[3][56];
 			if (only == 2)
 				snprintf(cols[0], sizeof(cols[0]), "%8s %8s %6s", "-", "-", "-");
 			else
-				snprintf(cols[0], sizeof(cols[0]), "%8.2f %8.1f %6.0f", l2m, l2m * gb, median(l2sw, rounds));
+				snprintf(cols[0], sizeof(cols[0]), "%8.2f %8.1f %6.0f", l2m, l2m * gb, bench_median(l2sw, rounds));
 			if (only == 1)
 				snprintf(cols[1], sizeof(cols[1]), "%8s %8s %6s %7s", "-", "-", "-", "-");
 			else {
-				double ns = median(insw, rounds);
+				double ns = bench_median(insw, rounds);
 				snprintf(cols[1], sizeof(cols[1]), "%8.2f %8.1f %6.0f %7.1f", inm, inm * gb, ns, gb * 1e3 / ns);
 			}
 			if (only)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "ina_engine.h"
 
 struct bench_cfg {
@@ -20,18 +21,6 @@ struct bench_cfg {
  * each, and the median of each is reported: drift of a shared machine then
  * hits all three alike instead of biasing their ratio. */
 #define PIECES 5
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return v[n / 2];
-}
 
 struct run {
 	unsigned elems, fan_in;
@@ -361,8 +350,8 @@ int main(int argc, char **argv)
 					all_ok &= ok;
 					printf("  %6u %5s %5u %6zuKi | %9.2f %9.1f | %9.1f %9.1f | %7.2f %5s\n",
 					       r.elems, ina_dtype_name(r.dtype), r.fan_in, r.pool_bytes >> 10,
-					       median(epps, PIECES) / 1e6, median(egb, PIECES), median(vgb, PIECES),
-					       median(sgb, PIECES), median(ratio, PIECES), ok ? "ok" : "WRONG");
+					       bench_median(epps, PIECES) / 1e6, bench_median(egb, PIECES), bench_median(vgb, PIECES),
+					       bench_median(sgb, PIECES), bench_median(ratio, PIECES), ok ? "ok" : "WRONG");
 					fflush(stdout);
 				}
 	return all_ok ? 0 : 1;
