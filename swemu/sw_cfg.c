@@ -512,8 +512,8 @@ static int load_jobs(struct pctx *p, const config_setting_t *sw, struct sw_switc
 
 static int load_switch(struct pctx *p, const config_setting_t *g, struct sw_switch_cfg *s)
 {
-	static const char *const keys[] = { "name", "ina", "mac", "ip", "ctrl_port", "slots",
-					    "max_elems", "mgmt", "fdb_age_s", "ports", "fdb", "jobs", NULL };
+	static const char *const keys[] = { "name", "ina", "mac", "ip", "ctrl_port", "slots", "max_elems",
+					    "mgmt", "fdb_age_s", "lcore", "ports", "fdb", "jobs", NULL };
 	const char *mac = NULL, *ip = NULL;
 	if (!config_setting_is_group(g))
 		return fail(p, g, "a switch must be a group { name = ...; ports = (...); }");
@@ -531,13 +531,17 @@ static int load_switch(struct pctx *p, const config_setting_t *g, struct sw_swit
 	s->max_elems = 2048;
 	s->fdb_age_s = 300;
 	uint32_t port = s->ctrl_port, maxe = s->max_elems;
-	if (get_u32(p, g, "ctrl_port", 1, 65535, false, &port) < 0 ||
+	long long lcore = -1;
+	s->line = config_setting_source_line(g);
+	if (get_int(p, g, "lcore", 0, SW_MAX_LCORE, false, &lcore) < 0 ||
+	    get_u32(p, g, "ctrl_port", 1, 65535, false, &port) < 0 ||
 	    get_u32(p, g, "slots", 1, 1 << 20, false, &s->slots) < 0 ||
 	    get_u32(p, g, "max_elems", 1, INA_MAX_ELEMS, false, &maxe) < 0 ||
 	    get_u32(p, g, "fdb_age_s", 1, 86400, false, &s->fdb_age_s) < 0)
 		return -1;
 	s->ctrl_port = (uint16_t)port;
 	s->max_elems = (uint16_t)maxe;
+	s->lcore = (int)lcore;
 	const config_setting_t *mg = config_setting_get_member(g, "mgmt");
 	if (mg) {
 		if (!config_setting_is_array(mg) && !config_setting_is_list(mg))

@@ -29,6 +29,7 @@ struct sw_emu_cfg {
 };
 
 #define SW_VLAN_DEFAULT 1
+#define SW_MAX_LCORE 1023 /* highest lcore id a switch may name */
 
 struct sw_port_cfg {
 	char name[SW_NAME_LEN];
@@ -56,6 +57,8 @@ struct sw_switch_cfg {
 	uint32_t mgmt[SW_MAX_MGMT]; /* sources allowed on the control channel */
 	int nmgmt;
 	uint32_t fdb_age_s;
+	int lcore;            /* EAL lcore that runs it; -1: spread over EAL's lcores */
+	int line;
 	int nports;
 	struct sw_port_cfg ports[SW_MAX_PORTS];
 	int nfdb;

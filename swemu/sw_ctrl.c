@@ -32,7 +32,7 @@ static void reply(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, const
 
 void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, const struct sw_udp_view *v)
 {
-	static struct sw_ctrl_cmd cmd; /* a job config is 3 KiB: not on the stack */
+	struct sw_ctrl_cmd *cmd = sw->ctrl_cmd; /* a job config is 3 KiB: not on the stack */
 	char err[300], msg[320];
 	bool allowed = false;
 
@@ -42,23 +42,23 @@ void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, con
 		in->st.drops[SW_D_CTRL_DENIED]++;
 		return;
 	}
-	int rc = sw_ctrl_parse((const char *)v->payload, v->payload_len, sw->cfg, &cmd, err, sizeof(err));
+	int rc = sw_ctrl_parse((const char *)v->payload, v->payload_len, sw->cfg, cmd, err, sizeof(err));
 	if (rc == 0) {
 		const char *why = NULL;
-		switch (cmd.op) {
+		switch (cmd->op) {
 		case SW_CTRL_INSTALL:
-			rc = ina_job_install(sw->eng, &cmd.job, &why);
+			rc = ina_job_install(sw->eng, &cmd->job, &why);
 			break;
 		case SW_CTRL_REMOVE:
-			rc = ina_job_remove(sw->eng, cmd.id);
+			rc = ina_job_remove(sw->eng, cmd->id);
 			why = "no job with this id";
 			break;
 		case SW_CTRL_EMU:
-			sw_emu_set(&sw->ports[cmd.port].emu, &cmd.emu);
+			sw_emu_set(&sw->ports[cmd->port].emu, &cmd->emu);
 			break;
 		case SW_CTRL_STATS: {
 			/* an agent's view of its rack's progress: the job's counters */
-			const struct ina_job_stats *js = ina_job_stats(sw->eng, cmd.id);
+			const struct ina_job_stats *js = ina_job_stats(sw->eng, cmd->id);
 			if (!js) {
 				rc = -1;
 				why = "no job with this id";
@@ -70,8 +70,8 @@ void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, con
 			sw->st.ctrl_ok++;
 			snprintf(msg, sizeof(msg),
 				 "ok job=%u completions=%llu contributions=%llu retransmits=%llu slots_busy=%u drops=%llu\n",
-				 cmd.id, (unsigned long long)js->completions, (unsigned long long)js->contributions,
-				 (unsigned long long)js->retransmits, ina_job_slots_busy(sw->eng, cmd.id),
+				 cmd->id, (unsigned long long)js->completions, (unsigned long long)js->contributions,
+				 (unsigned long long)js->retransmits, ina_job_slots_busy(sw->eng, cmd->id),
 				 (unsigned long long)drops);
 			reply(rt, sw, in, v, msg);
 			return;

@@ -11,6 +11,9 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
+#include <rte_ring.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
 
 #include "sw_rt.h"
 
@@ -116,14 +119,13 @@ static void deliver(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
 		rte_eth_tx_buffer(p->dev, 0, p->txb, m); /* failures: tx_full callback */
 		return;
 	}
-	struct sw_port *q = p->peer;
-	if (q->lq_tail - q->lq_head > q->lq_mask) {
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+	if (rte_ring_sp_enqueue(p->peer->lq, m) != 0) {
 		drop(p, SW_D_TX_FULL, m);
 		return;
 	}
 	p->st.tx_packets++;
-	p->st.tx_bytes += rte_pktmbuf_pkt_len(m);
-	q->lq[q->lq_tail++ & q->lq_mask] = m;
+	p->st.tx_bytes += len; /* m may be the peer's already */
 }
 
 void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
@@ -132,7 +134,7 @@ void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
 		deliver(rt, p, m);
 		return;
 	}
-	switch (sw_emu_enqueue(&p->emu, m, rte_pktmbuf_pkt_len(m), rt->now_ns)) {
+	switch (sw_emu_enqueue(&p->emu, m, rte_pktmbuf_pkt_len(m), p->sw->now_ns)) {
 	case SW_EMU_QUEUED:
 		break;
 	case SW_EMU_DROP_LOSS:
@@ -170,7 +172,7 @@ static void flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint1
 static void forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m,
 		       const uint8_t *dst)
 {
-	int out = dst[0] & 1 ? -1 : sw_fdb_lookup(&sw->fdb, dst, vlan, rt->now_s);
+	int out = dst[0] & 1 ? -1 : sw_fdb_lookup(&sw->fdb, dst, vlan, sw->now_s);
 	if (out < 0) {
 		flood(rt, sw, in, vlan, m);
 		return;
@@ -372,10 +374,10 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 		drop(in, SW_D_RUNT, m);
 		return;
 	}
-	if (memcmp(in->last_src, f + 6, 6) || in->last_src_s != rt->now_s) {
-		sw_fdb_learn(&sw->fdb, f + 6, in->cfg->vlan, in->index, rt->now_s);
+	if (memcmp(in->last_src, f + 6, 6) || in->last_src_s != sw->now_s) {
+		sw_fdb_learn(&sw->fdb, f + 6, in->cfg->vlan, in->index, sw->now_s);
 		memcpy(in->last_src, f + 6, 6);
-		in->last_src_s = rt->now_s;
+		in->last_src_s = sw->now_s;
 	}
 
 	if (sw->cfg->ip) {
@@ -422,40 +424,41 @@ void sw_port_tx_callback_init(struct sw_port *p)
 	rte_eth_tx_buffer_set_err_callback(p->txb, tx_full, p);
 }
 
-static void clock_tick(struct sw_rt *rt)
+static uint64_t clock_ns(const struct sw_rt *rt) { return (uint64_t)((double)rte_rdtsc() * rt->ns_per_tsc); }
+
+static void clock_tick(const struct sw_rt *rt, struct sw_lsw *sw)
 {
-	rt->now_ns = (uint64_t)((double)rte_rdtsc() * rt->ns_per_tsc);
-	rt->now_s = (uint32_t)(rt->now_ns / 1000000000ull);
+	sw->now_ns = clock_ns(rt);
+	sw->now_s = (uint32_t)(sw->now_ns / 1000000000ull);
 }
 
-/* Releases what the emulators hold and is due; returns how many. */
-static unsigned pump_emulators(struct sw_rt *rt, uint64_t *next_due)
+/* Releases what the switch's emulators hold and is due; returns how many. */
+static unsigned pump_emulators(struct sw_rt *rt, struct sw_lsw *sw, uint64_t *next_due)
 {
 	void *due[64];
 	unsigned total = 0;
-	for (int s = 0; s < rt->nsw; s++)
-		for (int i = 0; i < rt->sw[s]->nports; i++) {
-			struct sw_port *p = &rt->sw[s]->ports[i];
-			if (!sw_emu_active(&p->emu))
-				continue;
-			unsigned n;
-			while ((n = sw_emu_dequeue(&p->emu, rt->now_ns, due, 64))) {
-				total += n;
-				for (unsigned k = 0; k < n; k++)
-					deliver(rt, p, due[k]);
-			}
-			uint64_t t = sw_emu_next_ns(&p->emu);
-			if (t < *next_due)
-				*next_due = t;
+	for (int i = 0; i < sw->nports; i++) {
+		struct sw_port *p = &sw->ports[i];
+		if (!sw_emu_active(&p->emu))
+			continue;
+		unsigned n;
+		while ((n = sw_emu_dequeue(&p->emu, sw->now_ns, due, 64))) {
+			total += n;
+			for (unsigned k = 0; k < n; k++)
+				deliver(rt, p, due[k]);
 		}
+		uint64_t t = sw_emu_next_ns(&p->emu);
+		if (t < *next_due)
+			*next_due = t;
+	}
 	return total;
 }
 
-static void flush_all(struct sw_rt *rt)
+static void flush_switches(struct sw_lsw *const *sws, int nsw)
 {
-	for (int s = 0; s < rt->nsw; s++)
-		for (int i = 0; i < rt->sw[s]->nports; i++) {
-			struct sw_port *p = &rt->sw[s]->ports[i];
+	for (int s = 0; s < nsw; s++)
+		for (int i = 0; i < sws[s]->nports; i++) {
+			struct sw_port *p = &sws[s]->ports[i];
 			if (p->ext)
 				rte_eth_tx_buffer_flush(p->dev, 0, p->txb);
 		}
@@ -463,22 +466,22 @@ static void flush_all(struct sw_rt *rt)
 
 /* Grows 1, 2, 4 ... us up to the cap while idle, and never past the next
  * emulated release, so a delayed packet leaves on time. */
-static void idle_sleep(struct sw_rt *rt, unsigned *idle, uint64_t next_due)
+static void idle_sleep(struct sw_worker *w, unsigned *idle, uint64_t now_ns, uint64_t next_due)
 {
-	uint64_t cap_ns = (uint64_t)rt->cfg.idle_sleep_max_us * 1000;
+	uint64_t cap_ns = (uint64_t)w->rt->cfg.idle_sleep_max_us * 1000;
 	uint64_t ns = 1000ull << (*idle < 16 ? *idle : 16);
 	if (ns > cap_ns)
 		ns = cap_ns;
 	if (next_due != UINT64_MAX) {
-		if (next_due <= rt->now_ns)
+		if (next_due <= now_ns)
 			return;
-		if (next_due - rt->now_ns < ns)
-			ns = next_due - rt->now_ns;
+		if (next_due - now_ns < ns)
+			ns = next_due - now_ns;
 	}
 	if (ns == 0)
 		return;
 	(*idle)++;
-	rt->idle_sleeps++;
+	w->idle_sleeps++;
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ns };
 	nanosleep(&ts, NULL);
 }
@@ -494,25 +497,25 @@ static inline void prefetch_frame(const struct rte_mbuf *m)
 		rte_prefetch0(d + off);
 }
 
-/* One pass over every port and emulator; returns the packets handled.
- * *next_due gets the earliest pending emulated release. */
-unsigned sw_dp_poll(struct sw_rt *rt, uint64_t *next_due)
+/* One pass over the switches' ports and emulators; returns the packets
+ * handled.  *next_due gets the earliest pending emulated release. */
+static unsigned poll_switches(struct sw_rt *rt, struct sw_lsw *const *sws, int nsw, uint64_t *next_due)
 {
 	struct rte_mbuf *pkts[512];
 	const uint16_t burst = (uint16_t)rt->cfg.burst;
 	unsigned work = 0;
 
-	clock_tick(rt);
-	rt->loops++;
-	for (int s = 0; s < rt->nsw; s++)
-		for (int i = 0; i < rt->sw[s]->nports; i++) {
-			struct sw_port *p = &rt->sw[s]->ports[i];
-			uint16_t n = 0;
+	*next_due = UINT64_MAX;
+	for (int s = 0; s < nsw; s++) {
+		struct sw_lsw *sw = sws[s];
+		clock_tick(rt, sw);
+		for (int i = 0; i < sw->nports; i++) {
+			struct sw_port *p = &sw->ports[i];
+			uint16_t n;
 			if (p->ext)
 				n = rte_eth_rx_burst(p->dev, 0, pkts, burst);
 			else
-				while (n < burst && p->lq_head != p->lq_tail)
-					pkts[n++] = p->lq[p->lq_head++ & p->lq_mask];
+				n = (uint16_t)rte_ring_sc_dequeue_burst(p->lq, (void **)pkts, burst, NULL);
 			work += n;
 			/* two stages, as in l3fwd: the header two frames ahead; the
 			 * whole frame one ahead if it is for the switch itself */
@@ -521,52 +524,77 @@ unsigned sw_dp_poll(struct sw_rt *rt, uint64_t *next_due)
 			for (uint16_t k = 0; k < n; k++) {
 				if (k + 2 < n)
 					rte_prefetch0(rte_pktmbuf_mtod(pkts[k + 2], void *));
-				if (k + 1 < n && p->sw->cfg->ip &&
-				    is_mine(p->sw, rte_pktmbuf_mtod(pkts[k + 1], const uint8_t *)))
+				if (k + 1 < n && sw->cfg->ip && is_mine(sw, rte_pktmbuf_mtod(pkts[k + 1], const uint8_t *)))
 					prefetch_frame(pkts[k + 1]);
 				sw_input(rt, p, pkts[k]);
 			}
 		}
-	*next_due = UINT64_MAX;
-	work += pump_emulators(rt, next_due);
+		work += pump_emulators(rt, sw, next_due);
+	}
 	return work;
 }
 
-void sw_dp_flush(struct sw_rt *rt) { flush_all(rt); }
+unsigned sw_dp_poll(struct sw_rt *rt, uint64_t *next_due) { return poll_switches(rt, rt->sw, rt->nsw, next_due); }
 
-void sw_dp_run(struct sw_rt *rt)
+void sw_dp_flush(struct sw_rt *rt) { flush_switches(rt->sw, rt->nsw); }
+
+/* A worker's loop; the main lcore's (is_main) also writes the stats. */
+static void run_worker(struct sw_worker *w, bool is_main)
 {
+	struct sw_rt *rt = w->rt;
 	uint64_t next_flush = 0, next_age = 0, next_stats;
 	const uint64_t stats_every = (uint64_t)rt->cfg.stats_interval_ms * 1000000;
 	unsigned idle = 0;
 
-	clock_tick(rt);
-	next_stats = rt->now_ns + stats_every;
+	next_stats = clock_ns(rt) + stats_every;
 	while (!*rt->quit) {
 		uint64_t next_due;
-		unsigned work = sw_dp_poll(rt, &next_due);
+		unsigned work = poll_switches(rt, w->sw, w->nsw, &next_due);
+		uint64_t now = w->nsw ? w->sw[0]->now_ns : clock_ns(rt);
+		w->loops++;
 
-		if (rt->now_ns >= next_flush) { /* a lone packet waits at most 100 us */
-			flush_all(rt);
-			next_flush = rt->now_ns + 100000;
+		if (now >= next_flush) { /* a lone packet waits at most 100 us */
+			flush_switches(w->sw, w->nsw);
+			next_flush = now + 100000;
 		}
-		if (rt->now_ns >= next_age) {
-			for (int s = 0; s < rt->nsw; s++)
-				sw_fdb_age(&rt->sw[s]->fdb, rt->now_s);
-			next_age = rt->now_ns + 1000000000ull;
+		if (now >= next_age) {
+			for (int s = 0; s < w->nsw; s++)
+				sw_fdb_age(&w->sw[s]->fdb, w->sw[s]->now_s);
+			next_age = now + 1000000000ull;
 		}
-		if ((stats_every && rt->now_ns >= next_stats) || *rt->dump_stats) {
+		if (is_main && ((stats_every && now >= next_stats) || *rt->dump_stats)) {
 			*rt->dump_stats = 0;
 			if (rt->cfg.stats_file[0])
 				sw_stats_write(rt, rt->cfg.stats_file);
-			next_stats = rt->now_ns + stats_every;
+			next_stats = now + stats_every;
 		}
 		if (work) {
 			idle = 0;
-		} else if (rt->cfg.idle_sleep_max_us) {
-			flush_all(rt);
-			idle_sleep(rt, &idle, next_due);
+		} else if (rt->cfg.idle_sleep_max_us || !w->nsw) {
+			flush_switches(w->sw, w->nsw);
+			if (rt->cfg.idle_sleep_max_us)
+				idle_sleep(w, &idle, now, next_due);
+			else /* a main lcore without switches has nothing to poll */
+				nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 		}
 	}
-	flush_all(rt);
+	flush_switches(w->sw, w->nsw);
+}
+
+static int worker_main(void *arg)
+{
+	run_worker(arg, false);
+	return 0;
+}
+
+void sw_dp_run(struct sw_rt *rt)
+{
+	for (int i = 1; i < rt->nworkers; i++)
+		if (rte_eal_remote_launch(worker_main, &rt->workers[i], rt->workers[i].lcore) != 0) {
+			/* setup checked the lcores: this is a bug, not a config error */
+			fprintf(stderr, "swemu: lcore %u does not start; stopping\n", rt->workers[i].lcore);
+			*rt->quit = 1;
+		}
+	run_worker(&rt->workers[0], true);
+	rte_eal_mp_wait_lcore();
 }

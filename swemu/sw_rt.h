@@ -16,6 +16,7 @@
 
 struct rte_mbuf;
 struct rte_mempool;
+struct rte_ring;
 struct rte_eth_dev_tx_buffer;
 
 /* Every reason swemu drops a packet outside the engine (the engine counts
@@ -57,9 +58,9 @@ struct sw_port {
 	uint16_t dev;              /* DPDK port id (ext) */
 	struct sw_port *peer;      /* link peer */
 	/* link ports: frames the peer sent us, drained by the poll loop like a
-	 * device queue (no recursion between switches) */
-	struct rte_mbuf **lq;
-	uint32_t lq_head, lq_tail, lq_mask;
+	 * device queue (no recursion between switches); single producer (the
+	 * peer's lcore), single consumer (ours), which may be two lcores */
+	struct rte_ring *lq;
 	struct rte_eth_dev_tx_buffer *txb;
 	struct sw_emu emu;         /* egress emulation */
 	/* last source learned here and when: a burst from one host skips the
@@ -97,7 +98,22 @@ struct sw_lsw {
 	int vlans;              /* distinct VLANs among the ports */
 	struct ina_engine *eng; /* NULL when INA is off */
 	struct ina_emits *emits;
+	struct sw_ctrl_cmd *ctrl_cmd; /* a control command being applied (3 KiB) */
+	int worker;             /* index into sw_rt.workers: the lcore that runs it */
+	/* the owning lcore's clock, read at the top of each pass */
+	uint64_t now_ns;
+	uint32_t now_s;
 	struct sw_lsw_stats st;
+};
+
+/* One lcore's share of the fabric: whole logical switches (their ports,
+ * FDB, engine, emulators), so nothing but link queues is shared. */
+struct sw_worker {
+	struct sw_rt *rt;
+	unsigned lcore;
+	int nsw;
+	struct sw_lsw *sw[SW_MAX_SWITCHES];
+	uint64_t loops, idle_sleeps;
 };
 
 struct sw_rt {
@@ -109,12 +125,10 @@ struct sw_rt {
 	struct rte_mempool *xdp_pool; /* af_xdp receive buffers: a page each */
 	struct rte_mempool *small_pool; /* headers and payload clones of multicasts */
 	double ns_per_tsc;
-	uint64_t now_ns;
-	uint32_t now_s;
 	volatile sig_atomic_t *quit;
 	volatile sig_atomic_t *dump_stats;
-	uint64_t idle_sleeps;
-	uint64_t loops;
+	int nworkers; /* workers[0] runs on the main lcore */
+	struct sw_worker workers[SW_MAX_SWITCHES];
 };
 
 /* sw_setup.c: builds the fabric (mempool, ports, engines, static FDB, jobs);
@@ -124,9 +138,11 @@ void sw_rt_teardown(struct sw_rt *rt);
 /* rte_eal_cleanup, then removes the runtime directory EAL leaves behind. */
 void sw_eal_cleanup(void);
 
-/* sw_dp.c: the poll loop; returns when *rt->quit is set. */
+/* sw_dp.c: the poll loops, one per worker lcore (the main lcore runs
+ * workers[0] and writes the stats); returns when *rt->quit is set. */
 void sw_dp_run(struct sw_rt *rt);
-/* One pass of it (benchmarks drive this); returns packets handled. */
+/* One pass over every switch on the calling lcore (benchmarks and tests
+ * drive this); returns packets handled. */
 unsigned sw_dp_poll(struct sw_rt *rt, uint64_t *next_due);
 /* Pushes buffered frames to the devices. */
 void sw_dp_flush(struct sw_rt *rt);

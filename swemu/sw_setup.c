@@ -15,6 +15,9 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
+#include <rte_lcore.h>
+#include <rte_ring.h>
+
 #include "sw_rt.h"
 
 #define SW_RING_DESC 1024
@@ -118,7 +121,8 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 	if (c->ina) {
 		sw->eng = ina_engine_create(c->slots, c->max_elems);
 		sw->emits = malloc(sizeof(*sw->emits));
-		if (!sw->eng || !sw->emits) {
+		sw->ctrl_cmd = malloc(sizeof(*sw->ctrl_cmd));
+		if (!sw->eng || !sw->emits || !sw->ctrl_cmd) {
 			snprintf(err, errlen, "switch '%s': no memory for %u slots of %u elements", c->name, c->slots,
 				 c->max_elems);
 			return -1;
@@ -147,10 +151,12 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 			return -1;
 		}
 		if (!p->cfg->dev[0]) {
-			p->lq = calloc(SW_LINK_QUEUE, sizeof(*p->lq));
-			p->lq_mask = SW_LINK_QUEUE - 1;
+			char name[RTE_RING_NAMESIZE];
+			snprintf(name, sizeof(name), "swemu_lq_%d_%d", idx, i);
+			p->lq = rte_ring_create(name, SW_LINK_QUEUE, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
 			if (!p->lq) {
-				snprintf(err, errlen, "out of memory");
+				snprintf(err, errlen, "link queue of %s.%s: %s", c->name, p->cfg->name,
+					 rte_strerror(rte_errno));
 				return -1;
 			}
 			continue;
@@ -165,6 +171,41 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 		}
 		if (port_start(rt, p, err, errlen) < 0)
 			return -1; /* teardown stops and closes it */
+	}
+	return 0;
+}
+
+static struct sw_worker *worker_on(struct sw_rt *rt, unsigned lcore)
+{
+	for (int i = 0; i < rt->nworkers; i++)
+		if (rt->workers[i].lcore == lcore)
+			return &rt->workers[i];
+	struct sw_worker *w = &rt->workers[rt->nworkers++];
+	*w = (struct sw_worker){ .rt = rt, .lcore = lcore };
+	return w;
+}
+
+/* Whole switches to lcores: a switch's own `lcore`, else EAL's lcores in
+ * turn (main first) in config order.  workers[0] is the main lcore's,
+ * switches or not: it also writes the stats. */
+static int assign_workers(struct sw_rt *rt, char *err, size_t errlen)
+{
+	unsigned lcores[RTE_MAX_LCORE], n = 0, l;
+	lcores[n++] = rte_get_main_lcore();
+	RTE_LCORE_FOREACH_WORKER(l)
+		lcores[n++] = l;
+	rt->nworkers = 0;
+	worker_on(rt, lcores[0]);
+	for (int i = 0; i < rt->nsw; i++) {
+		const struct sw_switch_cfg *c = rt->sw[i]->cfg;
+		if (c->lcore >= 0 && (c->lcore >= RTE_MAX_LCORE || !rte_lcore_is_enabled((unsigned)c->lcore))) {
+			snprintf(err, errlen, "%s:%d: switch '%s': lcore %d is not one of EAL's (give it with -l)",
+				 rt->cfg_path, c->line, c->name, c->lcore);
+			return -2;
+		}
+		struct sw_worker *w = worker_on(rt, c->lcore >= 0 ? (unsigned)c->lcore : lcores[(unsigned)i % n]);
+		rt->sw[i]->worker = (int)(w - rt->workers);
+		w->sw[w->nsw++] = rt->sw[i];
 	}
 	return 0;
 }
@@ -200,7 +241,10 @@ int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen)
 			if (!p->ext)
 				p->peer = &rt->sw[p->cfg->peer_switch]->ports[p->cfg->peer_port];
 		}
-	return 0;
+	int rc = assign_workers(rt, err, errlen);
+	if (rc < 0)
+		sw_rt_teardown(rt);
+	return rc;
 }
 
 static void free_held(struct sw_port *p)
@@ -209,8 +253,8 @@ static void free_held(struct sw_port *p)
 	unsigned n;
 	while ((n = sw_emu_dequeue(&p->emu, UINT64_MAX, held, 64)))
 		rte_pktmbuf_free_bulk((struct rte_mbuf **)held, n);
-	while (p->lq && p->lq_head != p->lq_tail)
-		rte_pktmbuf_free(p->lq[p->lq_head++ & p->lq_mask]);
+	while (p->lq && (n = rte_ring_sc_dequeue_burst(p->lq, held, 64, NULL)))
+		rte_pktmbuf_free_bulk((struct rte_mbuf **)held, n);
 }
 
 void sw_rt_teardown(struct sw_rt *rt)
@@ -229,11 +273,12 @@ void sw_rt_teardown(struct sw_rt *rt)
 				rte_eth_dev_close(p->dev);
 			}
 			rte_free(p->txb);
-			free(p->lq);
+			rte_ring_free(p->lq);
 			sw_emu_free(&p->emu);
 		}
 		ina_engine_destroy(sw->eng);
 		free(sw->emits);
+		free(sw->ctrl_cmd);
 		free(sw);
 		rt->sw[i] = NULL;
 	}

@@ -74,8 +74,26 @@ char *sw_stats_json(const struct sw_rt *rt)
 {
 	json_t *root = json_object(), *sws = json_object();
 	json_object_set_new(root, "time_s", json_real((double)time(NULL)));
-	json_object_set_new(root, "loops", json_integer((json_int_t)rt->loops));
-	json_object_set_new(root, "idle_sleeps", json_integer((json_int_t)rt->idle_sleeps));
+	/* per lcore, read while the workers run (64-bit counters: torn reads
+	 * cannot happen on the 64-bit machines DPDK supports) */
+	json_t *workers = json_array();
+	uint64_t loops = 0, sleeps = 0;
+	for (int i = 0; i < rt->nworkers; i++) {
+		const struct sw_worker *w = &rt->workers[i];
+		json_t *o = json_object(), *names = json_array();
+		json_object_set_new(o, "lcore", json_integer(w->lcore));
+		for (int k = 0; k < w->nsw; k++)
+			json_array_append_new(names, json_string(w->sw[k]->cfg->name));
+		json_object_set_new(o, "switches", names);
+		json_object_set_new(o, "loops", json_integer((json_int_t)w->loops));
+		json_object_set_new(o, "idle_sleeps", json_integer((json_int_t)w->idle_sleeps));
+		json_array_append_new(workers, o);
+		loops += w->loops;
+		sleeps += w->idle_sleeps;
+	}
+	json_object_set_new(root, "loops", json_integer((json_int_t)loops));
+	json_object_set_new(root, "idle_sleeps", json_integer((json_int_t)sleeps));
+	json_object_set_new(root, "workers", workers);
 	for (int i = 0; i < rt->nsw; i++) {
 		const struct sw_lsw *sw = rt->sw[i];
 		json_t *s = json_object(), *ports = json_object();

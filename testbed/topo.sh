@@ -3,6 +3,7 @@
 #
 #   testbed/topo.sh up NAME HOSTS [--subnet 10.A.B] [--no-ina] [--loss P] [--rate R]
 #                                 [--buffer B] [--pmd af_packet|af_xdp] [--mgmt 10.M.N]
+#                                 [--lcores LIST]
 #                                 [--racks R [--ina-racks LIST] [--uplink-rate R]
 #                                  [--uplink-buffer B]]
 #       --racks splits the hosts evenly over R ToRs tor0..: ToR r is
@@ -17,6 +18,8 @@
 #       --mgmt also gives every host a management interface mgmt0 (10.M.N.(i+1))
 #       on a bridge NAME-mg in the root namespace (10.M.N.254): for launchers
 #       such as mpirun that talk to their ranks from the root namespace.
+#       --lcores 0,1 gives swemu those lcores (default 0): its logical
+#       switches are spread over them (docs/SWEMU.md, "Lcores").
 #       N hosts NAME-h0..: each a namespace with eth0 (MTU 9000, tx checksum
 #       offload off) on a veth whose other end, NAME-sI, becomes swemu port hI
 #       (net_af_packet).  Host i is SUBNET.(i+1), MAC 02:5e:00:00:00:(i+1); the
@@ -66,7 +69,7 @@ cmd_up() {
 	local name=$1 n=$2
 	shift 2
 	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet mgmt="" racks=1 inaracks=all
-	local uprate="" upbuf="" buf=""
+	local uprate="" upbuf="" buf="" lcores=0
 	while (($#)); do
 		case $1 in
 		--subnet) subnet=$2; shift 2;;
@@ -80,6 +83,7 @@ cmd_up() {
 		--rate) rate=$2; shift 2;;
 		--pmd) pmd=$2; shift 2;;
 		--mgmt) mgmt=$2; shift 2;;
+		--lcores) lcores=$2; shift 2;;
 		*) die "unknown option $1";;
 		esac
 	done
@@ -87,6 +91,7 @@ cmd_up() {
 	[[ "$subnet" =~ ^10\.[0-9]+\.[0-9]+$ ]] || die "--subnet must be 10.A.B"
 	[[ "$pmd" =~ ^(af_packet|af_xdp)$ ]] || die "--pmd must be af_packet or af_xdp"
 	[ -z "$mgmt" ] || [[ "$mgmt" =~ ^10\.[0-9]+\.[0-9]+$ ]] || die "--mgmt must be 10.M.N"
+	[[ "$lcores" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--lcores must be a list of lcore ids like 0,1"
 	[[ "$racks" =~ ^[1-8]$ ]] && ((n % racks == 0)) || die "--racks must be 1..8 and divide HOSTS"
 	[[ "$inaracks" =~ ^(all|none|[0-7](,[0-7])*)$ ]] || die "--ina-racks must be a list like 0,2 (or all, none)"
 	[ "$ina" = true ] || inaracks=none
@@ -174,7 +179,7 @@ switches = (
 ${sws%,$nl}
 );
 EOF
-	echo "--no-huge -m 512 --file-prefix swemu-$name --no-pci -l 0$vdevs" > "$d/eal.args"
+	echo "--no-huge -m 512 --file-prefix swemu-$name --no-pci -l $lcores$vdevs" > "$d/eal.args"
 	echo "$subnet" > "$d/subnet"
 	echo "$n" > "$d/hosts"
 	echo "$size" > "$d/rack_size"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Bad input to swemu: a bad config file and a config naming a device that
-# does not exist both end with exit status 2 and "file:line: what", and
+# Bad input to swemu: a bad config file, a config naming a device or an
+# lcore that does not exist all end with exit status 2 and "file:line: what", and
 # leave no DPDK runtime directory, no hugepage file and no process behind.
 . "$(dirname "$0")/lib.sh"
 exe=${SWEMU:-$top/build/swemu/swemu}
@@ -37,10 +37,20 @@ C
 # net_null0 exists, net_null7 does not: the switch must not half-start
 expect_2 "$tmp/nodev.cfg" "^$tmp/nodev.cfg:4: port 'p1': no DPDK device 'net_null7'" "--vdev net_null0"
 
+cat > "$tmp/lcore.cfg" <<'C'
+switches = (
+  { name = "tor0"; ports = ( { name = "p0"; dev = "net_null0"; } ); },
+  { name = "tor1"; lcore = 1;
+    ports = ( { name = "p0"; dev = "net_null1"; } ); }
+);
+C
+# EAL was given lcore 0 only
+expect_2 "$tmp/lcore.cfg" "^$tmp/lcore.cfg:3: switch 'tor1': lcore 1 is not one of EAL's" "--vdev net_null0 --vdev net_null1"
+
 expect_2 "$tmp/missing.cfg" "^$tmp/missing.cfg:0: cannot read the file"
 rc=0; "$exe" --bogus >/dev/null 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "unknown option: exit $rc"
 "$exe" --help | grep -q "usage: swemu" || fail "--help"
 "$exe" --version | grep -q "^swemu [0-9]" || fail "--version"
 pgrep -f "file-prefix swemu-itcfg" >/dev/null && fail "a swemu process is left"
-echo "config: bad file, missing device and missing file exit 2 with file:line; nothing left behind"
+echo "config: bad file, missing device, absent lcore and missing file exit 2 with file:line; nothing left behind"

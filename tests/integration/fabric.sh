@@ -2,7 +2,9 @@
 # Three logical switches in one swemu process: two INA ToRs (h0,h1 | h2,h3)
 # and a spine, joined by in-memory links with emulated 1 Gbit/s and 20 us.
 # Hosts talk across the spine; each rack aggregates in its own ToR at the
-# same time, and a rack's aggregation traffic stays off the spine.
+# same time, and a rack's aggregation traffic stays off the spine.  All of
+# it twice: on one lcore, then on two (tor1 on its own lcore, so its links
+# to the spine cross lcores).
 . "$(dirname "$0")/lib.sh"
 "$top/testbed/topo.sh" up itfab 4 --subnet 10.81.0
 TOPO_NAME=itfab
@@ -32,6 +34,7 @@ switches = (
               { name = "t1"; link = "tor1.up"; rate = "1G"; buffer = "512K"; delay_us = 20; } ); }
 );
 C
+scenario() {
 "$top/testbed/topo.sh" start itfab "$cfg"
 
 in_host 0 ping -c 3 -i 0.2 -W 2 10.81.0.4 >/dev/null || fail "ping h0 -> h3 across the spine"
@@ -68,4 +71,21 @@ done
 for p in "${pids[@]}"; do wait "$p" || fail "cross-rack aggregation"; done
 [ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["2"]["completions"]')" = 100 ] || fail "job 2 completions"
 [ "$(stats_get 'd["switches"]["tor1"]["ina"]["jobs"]["1"]["completions"]')" = 200 ] || fail "tor1 completions"
+}
+
+scenario
 echo "fabric: 3 logical switches in one process; cross-spine ping; two racks aggregate exactly and locally; a cross-rack job exact"
+
+# the same on two lcores: tor1 pinned to lcore 1, tor0 and the spine on 0
+d=/run/swemu-testbed/itfab
+pid=$(cat "$d/swemu.pid")
+kill -TERM "$pid"
+for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$pid" 2>/dev/null && fail "swemu did not stop"
+sed -i 's/ -l 0 / -l 0,1 /' "$d/eal.args"
+grep -q -- ' -l 0,1 ' "$d/eal.args" || fail "could not give swemu two lcores: $(cat "$d/eal.args")"
+sed -i 's/{ name = "tor1"; ina = true;/{ name = "tor1"; lcore = 1; ina = true;/' "$cfg"
+scenario
+[ "$(stats_get '[(w["lcore"], w["switches"]) for w in d["workers"]]')" = "[(0, ['tor0', 'spine']), (1, ['tor1'])]" ] \
+	|| fail "switches not on the lcores asked for: $(stats_get 'd["workers"]')"
+echo "fabric on two lcores: the same, tor1's links to the spine crossing lcores"

@@ -46,7 +46,7 @@ static const char good[] =
 	"               upstream = 1;\n"
 	"               forward = { addr = \"10.0.1.254:48864@02:00:00:00:01:fe\"; job = 9; contributor = 65535; }; } );\n"
 	"  },\n"
-	"  { name = \"spine\"; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); }\n"
+	"  { name = \"spine\"; lcore = 0; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); }\n"
 	");\n";
 
 static void test_good(void **state)
@@ -85,6 +85,8 @@ static void test_good(void **state)
 	assert_int_equal(c.sw[1].ports[0].peer_switch, 0);
 	assert_int_equal(c.sw[1].ports[0].peer_port, 2);
 	assert_false(c.sw[1].ina);
+	assert_int_equal(c.sw[0].lcore, -1); /* spread over EAL's lcores */
+	assert_int_equal(c.sw[1].lcore, 0);
 	assert_int_equal(t->nfdb, 1);
 	assert_int_equal(t->fdb[0].port, 1);
 	assert_int_equal(t->njobs, 1);
@@ -130,6 +132,7 @@ static const struct bad bads[] = {
 	{ "dev = \"net_af_packet1\"", "dev = \"net_af_packet0\"", 9, "device 'net_af_packet0' is already port tor0.h0" },
 	{ "rate = \"1G\"", "rate = \"fast\"", 9, "'rate' must be a rate" },
 	{ "vlan = 5;", "vlan = 4095;", 9, "'vlan' must be 1..4094, not 4095" },
+	{ "lcore = 0;", "lcore = -1;", 21, "'lcore' must be 0..1023, not -1" },
 	{ "vlan = 5;", "vlan = 0;", 9, "'vlan' must be 1..4094, not 0" },
 	{ "vlan = 5;", "vlan = \"5\";", 9, "'vlan' must be an integer" },
 	{ "link = \"spine.t0\";", "link = \"spine.t0\"; vlan = 3;", 11,
@@ -155,8 +158,8 @@ static const struct bad bads[] = {
 	{ "upstream = 1;", "upstream = 2;", 18, "'upstream' must be 0..1" },
 	{ "addr = \"10.0.1.254:48864@02:00:00:00:01:fe\"", "addr = \"10.0.1.254:48864\"", 19, "addr must be" },
 	{ "{ name = \"spine\";", "{ name = \"tor0\";", 21, "switch name 'tor0' is used twice" },
-	{ "{ name = \"spine\"; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); }",
-	  "{ name = \"spine\"; jobs = (); ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); }", 21,
+	{ "{ name = \"spine\"; lcore = 0; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); }",
+	  "{ name = \"spine\"; lcore = 0; jobs = (); ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); }", 21,
 	  "has jobs but 'ina' is not true" },
 };
 
