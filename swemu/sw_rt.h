@@ -99,7 +99,6 @@ struct sw_lsw {
 	struct ina_engine *eng; /* NULL when INA is off */
 	struct ina_emits *emits;
 	struct sw_ctrl_cmd *ctrl_cmd; /* a control command being applied (3 KiB) */
-	int worker;             /* index into sw_rt.workers: the lcore that runs it */
 	/* the owning lcore's clock, read at the top of each pass */
 	uint64_t now_ns;
 	uint32_t now_s;
@@ -128,7 +127,7 @@ struct sw_rt {
 	volatile sig_atomic_t *quit;
 	volatile sig_atomic_t *dump_stats;
 	int nworkers; /* workers[0] runs on the main lcore */
-	struct sw_worker workers[SW_MAX_SWITCHES];
+	struct sw_worker workers[SW_MAX_SWITCHES + 1]; /* + the main lcore without switches */
 };
 
 /* sw_setup.c: builds the fabric (mempool, ports, engines, static FDB, jobs);

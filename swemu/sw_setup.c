@@ -204,7 +204,6 @@ static int assign_workers(struct sw_rt *rt, char *err, size_t errlen)
 			return -2;
 		}
 		struct sw_worker *w = worker_on(rt, c->lcore >= 0 ? (unsigned)c->lcore : lcores[(unsigned)i % n]);
-		rt->sw[i]->worker = (int)(w - rt->workers);
 		w->sw[w->nsw++] = rt->sw[i];
 	}
 	return 0;
