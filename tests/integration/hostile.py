@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Sends hostile packets at a swemu INA endpoint as raw Ethernet frames,
-COUNT of each kind, and prints the kinds as JSON {kind: count}.
+COUNT of each kind (or of the listed kinds only), and prints the kinds sent
+as JSON {kind: count}; a kind's name is the counter that must count it.
 
-  hostile.py IFACE SRC_IP SRC_MAC SWITCH_IP SWITCH_MAC JOB COUNT
+  hostile.py IFACE SRC_IP SRC_MAC SWITCH_IP SWITCH_MAC JOB COUNT [KIND,...]
 """
 import json
 import socket
@@ -10,6 +11,7 @@ import struct
 import sys
 
 iface, src_ip, src_mac, sw_ip, sw_mac, job, count = sys.argv[1:8]
+only = sys.argv[8].split(",") if len(sys.argv) > 8 else None
 job, count = int(job), int(count)
 mac = lambda s: bytes(int(x, 16) for x in s.split(":"))
 ip4 = socket.inet_aton
@@ -54,6 +56,11 @@ kinds = {
     "bad_udp_checksum": frame(ina(), bad_udp=True),
     "bad_ip_checksum": frame(ina(), bad_ip=True),
 }
+if only:
+    unknown = set(only) - set(kinds)
+    if unknown:
+        sys.exit("hostile.py: no kind %s (kinds: %s)" % (", ".join(sorted(unknown)), ", ".join(kinds)))
+    kinds = {k: kinds[k] for k in only}
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind((iface, 0))
 for _ in range(count):
