@@ -55,8 +55,8 @@ static inline uint64_t sum_words(const uint8_t *p, size_t n4)
 /* A 16-bit big-endian value as it sits in a native-word sum. */
 static inline uint64_t be16_term(uint16_t v) { return __builtin_bswap16(v); }
 
-/* 64-bit native sum -> 16 bits, still in native order (two's steps each
- * fixed, a loop here showed in profiles). */
+/* 64-bit native sum -> 16 bits, still in native order, in fixed steps (a
+ * loop here showed in profiles). */
 static inline uint16_t fold_native(uint64_t s)
 {
 	s = (s & 0xffffffff) + (s >> 32);
