@@ -26,15 +26,27 @@
 
 static volatile sig_atomic_t never;
 
+/* What every lane shares: the row's parameters. */
 struct bench {
-	struct rte_ring *rx[NPORTS], *tx[NPORTS];
-	char dev[NPORTS][RTE_ETH_NAME_MAX_LEN];
 	struct rte_mempool *gen_pool;
-	struct rte_mbuf **tmpl; /* fan_in * WINDOW */
 	unsigned fan_in, elems;
 	bool ina;
 	bool zero_csum; /* senders leave the UDP checksum 0 (SwitchML practice) */
 	bool nic_csum;  /* frames arrive marked verified, as from a NIC with RX checksum offload */
+	double seconds;
+};
+
+/* One logical switch and its generator, run by one lcore. */
+struct lane {
+	const struct bench *b;
+	struct rte_ring *rx[NPORTS], *tx[NPORTS];
+	char dev[NPORTS][RTE_ETH_NAME_MAX_LEN];
+	struct rte_mbuf **tmpl; /* fan_in * WINDOW */
+	struct sw_worker *w;
+	/* results */
+	uint64_t packets, in_switch; /* in_switch: TSC cycles in poll + flush */
+	uint32_t rounds;
+	double t;
 };
 
 static const uint8_t sw_mac[6] = { 2, 0, 0, 0, 0, 0xfe };
@@ -83,10 +95,11 @@ static void set_slot_seq(struct rte_mbuf *m, uint32_t slot, uint32_t seq)
 	patch16(f, INA_OFF + 18, (uint16_t)seq);
 }
 
-static void build_templates(struct bench *b)
+static void build_templates(struct lane *l)
 {
 	static uint8_t payload[INA_MAX_PAYLOAD];
-	b->tmpl = calloc((size_t)b->fan_in * WINDOW, sizeof(*b->tmpl));
+	const struct bench *b = l->b;
+	l->tmpl = calloc((size_t)b->fan_in * WINDOW, sizeof(*l->tmpl));
 	for (unsigned c = 0; c < b->fan_in; c++)
 		for (unsigned i = 0; i < WINDOW; i++) {
 			struct rte_mbuf *m = rte_pktmbuf_alloc(b->gen_pool);
@@ -122,18 +135,17 @@ static void build_templates(struct bench *b)
 			if (b->nic_csum)
 				m->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
 			rte_mbuf_refcnt_set(m, REFS);
-			b->tmpl[c * WINDOW + i] = m;
+			l->tmpl[c * WINDOW + i] = m;
 		}
 }
 
-static void make_cfg(const struct bench *b, struct sw_cfg *cfg, struct ina_job_cfg *job)
+/* Switch k of the fabric, pinned to lcore k: its own four ports, hosts and
+ * job (lanes share nothing but the mempools). */
+static void make_switch(const struct lane *l, int k, struct sw_switch_cfg *s, struct ina_job_cfg *job)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->burst = 32;
-	cfg->mbufs = 16383;
-	cfg->nswitches = 1;
-	struct sw_switch_cfg *s = &cfg->sw[0];
-	strcpy(s->name, "tor0");
+	const struct bench *b = l->b;
+	snprintf(s->name, sizeof(s->name), "tor%d", k);
+	s->lcore = k;
 	s->ina = true;
 	memcpy(s->mac, sw_mac, 6);
 	s->ip = rte_cpu_to_be_32(0x0a0000fe);
@@ -144,7 +156,7 @@ static void make_cfg(const struct bench *b, struct sw_cfg *cfg, struct ina_job_c
 	s->nports = NPORTS;
 	for (int p = 0; p < NPORTS; p++) {
 		snprintf(s->ports[p].name, SW_NAME_LEN, "p%d", p);
-		snprintf(s->ports[p].dev, sizeof(s->ports[p].dev), "%s", b->dev[p]);
+		snprintf(s->ports[p].dev, sizeof(s->ports[p].dev), "%s", l->dev[p]);
 		s->ports[p].peer_switch = s->ports[p].peer_port = -1;
 		s->ports[p].vlan = SW_VLAN_DEFAULT;
 	}
@@ -179,57 +191,49 @@ struct figures {
 	uint64_t completions, drops;
 };
 
-static struct figures run(struct bench *b, double seconds, int serial)
+static void make_ports(struct lane *l, int serial, int k)
 {
-	static struct sw_rt rt;
-	static struct ina_job_cfg job;
-	char err[256];
-	struct figures fg = { 0 };
-
 	for (int p = 0; p < NPORTS; p++) {
 		char n[32];
-		snprintf(n, sizeof(n), "brx%d_%d", serial, p);
-		b->rx[p] = rte_ring_create(n, 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-		snprintf(n, sizeof(n), "btx%d_%d", serial, p);
-		b->tx[p] = rte_ring_create(n, 8192, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-		snprintf(n, sizeof(n), "bench%d_%d", serial, p);
-		int port = b->rx[p] && b->tx[p] ? rte_eth_from_rings(n, &b->rx[p], 1, &b->tx[p], 1, 0) : -1;
+		snprintf(n, sizeof(n), "brx%d_%d_%d", serial, k, p);
+		l->rx[p] = rte_ring_create(n, 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		snprintf(n, sizeof(n), "btx%d_%d_%d", serial, k, p);
+		l->tx[p] = rte_ring_create(n, 8192, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		snprintf(n, sizeof(n), "bench%d_%d_%d", serial, k, p);
+		int port = l->rx[p] && l->tx[p] ? rte_eth_from_rings(n, &l->rx[p], 1, &l->tx[p], 1, 0) : -1;
 		/* the device takes a name of the PMD's making: ask for it */
-		if (port < 0 || rte_eth_dev_get_name_by_port((uint16_t)port, b->dev[p]) != 0) {
+		if (port < 0 || rte_eth_dev_get_name_by_port((uint16_t)port, l->dev[p]) != 0) {
 			fprintf(stderr, "swemu-bench: cannot make ring ports: %s\n", rte_strerror(rte_errno));
 			exit(1);
 		}
 	}
-	memset(&rt, 0, sizeof(rt));
-	make_cfg(b, &rt.cfg, &job);
-	rt.cfg_path = "(bench)";
-	rt.quit = &never;
-	rt.dump_stats = &never;
-	if (sw_rt_setup(&rt, err, sizeof(err)) < 0) {
-		fprintf(stderr, "swemu-bench: %s\n", err);
-		exit(1);
-	}
-	build_templates(b);
+}
 
-	uint64_t packets = 0, in_switch = 0;
-	uint32_t round = 0;
+/* The generator and the switch on one lcore: feed 64 frames, let the
+ * switch poll and flush, drain what it sent, as a NIC would. */
+static int drive(void *arg)
+{
+	struct lane *l = arg;
+	const struct bench *b = l->b;
 	struct rte_mbuf *drain[256];
 	uint64_t due;
 	double hz = (double)rte_get_tsc_hz(), t0 = (double)rte_rdtsc(), t;
-	double warm = seconds / 5; /* first touch of pools and slots: not timed */
+	double warm = b->seconds / 5; /* first touch of pools and slots: not timed */
+	l->packets = l->in_switch = 0;
+	l->rounds = 0;
 	do {
 		if (warm > 0 && ((double)rte_rdtsc() - t0) / hz >= warm) {
 			warm = 0;
-			packets = in_switch = 0;
+			l->packets = l->in_switch = 0;
 			t0 = (double)rte_rdtsc();
 		}
-		uint32_t set = round & 1 ? INA_SLOT_SET_BIT : 0;
+		uint32_t set = l->rounds & 1 ? INA_SLOT_SET_BIT : 0;
 		unsigned queued = 0;
 		for (unsigned i = 0; i < WINDOW; i++) {
 			for (unsigned c = 0; c < b->fan_in; c++) {
-				struct rte_mbuf *m = b->tmpl[c * WINDOW + i];
-				set_slot_seq(m, i | set, round * WINDOW + i);
-				if (rte_ring_enqueue(b->rx[c % NPORTS], m) != 0) {
+				struct rte_mbuf *m = l->tmpl[c * WINDOW + i];
+				set_slot_seq(m, i | set, l->rounds * WINDOW + i);
+				if (rte_ring_enqueue(l->rx[c % NPORTS], m) != 0) {
 					fprintf(stderr, "swemu-bench: rx ring full\n");
 					exit(1);
 				}
@@ -240,56 +244,107 @@ static struct figures run(struct bench *b, double seconds, int serial)
 			if (queued >= 64 || i + 1 == WINDOW) {
 				queued = 0;
 				uint64_t s0 = rte_rdtsc();
-				while (sw_dp_poll(&rt, &due))
+				while (sw_dp_poll_worker(l->w, &due))
 					;
-				sw_dp_flush(&rt);
-				in_switch += rte_rdtsc() - s0;
+				sw_dp_flush_worker(l->w);
+				l->in_switch += rte_rdtsc() - s0;
 				for (int p = 0; p < NPORTS; p++) {
 					unsigned n;
-					while ((n = rte_ring_dequeue_burst(b->tx[p], (void **)drain, 256, NULL)))
+					while ((n = rte_ring_dequeue_burst(l->tx[p], (void **)drain, 256, NULL)))
 						rte_pktmbuf_free_bulk(drain, n);
 				}
 			}
 		}
-		packets += (uint64_t)WINDOW * b->fan_in;
-		if (rte_mbuf_refcnt_read(b->tmpl[0]) < 1000) /* keep the templates alive */
+		l->packets += (uint64_t)WINDOW * b->fan_in;
+		if (rte_mbuf_refcnt_read(l->tmpl[0]) < 1000) /* keep the templates alive */
 			for (unsigned k = 0; k < b->fan_in * WINDOW; k++)
-				rte_mbuf_refcnt_set(b->tmpl[k], REFS);
-		round++;
+				rte_mbuf_refcnt_set(l->tmpl[k], REFS);
+		l->rounds++;
 		t = ((double)rte_rdtsc() - t0) / hz;
-	} while (t < seconds);
+	} while (t < b->seconds);
+	l->t = t;
+	return 0;
+}
 
-	fg.mpps = packets / t / 1e6;
-	fg.switch_ns = (double)in_switch / hz * 1e9 / (double)packets;
-	fg.gbps = packets * b->elems * 32.0 / t / 1e9;
-	const struct ina_job_stats *js = ina_job_stats(rt.sw[0]->eng, 1);
-	fg.completions = js->completions;
-	for (int r = 0; r < INA_R_MAX_; r++)
-		fg.drops += ina_engine_stats(rt.sw[0]->eng)->drops[r];
-	for (int p = 0; p < NPORTS; p++)
-		for (int d = 0; d < SW_D_MAX_; d++)
-			fg.drops += rt.sw[0]->ports[p].st.drops[d];
-	if (b->ina && fg.completions != (uint64_t)round * WINDOW)
-		fg.drops += 1000000000; /* flagged as wrong below */
-	for (unsigned k = 0; k < b->fan_in * WINDOW; k++) {
-		rte_mbuf_refcnt_set(b->tmpl[k], 1);
-		rte_pktmbuf_free(b->tmpl[k]);
+/* One figure: nlanes switches, lane k on lcore k; rates add up. */
+static struct figures run(struct bench *b, int nlanes, int serial)
+{
+	static struct sw_rt rt;
+	static struct ina_job_cfg jobs[2];
+	static struct lane lanes[2];
+	char err[256];
+	struct figures fg = { 0 };
+
+	memset(&rt, 0, sizeof(rt));
+	rt.cfg.burst = 32;
+	rt.cfg.mbufs = 16383;
+	rt.cfg.nswitches = nlanes;
+	for (int k = 0; k < nlanes; k++) {
+		lanes[k] = (struct lane){ .b = b };
+		make_ports(&lanes[k], serial, k);
+		make_switch(&lanes[k], k, &rt.cfg.sw[k], &jobs[k]);
 	}
-	free(b->tmpl);
+	rt.cfg_path = "(bench)";
+	rt.quit = &never;
+	rt.dump_stats = &never;
+	if (sw_rt_setup(&rt, err, sizeof(err)) < 0) {
+		fprintf(stderr, "swemu-bench: %s\n", err);
+		exit(1);
+	}
+	for (int k = 0; k < nlanes; k++) {
+		lanes[k].w = &rt.workers[k]; /* switch k pinned to lcore k: worker k */
+		build_templates(&lanes[k]);
+	}
+	for (int k = 1; k < nlanes; k++)
+		if (rte_eal_remote_launch(drive, &lanes[k], lanes[k].w->lcore) != 0) {
+			fprintf(stderr, "swemu-bench: lcore %u does not start\n", lanes[k].w->lcore);
+			exit(1);
+		}
+	drive(&lanes[0]);
+	rte_eal_mp_wait_lcore();
+
+	double hz = (double)rte_get_tsc_hz(), in_switch = 0, packets = 0;
+	for (int k = 0; k < nlanes; k++) {
+		struct lane *l = &lanes[k];
+		struct sw_lsw *sw = l->w->sw[0];
+		fg.mpps += (double)l->packets / l->t / 1e6;
+		packets += (double)l->packets;
+		in_switch += (double)l->in_switch / hz * 1e9;
+		const struct ina_job_stats *js = ina_job_stats(sw->eng, 1);
+		fg.completions += js->completions;
+		for (int r = 0; r < INA_R_MAX_; r++)
+			fg.drops += ina_engine_stats(sw->eng)->drops[r];
+		for (int p = 0; p < NPORTS; p++)
+			for (int d = 0; d < SW_D_MAX_; d++)
+				fg.drops += sw->ports[p].st.drops[d];
+		if (b->ina && js->completions != (uint64_t)l->rounds * WINDOW)
+			fg.drops += 1000000000; /* flagged as wrong below */
+		for (unsigned i = 0; i < b->fan_in * WINDOW; i++) {
+			rte_mbuf_refcnt_set(l->tmpl[i], 1);
+			rte_pktmbuf_free(l->tmpl[i]);
+		}
+		free(l->tmpl);
+	}
+	fg.switch_ns = in_switch / packets; /* per packet on its lane's lcore */
+	fg.gbps = fg.mpps * b->elems * 32.0 / 1e3;
 	sw_rt_teardown(&rt);
-	for (int p = 0; p < NPORTS; p++) {
-		rte_ring_free(b->rx[p]);
-		rte_ring_free(b->tx[p]);
-	}
+	for (int k = 0; k < nlanes; k++)
+		for (int p = 0; p < NPORTS; p++) {
+			rte_ring_free(lanes[k].rx[p]);
+			rte_ring_free(lanes[k].tx[p]);
+		}
 	return fg;
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-r N] [-m l2|ina] [-z|-o] [-H] [-q]\n"
-		   "  swemu's datapath on in-memory ring ports, one lcore, busy polling:\n"
+	fprintf(f, "usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-r N] [-w 1|2] [-m l2|ina] [-z|-o] [-H] [-q|--quick] [-h|--help]\n"
+		   "  swemu's datapath on in-memory ring ports, one lcore per lane, busy polling:\n"
 		   "  plain L2 forwarding vs INA aggregation of the same frames.\n"
 		   "  -s S     seconds per figure (default 1)\n"
+		   "  -w N     lanes: N logical switches, each with its own ports and\n"
+		   "           generator on its own lcore (1 or 2; default 1); Mpps add up,\n"
+		   "           sw_ns stays per packet on its lcore\n"
 		   "  -r N     rounds per row, l2 and ina alternating; medians are shown\n"
 		   "           (default 1, at most 15)\n"
 		   "  -e LIST  elements per packet (default 64,256,1024,2048)\n"
@@ -323,10 +378,12 @@ int main(int argc, char **argv)
 	unsigned elems[8] = { 64, 256, 1024, 2048 }, fanins[8] = { 4, 32 };
 	int ne = 4, nf = 2, o;
 	double seconds = 1;
-	int rounds = 1;
+	int rounds = 1, lanes = 1;
 	int only = 0; /* 1: l2 only, 2: ina only (for profiling) */
 	bool zero = false, huge = false, nic = false;
-	while ((o = getopt(argc, argv, "s:r:e:n:m:zoHqh")) != -1) {
+	static const struct option longs[] = { { "help", no_argument, 0, 'h' }, { "quick", no_argument, 0, 'q' },
+						{ 0, 0, 0, 0 } };
+	while ((o = getopt_long(argc, argv, "s:r:w:e:n:m:zoHqh", longs, NULL)) != -1) {
 		switch (o) {
 		case 'H': huge = true; break;
 		case 'z': zero = true; break;
@@ -334,6 +391,7 @@ int main(int argc, char **argv)
 		case 'm': only = !strcmp(optarg, "l2") ? 1 : !strcmp(optarg, "ina") ? 2 : -1; break;
 		case 's': seconds = atof(optarg); break;
 		case 'r': rounds = atoi(optarg); break;
+		case 'w': lanes = atoi(optarg); break;
 		case 'e': ne = parse_list(optarg, elems, 8, INA_MAX_ELEMS); break;
 		case 'n': nf = parse_list(optarg, fanins, 8, 250); break;
 		case 'q': seconds = 0.2; break;
@@ -341,26 +399,29 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (ne <= 0 || nf <= 0 || seconds <= 0 || seconds > 60 || only < 0 || rounds < 1 || rounds > MAX_ROUNDS) {
+	if (ne <= 0 || nf <= 0 || seconds <= 0 || seconds > 60 || only < 0 || rounds < 1 || rounds > MAX_ROUNDS ||
+	    lanes < 1 || lanes > 2) {
 		usage(stderr);
 		return 2;
 	}
 	char prefix[64];
 	snprintf(prefix, sizeof(prefix), "--file-prefix=swemu-bench-%d", (int)getpid());
 	/* --in-memory: hugepages through memfd, no hugetlbfs mount, no files */
-	char *eal[] = { argv[0], huge ? "--in-memory" : "--no-huge", "-m", "1024", prefix, "--no-pci", "-l", "0",
+	char *eal[] = { argv[0], huge ? "--in-memory" : "--no-huge", "-m", "1024", prefix, "--no-pci", "-l", lanes > 1 ? "0,1" : "0",
 			"--log-level=error", NULL };
 	if (rte_eal_init(9, eal) < 0) {
 		fprintf(stderr, "swemu-bench: EAL does not start\n");
 		return 1;
 	}
-	struct bench b = { .zero_csum = zero, .nic_csum = nic };
+	struct bench b = { .zero_csum = zero, .nic_csum = nic, .seconds = seconds };
 	b.gen_pool = rte_pktmbuf_pool_create("bench_gen", 16383, 256, 0, RTE_PKTMBUF_HEADROOM + 10240, 0);
 	if (!b.gen_pool) {
 		fprintf(stderr, "swemu-bench: no generator pool\n");
 		return 1;
 	}
-	printf("# swemu-bench: swemu datapath, %d ring ports, one lcore, %.1f s per figure\n", NPORTS, seconds);
+	printf("# swemu-bench: swemu datapath, %d ring ports per switch, %d lane(s) (switch + generator per lcore), "
+	       "%.1f s per figure\n",
+	       NPORTS, lanes, seconds);
 	printf("# same frames forwarded (l2) and aggregated (ina); Gbit/s = gradient bytes in\n");
 	printf("# sender UDP checksums: %s; memory: %s\n",
 	       zero  ? "0 (none; SwitchML practice)"
@@ -386,7 +447,7 @@ int main(int argc, char **argv)
 					b.ina = (r + k) % 2 == 1;
 					if (only == (b.ina ? 1 : 2))
 						continue;
-					struct figures x = run(&b, seconds, serial++);
+					struct figures x = run(&b, lanes, serial++);
 					*(b.ina ? &in[r] : &l2[r]) = x.mpps;
 					*(b.ina ? &insw[r] : &l2sw[r]) = x.switch_ns;
 					drops += x.drops;

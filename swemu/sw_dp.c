@@ -538,6 +538,13 @@ unsigned sw_dp_poll(struct sw_rt *rt, uint64_t *next_due) { return poll_switches
 
 void sw_dp_flush(struct sw_rt *rt) { flush_switches(rt->sw, rt->nsw); }
 
+unsigned sw_dp_poll_worker(struct sw_worker *w, uint64_t *next_due)
+{
+	return poll_switches(w->rt, w->sw, w->nsw, next_due);
+}
+
+void sw_dp_flush_worker(struct sw_worker *w) { flush_switches(w->sw, w->nsw); }
+
 /* A worker's loop; the main lcore's (is_main) also writes the stats. */
 static void run_worker(struct sw_worker *w, bool is_main)
 {

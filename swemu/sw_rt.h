@@ -145,6 +145,10 @@ void sw_dp_run(struct sw_rt *rt);
 unsigned sw_dp_poll(struct sw_rt *rt, uint64_t *next_due);
 /* Pushes buffered frames to the devices. */
 void sw_dp_flush(struct sw_rt *rt);
+/* The same for one worker's switches, on that worker's lcore (benchmarks
+ * that drive several lcores). */
+unsigned sw_dp_poll_worker(struct sw_worker *w, uint64_t *next_due);
+void sw_dp_flush_worker(struct sw_worker *w);
 /* Egress through p's link emulation onto its device or link. */
 void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m);
 /* Counts a device's unsent packets as tx_full drops. */
