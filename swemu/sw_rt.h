@@ -1,6 +1,8 @@
 /* swemu's run-time state: the fabric of logical switches built from the
- * config, their ports, and the counters.  One lcore owns all of it (the
- * datapath); the telemetry thread only reads counters. */
+ * config, their ports, and the counters.  Each logical switch belongs to
+ * one lcore (a worker), which alone changes it; other lcores reach it only
+ * through its link queues, and the stats writer and the telemetry thread
+ * only read counters. */
 #ifndef SW_RT_H
 #define SW_RT_H
 
