@@ -1,9 +1,10 @@
-/* The datapath: one poll loop over every port of every logical switch.
- * Per packet: learn the source, then either the switch's own endpoint (ARP,
- * INA, control) or L2 forwarding; every egress goes through the port's link
- * emulation when it has one.  A link between logical switches is a queue
- * into the peer port, drained by the same loop: a switch is never entered
- * from inside another's processing (its emit list stays intact). */
+/* The datapath: one poll loop per worker lcore over every port of its
+ * logical switches.  Per packet: learn the source, then either the
+ * switch's own endpoint (ARP, INA, control) or L2 forwarding within the
+ * port's VLAN; every egress goes through the port's link emulation when it
+ * has one.  A link between logical switches is a queue into the peer port,
+ * drained by the peer's loop: a switch is never entered from inside
+ * another's processing (its emit list stays intact), even on one lcore. */
 #include <string.h>
 #include <time.h>
 
