@@ -186,9 +186,9 @@ static void make_switch(const struct lane *l, int k, struct sw_switch_cfg *s, st
 #define MAX_ROUNDS 15
 
 struct figures {
-	double mpps, gbps;
-	double switch_ns; /* per packet, inside sw_dp_poll/sw_dp_flush only */
-	uint64_t completions, drops;
+	double mpps;
+	double switch_ns; /* per packet, inside the switch's poll and flush only */
+	uint64_t drops;
 };
 
 static void make_ports(struct lane *l, int serial, int k)
@@ -311,7 +311,6 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 		packets += (double)l->packets;
 		in_switch += (double)l->in_switch / hz * 1e9;
 		const struct ina_job_stats *js = ina_job_stats(sw->eng, 1);
-		fg.completions += js->completions;
 		for (int r = 0; r < INA_R_MAX_; r++)
 			fg.drops += ina_engine_stats(sw->eng)->drops[r];
 		for (int p = 0; p < NPORTS; p++)
@@ -326,7 +325,6 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 		free(l->tmpl);
 	}
 	fg.switch_ns = in_switch / packets; /* per packet on its lane's lcore */
-	fg.gbps = fg.mpps * b->elems * 32.0 / 1e3;
 	sw_rt_teardown(&rt);
 	for (int k = 0; k < nlanes; k++)
 		for (int p = 0; p < NPORTS; p++) {
