@@ -33,6 +33,26 @@ _Static_assert(SW_MBUF_DATA - RTE_PKTMBUF_HEADROOM >= SW_ETH_HLEN + SW_IP_HLEN +
  * frame must fit 4 KiB (frames up to ~3.5 KB; veth's XDP MTU is 3498). */
 #define SW_XDP_MBUF_DATA 3712
 
+/* An af_xdp port parks a fill ring of receive buffers (the driver's default
+ * ring size) in the kernel at queue setup, and its transmit copies come
+ * from the same pool: the shared pool holds that much per af_xdp device on
+ * top of the frames in flight (`mbufs`).  Sized by `mbufs` alone, an
+ * 8191-mbuf pool ran dry at the fourth port ("Failed to configure xdp
+ * socket"). */
+static unsigned xdp_pool_mbufs(const struct sw_rt *rt, const struct rte_eth_dev_info *info, uint16_t nrx,
+			       uint16_t ntx)
+{
+	unsigned ndev = 0;
+	uint16_t id;
+	RTE_ETH_FOREACH_DEV(id)
+	{
+		struct rte_eth_dev_info di;
+		if (rte_eth_dev_info_get(id, &di) == 0 && !strcmp(di.driver_name, "net_af_xdp"))
+			ndev++;
+	}
+	return rt->cfg.mbufs + ndev * ((unsigned)info->default_rxportconf.ring_size + nrx + ntx);
+}
+
 static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t errlen)
 {
 	struct rte_eth_conf conf;
@@ -66,12 +86,14 @@ static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t err
 		goto fail;
 	struct rte_mempool *rxpool = rt->pool;
 	if (!strcmp(info.driver_name, "net_af_xdp")) {
+		unsigned n = xdp_pool_mbufs(rt, &info, nrx, ntx);
 		if (!rt->xdp_pool)
-			rt->xdp_pool = rte_pktmbuf_pool_create("swemu_xdp_pool", rt->cfg.mbufs, 256, 0, SW_XDP_MBUF_DATA,
+			rt->xdp_pool = rte_pktmbuf_pool_create("swemu_xdp_pool", n, 256, 0, SW_XDP_MBUF_DATA,
 							       (int)rte_socket_id());
 		if (!rt->xdp_pool) {
-			rc = -rte_errno;
-			goto fail;
+			snprintf(err, errlen, "%s:%d: port '%s': cannot allocate %u af_xdp mbufs (%s): give EAL more memory with -m",
+				 rt->cfg_path, p->cfg->line, p->cfg->name, n, rte_strerror(rte_errno));
+			return -1;
 		}
 		rxpool = rt->xdp_pool;
 	}

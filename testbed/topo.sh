@@ -179,7 +179,11 @@ switches = (
 ${sws%,$nl}
 );
 EOF
-	echo "--no-huge -m 512 --file-prefix swemu-$name --no-pci -l $lcores$vdevs" > "$d/eal.args"
+	# an af_xdp port's receive pool (fill ring + descriptors, ~4 KiB mbufs)
+	# adds about 16 MiB to swemu's memory
+	local mem=512
+	[ "$pmd" = af_xdp ] && mem=$((512 + 16 * n))
+	echo "--no-huge -m $mem --file-prefix swemu-$name --no-pci -l $lcores$vdevs" > "$d/eal.args"
 	echo "$subnet" > "$d/subnet"
 	echo "$n" > "$d/hosts"
 	echo "$size" > "$d/rack_size"
