@@ -112,7 +112,7 @@ const char *ina_job_cfg_check(const struct ina_job_cfg *c, uint16_t max_elems)
 {
 	if (c->fan_in == 0 || c->fan_in > INA_MAX_FANIN)
 		return "fan_in must be 1..256";
-	if (c->dtype != INA_D_INT32 && c->dtype != INA_D_FP32 && c->dtype != INA_D_BFP32)
+	if (c->dtype != INA_D_INT32 && c->dtype != INA_D_FP32 && c->dtype != INA_D_BFP32 && c->dtype != INA_D_BF16)
 		return "dtype must be int32, fp32 or bfp32";
 	if (c->nslots == 0)
 		return "nslots must be at least 1";
@@ -301,7 +301,7 @@ static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16
 		.exponent = s->exponent,
 	};
 	e->payload = (const uint8_t *)x->data;
-	e->payload_len = type == INA_T_ACK ? 0 : (size_t)s->nelem * INA_ELEM_SIZE;
+	e->payload_len = type == INA_T_ACK ? 0 : (size_t)s->nelem * ina_wire_elem_size(x->job->cfg.dtype);
 	e->dst = *dst;
 }
 
@@ -360,21 +360,34 @@ static void on_complete(struct ctx *x)
 		emit_ack_upstream(x);
 }
 
+/* bf16 slots add in binary32 and round once, at completion. */
+static void add_bf16(struct ctx *x, unsigned n, bool first, bool last)
+{
+	if (first && last) {
+		memcpy(x->data, x->pkt->payload, (size_t)n * 2);
+		return;
+	}
+	(first ? ina_k_load_bf16 : ina_k_add_bf16)(x->data, x->pkt->payload, n);
+	if (last)
+		ina_k_to_wire_bf16(x->data, n);
+}
+
 static void add_contribution(struct ctx *x, unsigned c)
 {
 	const struct ina_pkt *p = x->pkt;
 	struct slot *s = x->slot;
 	unsigned n = p->hdr.count;
 	bool last = s->count + 1u == x->job->cfg.fan_in;
+	uint8_t dtype = x->job->cfg.dtype;
 	uint32_t ovf = 0;
 
 	if (p->hdr.flags & INA_F_JOIN) {
 		/* counted, nothing added; the last contribution turns the
 		 * partial into a result in wire order, so a join does too */
 		if (last && s->ndata)
-			ina_k_to_wire(x->data, n);
+			(dtype == INA_D_BF16 ? ina_k_to_wire_bf16 : ina_k_to_wire)(x->data, n);
 		else if (last)
-			memset(x->data, 0, (size_t)n * INA_ELEM_SIZE);
+			memset(x->data, 0, (size_t)n * ina_wire_elem_size(dtype));
 		bit_set(s, c);
 		s->count++;
 		x->job->st.contributions++;
@@ -382,12 +395,14 @@ static void add_contribution(struct ctx *x, unsigned c)
 			on_complete(x);
 		return;
 	}
-	if (s->ndata == 0) {
+	if (dtype == INA_D_BF16) {
+		add_bf16(x, n, s->ndata == 0, last);
+	} else if (s->ndata == 0) {
 		if (last)
 			memcpy(x->data, p->payload, (size_t)n * INA_ELEM_SIZE);
 		else
 			ina_k_load(x->data, p->payload, n);
-	} else if (x->job->cfg.dtype == INA_D_FP32) {
+	} else if (dtype == INA_D_FP32) {
 		(last ? ina_k_add_f32_final : ina_k_add_f32)(x->data, p->payload, n);
 	} else {
 		ovf = (last ? ina_k_add_i32_final : ina_k_add_i32)(x->data, p->payload, n);

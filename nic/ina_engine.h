@@ -47,7 +47,7 @@ struct ina_peer {
 struct ina_job_cfg {
 	uint16_t id;
 	uint16_t fan_in;          /* 1..INA_MAX_FANIN */
-	uint8_t dtype;            /* INA_D_INT32, INA_D_FP32 or INA_D_BFP32 */
+	uint8_t dtype;            /* INA_D_INT32, INA_D_FP32, INA_D_BFP32 or INA_D_BF16 */
 	uint32_t nslots;          /* slot indices reserved (each has two sets) */
 	uint16_t elems_per_slot;  /* 1..engine's max_elems */
 	unsigned outputs;         /* enum ina_output bits, at least one */

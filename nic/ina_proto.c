@@ -39,6 +39,7 @@ static const char *const dtype_names[INA_D_MAX_] = {
 	[INA_D_INT32] = "int32",
 	[INA_D_FP32] = "fp32",
 	[INA_D_BFP32] = "bfp32",
+	[INA_D_BF16] = "bf16",
 };
 
 const char *ina_reason_name(enum ina_reason r)
@@ -97,17 +98,17 @@ void ina_hdr_encode(const struct ina_hdr *h, void *buf)
 
 static int is_element_dtype(uint8_t d)
 {
-	return d == INA_D_INT32 || d == INA_D_FP32 || d == INA_D_BFP32;
+	return d == INA_D_INT32 || d == INA_D_FP32 || d == INA_D_BFP32 || d == INA_D_BF16;
 }
 
 /* The payload length each type requires, given a valid count. */
-static size_t expected_payload(uint8_t type, uint8_t flags, uint16_t count)
+static size_t expected_payload(uint8_t type, uint8_t flags, uint8_t dtype, uint16_t count)
 {
 	switch (type) {
 	case INA_T_DATA:
-		return flags & INA_F_JOIN ? 0 : (size_t)count * INA_ELEM_SIZE;
+		return flags & INA_F_JOIN ? 0 : (size_t)count * ina_wire_elem_size(dtype);
 	case INA_T_RESULT:
-		return (size_t)count * INA_ELEM_SIZE;
+		return (size_t)count * ina_wire_elem_size(dtype);
 	case INA_T_CONTROL:
 		return count; /* count is the byte length of the message */
 	default:
@@ -151,7 +152,7 @@ enum ina_reason ina_parse(const void *buf, size_t len, struct ina_pkt *pkt)
 	if (h.count > (h.type == INA_T_CONTROL ? INA_MAX_PAYLOAD : INA_MAX_ELEMS))
 		return INA_R_COUNT_TOO_LARGE;
 
-	size_t want = expected_payload(h.type, h.flags, h.count);
+	size_t want = expected_payload(h.type, h.flags, h.dtype, h.count);
 	size_t have = len - INA_HDR_LEN;
 	if (have < want)
 		return INA_R_COUNT_EXCEEDS_PAYLOAD;

@@ -16,6 +16,9 @@
 
 /* Largest payload that fits a 9000-byte MTU: 9000 - IPv4(20) - UDP(8) - 24. */
 #define INA_MAX_PAYLOAD (9000 - 20 - 8 - INA_HDR_LEN)
+/* Bytes of a slot element (every dtype accumulates in 32 bits) and of the
+ * widest wire element; bf16 travels in 2 (ina_wire_elem_size).  The element
+ * count limit is the same for every dtype. */
 #define INA_ELEM_SIZE 4
 #define INA_MAX_ELEMS (INA_MAX_PAYLOAD / INA_ELEM_SIZE) /* 2237 */
 
@@ -41,8 +44,12 @@ enum ina_dtype {
 	INA_D_INT32 = 1, /* exact two's-complement int32 */
 	INA_D_FP32 = 2,  /* IEEE 754 binary32, added natively */
 	INA_D_BFP32 = 3, /* int32 mantissas sharing a block exponent */
+	INA_D_BF16 = 4,  /* bfloat16 on the wire, added in binary32, rounded once */
 	INA_D_MAX_
 };
+
+/* Bytes one element of dtype d takes in a payload. */
+static inline size_t ina_wire_elem_size(uint8_t d) { return d == INA_D_BF16 ? 2 : 4; }
 
 enum ina_flag {
 	INA_F_RETX = 0x01,     /* sender's retransmission */

@@ -16,7 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum hcl_dtype { HCL_INT32 = 1, HCL_FP32 = 2 };
+/* HCL_BF16: bfloat16 elements (uint16_t bit patterns).  Every algorithm
+ * sums them in binary32 and rounds once, to nearest even, at the end; on
+ * the network they travel as fp32 (or BFP32), as SwitchML hosts turn
+ * 16-bit gradients into 32-bit words for the switch. */
+enum hcl_dtype { HCL_INT32 = 1, HCL_FP32 = 2, HCL_BF16 = 3 };
 
 enum hcl_op { HCL_SUM = 1 };
 

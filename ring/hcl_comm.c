@@ -10,6 +10,7 @@
 #include "hcl_ctl.h"
 #include "hcl_hostfile.h"
 #include "hcl_ina.h"
+#include "ina_kernels.h"
 #include "hcl_plan.h"
 #include "hcl_ps.h"
 #include "hcl_sync.h"
@@ -648,6 +649,7 @@ void hcl_comm_destroy(struct hcl_comm *c)
 	free(c->ina_ports);
 	free(c->racks);
 	free(c->info);
+	free(c->wide);
 	free(c);
 }
 
@@ -665,7 +667,7 @@ int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dty
 	hcl_sync_before(c->sync);
 	int rc = allreduce_algo(send, recv, count, dtype, op, c);
 	if (rc == 0)
-		hcl_sync_after(c->sync, count * 4);
+		hcl_sync_after(c->sync, count * (dtype == HCL_BF16 ? 2 : 4));
 	return rc;
 }
 
@@ -695,6 +697,31 @@ int hcl_comm_rank(const struct hcl_comm *c) { return c->rank; }
 int hcl_comm_world(const struct hcl_comm *c) { return c->world; }
 const char *hcl_comm_error(const struct hcl_comm *c) { return c->err; }
 
+/* bf16: widened to binary32, summed by the fp32 path, rounded once. */
+static int allreduce_bf16(const uint16_t *send, uint16_t *recv, size_t count, enum hcl_op op, struct hcl_comm *c)
+{
+	if (count > c->wide_count) {
+		float *w = realloc(c->wide, count * sizeof(*w));
+		if (!w) {
+			snprintf(c->err, sizeof(c->err), "allreduce: no memory to widen %zu bf16 elements", count);
+			return -ENOMEM;
+		}
+		c->wide = w;
+		c->wide_count = count;
+	}
+	for (size_t i = 0; i < count; i++) {
+		uint32_t u = (uint32_t)send[i] << 16;
+		memcpy(&c->wide[i], &u, 4);
+	}
+	int rc = allreduce_algo(c->wide, c->wide, count, HCL_FP32, op, c);
+	for (size_t i = 0; rc == 0 && i < count; i++) {
+		uint32_t u;
+		memcpy(&u, &c->wide[i], 4);
+		recv[i] = ina_f32_to_bf16(u);
+	}
+	return rc;
+}
+
 static int allreduce_algo(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op,
 			  struct hcl_comm *c)
 {
@@ -702,6 +729,13 @@ static int allreduce_algo(const void *send, void *recv, size_t count, enum hcl_d
 		snprintf(c->err, sizeof(c->err), "allreduce: only op sum, and buffers for %zu elements", count);
 		return -EINVAL;
 	}
+	if (dtype != HCL_INT32 && dtype != HCL_FP32 && dtype != HCL_BF16) {
+		snprintf(c->err, sizeof(c->err), "allreduce: data type %d: want HCL_INT32, HCL_FP32 or HCL_BF16",
+			 (int)dtype);
+		return -EINVAL;
+	}
+	if (dtype == HCL_BF16)
+		return allreduce_bf16(send, recv, count, op, c);
 	if (c->algo == HCL_ALGO_AGENT_RING) {
 		if (dtype != HCL_INT32 && dtype != HCL_FP32) {
 			snprintf(c->err, sizeof(c->err), "allreduce: data type must be int32 or fp32");

@@ -44,6 +44,8 @@ struct hcl_comm {
 	unsigned long long report_expect[2]; /* slices the agent's ToR should have completed so far */
 	bool ready; /* hcl_comm_create finished: the others will meet us at destroy's barrier */
 	uint32_t epoch;
+	float *wide;       /* bf16 calls: the elements widened to binary32 */
+	size_t wide_count; /* ... room for this many */
 	struct hcl_sync *sync; /* timing and pacing around each call (ring/hcl_sync.h) */
 	char err[320];
 };

@@ -116,7 +116,7 @@ static void sleep_ms(double ms)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ina-allreduce-perf [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
-		   "                          [-d int32|float] [-o sum] [-a ring] [-t TIMEOUT_MS]\n"
+		   "                          [-d int32|float|bf16] [-o sum] [-a ring] [-t TIMEOUT_MS]\n"
 		   "  Ranks come from RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and HCL_DATA_ADDR).\n"
 		   "  -b/-e  smallest/largest message in bytes (K, M, G suffixes; default 1M/64M)\n"
 		   "  -f     multiply the size by this between lines (default 2)\n"
@@ -189,6 +189,8 @@ int main(int argc, char **argv)
 				dt = HCL_INT32;
 			else if (!strcmp(optarg, "float") || !strcmp(optarg, "fp32"))
 				dt = HCL_FP32;
+			else if (!strcmp(optarg, "bf16"))
+				dt = HCL_BF16;
 			else
 				goto bad;
 			break;
@@ -231,7 +233,8 @@ int main(int argc, char **argv)
 	}
 	z.rng = seed * 0x100000001b3ull + (uint64_t)rank;
 	int64_t *iter_ns = calloc((size_t)iters, sizeof(*iter_ns));
-	size_t maxn = maxb / 4;
+	const size_t esz = dt == HCL_BF16 ? 2 : 4;
+	size_t maxn = maxb / 4; /* 32-bit words: room for maxb bytes of any type */
 	uint32_t *buf = malloc(maxn * 4 + 4);
 	if (!buf || !iter_ns) {
 		fprintf(stderr, "ina-allreduce-perf: out of memory\n");
@@ -253,9 +256,8 @@ int main(int argc, char **argv)
 	double bus_sum = 0;
 	int lines = 0, rc = 0;
 	for (size_t bytes = minb, next; rc == 0; bytes = next) {
-		size_t count = bytes / 4;
-		for (size_t i = 0; i < count; i++)
-			buf[i] = 0;
+		size_t count = bytes / esz;
+		memset(buf, 0, count * esz);
 		for (int k = 0; k < warmup && rc == 0; k++)
 			rc = hcl_allreduce(buf, buf, count, dt, HCL_SUM, c);
 		int64_t t0 = hcl_now_ns();
@@ -274,14 +276,20 @@ int main(int argc, char **argv)
 		if (rc == 0 && iterate && rank == 0) {
 			struct hcl_sync_stats st;
 			hcl_sync_stats(iter_ns, (unsigned long)iters, &st);
-			printf("# iterations %zu B: mean %.1f us  p50 %.1f  p99 %.1f  cv %.3f  %.2f it/s\n", count * 4,
+			printf("# iterations %zu B: mean %.1f us  p50 %.1f  p99 %.1f  cv %.3f  %.2f it/s\n", count * esz,
 			       st.mean_ns / 1e3, st.p50_ns / 1e3, st.p99_ns / 1e3, st.cv, 1e6 / us);
 		}
 		int32_t wrong = 0;
 		if (rc == 0 && check) {
 			/* rank r contributes r+1 (+ i % 7 for int32): the sums are exact */
+			uint16_t *half = (uint16_t *)buf;
 			for (size_t i = 0; i < count; i++) {
-				if (dt == HCL_FP32) {
+				if (dt == HCL_BF16) { /* small integers: exact in bf16 */
+					float f = (float)(rank + 1);
+					uint32_t u;
+					memcpy(&u, &f, 4);
+					half[i] = (uint16_t)(u >> 16);
+				} else if (dt == HCL_FP32) {
 					float f = (float)(rank + 1);
 					memcpy(&buf[i], &f, 4);
 				} else {
@@ -290,7 +298,12 @@ int main(int argc, char **argv)
 			}
 			rc = hcl_allreduce(buf, buf, count, dt, HCL_SUM, c);
 			for (size_t i = 0; rc == 0 && i < count; i++) {
-				if (dt == HCL_FP32) {
+				if (dt == HCL_BF16) {
+					uint32_t u = (uint32_t)half[i] << 16;
+					float f;
+					memcpy(&f, &u, 4);
+					wrong += f != (float)(n * (n + 1) / 2);
+				} else if (dt == HCL_FP32) {
 					float f;
 					memcpy(&f, &buf[i], 4);
 					wrong += f != (float)(n * (n + 1) / 2);
@@ -299,7 +312,7 @@ int main(int argc, char **argv)
 				}
 			}
 			/* summed over ranks in the run's own type: a ps-ina job has one */
-			if (rc == 0 && dt == HCL_FP32) {
+			if (rc == 0 && dt != HCL_INT32) {
 				float fw = (float)wrong;
 				rc = hcl_allreduce(&fw, &fw, 1, HCL_FP32, HCL_SUM, c);
 				wrong = (int32_t)fw;
@@ -313,8 +326,8 @@ int main(int argc, char **argv)
 		bus_sum += busbw;
 		lines++;
 		if (rank == 0) {
-			printf(" %11zu %12zu %8s %6s %10.1f %8.3f %8.3f %7d\n", count * 4, count,
-			       dt == HCL_FP32 ? "float" : "int32", "sum", us, algbw, busbw, wrong);
+			printf(" %11zu %12zu %8s %6s %10.1f %8.3f %8.3f %7d\n", count * esz, count,
+			       dt == HCL_FP32 ? "float" : dt == HCL_BF16 ? "bf16" : "int32", "sum", us, algbw, busbw, wrong);
 			fflush(stdout);
 		}
 		if (bytes >= maxb)

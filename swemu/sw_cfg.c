@@ -406,8 +406,11 @@ static int load_job(struct pctx *p, const config_setting_t *j, const struct sw_s
 		c->dtype = INA_D_FP32;
 	else if (!strcmp(dtype, "bfp32"))
 		c->dtype = INA_D_BFP32;
+	else if (!strcmp(dtype, "bf16"))
+		c->dtype = INA_D_BF16;
 	else
-		return fail(p, config_setting_get_member(j, "dtype"), "dtype must be \"int32\", \"fp32\" or \"bfp32\"");
+		return fail(p, config_setting_get_member(j, "dtype"),
+			    "dtype must be \"int32\", \"fp32\", \"bfp32\" or \"bf16\"");
 	if (get_u32(p, j, "slots", 1, s->slots, true, &c->nslots) < 0 ||
 	    get_int(p, j, "elems", 1, s->max_elems, true, &v) < 0)
 		return -1;

@@ -53,7 +53,7 @@ static void check_emits(void)
 	for (unsigned i = 0; i < out.n; i++) {
 		const struct ina_emit *e = &out.e[i];
 		struct ina_pkt p;
-		CHECK(e->payload_len == (size_t)e->hdr.count * INA_ELEM_SIZE);
+		CHECK(e->payload_len == (size_t)e->hdr.count * ina_wire_elem_size(e->hdr.dtype));
 		CHECK(e->payload_len <= INA_MAX_PAYLOAD);
 		/* what the engine emits is itself a valid packet */
 		ina_hdr_encode(&e->hdr, again);
@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned mode = take(&r, 1);
 	uint16_t elems = (uint16_t)(1 + take(&r, 1) * 9 % INA_MAX_ELEMS);
 	uint32_t nslots = 1 + take(&r, 1) % 4;
-	uint8_t dtype = (uint8_t)(1 + mode % 3);
+	uint8_t dtype = (uint8_t)(1 + mode % 4);
 
 	/* one engine for the whole run: install resets a job's slots, and
 	 * reusing it also checks that remove leaves nothing behind */
@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct ina_hdr h = {
 				.version = INA_VERSION,
 				.type = (uint8_t)(1 + (how >> 1) % 6),
-				.dtype = (how >> 4 & 3) ? dtype : (uint8_t)(1 + (how >> 4) % 3),
+				.dtype = (how >> 4 & 3) ? dtype : (uint8_t)(1 + (how >> 6) % 4),
 				.flags = (uint8_t)(take(&r, 1) & INA_F_ALL_),
 				.job = (uint16_t)(1 + (how >> 6 & 1)),
 				.contributor = (uint16_t)take(&r, 1),
@@ -147,7 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ina_hdr_encode(&h, pkt);
 			len = INA_HDR_LEN;
 			if (h.type == INA_T_DATA || h.type == INA_T_RESULT) {
-				size_t plen = (size_t)h.count * 4;
+				size_t plen = (size_t)h.count * ina_wire_elem_size(h.dtype);
 				for (size_t i = 0; i < plen; i++)
 					pkt[INA_HDR_LEN + i] = r.n ? r.p[i % r.n] : (uint8_t)i;
 				len += plen;

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Aggregation of fan-in 4 through the real switch: exact int32 sums and fp32
-# sums, then the same with 5% emulated loss on every port.
+# Aggregation of fan-in 4 through the real switch: exact int32 sums, fp32
+# sums and bf16 sums (2-byte elements on the wire), then int32 with 5%
+# emulated loss on every port.
 . "$(dirname "$0")/lib.sh"
 topo itina 4 --subnet 10.79.0
 install_job 1 4 int32 10.79.0 >/dev/null || fail "install job 1"
 install_job 2 4 fp32 10.79.0 >/dev/null || fail "install job 2"
+install_job 4 4 bf16 10.79.0 >/dev/null || fail "install job 4"
 run_workers 1 4 10.79.0 --slices 300 --count 1024 --slots 16 || fail "int32 aggregation"
 run_workers 2 4 10.79.0 --slices 100 --count 1024 --slots 16 --dtype fp32 || fail "fp32 aggregation"
+run_workers 4 4 10.79.0 --slices 100 --count 1024 --slots 16 --dtype bf16 || fail "bf16 aggregation"
+[ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["4"]["completions"]')" = 100 ] || fail "job 4 completions"
 [ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["1"]["contributions"]')" = 1200 ] || fail "job 1 contributions"
 [ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["1"]["completions"]')" = 300 ] || fail "job 1 completions"
 "$top/testbed/topo.sh" down itina
@@ -21,4 +25,4 @@ contrib=$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["3"]["contributions"]'
 ((lost > 0)) || fail "no emulated loss counted"
 ((retx > 0)) || fail "no retransmission answered"
 [ "$contrib" = 1200 ] || fail "job 3: $contrib contributions, want exactly 1200"
-echo "ina: fan-in 4 int32 and fp32 exact; under 5% loss exact with $lost packets lost, $retx retransmissions answered"
+echo "ina: fan-in 4 int32, fp32 and bf16 exact; under 5% loss exact with $lost packets lost, $retx retransmissions answered"

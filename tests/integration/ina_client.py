@@ -17,7 +17,7 @@ import time
 
 HDR = struct.Struct(">BBBBHHIIIHbB")
 T_DATA, T_RESULT = 1, 2
-D_INT32, D_FP32 = 1, 2
+D_INT32, D_FP32, D_BF16 = 1, 2, 4
 F_RETX = 1
 SET_BIT = 0x80000000
 
@@ -38,18 +38,33 @@ def main():
     ap.add_argument("--count", type=int, default=256, help="elements per slice")
     ap.add_argument("--slots", type=int, default=8)
     ap.add_argument("--slices", type=int, default=64)
-    ap.add_argument("--dtype", choices=["int32", "fp32"], default="int32")
+    ap.add_argument("--dtype", choices=["int32", "fp32", "bf16"], default="int32")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epoch", type=int, default=1)
     ap.add_argument("--timeout-ms", type=float, default=20)
     ap.add_argument("--deadline-s", type=float, default=60)
     a = ap.parse_args()
 
-    dt = D_INT32 if a.dtype == "int32" else D_FP32
-    fmt = struct.Struct(">%d%s" % (a.count, "i" if dt == D_INT32 else "f"))
+    dt = {"int32": D_INT32, "fp32": D_FP32, "bf16": D_BF16}[a.dtype]
+    f32 = struct.Struct(">%df" % a.count)
+
+    class Bf16:
+        """bf16 on the wire: the high half of each big-endian binary32 (the
+        values used are exact in bf16, so nothing is rounded)."""
+        def pack(self, *v):
+            b = f32.pack(*v)
+            return b"".join(b[i:i + 2] for i in range(0, len(b), 4))
+
+        def unpack_from(self, buf, off):
+            b = buf[off:off + 2 * a.count]
+            return f32.unpack(b"".join(b[i:i + 2] + b"\0\0" for i in range(0, len(b), 2)))
+
+    fmt = {D_INT32: struct.Struct(">%di" % a.count), D_FP32: f32, D_BF16: Bf16()}[dt]
 
     def elems(w, k):
         v = [value(a.seed, w, k, e) for e in range(a.count)]
+        if dt == D_BF16:  # multiples of 1/8 in [-1, 1]: sums of a few stay exact in bf16
+            return [(x % 17 - 8) / 8.0 for x in v]
         return v if dt == D_INT32 else [x / 1024.0 for x in v]
 
     def packet(k, retx):
@@ -83,6 +98,9 @@ def main():
             (ver, typ, dtype, flags, job, contrib, slot, epoch, seq, count, _e, _r) = HDR.unpack_from(buf)
             if typ != T_RESULT or job != a.job or epoch != a.epoch or seq not in outstanding:
                 continue  # a duplicate of a result already taken
+            if len(buf) != HDR.size + (2 if dt == D_BF16 else 4) * a.count:
+                print(f"worker {a.index}: slice {seq}: {len(buf)}-byte result", file=sys.stderr)
+                return 1
             got = list(fmt.unpack_from(buf, HDR.size))
             want = [sum(col) for col in zip(*(elems(w, seq) for w in range(a.fanin)))]
             if dt == D_FP32:

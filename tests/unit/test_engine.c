@@ -153,6 +153,116 @@ static void test_reference_random(void **state)
 	ina_engine_destroy(eng);
 }
 
+/* Reference rounding binary32 -> bfloat16, written apart from the engine's
+ * bit trick: the two bf16 neighbours of f, the nearer one, on a tie the
+ * one with an even last mantissa bit. */
+static uint16_t ref_bf16(float f)
+{
+	if (isnan(f))
+		return 0x7fc0;
+	uint32_t u = u32(f);
+	uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u; /* hi: one step away from zero */
+	double dlo = fabs((double)f32(lo) - f);
+	double dhi = isinf(f32(hi)) ? fabs(ldexp(1.0, 128) - fabs((double)f)) : fabs((double)f32(hi) - f);
+	if (isinf(f))
+		return (uint16_t)(u >> 16);
+	if (dlo < dhi || (dlo == dhi && !(lo >> 16 & 1)))
+		return (uint16_t)(lo >> 16);
+	return (uint16_t)(hi >> 16);
+}
+
+static size_t encode_bf16(uint8_t *buf, const struct ina_hdr *h, const uint16_t *vals)
+{
+	ina_hdr_encode(h, buf);
+	for (unsigned i = 0; vals && i < h->count; i++) {
+		buf[INA_HDR_LEN + 2 * i] = (uint8_t)(vals[i] >> 8);
+		buf[INA_HDR_LEN + 2 * i + 1] = (uint8_t)vals[i];
+	}
+	return INA_HDR_LEN + (vals ? 2u * h->count : 0u);
+}
+
+/* bf16: two bytes per element on the wire, binary32 sums in arrival
+ * order, one rounding at the end; random values (finite, some huge so sums
+ * overflow to infinity, some NaN), fan-ins, counts, orders; a join among
+ * the contributions; a re-send gets the same bytes back. */
+static void test_bf16(void **state)
+{
+	(void)state;
+	static const unsigned fanins[] = { 1, 2, 3, 4, 7, 32, 65 };
+	struct tl_rng rng = { 7 };
+	struct ina_engine *eng = ina_engine_create(16, INA_MAX_ELEMS);
+	assert_non_null(eng);
+
+	for (int it = 0; it < 200; it++) {
+		unsigned fan_in = fanins[tl_below(&rng, sizeof(fanins) / sizeof(fanins[0]))];
+		uint16_t n = (uint16_t)(1 + tl_below(&rng, it % 4 ? 300 : INA_MAX_ELEMS));
+		unsigned joiner = fan_in > 1 && tl_below(&rng, 3) == 0 ? tl_below(&rng, fan_in) : fan_in;
+		struct ina_job_cfg cfg = tl_job(4, fan_in, INA_D_BF16, 4, INA_MAX_ELEMS);
+		assert_int_equal(ina_job_install(eng, &cfg, NULL), 0);
+
+		static uint16_t vals[65][INA_MAX_ELEMS];
+		for (unsigned c = 0; c < fan_in; c++)
+			for (unsigned e = 0; e < n; e++) {
+				unsigned kind = tl_below(&rng, 100);
+				uint16_t v = (uint16_t)tl_next(&rng);
+				if (kind < 90) /* ordinary gradients: |x| in 2^-20 .. 2^12 */
+					v = (uint16_t)((v & 0x807f) | (uint16_t)((107 + tl_below(&rng, 33)) << 7));
+				else if (kind < 99) /* near the top of the range */
+					v = (uint16_t)((v & 0x807f) | 0x7f00);
+				else
+					v = 0x7fc1; /* NaN */
+				vals[c][e] = v;
+			}
+		unsigned order[65];
+		shuffle(&rng, order, fan_in);
+		uint16_t want[INA_MAX_ELEMS];
+		for (unsigned e = 0; e < n; e++) {
+			float s = 0;
+			bool any = false;
+			for (unsigned k = 0; k < fan_in; k++) {
+				if (order[k] == joiner)
+					continue;
+				float v = f32((uint32_t)vals[order[k]][e] << 16);
+				s = any ? s + v : v;
+				any = true;
+			}
+			want[e] = any ? ref_bf16(s) : 0;
+		}
+
+		struct ina_hdr h = tl_hdr(INA_T_DATA, INA_D_BF16, 4, 0, (uint32_t)it % 4, 1, (uint32_t)it, n);
+		size_t len = 0;
+		for (unsigned k = 0; k < fan_in; k++) {
+			unsigned c = order[k];
+			h.contributor = (uint16_t)c;
+			h.flags = c == joiner ? INA_F_JOIN : 0;
+			len = encode_bf16(pktbuf, &h, c == joiner ? NULL : vals[c]);
+			assert_int_equal(ina_engine_rx(eng, pktbuf, len, &cfg.contributors[c], &out), INA_OK);
+			assert_int_equal(out.n, k + 1 < fan_in ? 0 : fan_in);
+		}
+		for (unsigned i = 0; i < out.n; i++) {
+			assert_int_equal(out.e[i].hdr.dtype, INA_D_BF16);
+			assert_int_equal(out.e[i].payload_len, 2u * n);
+			for (unsigned e = 0; e < n; e++) {
+				const uint8_t *p = out.e[i].payload + 2 * e;
+				uint16_t got = (uint16_t)(p[0] << 8 | p[1]);
+				bool nan = (got & 0x7fff) > 0x7f80; /* any NaN will do for a NaN */
+				if (want[e] == 0x7fc0 ? !nan : got != want[e])
+					fail_msg("fan-in %u, element %u: got %04x want %04x", fan_in, e, got, want[e]);
+			}
+		}
+		/* a re-send of the last contribution: the stored result again */
+		uint8_t first[2 * 4] = { 0 };
+		memcpy(first, out.e[0].payload, n < 4 ? 2u * n : sizeof(first));
+		h.flags |= INA_F_RETX;
+		len = encode_bf16(pktbuf, &h, h.flags & INA_F_JOIN ? NULL : vals[order[fan_in - 1]]);
+		assert_int_equal(ina_engine_rx(eng, pktbuf, len, &cfg.contributors[order[fan_in - 1]], &out), INA_OK);
+		assert_int_equal(out.n, 1);
+		assert_memory_equal(out.e[0].payload, first, n < 4 ? 2u * n : sizeof(first));
+		assert_int_equal(ina_job_remove(eng, 4), 0);
+	}
+	ina_engine_destroy(eng);
+}
+
 /* fp32 over int32: quantise with the shared exponent, aggregate exactly,
  * dequantise within the documented bound of the real sum. */
 static void test_bfp_path(void **state)
@@ -1009,6 +1119,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reference_random),
 		cmocka_unit_test(test_bfp_path),
+		cmocka_unit_test(test_bf16),
 		cmocka_unit_test(test_permutations_duplicates),
 		cmocka_unit_test(test_shadow_sets_lossless),
 		cmocka_unit_test(test_shadow_sets_lossy),

@@ -94,7 +94,7 @@ static const struct bad_case bad_cases[] = {
 	BYTE("type 7", INA_R_BAD_TYPE, 1, 7),
 	BYTE("type 255", INA_R_BAD_TYPE, 1, 255),
 	BYTE("dtype 0 on data", INA_R_BAD_DTYPE, 2, 0),
-	BYTE("dtype 4", INA_R_BAD_DTYPE, 2, 4),
+	BYTE("dtype 5", INA_R_BAD_DTYPE, 2, 5),
 	TC("control with int32", INA_R_BAD_DTYPE, INA_T_CONTROL, 0, 0, INA_D_INT32),
 	BYTE("flag 0x08", INA_R_BAD_FLAGS, 3, 0x08),
 	BYTE("flag 0x80", INA_R_BAD_FLAGS, 3, 0x80),
@@ -111,6 +111,9 @@ static const struct bad_case bad_cases[] = {
 	LEN("no payload", INA_R_COUNT_EXCEEDS_PAYLOAD, INA_HDR_LEN),
 	LEN("payload long by 1", INA_R_PAYLOAD_TRAILING, INA_HDR_LEN + 17),
 	TC("pull with payload", INA_R_PAYLOAD_TRAILING, INA_T_PULL, 4, 16, INA_D_INT32),
+	/* bf16 elements take 2 bytes: the 4-byte length of other dtypes is wrong */
+	TC("bf16 data, 4 bytes per element", INA_R_PAYLOAD_TRAILING, INA_T_DATA, 4, 16, INA_D_BF16),
+	TC("bf16 result short by 1", INA_R_COUNT_EXCEEDS_PAYLOAD, INA_T_RESULT, 4, 7, INA_D_BF16),
 	TC("control short", INA_R_COUNT_EXCEEDS_PAYLOAD, INA_T_CONTROL, 10, 9, INA_D_NONE),
 	/* valid ones, so the cases above are known to differ by one thing */
 	{ .what = "valid data", .want = INA_OK, .how = M_NONE },
@@ -118,6 +121,8 @@ static const struct bad_case bad_cases[] = {
 	TC("valid ack", INA_OK, INA_T_ACK, 0, 0, INA_D_BFP32),
 	TC("valid control", INA_OK, INA_T_CONTROL, 10, 10, INA_D_NONE),
 	TC("valid max data", INA_OK, INA_T_DATA, INA_MAX_ELEMS, 4 * INA_MAX_ELEMS, INA_D_FP32),
+	TC("valid bf16 data", INA_OK, INA_T_DATA, 4, 8, INA_D_BF16),
+	TC("valid max bf16 result", INA_OK, INA_T_RESULT, INA_MAX_ELEMS, 2 * INA_MAX_ELEMS, INA_D_BF16),
 };
 
 static void test_every_reason(void **state)
@@ -179,6 +184,8 @@ static void test_names(void **state)
 	assert_string_equal(ina_type_name(INA_T_PULL), "pull");
 	assert_string_equal(ina_type_name(0), "invalid");
 	assert_string_equal(ina_dtype_name(INA_D_BFP32), "bfp32");
+	assert_string_equal(ina_dtype_name(INA_D_BF16), "bf16");
+	assert_string_equal(ina_dtype_name(INA_D_MAX_), "invalid");
 }
 
 int main(void)

@@ -216,6 +216,10 @@ static void test_ctrl(void **state)
 	assert_int_equal(cmd.job.outputs, INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_ACK);
 	assert_int_equal(cmd.job.upstream_index, 2);
 	assert_int_equal(cmd.job.upstream_job, 11);
+	assert_int_equal(PARSE("op = \"install\"; job = { id = 3; fan_in = 1; dtype = \"bf16\"; slots = 1; elems = 8; outputs = [\"multicast\"];"
+			       " contributors = [\"10.0.0.1:48864\"]; };"),
+			 0);
+	assert_int_equal(cmd.job.dtype, INA_D_BF16);
 	assert_int_equal(PARSE("op = \"stats\";"), -1);
 	assert_non_null(strstr(err, "missing setting 'id'"));
 	assert_int_equal(PARSE("op = \"stat\"; id = 1;"), -1);
