@@ -50,7 +50,9 @@ struct hcl_comm_cfg {
 	int ina_job, ina_slots, ina_elems, ina_port;
 	/* ps, ps-ina, fp32 calls: 1 = block floating point over an int32 switch
 	 * job (what a switch without floating point can add), 2 = native fp32
-	 * in the switch; 0: HCL_INA_FP32 ("bfp" or "native"), else native. */
+	 * in the switch, 3 = bf16 on the wire (fp32 calls rounded to bf16 first,
+	 * bf16 calls as they are: half the bytes); 0: HCL_INA_FP32 ("bfp",
+	 * "native" or "bf16"), else native. */
 	int ina_bfp;
 	/* A host file (ring/hcl_hostfile.h: master_port and a list of ranks
 	 * with addr, rack, ina_switch) instead of WORLD_SIZE/MASTER_ADDR/

@@ -420,12 +420,14 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 	struct ina_addr ps = c->info[0].ina;
 	ps.port = htons((uint16_t)psport);
 	const char *mode = getenv("HCL_INA_FP32");
-	if (!k->ina_bfp && mode && strcmp(mode, "bfp") && strcmp(mode, "native"))
-		return hcl_fail(err, errlen, "%s: HCL_INA_FP32 must be bfp or native, not '%s'", name, mode);
-	c->bfp = k->ina_bfp ? k->ina_bfp == 1 : mode && !strcmp(mode, "bfp");
+	if (!k->ina_bfp && mode && strcmp(mode, "bfp") && strcmp(mode, "native") && strcmp(mode, "bf16"))
+		return hcl_fail(err, errlen, "%s: HCL_INA_FP32 must be bfp, native or bf16, not '%s'", name, mode);
+	if (k->ina_bfp < 0 || k->ina_bfp > 3)
+		return hcl_fail(err, errlen, "%s: cfg.ina_bfp must be 0..3, not %d", name, k->ina_bfp);
+	int fmode = k->ina_bfp ? k->ina_bfp : !mode ? 2 : !strcmp(mode, "bfp") ? 1 : !strcmp(mode, "bf16") ? 3 : 2;
+	c->float_dtype = fmode == 1 ? INA_D_BFP32 : fmode == 3 ? INA_D_BF16 : INA_D_FP32;
 	for (int d = 0; d < 2 && rc == 0; d++)
-		rc = hcl_psina_plan(info, (unsigned)c->world, &ps, (uint16_t)(job + d),
-				    d ? INA_D_INT32 : c->bfp ? INA_D_BFP32 : INA_D_FP32,
+		rc = hcl_psina_plan(info, (unsigned)c->world, &ps, (uint16_t)(job + d), d ? INA_D_INT32 : c->float_dtype,
 				    (uint32_t)slots, (uint16_t)elems, &c->plan[d], err, errlen);
 	free(info);
 	if (rc < 0)
@@ -649,7 +651,7 @@ void hcl_comm_destroy(struct hcl_comm *c)
 	free(c->ina_ports);
 	free(c->racks);
 	free(c->info);
-	free(c->wide);
+	free(c->scratch);
 	free(c);
 }
 
@@ -697,28 +699,72 @@ int hcl_comm_rank(const struct hcl_comm *c) { return c->rank; }
 int hcl_comm_world(const struct hcl_comm *c) { return c->world; }
 const char *hcl_comm_error(const struct hcl_comm *c) { return c->err; }
 
-/* bf16: widened to binary32, summed by the fp32 path, rounded once. */
+static void *scratch(struct hcl_comm *c, size_t bytes)
+{
+	if (bytes > c->scratch_bytes) {
+		void *p = realloc(c->scratch, bytes);
+		if (!p) {
+			snprintf(c->err, sizeof(c->err), "allreduce: no memory for a %zu-byte conversion buffer", bytes);
+			return NULL;
+		}
+		c->scratch = p;
+		c->scratch_bytes = bytes;
+	}
+	return c->scratch;
+}
+
+static float bf16_widen(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static uint16_t bf16_narrow(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return ina_f32_to_bf16(u);
+}
+
+static bool bf16_on_wire(const struct hcl_comm *c)
+{
+	return (c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS) && c->float_dtype == INA_D_BF16;
+}
+
+/* bf16: over a bf16 job as they are; otherwise widened to binary32, summed
+ * by the fp32 path, rounded once. */
 static int allreduce_bf16(const uint16_t *send, uint16_t *recv, size_t count, enum hcl_op op, struct hcl_comm *c)
 {
-	if (count > c->wide_count) {
-		float *w = realloc(c->wide, count * sizeof(*w));
-		if (!w) {
-			snprintf(c->err, sizeof(c->err), "allreduce: no memory to widen %zu bf16 elements", count);
-			return -ENOMEM;
-		}
-		c->wide = w;
-		c->wide_count = count;
+	int64_t deadline = hcl_now_ns() + c->timeout_ns;
+	if (bf16_on_wire(c)) {
+		if (send != recv && count)
+			memmove(recv, send, count * 2);
+		return hcl_ina_allreduce(c->ina, recv, count, HCL_BF16, deadline, c->err, sizeof(c->err));
 	}
-	for (size_t i = 0; i < count; i++) {
-		uint32_t u = (uint32_t)send[i] << 16;
-		memcpy(&c->wide[i], &u, 4);
-	}
-	int rc = allreduce_algo(c->wide, c->wide, count, HCL_FP32, op, c);
-	for (size_t i = 0; rc == 0 && i < count; i++) {
-		uint32_t u;
-		memcpy(&u, &c->wide[i], 4);
-		recv[i] = ina_f32_to_bf16(u);
-	}
+	float *w = scratch(c, count * 4);
+	if (!w && count)
+		return -ENOMEM;
+	for (size_t i = 0; i < count; i++)
+		w[i] = bf16_widen(send[i]);
+	int rc = allreduce_algo(w, w, count, HCL_FP32, op, c);
+	for (size_t i = 0; rc == 0 && i < count; i++)
+		recv[i] = bf16_narrow(w[i]);
+	return rc;
+}
+
+/* fp32 over a bf16 job: each value rounded to bf16 before it leaves. */
+static int fp32_over_bf16(float *buf, size_t count, int64_t deadline, struct hcl_comm *c)
+{
+	uint16_t *h = scratch(c, count * 2);
+	if (!h && count)
+		return -ENOMEM;
+	for (size_t i = 0; i < count; i++)
+		h[i] = bf16_narrow(buf[i]);
+	int rc = hcl_ina_allreduce(c->ina, h, count, HCL_BF16, deadline, c->err, sizeof(c->err));
+	for (size_t i = 0; rc == 0 && i < count; i++)
+		buf[i] = bf16_widen(h[i]);
 	return rc;
 }
 
@@ -737,10 +783,6 @@ static int allreduce_algo(const void *send, void *recv, size_t count, enum hcl_d
 	if (dtype == HCL_BF16)
 		return allreduce_bf16(send, recv, count, op, c);
 	if (c->algo == HCL_ALGO_AGENT_RING) {
-		if (dtype != HCL_INT32 && dtype != HCL_FP32) {
-			snprintf(c->err, sizeof(c->err), "allreduce: data type must be int32 or fp32");
-			return -EINVAL;
-		}
 		int d = dtype == HCL_INT32;
 		int rc = hcl_aring_allreduce(c->aring[d], send, recv, count, hcl_now_ns() + c->timeout_ns, c->err,
 					     sizeof(c->err));
@@ -751,7 +793,10 @@ static int allreduce_algo(const void *send, void *recv, size_t count, enum hcl_d
 	if (send != recv && count)
 		memmove(recv, send, count * 4);
 	int64_t deadline = hcl_now_ns() + c->timeout_ns;
-	if ((c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS) && dtype == HCL_FP32 && c->bfp)
+	if (dtype == HCL_FP32 && bf16_on_wire(c))
+		return fp32_over_bf16(recv, count, deadline, c);
+	if ((c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS) && dtype == HCL_FP32 &&
+	    c->float_dtype == INA_D_BFP32)
 		return hcl_ina_allreduce_bfp(c->ina, recv, count, (unsigned)c->world, deadline, c->err, sizeof(c->err));
 	if (c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS)
 		return hcl_ina_allreduce(dtype == HCL_INT32 ? c->ina_i32 : c->ina, recv, count, dtype, deadline, c->err,

@@ -35,7 +35,7 @@ struct hcl_comm {
 	struct hcl_ps *ps;          /* ps, ps-ina, rank 0: the software PS, if the plan has one */
 	struct hcl_psina_plan plan[2]; /* ps, ps-ina: fp32, int32 */
 	bool tor_jobs;              /* this rank installed its ToR's jobs (it is the rack's agent) */
-	bool bfp;                   /* fp32 calls go over a BFP32 job */
+	uint8_t float_dtype;        /* the float job's wire dtype: INA_D_FP32, _BFP32 or _BF16 */
 	/* agent-ring (agent/agent.c) */
 	struct aring_plan aplan[2];  /* fp32, int32 */
 	struct hcl_aring *aring[2];
@@ -44,8 +44,8 @@ struct hcl_comm {
 	unsigned long long report_expect[2]; /* slices the agent's ToR should have completed so far */
 	bool ready; /* hcl_comm_create finished: the others will meet us at destroy's barrier */
 	uint32_t epoch;
-	float *wide;       /* bf16 calls: the elements widened to binary32 */
-	size_t wide_count; /* ... room for this many */
+	void *scratch;        /* bf16 calls widened, fp32 calls narrowed for a bf16 job */
+	size_t scratch_bytes; /* its size */
 	struct hcl_sync *sync; /* timing and pacing around each call (ring/hcl_sync.h) */
 	char err[320];
 };

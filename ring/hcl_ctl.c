@@ -79,7 +79,7 @@ int hcl_ctl_query(const struct sockaddr_in *from, const struct sockaddr_in *sw, 
 
 static const char *dtype_name(uint8_t d)
 {
-	return d == INA_D_FP32 ? "fp32" : d == INA_D_BFP32 ? "bfp32" : "int32";
+	return d == INA_D_FP32 ? "fp32" : d == INA_D_BFP32 ? "bfp32" : d == INA_D_BF16 ? "bf16" : "int32";
 }
 
 static int addr_text(const struct ina_addr *a, bool with_mac, char *b, size_t n)

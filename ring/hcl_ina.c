@@ -133,6 +133,12 @@ static bool send_slice(struct hcl_ina *a, const struct pass *ps, size_t k, bool 
 		memset(out, 0, 4);
 	} else if (ps->kind == PASS_BFP) {
 		ina_bfp_quantize((const float *)ps->buf + first, n, ps->exp[k], ps->addends, out);
+	} else if (ps->dtype == INA_D_BF16) {
+		const uint16_t *buf = ps->buf;
+		for (size_t i = 0; i < n; i++) {
+			uint16_t w = htons(buf[first + i]);
+			memcpy(out + 2 * i, &w, 2);
+		}
 	} else {
 		const uint32_t *buf = ps->buf;
 		for (size_t i = 0; i < n; i++) {
@@ -140,7 +146,7 @@ static bool send_slice(struct hcl_ina *a, const struct pass *ps, size_t k, bool 
 			memcpy(out + 4 * i, &w, 4);
 		}
 	}
-	struct hcl_pkt p = { a->tx, (uint32_t)(INA_HDR_LEN + 4 * n), a->cfg.sw };
+	struct hcl_pkt p = { a->tx, (uint32_t)(INA_HDR_LEN + ina_wire_elem_size(ps->dtype) * n), a->cfg.sw };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 
@@ -156,6 +162,13 @@ static bool take_result(struct hcl_ina *a, const struct pass *ps, size_t k, cons
 		if (p->hdr.exponent != ps->exp[k])
 			return false; /* every contributor used the agreed exponent */
 		ina_bfp_dequantize(p->payload, n, ps->exp[k], ps->addends, (float *)ps->buf + first);
+	} else if (ps->dtype == INA_D_BF16) {
+		uint16_t *buf = ps->buf;
+		for (size_t e = 0; e < n; e++) {
+			uint16_t w;
+			memcpy(&w, p->payload + 2 * e, 2);
+			buf[first + e] = ntohs(w);
+		}
 	} else {
 		uint32_t *buf = ps->buf;
 		for (size_t e = 0; e < n; e++) {
@@ -267,13 +280,14 @@ static int check_count(size_t count, const struct hcl_ina *a, char *err, size_t 
 int hcl_ina_allreduce(struct hcl_ina *a, void *vbuf, size_t count, enum hcl_dtype dt, int64_t deadline_ns,
 		      char *err, size_t errlen)
 {
-	if (dt != HCL_INT32 && dt != HCL_FP32) {
-		snprintf(err, errlen, "ina: data type must be int32 or fp32");
+	if (dt != HCL_INT32 && dt != HCL_FP32 && dt != HCL_BF16) {
+		snprintf(err, errlen, "ina: data type must be int32, fp32 or bf16");
 		return -EINVAL;
 	}
 	if (check_count(count, a, err, errlen) < 0)
 		return -EINVAL;
-	struct pass ps = { PASS_RAW, dt == HCL_FP32 ? INA_D_FP32 : INA_D_INT32, vbuf, count, NULL, 0 };
+	struct pass ps = { PASS_RAW, dt == HCL_FP32 ? INA_D_FP32 : dt == HCL_BF16 ? INA_D_BF16 : INA_D_INT32, vbuf,
+			   count, NULL, 0 };
 	return run_pass(a, &ps, deadline_ns, err, errlen);
 }
 

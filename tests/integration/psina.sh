@@ -4,7 +4,9 @@
 # channel and removes them at the end; racks without INA (and, with more
 # than one rack, the ToRs' partial sums) go to the software PS on rank 0.
 # Results checked by ina-allreduce-perf (#wrong = 0), with 5% loss on every
-# port and link.
+# port and link; with two racks also bf16 and fp32 over bf16 jobs
+# (HCL_INA_FP32=bf16: 2-byte elements on the wire, the ToRs' partials
+# rounded to bf16 before the PS adds them).
 . "$(dirname "$0")/lib.sh"
 perf=${PERF:-$top/build/ring/ina-allreduce-perf}
 sub=10.85.0
@@ -13,9 +15,10 @@ run() { # run ARGS: every size exact, the avg line present
 	local out
 	out=$("$top/testbed/launch.sh" itpsi ${LAUNCH_OPTS:-} -- "$perf" -a ps-ina "$@") || { echo "$out" >&2; return 1; }
 	echo "$out"
-	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(float|int32) +sum .* 0$' <<<"$out")" -ge 2 ] || return 1
+	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(float|int32|bf16) +sum .* 0$' <<<"$out")" -ge 2 ] || return 1
 	grep -q "^# Avg bus bandwidth" <<<"$out"
 }
+tor1_rx_bytes() { stats_get 'sum(p["rx_bytes"] for p in d["switches"]["tor1"]["ports"].values())'; }
 jobs_left() { stats_get "sum(len(s['ina']['jobs']) for s in d['switches'].values() if 'ina' in s)"; }
 
 for loss in "" 0.05; do
@@ -35,7 +38,17 @@ for inaracks in 1 all; do
 	# the int32 run takes its layout from the host file topo.sh wrote
 	LAUNCH_OPTS=--hostfile run -b 16K -e 1M -f 8 -n 2 -w 0 -d int32 -t 60000 ||
 		fail "ps-ina, 2 racks, INA racks $inaracks, int32 (host file)"
+	b0=$(tor1_rx_bytes)
 	run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, fp32"
+	b1=$(tor1_rx_bytes)
+	HCL_INA_FP32=bf16 run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 ||
+		fail "ps-ina, 2 racks, INA racks $inaracks, fp32 over bf16 jobs"
+	b2=$(tor1_rx_bytes)
+	# the same calls in 2-byte elements: about half the bytes into the ToR
+	((4 * (b2 - b1) < 3 * (b1 - b0))) || fail "fp32 over bf16 jobs: $((b2 - b1)) bytes vs $((b1 - b0)) in fp32"
+	echo "psina: INA racks $inaracks: bytes into tor1, fp32 over bf16 jobs / fp32 jobs = $((b2 - b1)) / $((b1 - b0))"
+	HCL_INA_FP32=bf16 run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 -d bf16 ||
+		fail "ps-ina, 2 racks, INA racks $inaracks, bf16 over bf16 jobs"
 	(($(stats_get 'd["switches"]["tor1"]["ina"]["accepted"]') > 0)) || fail "tor1 aggregated nothing"
 	if [ $inaracks = 1 ]; then
 		[ "$(stats_get '"ina" in d["switches"]["tor0"]')" = False ] || fail "tor0 should be a plain switch"

@@ -33,6 +33,7 @@ static int free_port(void)
 struct rk {
 	int rank, world, port, claim_world;
 	enum hcl_algo algo;
+	int ina_bfp; /* cfg.ina_bfp: 3 = the float job is bf16 on the wire */
 	int64_t timeout_ms;
 	const char *hostfile; /* instead of world, master address and port */
 	const char *trace_dir; /* the timing layer on, with pacing */
@@ -94,7 +95,7 @@ static void *rank_main(void *arg)
 				    .master_addr = "127.0.0.1", .master_port = r->port,
 				    .timeout_ms = r->timeout_ms ? r->timeout_ms : 10000, .algo = r->algo,
 				    .ina_port = 20000 + r->port % 20000 + r->rank, .ina_slots = 8, .ina_elems = 512,
-				    .rack = r->rank / 2 };
+				    .rack = r->rank / 2, .ina_bfp = r->ina_bfp };
 	if (r->hostfile)
 		cfg = (struct hcl_comm_cfg){ .rank = r->rank, .world = -1, .rack = -1, .hostfile = r->hostfile,
 					     .timeout_ms = 10000 };
@@ -129,6 +130,18 @@ static void *rank_main(void *arg)
 	}
 	if (r->rc == 0 && !r->trace_dir) /* the timing test counts three calls */
 		r->rc = bf16_call(c, r->rank, r->world, r->err, sizeof(r->err));
+	if (r->rc == 0 && r->ina_bfp == 3) {
+		/* fp32 over a bf16 job: 1 + 2^-10 leaves as 1, so the sum is the
+		 * world size; in fp32 it would be world * (1 + 2^-10) */
+		float f[5] = { 1 + 0x1p-10f, 1 + 0x1p-10f, 1 + 0x1p-10f, 1 + 0x1p-10f, 1 + 0x1p-10f };
+		r->rc = hcl_allreduce(f, f, 5, HCL_FP32, HCL_SUM, c);
+		for (int i = 0; r->rc == 0 && i < 5; i++)
+			if (f[i] != (float)r->world) {
+				snprintf(r->err, sizeof(r->err), "fp32 over bf16: element %d is %.9g, want %d", i, f[i],
+					 r->world);
+				r->rc = -1;
+			}
+	}
 	if (r->rc == 0 && r->trace_dir && hcl_comm_sync_summary(c, &r->sum) != 0)
 		r->rc = -2;
 	hcl_comm_destroy(c);
@@ -214,6 +227,28 @@ static void test_ps(void **state)
 		for (int i = 0; i < world; i++)
 			if (rks[i].rc)
 				fail_msg("ps world %d rank %d: %s", world, i, rks[i].err);
+	}
+	unsetenv("HCL_PS_PORT");
+}
+
+/* The PS with its float job in bf16 (cfg.ina_bfp = 3): bf16 calls go as
+ * they are, fp32 calls are rounded to bf16 on the way out. */
+static void test_ps_bf16_wire(void **state)
+{
+	(void)state;
+	for (int world = 1; world <= 4; world += 3) {
+		struct rk rks[16] = { 0 };
+		for (int i = 0; i < world; i++) {
+			rks[i].algo = HCL_ALGO_PS;
+			rks[i].ina_bfp = 3;
+		}
+		char port[16];
+		snprintf(port, sizeof(port), "%d", free_port());
+		setenv("HCL_PS_PORT", port, 1);
+		run(world, rks, free_port());
+		for (int i = 0; i < world; i++)
+			if (rks[i].rc)
+				fail_msg("ps bf16 world %d rank %d: %s", world, i, rks[i].err);
 	}
 	unsetenv("HCL_PS_PORT");
 }
@@ -420,6 +455,7 @@ int main(void)
 		cmocka_unit_test(test_allreduce),
 		cmocka_unit_test(test_timing_layer),
 		cmocka_unit_test(test_ps),
+		cmocka_unit_test(test_ps_bf16_wire),
 		cmocka_unit_test(test_hier),
 		cmocka_unit_test(test_hostfile),
 		cmocka_unit_test(test_ps_bfp),
