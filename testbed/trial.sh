@@ -62,6 +62,13 @@ if [ "$T_COMPUTE_MS" != 0 ] || [ -n "$T_JITTER" ] || [ -n "$T_STRAGGLER" ]; then
 	[ -n "$T_STRAGGLER" ] && noise+=(--straggler "$T_STRAGGLER")
 fi
 ((T_PACE)) && noise+=(-P)
+# ps/ps-ina float jobs; bf16 packets carry 2048 elements, the bytes of a
+# 1024-element fp32 packet (the switch's max_elems is 2048 here)
+case "${T_INA_WIRE:-fp32}" in
+fp32) wire=(HCL_INA_FP32=native) ;;
+bfp) wire=(HCL_INA_FP32=bfp) ;;
+bf16) wire=(HCL_INA_FP32=bf16 HCL_INA_ELEMS=2048) ;;
+esac
 read -ra algos <<<"$T_ALGOS"
 read -ra sizes <<<"$T_SIZES"
 total=$((${#algos[@]} * ${#sizes[@]})) k=0 start=$SECONDS
@@ -75,7 +82,7 @@ for algo in "${algos[@]}"; do
 		d=$out/runs/$algo-$size
 		mkdir -p "$d/trace"
 		"$top/testbed/topo.sh" stats $name > "$d/stats-before.json"
-		if "$top/testbed/launch.sh" $name -- "$perf" -a "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
+		if env "${wire[@]}" "$top/testbed/launch.sh" $name -- "$perf" -a "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
 			-n "$T_ITERATIONS" -w "$T_WARMUP" -t "$T_TIMEOUT_MS" --trace "$d/trace" "${noise[@]}" \
 			> "$d/perf.out" 2>&1; then
 			echo 0 > "$d/rc"

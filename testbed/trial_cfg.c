@@ -17,7 +17,7 @@ struct trial {
 	const char *name;
 	int seed, racks, hosts, iterations, warmup, timeout_ms;
 	bool ina[8];
-	const char *host_rate, *uplink_rate, *uplink_buffer, *host_buffer, *jitter, *straggler, *dtype, *pmd;
+	const char *host_rate, *uplink_rate, *uplink_buffer, *host_buffer, *jitter, *straggler, *dtype, *pmd, *ina_wire;
 	double loss, compute_ms, oversub;
 	bool pace;
 	char algos[128], sizes[256], rate_buf[32];
@@ -252,7 +252,7 @@ static int check_straggler(config_setting_t *t, const char *s, int world)
 static const char *const known_keys[] = { "name", "seed", "racks", "hosts_per_rack", "ina_racks", "host_rate",
 					   "host_buffer", "pmd", "uplink_rate", "uplink_buffer", "oversubscription", "loss",
 					   "compute_ms", "jitter", "straggler", "algorithms", "sizes",
-					   "iterations", "warmup", "pace", "dtype", "timeout_ms" };
+					   "iterations", "warmup", "pace", "dtype", "ina_wire", "timeout_ms" };
 
 static int load(config_t *cf, struct trial *tr)
 {
@@ -300,8 +300,13 @@ static int load(config_t *cf, struct trial *tr)
 	config_setting_t *d;
 	if (get_str(t, "dtype", &tr->dtype, &d) < 0)
 		return -1;
-	if (strcmp(tr->dtype, "float") && strcmp(tr->dtype, "int32"))
-		return bad(d, "dtype = \"%s\": want \"float\" or \"int32\"", tr->dtype);
+	if (strcmp(tr->dtype, "float") && strcmp(tr->dtype, "int32") && strcmp(tr->dtype, "bf16"))
+		return bad(d, "dtype = \"%s\": want \"float\", \"bf16\" or \"int32\"", tr->dtype);
+	config_setting_t *iw;
+	if (get_str(t, "ina_wire", &tr->ina_wire, &iw) < 0)
+		return -1;
+	if (strcmp(tr->ina_wire, "fp32") && strcmp(tr->ina_wire, "bfp") && strcmp(tr->ina_wire, "bf16"))
+		return bad(iw, "ina_wire = \"%s\": want \"fp32\", \"bfp\" or \"bf16\"", tr->ina_wire);
 	config_setting_t *pm;
 	if (get_str(t, "pmd", &tr->pmd, &pm) < 0)
 		return -1;
@@ -347,7 +352,7 @@ int main(int argc, char **argv)
 	}
 	struct trial tr = { .name = "trial", .seed = 1, .racks = 2, .hosts = 4, .iterations = 10, .warmup = 2,
 			    .timeout_ms = 120000, .host_rate = "200M", .uplink_rate = NULL, .uplink_buffer = "", .host_buffer = "", .pmd = "af_packet",
-			    .jitter = "", .straggler = "", .dtype = "float",
+			    .jitter = "", .straggler = "", .dtype = "float", .ina_wire = "fp32",
 			    .algos = "ring hier ps-ina agent-ring", .sizes = "1M 4M" };
 	if (load(&cf, &tr) < 0) {
 		config_destroy(&cf);
@@ -359,10 +364,10 @@ int main(int argc, char **argv)
 			snprintf(ina + strlen(ina), sizeof(ina) - strlen(ina), "%s%d", *ina ? "," : "", r);
 	printf("T_NAME=%s\nT_SEED=%d\nT_RACKS=%d\nT_HOSTS=%d\nT_INA_RACKS=%s\nT_HOST_RATE=%s\nT_UPLINK_RATE=%s\n"
 	       "T_UPLINK_BUFFER=%s\nT_HOST_BUFFER=%s\nT_PMD=%s\nT_LOSS=%g\nT_COMPUTE_MS=%g\nT_JITTER=%s\nT_STRAGGLER=%s\nT_ALGOS='%s'\n"
-	       "T_SIZES='%s'\nT_ITERATIONS=%d\nT_WARMUP=%d\nT_PACE=%d\nT_DTYPE=%s\nT_TIMEOUT_MS=%d\n",
+	       "T_SIZES='%s'\nT_ITERATIONS=%d\nT_WARMUP=%d\nT_PACE=%d\nT_DTYPE=%s\nT_INA_WIRE=%s\nT_TIMEOUT_MS=%d\n",
 	       tr.name, tr.seed, tr.racks, tr.hosts, *ina ? ina : "none", tr.host_rate,
 	       tr.uplink_rate ? tr.uplink_rate : tr.host_rate, tr.uplink_buffer, tr.host_buffer, tr.pmd, tr.loss, tr.compute_ms, tr.jitter,
-	       tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype, tr.timeout_ms);
+	       tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype, tr.ina_wire, tr.timeout_ms);
 	config_destroy(&cf);
 	return 0;
 }

@@ -96,6 +96,17 @@ trial = {
   pmd = "dpdk";
 };
 E
+expect 3 'ina_wire = "fp16"' <<'E'
+trial = {
+  dtype = "bf16";
+  ina_wire = "fp16";
+};
+E
+expect 2 'dtype = "fp64"' <<'E'
+trial = {
+  dtype = "fp64";
+};
+E
 expect 2 'host_buffer = "big"' <<'E'
 trial = {
   host_buffer = "big";
