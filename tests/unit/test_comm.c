@@ -212,35 +212,15 @@ static void test_timing_layer(void **state)
 	rmdir(dir);
 }
 
-/* The software parameter server in rank 0, used like an INA switch. */
-static void test_ps(void **state)
+/* The software parameter server in rank 0, used like an INA switch, its
+ * float job as configured by ina_bfp (0: native fp32). */
+static void run_ps(int ina_bfp)
 {
-	(void)state;
-	for (int world = 1; world <= 4; world += 3) {
-		struct rk rks[16] = { 0 };
-		for (int i = 0; i < world; i++)
-			rks[i].algo = HCL_ALGO_PS;
-		char port[16];
-		snprintf(port, sizeof(port), "%d", free_port());
-		setenv("HCL_PS_PORT", port, 1);
-		run(world, rks, free_port());
-		for (int i = 0; i < world; i++)
-			if (rks[i].rc)
-				fail_msg("ps world %d rank %d: %s", world, i, rks[i].err);
-	}
-	unsetenv("HCL_PS_PORT");
-}
-
-/* The PS with its float job in bf16 (cfg.ina_bfp = 3): bf16 calls go as
- * they are, fp32 calls are rounded to bf16 on the way out. */
-static void test_ps_bf16_wire(void **state)
-{
-	(void)state;
 	for (int world = 1; world <= 4; world += 3) {
 		struct rk rks[16] = { 0 };
 		for (int i = 0; i < world; i++) {
 			rks[i].algo = HCL_ALGO_PS;
-			rks[i].ina_bfp = 3;
+			rks[i].ina_bfp = ina_bfp;
 		}
 		char port[16];
 		snprintf(port, sizeof(port), "%d", free_port());
@@ -248,9 +228,23 @@ static void test_ps_bf16_wire(void **state)
 		run(world, rks, free_port());
 		for (int i = 0; i < world; i++)
 			if (rks[i].rc)
-				fail_msg("ps bf16 world %d rank %d: %s", world, i, rks[i].err);
+				fail_msg("ps (ina_bfp %d) world %d rank %d: %s", ina_bfp, world, i, rks[i].err);
 	}
 	unsetenv("HCL_PS_PORT");
+}
+
+static void test_ps(void **state)
+{
+	(void)state;
+	run_ps(0);
+}
+
+/* The float job in bf16 (cfg.ina_bfp = 3): bf16 calls go as they are,
+ * fp32 calls are rounded to bf16 on the way out. */
+static void test_ps_bf16_wire(void **state)
+{
+	(void)state;
+	run_ps(3);
 }
 
 /* Hierarchical, racks of two ranks each (an odd world leaves one alone). */
