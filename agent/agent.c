@@ -114,9 +114,15 @@ int hcl_aring_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t de
 		soft[i] = c->info[i].ina;
 		soft[i].port = htons((uint16_t)port);
 	}
-	/* the plans: the fp32 ring on jobs job.., the int32 ring after it */
-	rc = aring_plan_build(c->info, soft, (unsigned)c->world, (uint16_t)job, INA_D_FP32, (uint32_t)slots,
-			      (uint16_t)elems, &c->aplan[0], err, errlen);
+	/* the plans: the float ring on jobs job.. (fp32, or bf16 when asked
+	 * for; BFP's two passes are not an agent-ring mode, so bfp means fp32
+	 * here), the int32 ring after it */
+	rc = hcl_float_dtype(k, "agent-ring", &c->float_dtype, err, errlen);
+	if (c->float_dtype == INA_D_BFP32)
+		c->float_dtype = INA_D_FP32;
+	if (rc == 0)
+		rc = aring_plan_build(c->info, soft, (unsigned)c->world, (uint16_t)job, c->float_dtype,
+				      (uint32_t)slots, (uint16_t)elems, &c->aplan[0], err, errlen);
 	unsigned steps = rc == 0 ? aring_steps(&c->aplan[0]) : 0;
 	if (rc == 0 && job + 2 * steps > 65536)
 		rc = (hcl_fail(err, errlen, "agent-ring: job ids %d.. run past 65535", job), -EINVAL);

@@ -48,11 +48,12 @@ struct hcl_comm_cfg {
 	 * listed in the job). */
 	const char *ina_switch;
 	int ina_job, ina_slots, ina_elems, ina_port;
-	/* ps, ps-ina, fp32 calls: 1 = block floating point over an int32 switch
-	 * job (what a switch without floating point can add), 2 = native fp32
-	 * in the switch, 3 = bf16 on the wire (fp32 calls rounded to bf16 first,
-	 * bf16 calls as they are: half the bytes); 0: HCL_INA_FP32 ("bfp",
-	 * "native" or "bf16"), else native. */
+	/* The float job of ps, ps-ina and agent-ring: 1 = block floating point
+	 * over an int32 switch job (what a switch without floating point can
+	 * add; agent-ring takes it as 2), 2 = native fp32 in the switch, 3 =
+	 * bf16 on the wire (fp32 calls rounded to bf16 first, bf16 calls as
+	 * they are: half the bytes); 0: HCL_INA_FP32 ("bfp", "native" or
+	 * "bf16"), else native. */
 	int ina_bfp;
 	/* A host file (ring/hcl_hostfile.h: master_port and a list of ranks
 	 * with addr, rack, ina_switch) instead of WORLD_SIZE/MASTER_ADDR/

@@ -36,8 +36,8 @@ struct hcl_aring {
 	struct sockaddr_in agg;
 	struct step_state *s;
 	uint32_t epoch;
-	uint32_t *scratch; /* the input, when the call is in place */
-	size_t scratch_n;
+	uint8_t *scratch; /* the input, when the call is in place */
+	size_t scratch_bytes;
 	struct hcl_ina_rx rx;
 	uint8_t tx[INA_HDR_LEN + INA_MAX_PAYLOAD];
 	struct hcl_aring_stats st;
@@ -108,7 +108,43 @@ static size_t slice_n(const struct hcl_aring *a, const struct step_state *ss, si
 	return ss->st.hi - lo < a->p->elems ? ss->st.hi - lo : a->p->elems;
 }
 
-static bool send_slice(struct hcl_aring *a, unsigned step, size_t k, const uint32_t *src, bool retx)
+/* Elements are 4-byte words, or bf16 halves for a BF16 plan; in the
+ * caller's buffers in host order, on the wire big-endian. */
+static void put_elems(uint8_t *out, const uint8_t *src, size_t n, size_t esz)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (esz == 2) {
+			uint16_t v;
+			memcpy(&v, src + 2 * i, 2);
+			v = htons(v);
+			memcpy(out + 2 * i, &v, 2);
+		} else {
+			uint32_t v;
+			memcpy(&v, src + 4 * i, 4);
+			v = htonl(v);
+			memcpy(out + 4 * i, &v, 4);
+		}
+	}
+}
+
+static void get_elems(uint8_t *dst, const uint8_t *in, size_t n, size_t esz)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (esz == 2) {
+			uint16_t v;
+			memcpy(&v, in + 2 * i, 2);
+			v = ntohs(v);
+			memcpy(dst + 2 * i, &v, 2);
+		} else {
+			uint32_t v;
+			memcpy(&v, in + 4 * i, 4);
+			v = ntohl(v);
+			memcpy(dst + 4 * i, &v, 4);
+		}
+	}
+}
+
+static bool send_slice(struct hcl_aring *a, unsigned step, size_t k, const uint8_t *src, bool retx)
 {
 	struct step_state *ss = &a->s[step];
 	uint32_t slot = (uint32_t)(k % a->p->slots);
@@ -119,20 +155,17 @@ static bool send_slice(struct hcl_aring *a, unsigned step, size_t k, const uint3
 			     .slot = slot | (ss->set[slot] ? INA_SLOT_SET_BIT : 0), .epoch = a->epoch,
 			     .seq = (uint32_t)k, .count = (uint16_t)n };
 	ina_hdr_encode(&h, a->tx);
-	size_t len = INA_HDR_LEN;
+	size_t len = INA_HDR_LEN, esz = ina_wire_elem_size(a->p->dtype);
 	if (!ss->st.join) {
-		for (size_t i = 0; i < n; i++) {
-			uint32_t w = htonl(src[lo + i]);
-			memcpy(a->tx + INA_HDR_LEN + 4 * i, &w, 4);
-		}
-		len += 4 * n;
+		put_elems(a->tx + INA_HDR_LEN, src + lo * esz, n, esz);
+		len += esz * n;
 	}
 	struct hcl_pkt p = { a->tx, (uint32_t)len, a->agg };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 
 /* Slice k always uses slot k % slots. */
-static void start_slice(struct hcl_aring *a, unsigned step, size_t k, const uint32_t *src)
+static void start_slice(struct hcl_aring *a, unsigned step, size_t k, const uint8_t *src)
 {
 	struct step_state *ss = &a->s[step];
 	struct outstanding *o = &ss->out[k % a->p->slots];
@@ -155,23 +188,24 @@ static void describe_member(const struct aring_plan *p, unsigned k, char *b, siz
 int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_t count, int64_t deadline_ns,
 			char *err, size_t errlen)
 {
-	const uint32_t *src = vsrc;
-	uint32_t *dst = vdst;
+	const uint8_t *src = vsrc;
+	uint8_t *dst = vdst;
+	size_t esz = ina_wire_elem_size(a->p->dtype);
 	if (count && (!src || !dst)) {
 		snprintf(err, errlen, "agent-ring: no buffers");
 		return -EINVAL;
 	}
 	if (src == dst && count) { /* contributions must not see results */
-		if (a->scratch_n < count) {
-			uint32_t *b = realloc(a->scratch, count * 4);
+		if (a->scratch_bytes < count * esz) {
+			uint8_t *b = realloc(a->scratch, count * esz);
 			if (!b) {
 				snprintf(err, errlen, "agent-ring: out of memory");
 				return -ENOMEM;
 			}
 			a->scratch = b;
-			a->scratch_n = count;
+			a->scratch_bytes = count * esz;
 		}
-		memcpy(a->scratch, src, count * 4);
+		memcpy(a->scratch, src, count * esz);
 		src = a->scratch;
 	}
 	a->epoch++;
@@ -280,11 +314,7 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 					continue;
 				}
 				size_t lo = slice_lo(a, ss, o->slice);
-				for (size_t e = 0; e < p.hdr.count; e++) {
-					uint32_t w;
-					memcpy(&w, p.payload + 4 * e, 4);
-					dst[lo + e] = ntohl(w);
-				}
+				get_elems(dst + lo * esz, p.payload, p.hdr.count, esz);
 				o->resulted = true;
 				a->st.results++;
 			}

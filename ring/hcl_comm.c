@@ -384,6 +384,18 @@ void hcl_comm_remove_tor_jobs(struct hcl_comm *c)
 	c->tor_jobs = false;
 }
 
+int hcl_float_dtype(const struct hcl_comm_cfg *k, const char *name, uint8_t *dtype, char *err, size_t errlen)
+{
+	const char *mode = getenv("HCL_INA_FP32");
+	if (!k->ina_bfp && mode && strcmp(mode, "bfp") && strcmp(mode, "native") && strcmp(mode, "bf16"))
+		return hcl_fail(err, errlen, "%s: HCL_INA_FP32 must be bfp, native or bf16, not '%s'", name, mode), -EINVAL;
+	if (k->ina_bfp < 0 || k->ina_bfp > 3)
+		return hcl_fail(err, errlen, "%s: cfg.ina_bfp must be 0..3, not %d", name, k->ina_bfp), -EINVAL;
+	int m = k->ina_bfp ? k->ina_bfp : !mode ? 2 : !strcmp(mode, "bfp") ? 1 : !strcmp(mode, "bf16") ? 3 : 2;
+	*dtype = m == 1 ? INA_D_BFP32 : m == 3 ? INA_D_BF16 : INA_D_FP32;
+	return 0;
+}
+
 /* ps and ps-ina: a socket on this rank's data address at its INA port, the
  * plan (which ToRs aggregate, whether rank 0 runs a software PS), the jobs
  * installed by each rack's agent, a client per data type. */
@@ -419,13 +431,8 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 	}
 	struct ina_addr ps = c->info[0].ina;
 	ps.port = htons((uint16_t)psport);
-	const char *mode = getenv("HCL_INA_FP32");
-	if (!k->ina_bfp && mode && strcmp(mode, "bfp") && strcmp(mode, "native") && strcmp(mode, "bf16"))
-		return hcl_fail(err, errlen, "%s: HCL_INA_FP32 must be bfp, native or bf16, not '%s'", name, mode);
-	if (k->ina_bfp < 0 || k->ina_bfp > 3)
-		return hcl_fail(err, errlen, "%s: cfg.ina_bfp must be 0..3, not %d", name, k->ina_bfp);
-	int fmode = k->ina_bfp ? k->ina_bfp : !mode ? 2 : !strcmp(mode, "bfp") ? 1 : !strcmp(mode, "bf16") ? 3 : 2;
-	c->float_dtype = fmode == 1 ? INA_D_BFP32 : fmode == 3 ? INA_D_BF16 : INA_D_FP32;
+	if ((rc = hcl_float_dtype(k, name, &c->float_dtype, err, errlen)) < 0)
+		return rc;
 	for (int d = 0; d < 2 && rc == 0; d++)
 		rc = hcl_psina_plan(info, (unsigned)c->world, &ps, (uint16_t)(job + d), d ? INA_D_INT32 : c->float_dtype,
 				    (uint32_t)slots, (uint16_t)elems, &c->plan[d], err, errlen);
@@ -730,19 +737,30 @@ static uint16_t bf16_narrow(float f)
 
 static bool bf16_on_wire(const struct hcl_comm *c)
 {
-	return (c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS) && c->float_dtype == INA_D_BF16;
+	return (c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS || c->algo == HCL_ALGO_AGENT_RING) &&
+	       c->float_dtype == INA_D_BF16;
+}
+
+/* bf16 elements through the float job of an INA algorithm. */
+static int float_job_bf16(struct hcl_comm *c, const uint16_t *send, uint16_t *recv, size_t count, int64_t deadline)
+{
+	if (c->algo == HCL_ALGO_AGENT_RING) {
+		int rc = hcl_aring_allreduce(c->aring[0], send, recv, count, deadline, c->err, sizeof(c->err));
+		if (rc == 0)
+			hcl_aring_report(c, 0, count);
+		return rc;
+	}
+	if (send != recv && count)
+		memmove(recv, send, count * 2);
+	return hcl_ina_allreduce(c->ina, recv, count, HCL_BF16, deadline, c->err, sizeof(c->err));
 }
 
 /* bf16: over a bf16 job as they are; otherwise widened to binary32, summed
  * by the fp32 path, rounded once. */
 static int allreduce_bf16(const uint16_t *send, uint16_t *recv, size_t count, enum hcl_op op, struct hcl_comm *c)
 {
-	int64_t deadline = hcl_now_ns() + c->timeout_ns;
-	if (bf16_on_wire(c)) {
-		if (send != recv && count)
-			memmove(recv, send, count * 2);
-		return hcl_ina_allreduce(c->ina, recv, count, HCL_BF16, deadline, c->err, sizeof(c->err));
-	}
+	if (bf16_on_wire(c))
+		return float_job_bf16(c, send, recv, count, hcl_now_ns() + c->timeout_ns);
 	float *w = scratch(c, count * 4);
 	if (!w && count)
 		return -ENOMEM;
@@ -755,16 +773,16 @@ static int allreduce_bf16(const uint16_t *send, uint16_t *recv, size_t count, en
 }
 
 /* fp32 over a bf16 job: each value rounded to bf16 before it leaves. */
-static int fp32_over_bf16(float *buf, size_t count, int64_t deadline, struct hcl_comm *c)
+static int fp32_over_bf16(const float *send, float *recv, size_t count, int64_t deadline, struct hcl_comm *c)
 {
 	uint16_t *h = scratch(c, count * 2);
 	if (!h && count)
 		return -ENOMEM;
 	for (size_t i = 0; i < count; i++)
-		h[i] = bf16_narrow(buf[i]);
-	int rc = hcl_ina_allreduce(c->ina, h, count, HCL_BF16, deadline, c->err, sizeof(c->err));
+		h[i] = bf16_narrow(send[i]);
+	int rc = float_job_bf16(c, h, h, count, deadline);
 	for (size_t i = 0; rc == 0 && i < count; i++)
-		buf[i] = bf16_widen(h[i]);
+		recv[i] = bf16_widen(h[i]);
 	return rc;
 }
 
@@ -782,6 +800,8 @@ static int allreduce_algo(const void *send, void *recv, size_t count, enum hcl_d
 	}
 	if (dtype == HCL_BF16)
 		return allreduce_bf16(send, recv, count, op, c);
+	if (dtype == HCL_FP32 && bf16_on_wire(c))
+		return fp32_over_bf16(send, recv, count, hcl_now_ns() + c->timeout_ns, c);
 	if (c->algo == HCL_ALGO_AGENT_RING) {
 		int d = dtype == HCL_INT32;
 		int rc = hcl_aring_allreduce(c->aring[d], send, recv, count, hcl_now_ns() + c->timeout_ns, c->err,
@@ -793,8 +813,6 @@ static int allreduce_algo(const void *send, void *recv, size_t count, enum hcl_d
 	if (send != recv && count)
 		memmove(recv, send, count * 4);
 	int64_t deadline = hcl_now_ns() + c->timeout_ns;
-	if (dtype == HCL_FP32 && bf16_on_wire(c))
-		return fp32_over_bf16(recv, count, deadline, c);
 	if ((c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS) && dtype == HCL_FP32 &&
 	    c->float_dtype == INA_D_BFP32)
 		return hcl_ina_allreduce_bfp(c->ina, recv, count, (unsigned)c->world, deadline, c->err, sizeof(c->err));

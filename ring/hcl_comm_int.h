@@ -63,6 +63,8 @@ void hcl_comm_remove_tor_jobs(struct hcl_comm *c);
 
 /* agent/agent.c: sets up agent-ring on a communicator after rendezvous;
  * stops what it started. */
+/* The float job's wire dtype from cfg.ina_bfp or HCL_INA_FP32. */
+int hcl_float_dtype(const struct hcl_comm_cfg *k, const char *name, uint8_t *dtype, char *err, size_t errlen);
 int hcl_aring_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t deadline, char *err, size_t errlen);
 void hcl_aring_teardown(struct hcl_comm *c);
 /* With HCL_AGENT_REPORT set, an agent prints its rack's progress after each

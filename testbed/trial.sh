@@ -62,7 +62,7 @@ if [ "$T_COMPUTE_MS" != 0 ] || [ -n "$T_JITTER" ] || [ -n "$T_STRAGGLER" ]; then
 	[ -n "$T_STRAGGLER" ] && noise+=(--straggler "$T_STRAGGLER")
 fi
 ((T_PACE)) && noise+=(-P)
-# ps/ps-ina float jobs; bf16 packets carry 2048 elements, the bytes of a
+# float jobs of ps, ps-ina, agent-ring; bf16 packets carry 2048 elements, the bytes of a
 # 1024-element fp32 packet (the switch's max_elems is 2048 here)
 case "${T_INA_WIRE:-fp32}" in
 fp32) wire=(HCL_INA_FP32=native) ;;

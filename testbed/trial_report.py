@@ -227,7 +227,7 @@ def main():
         return f % v if isinstance(v, (int, float)) else "–"
 
     md = ["# Trial %s" % t["T_NAME"], "",
-          "%d racks × %d hosts (INA racks: %s), %s ports, host links %s%s, uplinks %s%s, loss %s; %s (ps/ps-ina floats as %s), %d iterations after %d "
+          "%d racks × %d hosts (INA racks: %s), %s ports, host links %s%s, uplinks %s%s, loss %s; %s (INA float jobs: %s), %d iterations after %d "
           "warm-up; compute %s ms%s%s; pacing %s; seed %s." % (
               int(t["T_RACKS"]), int(t["T_HOSTS"]), t["T_INA_RACKS"], t.get("T_PMD", "af_packet"), t["T_HOST_RATE"],
               " (buffer %s)" % t["T_HOST_BUFFER"] if t.get("T_HOST_BUFFER") else "", t["T_UPLINK_RATE"],

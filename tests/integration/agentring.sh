@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Agent-ring (docs/AGENTRING.md) through swemu, launched like a job: 8 ranks
 # in two racks of four with 0, 1 and 2 INA ToRs, 5% loss on every port and
-# link; int32 and fp32 at 1, 7 and 100003 elements, #wrong = 0 everywhere.
+# link; int32 and fp32 at 1, 7 and 100003 elements, #wrong = 0 everywhere;
+# with one INA rack also bf16 and fp32 over BF16 jobs (HCL_INA_FP32=bf16).
 # Then: the agent's link carries no more than a worker's (no relaying),
 # one INA rack alone (SwitchML), and a killed member stops everybody within
 # the deadline with the jobs removed from the switches.
@@ -13,7 +14,7 @@ check() { # check TOPO ARGS: every line exact
 	local out
 	out=$("$top/testbed/launch.sh" "$TOPO_NAME" -- "$perf" -a agent-ring -n 1 -w 0 -t 60000 "$@") ||
 		{ echo "$out" >&2; return 1; }
-	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(int32|float) +sum .* 0$' <<<"$out")" -ge 1 ] || { echo "$out" >&2; return 1; }
+	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(int32|float|bf16) +sum .* 0$' <<<"$out")" -ge 1 ] || { echo "$out" >&2; return 1; }
 }
 jobs_left() { stats_get "sum(len(s['ina']['jobs']) for s in d['switches'].values() if 'ina' in s)"; }
 
@@ -22,7 +23,17 @@ for inaracks in none 1 all; do
 	for bytes in 4 28 400012; do
 		check -d int32 -b $bytes -e $bytes || fail "agent-ring, INA racks $inaracks, int32, $bytes B"
 	done
+	b0=$(switch_rx_bytes tor0)
 	check -d float -b 400012 -e 400012 || fail "agent-ring, INA racks $inaracks, fp32"
+	if [ $inaracks = 1 ]; then # a ToR and software members, both on BF16 jobs
+		b1=$(switch_rx_bytes tor0)
+		HCL_INA_FP32=bf16 check -d float -b 400012 -e 400012 || fail "agent-ring, INA racks 1, fp32 over BF16 jobs"
+		b2=$(switch_rx_bytes tor0)
+		# rack 0's software members: the same call in 2-byte elements
+		((4 * (b2 - b1) < 3 * (b1 - b0))) || fail "fp32 over BF16 jobs: $((b2 - b1)) bytes into tor0 vs $((b1 - b0))"
+		echo "agentring: bytes into tor0, fp32 over BF16 jobs / fp32 jobs = $((b2 - b1)) / $((b1 - b0))"
+		HCL_INA_FP32=bf16 check -d bf16 -b 200006 -e 200006 || fail "agent-ring, INA racks 1, bf16 over BF16 jobs"
+	fi
 	[ "$(jobs_left)" = 0 ] || fail "INA racks $inaracks: jobs left in the switches"
 	"$top/testbed/topo.sh" down itagr
 done

@@ -35,6 +35,9 @@ stats_get() { stats | $PY -c "import json,sys; d=json.load(sys.stdin); print($1)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# switch_rx_bytes SWITCH: bytes received on all of its ports so far
+switch_rx_bytes() { stats_get "sum(p['rx_bytes'] for p in d['switches']['$1']['ports'].values())"; }
+
 # A job of all HOSTS members through tor0 at SUBNET.254, via the control channel.
 install_job() {
 	local id=$1 fanin=$2 dtype=$3 subnet=$4 extra=${5:-}

@@ -18,7 +18,6 @@ run() { # run ARGS: every size exact, the avg line present
 	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(float|int32|bf16) +sum .* 0$' <<<"$out")" -ge 2 ] || return 1
 	grep -q "^# Avg bus bandwidth" <<<"$out"
 }
-tor1_rx_bytes() { stats_get 'sum(p["rx_bytes"] for p in d["switches"]["tor1"]["ports"].values())'; }
 jobs_left() { stats_get "sum(len(s['ina']['jobs']) for s in d['switches'].values() if 'ina' in s)"; }
 
 for loss in "" 0.05; do
@@ -38,12 +37,12 @@ for inaracks in 1 all; do
 	# the int32 run takes its layout from the host file topo.sh wrote
 	LAUNCH_OPTS=--hostfile run -b 16K -e 1M -f 8 -n 2 -w 0 -d int32 -t 60000 ||
 		fail "ps-ina, 2 racks, INA racks $inaracks, int32 (host file)"
-	b0=$(tor1_rx_bytes)
+	b0=$(switch_rx_bytes tor1)
 	run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, fp32"
-	b1=$(tor1_rx_bytes)
+	b1=$(switch_rx_bytes tor1)
 	HCL_INA_FP32=bf16 run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 ||
 		fail "ps-ina, 2 racks, INA racks $inaracks, fp32 over bf16 jobs"
-	b2=$(tor1_rx_bytes)
+	b2=$(switch_rx_bytes tor1)
 	# the same calls in 2-byte elements: about half the bytes into the ToR
 	((4 * (b2 - b1) < 3 * (b1 - b0))) || fail "fp32 over bf16 jobs: $((b2 - b1)) bytes vs $((b1 - b0)) in fp32"
 	echo "psina: INA racks $inaracks: bytes into tor1, fp32 over bf16 jobs / fp32 jobs = $((b2 - b1)) / $((b1 - b0))"
