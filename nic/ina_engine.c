@@ -367,9 +367,10 @@ static void add_bf16(struct ctx *x, unsigned n, bool first, bool last)
 		memcpy(x->data, x->pkt->payload, (size_t)n * 2);
 		return;
 	}
-	(first ? ina_k_load_bf16 : ina_k_add_bf16)(x->data, x->pkt->payload, n);
-	if (last)
-		ina_k_to_wire_bf16(x->data, n);
+	if (first)
+		ina_k_load_bf16(x->data, x->pkt->payload, n);
+	else
+		(last ? ina_k_add_bf16_final : ina_k_add_bf16)(x->data, x->pkt->payload, n);
 }
 
 static void add_contribution(struct ctx *x, unsigned c)

@@ -1,5 +1,6 @@
 #include "ina_kernels.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* A 4-byte load that may sit at any address: packet payloads start at
@@ -90,12 +91,16 @@ static inline uint32_t ld_bf16(const uint8_t *src, unsigned i)
 	return (uint32_t)__builtin_bswap16(((const u16_any *)src)[i]) << 16;
 }
 
-uint16_t ina_f32_to_bf16(uint32_t f)
+/* Static, so the loops below inline it: the exported name may be
+ * interposed in a PIC build, and a call per element cost 40x. */
+static inline uint16_t f32_to_bf16(uint32_t f)
 {
-	if ((f & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it one (quiet bit set) */
-		return (uint16_t)(f >> 16 | 0x40);
-	return (uint16_t)((f + 0x7fffu + (f >> 16 & 1)) >> 16);
+	uint16_t nan = (uint16_t)(f >> 16 | 0x40); /* NaN: keep it one (quiet bit set) */
+	uint16_t rne = (uint16_t)((f + 0x7fffu + (f >> 16 & 1)) >> 16);
+	return (f & 0x7fffffffu) > 0x7f800000u ? nan : rne;
 }
+
+uint16_t ina_f32_to_bf16(uint32_t f) { return f32_to_bf16(f); }
 
 void ina_k_load_bf16(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
 {
@@ -111,18 +116,39 @@ void ina_k_add_bf16(uint32_t *restrict dst, const uint8_t *restrict src, unsigne
 		dst[i] = as_u32(as_f32(dst[i]) + as_f32(ld_bf16(src, i)));
 }
 
-/* In blocks through a buffer: block k's output (bytes 128k..) ends before
- * block k+1's input (bytes 256(k+1)..) starts, so nothing unread is
- * overwritten, and the loops stay free of aliasing. */
-void ina_k_to_wire_bf16(uint32_t *dst, unsigned n)
+/* Results in wire bf16 at the start of dst, where the binary32 partial
+ * was: element i's 2 bytes land at 2i, over the input of element i/2.  In
+ * blocks of 64: from the second block on, a block's output (bytes 2k..2k+128)
+ * lies below its input (4k..), and everything it overwrites was read by an
+ * earlier block, so the block's pointers may be restrict and the loop
+ * vectorises; the first block, whose output covers its own input, goes
+ * through a buffer.  (A buffer for every block cost a store-forwarding stall
+ * per 16 bytes; an unsigned k + i index, a gather emulated per element.) */
+enum { BF16_BLOCK = 64 };
+typedef uint16_t u16_out __attribute__((may_alias));
+
+static inline __attribute__((always_inline)) void bf16_run(u16_out *restrict out, const uint32_t *restrict in,
+							 const uint8_t *restrict src, unsigned m, bool add)
 {
-	enum { B = 64 };
-	uint8_t *out = (uint8_t *)dst;
-	for (unsigned k = 0; k < n; k += B) {
-		uint16_t blk[B];
-		unsigned m = n - k < B ? n - k : B;
-		for (unsigned i = 0; i < m; i++)
-			blk[i] = __builtin_bswap16(ina_f32_to_bf16(dst[k + i]));
-		memcpy(out + 2 * (size_t)k, blk, 2 * (size_t)m);
+	for (unsigned i = 0; i < m; i++) {
+		uint32_t v = add ? as_u32(as_f32(in[i]) + as_f32(ld_bf16(src, i))) : in[i];
+		out[i] = __builtin_bswap16(f32_to_bf16(v));
 	}
 }
+
+static inline __attribute__((always_inline)) void bf16_finish(uint32_t *dst, const uint8_t *src, unsigned n,
+							    bool add)
+{
+	u16_out *out = (u16_out *)dst;
+	uint16_t blk[BF16_BLOCK];
+	size_t first = n < BF16_BLOCK ? n : BF16_BLOCK;
+	bf16_run(blk, dst, src, (unsigned)first, add);
+	memcpy(out, blk, 2 * first);
+	for (size_t k = first; k < n; k += BF16_BLOCK)
+		bf16_run(out + k, dst + k, add ? src + 2 * k : NULL, n - k < BF16_BLOCK ? (unsigned)(n - k) : BF16_BLOCK,
+			 add);
+}
+
+void ina_k_to_wire_bf16(uint32_t *dst, unsigned n) { bf16_finish(dst, NULL, n, false); }
+
+void ina_k_add_bf16_final(uint32_t *dst, const uint8_t *src, unsigned n) { bf16_finish(dst, src, n, true); }

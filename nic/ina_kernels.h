@@ -25,8 +25,9 @@ void ina_k_to_wire(uint32_t *dst, unsigned n);
 void ina_k_load_bf16(uint32_t *dst, const uint8_t *src, unsigned n);
 void ina_k_add_bf16(uint32_t *dst, const uint8_t *src, unsigned n);
 /* the binary32 partial in dst becomes n bf16 results in wire order at the
- * start of the same memory (2n bytes) */
+ * start of the same memory (2n bytes); _final adds src first */
 void ina_k_to_wire_bf16(uint32_t *dst, unsigned n);
+void ina_k_add_bf16_final(uint32_t *dst, const uint8_t *src, unsigned n);
 /* binary32 bits -> bfloat16 bits, round to nearest even; NaN stays NaN */
 uint16_t ina_f32_to_bf16(uint32_t f);
 

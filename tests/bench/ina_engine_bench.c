@@ -12,6 +12,7 @@
 
 #include "bench_util.h"
 #include "ina_engine.h"
+#include "ina_kernels.h"
 
 struct bench_cfg {
 	double seconds; /* per figure, split over PIECES alternating pieces */
@@ -46,9 +47,10 @@ static void put32(uint8_t *p, uint32_t v)
 	memcpy(p, &v, 4);
 }
 
+/* binary32 bits for fp32 and bf16 (whose values are exact in bf16) */
 static uint32_t elem_value(const struct run *r, unsigned c, unsigned e)
 {
-	if (r->dtype == INA_D_FP32) {
+	if (r->dtype == INA_D_FP32 || r->dtype == INA_D_BF16) {
 		float f = (float)((c + e) % 64) * 0.25f;
 		uint32_t v;
 		memcpy(&v, &f, 4);
@@ -59,7 +61,8 @@ static uint32_t elem_value(const struct run *r, unsigned c, unsigned e)
 
 static void build_packets(struct run *r)
 {
-	r->pkt_len = INA_HDR_LEN + (size_t)r->elems * 4;
+	size_t esz = ina_wire_elem_size(r->dtype);
+	r->pkt_len = INA_HDR_LEN + (size_t)r->elems * esz;
 	r->pkts = calloc(r->fan_in, sizeof(*r->pkts));
 	r->addrs = calloc(r->fan_in, sizeof(*r->addrs));
 	for (unsigned c = 0; c < r->fan_in; c++) {
@@ -69,8 +72,11 @@ static void build_packets(struct run *r)
 		struct ina_hdr h = { .version = INA_VERSION, .type = INA_T_DATA, .dtype = r->dtype,
 				     .job = 1, .contributor = (uint16_t)c, .count = (uint16_t)r->elems };
 		ina_hdr_encode(&h, r->pkts[c]);
-		for (unsigned e = 0; e < r->elems; e++)
-			put32(r->pkts[c] + INA_HDR_LEN + 4 * e, elem_value(r, c, e));
+		for (unsigned e = 0; e < r->elems; e++) {
+			uint8_t w[4];
+			put32(w, elem_value(r, c, e));
+			memcpy(r->pkts[c] + INA_HDR_LEN + esz * e, w, esz); /* bf16: the high half */
+		}
 		r->addrs[c] = (struct ina_addr){ .ip = 0x0a000001u + c, .port = 0xE0BE };
 	}
 }
@@ -143,7 +149,7 @@ static struct result run_engine(struct engine_run *er, struct run *r, double sec
 		er->round++;
 		t = now() - t0;
 	} while (t < seconds);
-	return (struct result){ packets / t, packets * r->elems * 32.0 / t / 1e9, true };
+	return (struct result){ packets / t, packets * r->elems * 8.0 * ina_wire_elem_size(r->dtype) / t / 1e9, true };
 }
 
 /* Every slot completed once per round, and the last slot's result is the
@@ -154,24 +160,38 @@ static bool engine_check(const struct engine_run *er, const struct run *r)
 	bool ok = out->n == r->fan_in && er->results == (uint64_t)er->round * r->nslots * r->fan_in;
 	for (unsigned e = 0; ok && e < r->elems; e++) {
 		double want = 0, got;
-		uint32_t w;
-		memcpy(&w, out->e[0].payload + 4 * e, 4);
-		w = __builtin_bswap32(w);
+		uint32_t w = 0;
+		if (r->dtype == INA_D_BF16) {
+			const uint8_t *b = out->e[0].payload + 2 * e;
+			w = (uint32_t)(b[0] << 8 | b[1]) << 16;
+		} else {
+			memcpy(&w, out->e[0].payload + 4 * e, 4);
+			w = __builtin_bswap32(w);
+		}
 		for (unsigned c = 0; c < r->fan_in; c++) {
 			uint32_t v = elem_value(r, c, e);
 			float f;
 			memcpy(&f, &v, 4);
-			want += r->dtype == INA_D_FP32 ? f : (double)v;
+			want += r->dtype == INA_D_INT32 ? (double)v : f;
+		}
+		if (r->dtype == INA_D_BF16) { /* the exact sum, rounded once */
+			float fw = (float)want;
+			uint32_t u;
+			memcpy(&u, &fw, 4);
+			u = (uint32_t)ina_f32_to_bf16(u) << 16;
+			memcpy(&fw, &u, 4);
+			want = fw;
 		}
 		float gf;
 		memcpy(&gf, &w, 4);
-		got = r->dtype == INA_D_FP32 ? gf : (double)w;
+		got = r->dtype == INA_D_INT32 ? (double)w : gf;
 		ok = got == want;
 	}
 	return ok;
 }
 
 typedef uint32_t u32_any __attribute__((aligned(1), may_alias));
+typedef uint16_t u16_any __attribute__((aligned(1), may_alias));
 
 /* The ceiling: dst += host(src) over the same packets and the same amount
  * of slot memory, in the same order; no header, no state, no checks. */
@@ -192,7 +212,7 @@ typedef uint32_t u32_any __attribute__((aligned(1), may_alias));
 		round++;                                                                  \
 		t = now() - t0;                                                           \
 	} while (t < seconds);                                                            \
-	return (struct result){ packets / t, packets * r->elems * 32.0 / t / 1e9, true };
+	return (struct result){ packets / t, packets * r->elems * 8.0 * ina_wire_elem_size(r->dtype) / t / 1e9, true };
 
 #define ADD_I32 for (unsigned e = 0; e < r->elems; e++) d[e] += __builtin_bswap32(s[e]);
 #define ADD_F32                                                               \
@@ -205,9 +225,21 @@ typedef uint32_t u32_any __attribute__((aligned(1), may_alias));
 		memcpy(&d[e], &a, 4);                                         \
 	}
 
+#define ADD_BF16                                                                  \
+	for (unsigned e = 0; e < r->elems; e++) {                                 \
+		float a, b;                                                       \
+		uint32_t v = (uint32_t)__builtin_bswap16(((const u16_any *)s)[e]) << 16; \
+		memcpy(&a, &d[e], 4);                                             \
+		memcpy(&b, &v, 4);                                                \
+		a += b;                                                           \
+		memcpy(&d[e], &a, 4);                                             \
+	}
+
 #define ADD_LOOP                               \
 	if (r->dtype == INA_D_FP32) {          \
 		ADD_F32                        \
+	} else if (r->dtype == INA_D_BF16) {   \
+		ADD_BF16                       \
 	} else {                               \
 		ADD_I32                        \
 	}
@@ -316,11 +348,11 @@ int main(int argc, char **argv)
 	       "pool", "eng_Mpps", "eng_Gbps", "ceil_Gbps", "scal_Gbps", "eng/ceil", "check");
 	bool all_ok = true;
 	for (int p = 0; p < npools; p++)
-		for (int d = 0; d < 2; d++)
+		for (int d = 0; d < 3; d++)
 			for (int f = 0; f < nfanins; f++)
 				for (int e = 0; e < nelems; e++) {
 					struct run r = { .elems = elems[e], .fan_in = fanins[f],
-							 .dtype = d ? INA_D_FP32 : INA_D_INT32,
+							 .dtype = d == 2 ? INA_D_BF16 : d ? INA_D_FP32 : INA_D_INT32,
 							 .pool_bytes = (size_t)pools[p] << 10 };
 					size_t stride = (r.elems + 15u) & ~15u;
 					r.nslots = (uint32_t)(r.pool_bytes / (2 * stride * 4));
