@@ -22,7 +22,8 @@
  * 16-bit gradients into 32-bit words for the switch. */
 enum hcl_dtype { HCL_INT32 = 1, HCL_FP32 = 2, HCL_BF16 = 3 };
 
-enum hcl_op { HCL_SUM = 1 };
+/* HCL_AVG: the sum divided by the world size (int32: toward zero). */
+enum hcl_op { HCL_SUM = 1, HCL_AVG = 2 };
 
 enum hcl_algo {
 	HCL_ALGO_RING = 1,
@@ -81,7 +82,7 @@ int hcl_comm_rank(const struct hcl_comm *c);
 int hcl_comm_world(const struct hcl_comm *c);
 const char *hcl_comm_error(const struct hcl_comm *c);
 
-/* recv = sum over ranks of send; send == recv is in place. */
+/* recv = sum (or average) over ranks of send; send == recv is in place. */
 int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op,
 		  struct hcl_comm *c);
 

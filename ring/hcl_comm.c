@@ -755,20 +755,27 @@ static int float_job_bf16(struct hcl_comm *c, const uint16_t *send, uint16_t *re
 	return hcl_ina_allreduce(c->ina, recv, count, HCL_BF16, deadline, c->err, sizeof(c->err));
 }
 
+static int allreduce_sum(const void *send, void *recv, size_t count, enum hcl_dtype dtype, struct hcl_comm *c);
+
 /* bf16: over a bf16 job as they are; otherwise widened to binary32, summed
- * by the fp32 path, rounded once. */
-static int allreduce_bf16(const uint16_t *send, uint16_t *recv, size_t count, enum hcl_op op, struct hcl_comm *c)
+ * by the fp32 path (and averaged there), rounded once. */
+static int allreduce_bf16(const uint16_t *send, uint16_t *recv, size_t count, bool avg, struct hcl_comm *c)
 {
-	if (bf16_on_wire(c))
-		return float_job_bf16(c, send, recv, count, hcl_now_ns() + c->timeout_ns);
+	float n = (float)c->world;
+	if (bf16_on_wire(c)) {
+		int rc = float_job_bf16(c, send, recv, count, hcl_now_ns() + c->timeout_ns);
+		for (size_t i = 0; rc == 0 && avg && i < count; i++)
+			recv[i] = bf16_narrow(bf16_widen(recv[i]) / n);
+		return rc;
+	}
 	float *w = scratch(c, count * 4);
 	if (!w && count)
 		return -ENOMEM;
 	for (size_t i = 0; i < count; i++)
 		w[i] = bf16_widen(send[i]);
-	int rc = allreduce_algo(w, w, count, HCL_FP32, op, c);
+	int rc = allreduce_sum(w, w, count, HCL_FP32, c);
 	for (size_t i = 0; rc == 0 && i < count; i++)
-		recv[i] = bf16_narrow(w[i]);
+		recv[i] = bf16_narrow(avg ? w[i] / n : w[i]);
 	return rc;
 }
 
@@ -786,11 +793,15 @@ static int fp32_over_bf16(const float *send, float *recv, size_t count, int64_t 
 	return rc;
 }
 
+/* avg = the sum divided by the world size, in the call's type: int32
+ * rounds toward zero; bf16 divides the binary32 sum before its one
+ * rounding (over BF16 jobs the sum is rounded already, so twice). */
 static int allreduce_algo(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op,
 			  struct hcl_comm *c)
 {
-	if (op != HCL_SUM || (count && (!send || !recv))) {
-		snprintf(c->err, sizeof(c->err), "allreduce: only op sum, and buffers for %zu elements", count);
+	if ((op != HCL_SUM && op != HCL_AVG) || (count && (!send || !recv))) {
+		snprintf(c->err, sizeof(c->err), "allreduce: op %d: want HCL_SUM or HCL_AVG, and buffers for %zu elements",
+			 (int)op, count);
 		return -EINVAL;
 	}
 	if (dtype != HCL_INT32 && dtype != HCL_FP32 && dtype != HCL_BF16) {
@@ -798,8 +809,24 @@ static int allreduce_algo(const void *send, void *recv, size_t count, enum hcl_d
 			 (int)dtype);
 		return -EINVAL;
 	}
+	bool avg = op == HCL_AVG;
 	if (dtype == HCL_BF16)
-		return allreduce_bf16(send, recv, count, op, c);
+		return allreduce_bf16(send, recv, count, avg, c);
+	int rc = allreduce_sum(send, recv, count, dtype, c);
+	if (rc == 0 && avg && dtype == HCL_FP32) {
+		float *f = recv, n = (float)c->world;
+		for (size_t i = 0; i < count; i++)
+			f[i] /= n;
+	} else if (rc == 0 && avg) {
+		int32_t *v = recv;
+		for (size_t i = 0; i < count; i++)
+			v[i] /= c->world;
+	}
+	return rc;
+}
+
+static int allreduce_sum(const void *send, void *recv, size_t count, enum hcl_dtype dtype, struct hcl_comm *c)
+{
 	if (dtype == HCL_FP32 && bf16_on_wire(c))
 		return fp32_over_bf16(send, recv, count, hcl_now_ns() + c->timeout_ns, c);
 	if (c->algo == HCL_ALGO_AGENT_RING) {

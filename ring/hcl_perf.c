@@ -116,13 +116,13 @@ static void sleep_ms(double ms)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ina-allreduce-perf [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
-		   "                          [-d int32|float|bf16] [-o sum] [-a ring] [-t TIMEOUT_MS]\n"
+		   "                          [-d int32|float|bf16] [-o sum|avg] [-a ring] [-t TIMEOUT_MS]\n"
 		   "  Ranks come from RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and HCL_DATA_ADDR).\n"
 		   "  -b/-e  smallest/largest message in bytes (K, M, G suffixes; default 1M/64M)\n"
 		   "  -f     multiply the size by this between lines (default 2)\n"
 		   "  -n/-w  timed and warm-up calls per size (default 20/5)\n"
 		   "  -c     check the results (default 1)\n"
-		   "  -d     data type (default float)   -o reduction (sum)\n"
+		   "  -d     data type (default float)   -o reduction (sum, or avg: sum / ranks)\n"
 		   "  -a     algorithm: ring (default), hier (HCL_RACK), ps (server in rank 0),\n"
 		   "         ps-ina (HCL_INA_SWITCH, HCL_INA_JOB, ...), agent-ring (the same)\n"
 		   "  -t     deadline of each call in ms (default 30000)\n"
@@ -140,6 +140,7 @@ int main(int argc, char **argv)
 	double factor = 2;
 	int iters = 20, warmup = 5, check = 1, o;
 	enum hcl_dtype dt = HCL_FP32;
+	enum hcl_op op = HCL_SUM;
 	struct hcl_comm_cfg cfg = HCL_COMM_CFG_ENV;
 	struct noise z = { .slow = 1 };
 	const char *straggler = NULL;
@@ -194,7 +195,14 @@ int main(int argc, char **argv)
 			else
 				goto bad;
 			break;
-		case 'o': if (strcmp(optarg, "sum")) goto bad; break;
+		case 'o':
+			if (!strcmp(optarg, "sum"))
+				op = HCL_SUM;
+			else if (!strcmp(optarg, "avg"))
+				op = HCL_AVG;
+			else
+				goto bad;
+			break;
 		case 'a':
 			if (!strcmp(optarg, "ring"))
 				cfg.algo = HCL_ALGO_RING;
@@ -259,7 +267,7 @@ int main(int argc, char **argv)
 		size_t count = bytes / esz;
 		memset(buf, 0, count * esz);
 		for (int k = 0; k < warmup && rc == 0; k++)
-			rc = hcl_allreduce(buf, buf, count, dt, HCL_SUM, c);
+			rc = hcl_allreduce(buf, buf, count, dt, op, c);
 		int64_t t0 = hcl_now_ns();
 		for (int k = 0; k < iters && rc == 0; k++) {
 			int64_t ti = hcl_now_ns();
@@ -267,7 +275,7 @@ int main(int argc, char **argv)
 				hcl_iter_begin(c);
 				sleep_ms(compute_ms(&z));
 			}
-			rc = hcl_allreduce(buf, buf, count, dt, HCL_SUM, c);
+			rc = hcl_allreduce(buf, buf, count, dt, op, c);
 			if (iterate)
 				hcl_iter_end(c);
 			iter_ns[k] = hcl_now_ns() - ti;
@@ -296,19 +304,22 @@ int main(int argc, char **argv)
 					buf[i] = (uint32_t)(rank + 1 + (int)(i % 7));
 				}
 			}
-			rc = hcl_allreduce(buf, buf, count, dt, HCL_SUM, c);
+			rc = hcl_allreduce(buf, buf, count, dt, op, c);
+			/* (n + 1) / 2 is exact in binary32 and in bf16 */
+			float want_f = op == HCL_AVG ? (float)(n + 1) / 2 : (float)(n * (n + 1) / 2);
 			for (size_t i = 0; rc == 0 && i < count; i++) {
 				if (dt == HCL_BF16) {
 					uint32_t u = (uint32_t)half[i] << 16;
 					float f;
 					memcpy(&f, &u, 4);
-					wrong += f != (float)(n * (n + 1) / 2);
+					wrong += f != want_f;
 				} else if (dt == HCL_FP32) {
 					float f;
 					memcpy(&f, &buf[i], 4);
-					wrong += f != (float)(n * (n + 1) / 2);
+					wrong += f != want_f;
 				} else {
-					wrong += buf[i] != (uint32_t)(n * (n + 1) / 2 + n * (int)(i % 7));
+					int32_t sum = n * (n + 1) / 2 + n * (int)(i % 7);
+					wrong += buf[i] != (uint32_t)(op == HCL_AVG ? sum / n : sum);
 				}
 			}
 			/* summed over ranks in the run's own type: a ps-ina job has one */
@@ -327,7 +338,7 @@ int main(int argc, char **argv)
 		lines++;
 		if (rank == 0) {
 			printf(" %11zu %12zu %8s %6s %10.1f %8.3f %8.3f %7d\n", count * esz, count,
-			       dt == HCL_FP32 ? "float" : dt == HCL_BF16 ? "bf16" : "int32", "sum", us, algbw, busbw, wrong);
+			       dt == HCL_FP32 ? "float" : dt == HCL_BF16 ? "bf16" : "int32", op == HCL_AVG ? "avg" : "sum", us, algbw, busbw, wrong);
 			fflush(stdout);
 		}
 		if (bytes >= maxb)

@@ -88,6 +88,38 @@ static int bf16_call(struct hcl_comm *c, int rank, int world, char *err, size_t 
 	return 0;
 }
 
+/* HCL_AVG in the three types: int32 rounds toward zero (-7 - 0 ... over
+ * two ranks is -3, not -4), fp32 and bf16 divide the exact sum. */
+static int avg_call(struct hcl_comm *c, int rank, int world, char *err, size_t errlen)
+{
+	int32_t iv[3] = { rank ? 0 : -7, rank ? 0 : 7, 3 * rank };
+	float fv[2] = { (float)rank, rank ? 0.0f : 1.0f };
+	uint16_t hv[2] = { bf16_of(rank), bf16_of(rank ? 0 : 3) };
+	int rc = hcl_allreduce(iv, iv, 3, HCL_INT32, HCL_AVG, c);
+	if (rc == 0)
+		rc = hcl_allreduce(fv, fv, 2, HCL_FP32, HCL_AVG, c);
+	if (rc == 0)
+		rc = hcl_allreduce(hv, hv, 2, HCL_BF16, HCL_AVG, c);
+	if (rc) {
+		snprintf(err, errlen, "avg: %s", hcl_comm_error(c));
+		return rc;
+	}
+	int32_t tri = 3 * world * (world - 1) / 2;
+	double want_f[2] = { (world - 1) / 2.0, 1.0 / world };
+	if (iv[0] != -7 / world || iv[1] != 7 / world || iv[2] != tri / world)
+		return snprintf(err, errlen, "avg int32: %d %d %d, want %d %d %d", iv[0], iv[1], iv[2], -7 / world,
+				7 / world, tri / world),
+		       -1;
+	if (fv[0] != (float)want_f[0] || fv[1] != (float)want_f[1])
+		return snprintf(err, errlen, "avg fp32: %g %g", fv[0], fv[1]), -1;
+	/* bf16: (world-1)/2 is exact; 3/world is rounded once */
+	if (hv[0] != bf16_of((world - 1) / 2.0) || hv[1] != bf16_of(bf16_round(3.0 / world)))
+		return snprintf(err, errlen, "avg bf16: %04x %04x, want %04x %04x", hv[0], hv[1],
+				bf16_of((world - 1) / 2.0), bf16_of(bf16_round(3.0 / world))),
+		       -1;
+	return 0;
+}
+
 static void *rank_main(void *arg)
 {
 	struct rk *r = arg;
@@ -130,6 +162,8 @@ static void *rank_main(void *arg)
 	}
 	if (r->rc == 0 && !r->trace_dir) /* the timing test counts three calls */
 		r->rc = bf16_call(c, r->rank, r->world, r->err, sizeof(r->err));
+	if (r->rc == 0 && !r->trace_dir)
+		r->rc = avg_call(c, r->rank, r->world, r->err, sizeof(r->err));
 	if (r->rc == 0 && r->ina_bfp == 3) {
 		/* fp32 over a bf16 job: 1 + 2^-10 leaves as 1, so the sum is the
 		 * world size; in fp32 it would be world * (1 + 2^-10) */
