@@ -113,7 +113,7 @@ const char *ina_job_cfg_check(const struct ina_job_cfg *c, uint16_t max_elems)
 	if (c->fan_in == 0 || c->fan_in > INA_MAX_FANIN)
 		return "fan_in must be 1..256";
 	if (c->dtype != INA_D_INT32 && c->dtype != INA_D_FP32 && c->dtype != INA_D_BFP32 && c->dtype != INA_D_BF16)
-		return "dtype must be int32, fp32 or bfp32";
+		return "dtype must be int32, fp32, bfp32 or bf16";
 	if (c->nslots == 0)
 		return "nslots must be at least 1";
 	if (c->elems_per_slot == 0 || c->elems_per_slot > max_elems)

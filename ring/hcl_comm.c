@@ -346,9 +346,20 @@ static struct sockaddr_in sock_of(const struct ina_addr *a, uint16_t port_host_o
 
 #define HCL_PS_PORT_DEFAULT 48870
 
+/* What a ToR says when it cannot take a job: no room for it (ATP's case),
+ * or packets longer than it aggregates. */
+static bool refusal_for_capacity(const char *answer)
+{
+	return strstr(answer, "not enough free slots") || strstr(answer, "job table full") ||
+	       strstr(answer, "elems_per_slot must be");
+}
+
 /* This rank is the agent of an INA rack: (re)install the rack's jobs in
- * its ToR over the control channel, from this rank's data address. */
-static int install_tor_jobs(struct hcl_comm *c, unsigned t, int64_t deadline, char *err, size_t errlen)
+ * its ToR over the control channel, from this rank's data address.
+ * -ENOSPC with *refused set: the ToR has no room; nothing of the rack's
+ * stays installed and the rack can fall back to the software PS. */
+static int install_tor_jobs(struct hcl_comm *c, unsigned t, int64_t deadline, bool *refused, char *err,
+			    size_t errlen)
 {
 	struct sockaddr_in ctl = { .sin_family = AF_INET, .sin_addr.s_addr = c->info[c->rank].tor.ip,
 				   .sin_port = htons(HCL_CTL_PORT) };
@@ -361,8 +372,14 @@ static int install_tor_jobs(struct hcl_comm *c, unsigned t, int64_t deadline, ch
 			return hcl_fail(err, errlen, "ps-ina: %s", e2), rc;
 		if (hcl_ctl_install_text(j, text, sizeof(text)) < 0)
 			return hcl_fail(err, errlen, "ps-ina: job %u does not fit a control datagram", j->id), -ENOSPC;
-		if ((rc = hcl_ctl_send(&c->peers[c->rank], &ctl, text, "is installed", deadline, e2, sizeof(e2))) < 0)
-			return hcl_fail(err, errlen, "ps-ina: installing job %u: %s", j->id, e2), rc;
+		if ((rc = hcl_ctl_send(&c->peers[c->rank], &ctl, text, "is installed", deadline, e2, sizeof(e2))) < 0) {
+			hcl_fail(err, errlen, "ps-ina: installing job %u: %s", j->id, e2);
+			if (rc != -EIO || !refusal_for_capacity(e2))
+				return rc;
+			*refused = true;
+			hcl_comm_remove_tor_jobs(c);
+			return -ENOSPC;
+		}
 		c->tor_jobs = true;
 		c->tor_ids[c->ntor_ids++] = j->id;
 	}
@@ -431,11 +448,50 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 	}
 	struct ina_addr ps = c->info[0].ina;
 	ps.port = htons((uint16_t)psport);
-	if ((rc = hcl_float_dtype(k, name, &c->float_dtype, err, errlen)) < 0)
+	if ((rc = hcl_float_dtype(k, name, &c->float_dtype, err, errlen)) < 0) {
+		free(info);
 		return rc;
-	for (int d = 0; d < 2 && rc == 0; d++)
-		rc = hcl_psina_plan(info, (unsigned)c->world, &ps, (uint16_t)(job + d), d ? INA_D_INT32 : c->float_dtype,
-				    (uint32_t)slots, (uint16_t)elems, &c->plan[d], err, errlen);
+	}
+	/* Plan, install, and agree on which ToRs took their jobs; a ToR
+	 * without room sends its rack to the software PS (ATP's fallback),
+	 * which changes the others' jobs too: they are planned and installed
+	 * again.  A second refusal is an error. */
+	for (int round = 0;; round++) {
+		for (int d = 0; d < 2 && rc == 0; d++)
+			rc = hcl_psina_plan(info, (unsigned)c->world, &ps, (uint16_t)(job + d),
+					    d ? INA_D_INT32 : c->float_dtype, (uint32_t)slots, (uint16_t)elems, &c->plan[d],
+					    err, errlen);
+		int32_t refused[HCL_MAX_RACKS] = { 0 };
+		unsigned ntor = rc == 0 ? c->plan[0].ntor : 0;
+		for (unsigned t = 0; t < ntor && rc == 0; t++) {
+			bool no_room = false;
+			if (c->plan[0].tor[t].agent == c->rank &&
+			    (rc = install_tor_jobs(c, t, deadline, &no_room, err, errlen)) < 0 && no_room && round == 0) {
+				fprintf(stderr, "hcl: %s: rack %d: %s; the rack uses the software PS on rank 0\n", name,
+					c->plan[0].tor[t].rack, err);
+				refused[t] = 1;
+				rc = 0;
+			}
+		}
+		/* everybody learns the outcome (an agent that failed otherwise
+		 * does not join: the others' call ends at the deadline) */
+		if (rc == 0 && ntor)
+			rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, refused, ntor, HCL_INT32,
+						++c->epoch, deadline, err, errlen);
+		bool again = false;
+		for (unsigned t = 0; rc == 0 && t < ntor; t++)
+			if (refused[t]) {
+				again = true;
+				for (int i = 0; i < c->world; i++)
+					if (info[i].rack == c->plan[0].tor[t].rack)
+						memset(&info[i].tor, 0, sizeof(info[i].tor));
+			}
+		if (rc < 0 || !again)
+			break;
+		hcl_comm_remove_tor_jobs(c); /* planned for the old layout */
+		for (int d = 0; d < 2; d++)
+			hcl_psina_plan_free(&c->plan[d]);
+	}
 	free(info);
 	if (rc < 0)
 		return rc;
@@ -445,9 +501,6 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 		if (!(c->ps = hcl_ps_start(&psa, jobs, 2, err, errlen)))
 			return -ENOMEM;
 	}
-	for (unsigned t = 0; t < c->plan[0].ntor; t++)
-		if (c->plan[0].tor[t].agent == c->rank && (rc = install_tor_jobs(c, t, deadline, err, errlen)) < 0)
-			return rc;
 	for (int d = 0; d < 2; d++) {
 		struct hcl_ina_cfg ic = { .sw = sock_of(&c->plan[d].client[c->rank].server, 0), .job = (uint16_t)(job + d),
 					  .index = c->plan[d].client[c->rank].index, .slots = (uint32_t)slots,

@@ -58,6 +58,22 @@ for inaracks in 1 all; do
 	"$top/testbed/topo.sh" down itpsi
 done
 
+# ATP's fallback: tor1 has no room (a job of 2040 of its 2048 slots is in
+# the way), so rack 1 goes to the software PS; rack 0's ToR job is planned
+# again to feed that PS.  Results exact; tor1 aggregates nothing; the
+# agent says so; only the blocker stays installed.
+topo itpsi 8 --subnet $sub --racks 2 --ina-racks all
+in_host 4 "$top/testbed/swemu-ctl" $sub.253 "op = \"install\"; job = { id = 999; fan_in = 1; dtype = \"int32\";
+  slots = 2040; elems = 8; outputs = [\"multicast\"]; contributors = [\"$sub.5:48864\"]; };" >/dev/null ||
+	fail "blocker job on tor1"
+run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 || fail "ps-ina with tor1 full"
+grep -q "rack 1: .*not enough free slots.*software PS" "/run/swemu-testbed/$TOPO_NAME/rank-4.log" ||
+	fail "rack 1's agent did not report the fallback: $(cat "/run/swemu-testbed/$TOPO_NAME/rank-4.log")"
+[ "$(stats_get 'd["switches"]["tor1"]["ina"]["accepted"]')" = 0 ] || fail "tor1 aggregated although it was full"
+(($(stats_get 'd["switches"]["tor0"]["ina"]["accepted"]') > 0)) || fail "tor0 aggregated nothing"
+[ "$(jobs_left)" = 1 ] || fail "jobs left besides the blocker: $(jobs_left)"
+"$top/testbed/topo.sh" down itpsi
+
 # a member dies mid-run: the others fail within the deadline, naming the
 # switch that stopped answering (it cannot complete their slices), and the
 # agent still removes the rack's jobs
