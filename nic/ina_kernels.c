@@ -122,8 +122,8 @@ void ina_k_add_bf16(uint32_t *restrict dst, const uint8_t *restrict src, unsigne
  * lies below its input (4k..), and everything it overwrites was read by an
  * earlier block, so the block's pointers may be restrict and the loop
  * vectorises; the first block, whose output covers its own input, goes
- * through a buffer.  (A buffer for every block cost a store-forwarding stall
- * per 16 bytes; an unsigned k + i index, a gather emulated per element.) */
+ * through a buffer.  Blocks are addressed by pointer: an unsigned k + i
+ * index had made the loads a gather emulated element by element. */
 enum { BF16_BLOCK = 64 };
 typedef uint16_t u16_out __attribute__((may_alias));
 
