@@ -338,7 +338,8 @@ int main(int argc, char **argv)
 		lines++;
 		if (rank == 0) {
 			printf(" %11zu %12zu %8s %6s %10.1f %8.3f %8.3f %7d\n", count * esz, count,
-			       dt == HCL_FP32 ? "float" : dt == HCL_BF16 ? "bf16" : "int32", op == HCL_AVG ? "avg" : "sum", us, algbw, busbw, wrong);
+			       dt == HCL_FP32 ? "float" : dt == HCL_BF16 ? "bf16" : "int32", op == HCL_AVG ? "avg" : "sum", us,
+			       algbw, busbw, wrong);
 			fflush(stdout);
 		}
 		if (bytes >= maxb)
