@@ -467,7 +467,7 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 			bool no_room = false;
 			if (c->plan[0].tor[t].agent == c->rank &&
 			    (rc = install_tor_jobs(c, t, deadline, &no_room, err, errlen)) < 0 && no_room && round == 0) {
-				fprintf(stderr, "hcl: %s: rack %d: %s; the rack uses the software PS on rank 0\n", name,
+				fprintf(stderr, "hcl: rack %d: %s; the rack uses the software PS on rank 0\n",
 					c->plan[0].tor[t].rack, err);
 				refused[t] = 1;
 				rc = 0;
