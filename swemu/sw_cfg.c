@@ -271,9 +271,46 @@ static int load_emu(struct pctx *p, const config_setting_t *port, struct sw_emu_
 	return 0;
 }
 
+static int cmp_u16(const void *a, const void *b)
+{
+	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
+/* trunk = [ 10, 20 ]: those VLANs tagged; 'vlan', if given, is then the
+ * native (untagged) one, else untagged frames are refused. */
+static int load_trunk(struct pctx *p, const config_setting_t *pg, struct sw_port_cfg *pc)
+{
+	const config_setting_t *t = config_setting_get_member(pg, "trunk");
+	pc->ntrunk = 0;
+	if (!t)
+		return 0;
+	int n = config_setting_is_array(t) ? config_setting_length(t) : -1;
+	if (n < 1 || n > SW_MAX_TRUNK)
+		return fail(p, t, "port '%s': 'trunk' must be a list of 1..%d VLAN ids [ 10, 20 ]", pc->name, SW_MAX_TRUNK);
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(t, (unsigned)i);
+		int v = config_setting_type(e) == CONFIG_TYPE_INT ? config_setting_get_int(e) : -1;
+		if (v < 1 || v > 4094)
+			return fail(p, t, "port '%s': trunk entry %d must be a VLAN id 1..4094", pc->name, i);
+		pc->trunk[i] = (uint16_t)v;
+	}
+	qsort(pc->trunk, (size_t)n, sizeof(pc->trunk[0]), cmp_u16);
+	for (int i = 1; i < n; i++)
+		if (pc->trunk[i] == pc->trunk[i - 1])
+			return fail(p, t, "port '%s': vlan %u is twice in 'trunk'", pc->name, pc->trunk[i]);
+	if (!config_setting_get_member(pg, "vlan"))
+		pc->vlan = 0; /* no native VLAN */
+	for (int i = 0; i < n; i++)
+		if (pc->trunk[i] == pc->vlan)
+			return fail(p, t, "port '%s': vlan %u is its native (untagged) vlan and cannot be tagged too",
+				    pc->name, pc->vlan);
+	pc->ntrunk = n;
+	return 0;
+}
+
 static int load_ports(struct pctx *p, const config_setting_t *sw, struct sw_switch_cfg *s)
 {
-	static const char *const keys[] = { "name", "dev", "link", "vlan", "rate", "buffer", "delay_us",
+	static const char *const keys[] = { "name", "dev", "link", "vlan", "trunk", "rate", "buffer", "delay_us",
 					    "jitter_us", "loss", "burst_loss", NULL };
 	const config_setting_t *ports = config_setting_get_member(sw, "ports");
 	if (!ports)
@@ -297,6 +334,8 @@ static int load_ports(struct pctx *p, const config_setting_t *sw, struct sw_swit
 		    get_int(p, pg, "vlan", 1, 4094, false, &vlan) < 0 || load_emu(p, pg, &pc->emu) < 0)
 			return -1;
 		pc->vlan = (uint16_t)vlan;
+		if (load_trunk(p, pg, pc) < 0)
+			return -1;
 		if (!dev == !link)
 			return fail(p, pg, "port '%s' needs exactly one of 'dev' (a DPDK device) or 'link' (\"switch.port\")",
 				    pc->name);
@@ -345,6 +384,8 @@ static int load_fdb(struct pctx *p, const config_setting_t *sw, struct sw_switch
 			return fail(p, e, "'%s' is not a MAC address (aa:bb:cc:dd:ee:ff)", mac);
 		if ((s->fdb[i].port = find_port(s, port)) < 0)
 			return fail(p, e, "fdb entry names port '%s', which switch '%s' does not have", port, s->name);
+		if (!s->ports[s->fdb[i].port].vlan)
+			return fail(p, e, "fdb entry names port '%s', a trunk without a native vlan", port);
 	}
 	s->nfdb = n;
 	return 0;
@@ -601,6 +642,9 @@ static int resolve_links(struct pctx *p, struct sw_cfg *c, const config_setting_
 			if (peer->vlan != pc->vlan) /* a link carries one VLAN untagged */
 				return fail(p, at, "link '%s': both ends must be in the same vlan (%u here, %u there)",
 					    pc->link, pc->vlan, peer->vlan);
+			if (peer->ntrunk != pc->ntrunk ||
+			    memcmp(peer->trunk, pc->trunk, sizeof(pc->trunk[0]) * (size_t)pc->ntrunk))
+				return fail(p, at, "link '%s': both ends must carry the same trunk vlans", pc->link);
 		}
 	return 0;
 }

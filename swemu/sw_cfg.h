@@ -29,6 +29,7 @@ struct sw_emu_cfg {
 };
 
 #define SW_VLAN_DEFAULT 1
+#define SW_MAX_TRUNK 64   /* tagged VLANs on one trunk port */
 #define SW_MAX_LCORE 1023 /* highest lcore id a switch may name */
 
 struct sw_port_cfg {
@@ -36,7 +37,10 @@ struct sw_port_cfg {
 	char dev[64];  /* a DPDK device name (external port), or "" */
 	char link[2 * SW_NAME_LEN]; /* "switch.port" of the peer (in-memory link), or "" */
 	int peer_switch, peer_port; /* resolved link */
-	uint16_t vlan; /* access VLAN (frames untagged), SW_VLAN_DEFAULT unless set */
+	uint16_t vlan; /* access VLAN (frames untagged), SW_VLAN_DEFAULT unless set; on a
+			* trunk its native (untagged) VLAN, 0 for none */
+	uint16_t trunk[SW_MAX_TRUNK]; /* 802.1Q-tagged VLANs, ascending; none: an access port */
+	int ntrunk;
 	struct sw_emu_cfg emu;
 	int line;
 };

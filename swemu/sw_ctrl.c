@@ -10,8 +10,8 @@
 
 #include "sw_rt.h"
 
-static void reply(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, const struct sw_udp_view *v,
-		  const char *text)
+static void reply(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
+		  const struct sw_udp_view *v, const char *text)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(rt->pool);
 	if (!m) {
@@ -27,10 +27,11 @@ static void reply(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, const
 					sw_csum_partial(text, n, 0));
 	m->data_len = m->pkt_len = (uint32_t)len;
 	/* straight back out of the port it came in on: the sender is there */
-	sw_send_port(rt, in, m);
+	sw_send_port(rt, in, m, vlan);
 }
 
-void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, const struct sw_udp_view *v)
+void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
+		    const struct sw_udp_view *v)
 {
 	struct sw_ctrl_cmd *cmd = sw->ctrl_cmd; /* a job config is 3 KiB: not on the stack */
 	char err[300], msg[320];
@@ -73,7 +74,7 @@ void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, con
 				 cmd->id, (unsigned long long)js->completions, (unsigned long long)js->contributions,
 				 (unsigned long long)js->retransmits, ina_job_slots_busy(sw->eng, cmd->id),
 				 (unsigned long long)drops);
-			reply(rt, sw, in, v, msg);
+			reply(rt, sw, in, vlan, v, msg);
 			return;
 		}
 		}
@@ -87,5 +88,5 @@ void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, con
 		sw->st.ctrl_ok++;
 		snprintf(msg, sizeof(msg), "ok\n");
 	}
-	reply(rt, sw, in, v, msg);
+	reply(rt, sw, in, vlan, v, msg);
 }

@@ -37,6 +37,8 @@ enum sw_drop {
 	SW_D_INA_OFF,         /* INA packet to a switch with INA off */
 	SW_D_CTRL_DENIED,     /* control message from a source not in mgmt */
 	SW_D_CTRL_BAD,        /* control message that could not be applied */
+	SW_D_VLAN_NOT_ALLOWED, /* 802.1Q tag of a VLAN the trunk port does not carry */
+	SW_D_UNTAGGED,        /* untagged frame on a trunk port without a native VLAN */
 	SW_D_FRAME_BASE,      /* + enum sw_frame_err: malformed IPv4/UDP to the switch */
 	SW_D_MAX_ = SW_D_FRAME_BASE + SW_FRAME_ERR_MAX_,
 };
@@ -65,12 +67,22 @@ struct sw_port {
 	struct rte_ring *lq;
 	struct rte_eth_dev_tx_buffer *txb;
 	struct sw_emu emu;         /* egress emulation */
+	/* trunk ports: the tagged VLANs as a 4096-bit set; NULL: an access
+	 * port, which then carries no 512-byte bitmap */
+	uint64_t *tagged;
 	/* last source learned here and when: a burst from one host skips the
 	 * FDB (the table is refreshed at most once a second anyway) */
 	uint8_t last_src[6];
+	uint16_t last_src_vlan;    /* a trunk host has one MAC in several VLANs */
 	uint32_t last_src_s;
 	struct sw_port_stats st;
 };
+
+/* Whether frames of this VLAN leave (and may enter) port p. */
+static inline bool sw_port_carries(const struct sw_port *p, uint16_t vlan)
+{
+	return p->cfg->vlan == vlan || (p->tagged && (p->tagged[vlan >> 6] >> (vlan & 63) & 1));
+}
 
 #define SW_NEIGH_SIZE 1024
 
@@ -151,13 +163,15 @@ void sw_dp_flush(struct sw_rt *rt);
  * that drive several lcores). */
 unsigned sw_dp_poll_worker(struct sw_worker *w, uint64_t *next_due);
 void sw_dp_flush_worker(struct sw_worker *w);
-/* Egress through p's link emulation onto its device or link. */
-void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m);
+/* Egress through p's link emulation onto its device or link; on a trunk
+ * port a frame of a tagged VLAN gets its 802.1Q tag. */
+void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint16_t vlan);
 /* Counts a device's unsent packets as tx_full drops. */
 void sw_port_tx_callback_init(struct sw_port *p);
 
 /* sw_ctrl.c: a datagram to the switch's control port. */
-void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, const struct sw_udp_view *v);
+void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
+		    const struct sw_udp_view *v);
 
 /* sw_stats.c */
 char *sw_stats_json(const struct sw_rt *rt); /* malloc'd, caller frees */

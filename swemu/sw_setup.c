@@ -131,12 +131,23 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 	sw->index = idx;
 	sw->cfg = c;
 	sw->nports = c->nports;
+	/* the VLANs the ports carry, untagged or tagged */
+	uint64_t seen[64] = { 0 };
 	for (int i = 0; i < c->nports; i++) {
-		int k = 0;
-		while (k < i && c->ports[k].vlan != c->ports[i].vlan)
-			k++;
-		sw->vlans += k == i;
+		const struct sw_port_cfg *pc = &c->ports[i];
+		if (pc->ntrunk && !(sw->ports[i].tagged = calloc(64, sizeof(uint64_t)))) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		for (int t = 0; t < pc->ntrunk; t++) {
+			sw->ports[i].tagged[pc->trunk[t] >> 6] |= 1ull << (pc->trunk[t] & 63);
+			seen[pc->trunk[t] >> 6] |= 1ull << (pc->trunk[t] & 63);
+		}
+		if (pc->vlan)
+			seen[pc->vlan >> 6] |= 1ull << (pc->vlan & 63);
 	}
+	for (int w = 0; w < 64; w++)
+		sw->vlans += __builtin_popcountll(seen[w]);
 	sw_fdb_init(&sw->fdb, c->fdb_age_s);
 	for (int i = 0; i < c->nfdb; i++)
 		sw_fdb_add_static(&sw->fdb, c->fdb[i].mac, c->ports[c->fdb[i].port].vlan, c->fdb[i].port);
@@ -296,6 +307,7 @@ void sw_rt_teardown(struct sw_rt *rt)
 			rte_free(p->txb);
 			rte_ring_free(p->lq);
 			sw_emu_free(&p->emu);
+			free(p->tagged);
 		}
 		ina_engine_destroy(sw->eng);
 		free(sw->emits);

@@ -30,7 +30,13 @@ static json_t *port_json(const struct sw_port *p)
 	json_object_set_new(o, p->ext ? "dev" : "link", json_string(p->ext ? p->cfg->dev : p->cfg->link));
 	/* whether INA payloads are checksummed by the NIC or by the switch */
 	json_object_set_new(o, "rx_checksum_offload", json_boolean(p->rx_csum_offload));
-	json_object_set_new(o, "vlan", json_integer(p->cfg->vlan));
+	json_object_set_new(o, "vlan", json_integer(p->cfg->vlan)); /* on a trunk: native, 0 for none */
+	if (p->cfg->ntrunk) {
+		json_t *t = json_array();
+		for (int i = 0; i < p->cfg->ntrunk; i++)
+			json_array_append_new(t, json_integer(p->cfg->trunk[i]));
+		json_object_set_new(o, "trunk", t);
+	}
 	json_object_set_new(o, "rx_packets", json_integer((json_int_t)p->st.rx_packets));
 	json_object_set_new(o, "rx_bytes", json_integer((json_int_t)p->st.rx_bytes));
 	json_object_set_new(o, "tx_packets", json_integer((json_int_t)p->st.tx_packets));

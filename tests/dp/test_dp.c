@@ -27,6 +27,7 @@
 #define MAX_ELEMS 512 /* 2 KiB: results past SW_SHARE_MIN share one payload */
 
 static volatile sig_atomic_t never;
+static bool trunk_mode; /* setup: p0 access VLAN 10, p1 a trunk of 10 and 20 tagged, no native */
 
 struct fixture {
 	struct sw_rt rt;
@@ -81,6 +82,14 @@ static int setup(void **state)
 		s->fdb[h].port = (int)h;
 	}
 	s->nfdb = NHOSTS;
+	if (trunk_mode) {
+		s->ports[0].vlan = 10;
+		s->ports[1].vlan = 0;
+		s->ports[1].ntrunk = 2;
+		s->ports[1].trunk[0] = 10;
+		s->ports[1].trunk[1] = 20;
+		s->nfdb = 0; /* learned instead */
+	}
 	fx.job = (struct ina_job_cfg){ .id = 1, .fan_in = NHOSTS, .dtype = INA_D_INT32, .nslots = SLOTS,
 				       .elems_per_slot = MAX_ELEMS, .outputs = INA_OUT_MULTICAST,
 				       .upstream_index = -1 };
@@ -102,6 +111,14 @@ static int setup(void **state)
 	assert_non_null(fx.gen);
 	*state = &fx;
 	return 0;
+}
+
+static int setup_trunk(void **state)
+{
+	trunk_mode = true;
+	int rc = setup(state);
+	trunk_mode = false;
+	return rc;
 }
 
 static int teardown(void **state)
@@ -278,6 +295,101 @@ static void test_rx_checksum_verdict(void **state)
 	assert_int_equal(received(fx, 0, frames, len, 4), 1);
 }
 
+/* A raw frame from a host MAC to dst, with an 802.1Q tag of vid unless
+ * vid is 0, ethertype 0x88b5 and 46 bytes of payload. */
+static struct rte_mbuf *raw_frame(struct fixture *fx, unsigned h, const uint8_t dst[6], uint16_t vid, size_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(fx->gen);
+	assert_non_null(m);
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *), *p = f + 12;
+	memcpy(f, dst, 6);
+	host_mac(h, f + 6);
+	if (vid) {
+		memcpy(p, (uint8_t[]){ 0x81, 0x00, (uint8_t)(vid >> 8), (uint8_t)vid }, 4);
+		p += 4;
+	}
+	p[0] = 0x88;
+	p[1] = 0xb5;
+	for (unsigned i = 0; i < 46; i++)
+		p[2 + i] = (uint8_t)(i * 7 + h);
+	m->data_len = m->pkt_len = (uint32_t)(len ? len : (size_t)(p + 48 - f));
+	return m;
+}
+
+/* The same frame with the tag of vid (0: none), as it must come out. */
+static size_t expect_frame(unsigned h, const uint8_t dst[6], uint16_t vid, uint8_t *out)
+{
+	uint8_t *p = out + 12;
+	memcpy(out, dst, 6);
+	host_mac(h, out + 6);
+	if (vid) {
+		memcpy(p, (uint8_t[]){ 0x81, 0x00, (uint8_t)(vid >> 8), (uint8_t)vid }, 4);
+		p += 4;
+	}
+	p[0] = 0x88;
+	p[1] = 0xb5;
+	for (unsigned i = 0; i < 46; i++)
+		p[2 + i] = (uint8_t)(i * 7 + h);
+	return (size_t)(p + 48 - out);
+}
+
+/* Trunk port p1 (10 and 20 tagged, no native) beside access port p0 in
+ * VLAN 10: a frame from p0 leaves p1 tagged 10, byte for byte; a tagged 10
+ * frame from p1 leaves p0 untagged; VLAN 20 does not reach p0; VLAN 30,
+ * untagged and truncated frames are dropped by name; an INA result for a
+ * host behind the trunk leaves tagged and checksummed. */
+static void test_trunk(void **state)
+{
+	struct fixture *fx = *state;
+	static uint8_t frames[4][9100], want[128];
+	size_t len[4], n;
+	const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	uint8_t mac0[6];
+	host_mac(0, mac0);
+
+	send_and_poll(fx, 0, raw_frame(fx, 0, bcast, 0, 0));
+	assert_int_equal(received(fx, 1, frames, len, 4), 1);
+	n = expect_frame(0, bcast, 10, want);
+	assert_int_equal(len[0], n);
+	assert_memory_equal(frames[0], want, n);
+
+	send_and_poll(fx, 1, raw_frame(fx, 1, mac0, 10, 0)); /* h0 is learned: unicast */
+	assert_int_equal(received(fx, 0, frames, len, 4), 1);
+	n = expect_frame(1, mac0, 0, want);
+	assert_int_equal(len[0], n);
+	assert_memory_equal(frames[0], want, n);
+
+	send_and_poll(fx, 1, raw_frame(fx, 1, bcast, 20, 0));
+	assert_int_equal(received(fx, 0, frames, len, 4), 0);
+	send_and_poll(fx, 1, raw_frame(fx, 1, bcast, 30, 0));
+	assert_int_equal(port_stats(fx, 1)->drops[SW_D_VLAN_NOT_ALLOWED], 1);
+	send_and_poll(fx, 1, raw_frame(fx, 1, bcast, 0, 0));
+	assert_int_equal(port_stats(fx, 1)->drops[SW_D_UNTAGGED], 1);
+	send_and_poll(fx, 1, raw_frame(fx, 1, bcast, 10, 16));
+	assert_int_equal(port_stats(fx, 1)->drops[SW_D_RUNT], 1);
+	assert_int_equal(received(fx, 0, frames, len, 4), 0);
+
+	/* INA: host 1's contribution arrives tagged 10; its result leaves so */
+	struct rte_mbuf *m = contribution(fx, 1, 0, 16);
+	m->vlan_tci = 10;
+	assert_int_equal(rte_vlan_insert(&m), 0);
+	send_and_poll(fx, 1, m);
+	send_and_poll(fx, 0, contribution(fx, 0, 0, 16));
+	assert_int_equal(received(fx, 1, frames, len, 4), 1);
+	assert_memory_equal(frames[0] + 12, ((uint8_t[]){ 0x81, 0x00, 0x00, 10 }), 4);
+	memmove(frames[0] + 4, frames[0], 12); /* untag, then read as usual */
+	struct sw_udp_view v;
+	struct ina_pkt pkt;
+	assert_int_equal(sw_frame_parse_udp(frames[0] + 4, len[0] - 4, 0, &v), SW_FRAME_OK);
+	assert_int_equal(ina_parse(v.payload, v.payload_len, &pkt), INA_OK);
+	assert_int_equal(pkt.hdr.contributor, 1);
+	uint32_t w;
+	memcpy(&w, pkt.payload + 4 * 15, 4);
+	assert_int_equal((int32_t)rte_be_to_cpu_32(w), value(0, 0, 15) + value(1, 0, 15));
+	assert_int_equal(received(fx, 0, frames, len, 4), 1);
+	assert_int_not_equal(rte_be_to_cpu_16(*(uint16_t *)(frames[0] + 12)), RTE_ETHER_TYPE_VLAN);
+}
+
 int main(void)
 {
 	char prefix[64];
@@ -290,6 +402,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_multicast_results, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_checksum_verdict, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trunk, setup_trunk, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	sw_eal_cleanup();

@@ -34,7 +34,7 @@ static const char good[] =
 	"    slots = 128; max_elems = 256; mgmt = [\"10.0.0.1\"];\n"
 	"    ports = (\n"
 	"      { name = \"h0\"; dev = \"net_af_packet0\"; },\n"
-	"      { name = \"h1\"; dev = \"net_af_packet1\"; vlan = 5; rate = \"1G\"; buffer = \"64K\";\n"
+	"      { name = \"h1\"; dev = \"net_af_packet1\"; vlan = 5; trunk = [30, 20]; rate = \"1G\"; buffer = \"64K\";\n"
 	"        delay_us = 20; jitter_us = 5; loss = 0.05; },\n"
 	"      { name = \"up\"; link = \"spine.t0\"; rate = 2500000000L;\n"
 	"        burst_loss = { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; }; }\n"
@@ -68,6 +68,11 @@ static void test_good(void **state)
 	assert_int_equal(t->ip, inet_addr("10.0.0.254"));
 	assert_int_equal(t->mac[5], 0xfe);
 	assert_int_equal(t->slots, 128);
+	/* a trunk with native vlan 5, its tagged vlans in order */
+	assert_int_equal(t->ports[1].ntrunk, 2);
+	assert_int_equal(t->ports[1].trunk[0], 20);
+	assert_int_equal(t->ports[1].trunk[1], 30);
+	assert_int_equal(t->ports[0].ntrunk, 0);
 	assert_int_equal(t->nmgmt, 1);
 	assert_int_equal(t->nports, 3);
 	assert_string_equal(t->ports[0].dev, "net_af_packet0");
@@ -134,6 +139,15 @@ static const struct bad bads[] = {
 	{ "vlan = 5;", "vlan = 4095;", 9, "'vlan' must be 1..4094, not 4095" },
 	{ "lcore = 0;", "lcore = -1;", 21, "'lcore' must be 0..1023, not -1" },
 	{ "vlan = 5;", "vlan = 0;", 9, "'vlan' must be 1..4094, not 0" },
+	{ "trunk = [30, 20]", "trunk = [30, 5000]", 9, "port 'h1': trunk entry 1 must be a VLAN id 1..4094" },
+	{ "trunk = [30, 20]", "trunk = [30, 30]", 9, "port 'h1': vlan 30 is twice in 'trunk'" },
+	{ "trunk = [30, 20]", "trunk = [30, 5]", 9,
+	  "port 'h1': vlan 5 is its native (untagged) vlan and cannot be tagged too" },
+	{ "trunk = [30, 20]", "trunk = 30", 9, "port 'h1': 'trunk' must be a list of 1..64 VLAN ids" },
+	{ "trunk = [30, 20]", "trunk = []", 9, "port 'h1': 'trunk' must be a list of 1..64 VLAN ids" },
+	{ "vlan = 5; trunk", "trunk", 14, "names port 'h1', a trunk without a native vlan" },
+	{ "link = \"spine.t0\";", "link = \"spine.t0\"; trunk = [7]; vlan = 1;", 11,
+	  "link 'spine.t0': both ends must carry the same trunk vlans" },
 	{ "vlan = 5;", "vlan = \"5\";", 9, "'vlan' must be an integer" },
 	{ "link = \"spine.t0\";", "link = \"spine.t0\"; vlan = 3;", 11,
 	  "link 'spine.t0': both ends must be in the same vlan (3 here, 1 there)" },

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# 802.1Q trunks between switches: tor0 has h0 in VLAN 10 and h1 in VLAN 20,
+# tor1 has h2 in VLAN 10 and h3 in VLAN 20, and one link joins them as a
+# trunk carrying both VLANs tagged (this kernel has no VLAN interfaces for
+# the hosts, so the trunk is between two logical switches).  Hosts reach
+# their VLAN across the trunk and nothing else; tor0's INA endpoint
+# aggregates a job of h0 and h2 exactly, h2's results crossing the trunk
+# tagged.  tests/dp covers tags against crafted frames and the drops.
+. "$(dirname "$0")/lib.sh"
+subnet=10.89.0
+TOPO_NAME=ittr
+"$top/testbed/topo.sh" up ittr 4 --subnet $subnet
+d=/run/swemu-testbed/ittr
+cat > "$d/trunk.cfg" <<E
+stats_file = "$d/stats.json";
+idle_sleep_max_us = 200;
+switches = (
+  { name = "tor0"; ina = true; mac = "02:5e:00:00:00:fe"; ip = "$subnet.254"; slots = 64; max_elems = 2048;
+    mgmt = [ "$subnet.1" ];
+    ports = ( { name = "h0"; dev = "net_af_packet0"; vlan = 10; },
+              { name = "h1"; dev = "net_af_packet1"; vlan = 20; },
+              { name = "up"; link = "tor1.up"; trunk = [ 10, 20 ]; } ); },
+  { name = "tor1";
+    ports = ( { name = "up"; link = "tor0.up"; trunk = [ 10, 20 ]; },
+              { name = "h2"; dev = "net_af_packet2"; vlan = 10; },
+              { name = "h3"; dev = "net_af_packet3"; vlan = 20; } ); }
+);
+E
+"$top/testbed/topo.sh" start ittr "$d/trunk.cfg"
+[ "$(stats_get 'd["switches"]["tor1"]["ports"]["up"]["trunk"]')" = "[10, 20]" ] || fail "no trunk: $(stats)"
+
+in_host 0 ping -c 2 -i 0.2 -W 2 $subnet.3 >/dev/null || fail "ping h0 -> h2 (VLAN 10 over the trunk)"
+in_host 1 ping -c 2 -i 0.2 -W 2 $subnet.4 >/dev/null || fail "ping h1 -> h3 (VLAN 20 over the trunk)"
+in_host 2 ping -c 2 -i 0.2 -W 2 -s 8000 -M do $subnet.1 >/dev/null || fail "8000-byte ping h2 -> h0 over the trunk"
+if in_host 0 ping -c 2 -i 0.2 -W 1 $subnet.4 >/dev/null 2>&1; then fail "h0 (VLAN 10) reached h3 (VLAN 20)"; fi
+if in_host 0 ping -c 2 -i 0.2 -W 1 $subnet.2 >/dev/null 2>&1; then fail "h0 (VLAN 10) reached h1 (VLAN 20)"; fi
+# h3 would have learned h0 from its ARP request had the flood crossed VLANs
+[ -z "$(in_host 3 ip neigh show $subnet.1)" ] || fail "h0's ARP request reached h3: $(in_host 3 ip neigh show)"
+# both VLANs crossed the link, none was dropped there
+for p in '["tor0"]["ports"]["up"]' '["tor1"]["ports"]["up"]'; do
+	drops=$(stats_get "{k: v for k, v in d['switches']$p['drops'].items() if v}")
+	[ "$drops" = "{}" ] || fail "drops on $p: $drops"
+done
+
+# INA across the trunk: h2's contributions arrive tagged at tor0 and its
+# results leave tagged; a result sent into the wrong VLAN would be flooded
+flooded=$(stats_get 'd["switches"]["tor0"]["flooded"]')
+in_host 0 "$top/testbed/swemu-ctl" $subnet.254 \
+	"op = \"install\"; job = { id = 6; fan_in = 2; dtype = \"int32\"; slots = 16; elems = 1024; outputs = [\"multicast\"]; contributors = [ \"$subnet.1:48864\", \"$subnet.3:48864\" ]; };" \
+	>/dev/null || fail "install job 6"
+pids=()
+for pair in "0 0" "2 1"; do
+	set -- $pair
+	in_host "$1" $PY "$top/tests/integration/ina_client.py" --switch $subnet.254 --bind "$subnet.$(($1 + 1))" \
+		--job 6 --index "$2" --fanin 2 --slices 200 --count 1024 --slots 16 &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail "aggregation across the trunk"; done
+[ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["6"]["completions"]')" = 200 ] || fail "job 6 completions: $(stats)"
+flooded=$(($(stats_get 'd["switches"]["tor0"]["flooded"]') - flooded))
+((flooded < 10)) || fail "$flooded frames flooded by tor0 during the job"
+echo "trunk: VLANs 10 and 20 across a trunk link, nothing across VLANs, INA job of h0 and h2 (behind the trunk) exact"
