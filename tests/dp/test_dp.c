@@ -295,29 +295,9 @@ static void test_rx_checksum_verdict(void **state)
 	assert_int_equal(received(fx, 0, frames, len, 4), 1);
 }
 
-/* A raw frame from a host MAC to dst, with an 802.1Q tag of vid unless
- * vid is 0, ethertype 0x88b5 and 46 bytes of payload. */
-static struct rte_mbuf *raw_frame(struct fixture *fx, unsigned h, const uint8_t dst[6], uint16_t vid, size_t len)
-{
-	struct rte_mbuf *m = rte_pktmbuf_alloc(fx->gen);
-	assert_non_null(m);
-	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *), *p = f + 12;
-	memcpy(f, dst, 6);
-	host_mac(h, f + 6);
-	if (vid) {
-		memcpy(p, (uint8_t[]){ 0x81, 0x00, (uint8_t)(vid >> 8), (uint8_t)vid }, 4);
-		p += 4;
-	}
-	p[0] = 0x88;
-	p[1] = 0xb5;
-	for (unsigned i = 0; i < 46; i++)
-		p[2 + i] = (uint8_t)(i * 7 + h);
-	m->data_len = m->pkt_len = (uint32_t)(len ? len : (size_t)(p + 48 - f));
-	return m;
-}
-
-/* The same frame with the tag of vid (0: none), as it must come out. */
-static size_t expect_frame(unsigned h, const uint8_t dst[6], uint16_t vid, uint8_t *out)
+/* A raw frame from host h's MAC to dst, with an 802.1Q tag of vid unless
+ * vid is 0, ethertype 0x88b5 and 46 bytes of payload; returns its length. */
+static size_t write_frame(unsigned h, const uint8_t dst[6], uint16_t vid, uint8_t *out)
 {
 	uint8_t *p = out + 12;
 	memcpy(out, dst, 6);
@@ -331,6 +311,16 @@ static size_t expect_frame(unsigned h, const uint8_t dst[6], uint16_t vid, uint8
 	for (unsigned i = 0; i < 46; i++)
 		p[2 + i] = (uint8_t)(i * 7 + h);
 	return (size_t)(p + 48 - out);
+}
+
+/* That frame in an mbuf, cut to len bytes if len is not 0. */
+static struct rte_mbuf *raw_frame(struct fixture *fx, unsigned h, const uint8_t dst[6], uint16_t vid, size_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(fx->gen);
+	assert_non_null(m);
+	size_t n = write_frame(h, dst, vid, rte_pktmbuf_mtod(m, uint8_t *));
+	m->data_len = m->pkt_len = (uint32_t)(len ? len : n);
+	return m;
 }
 
 /* Trunk port p1 (10 and 20 tagged, no native) beside access port p0 in
@@ -349,13 +339,13 @@ static void test_trunk(void **state)
 
 	send_and_poll(fx, 0, raw_frame(fx, 0, bcast, 0, 0));
 	assert_int_equal(received(fx, 1, frames, len, 4), 1);
-	n = expect_frame(0, bcast, 10, want);
+	n = write_frame(0, bcast, 10, want);
 	assert_int_equal(len[0], n);
 	assert_memory_equal(frames[0], want, n);
 
 	send_and_poll(fx, 1, raw_frame(fx, 1, mac0, 10, 0)); /* h0 is learned: unicast */
 	assert_int_equal(received(fx, 0, frames, len, 4), 1);
-	n = expect_frame(1, mac0, 0, want);
+	n = write_frame(1, mac0, 0, want);
 	assert_int_equal(len[0], n);
 	assert_memory_equal(frames[0], want, n);
 

@@ -47,6 +47,29 @@ install_job() {
 		"op = \"install\"; job = { id = $id; fan_in = $fanin; dtype = \"$dtype\"; slots = 16; elems = 1024; outputs = [\"multicast\"]; contributors = [ ${members%, } ]; $extra };"
 }
 
+# pair_job ID SUBNET A B: a job of hosts A and B (members 0 and 1) through
+# tor0 at SUBNET.254, installed from A: 200 slices exact, and no result
+# flooded by tor0 (one sent into the wrong VLAN, or untagged on a trunk,
+# would be flooded there and reach its host only by a retransmission)
+pair_job() {
+	local id=$1 subnet=$2 a=$3 b=$4 flooded k=0 pids=()
+	flooded=$(stats_get 'd["switches"]["tor0"]["flooded"]')
+	in_host "$a" "$top/testbed/swemu-ctl" "$subnet.254" \
+		"op = \"install\"; job = { id = $id; fan_in = 2; dtype = \"int32\"; slots = 16; elems = 1024; outputs = [\"multicast\"]; contributors = [ \"$subnet.$((a + 1)):48864\", \"$subnet.$((b + 1)):48864\" ]; };" \
+		>/dev/null || fail "install job $id"
+	for h in "$a" "$b"; do
+		in_host "$h" $PY "$top/tests/integration/ina_client.py" --switch "$subnet.254" --bind "$subnet.$((h + 1))" \
+			--job "$id" --index $k --fanin 2 --slices 200 --count 1024 --slots 16 &
+		pids+=($!)
+		k=$((k + 1))
+	done
+	for p in "${pids[@]}"; do wait "$p" || fail "job $id of h$a and h$b"; done
+	[ "$(stats_get "d['switches']['tor0']['ina']['jobs']['$id']['completions']")" = 200 ] ||
+		fail "job $id completions: $(stats)"
+	flooded=$(($(stats_get 'd["switches"]["tor0"]["flooded"]') - flooded))
+	((flooded < 10)) || fail "$flooded frames flooded by tor0 during job $id"
+}
+
 # run_workers ID FANIN SUBNET [client args]: every member runs the client; all must pass
 run_workers() {
 	local id=$1 fanin=$2 subnet=$3

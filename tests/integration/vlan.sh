@@ -20,22 +20,6 @@ if in_host 0 ping -c 2 -i 0.2 -W 1 $subnet.3 >/dev/null 2>&1; then fail "h0 reac
 [ -z "$(in_host 2 ip neigh show $subnet.1)" ] || fail "h0's ARP request reached h2: $(in_host 2 ip neigh show)"
 [ -z "$(in_host 3 ip neigh show $subnet.1)" ] || fail "h0's ARP request reached h3: $(in_host 3 ip neigh show)"
 
-# one job, one member per VLAN: results go back into each member's VLAN,
-# to a known port (a result sent into the wrong VLAN would be flooded there
-# and reach its host only through the host's retransmission)
-flooded=$(stats_get 'd["switches"]["tor0"]["flooded"]')
-in_host 0 "$top/testbed/swemu-ctl" $subnet.254 \
-	"op = \"install\"; job = { id = 5; fan_in = 2; dtype = \"int32\"; slots = 16; elems = 1024; outputs = [\"multicast\"]; contributors = [ \"$subnet.1:48864\", \"$subnet.3:48864\" ]; };" \
-	>/dev/null || fail "install job 5"
-pids=()
-for pair in "0 0" "2 1"; do
-	set -- $pair
-	in_host "$1" $PY "$top/tests/integration/ina_client.py" --switch $subnet.254 --bind "$subnet.$(($1 + 1))" \
-		--job 5 --index "$2" --fanin 2 --slices 200 --count 1024 --slots 16 &
-	pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p" || fail "aggregation across VLANs"; done
-[ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["5"]["completions"]')" = 200 ] || fail "job 5 completions: $(stats)"
-flooded=$(($(stats_get 'd["switches"]["tor0"]["flooded"]') - flooded))
-((flooded < 10)) || fail "$flooded frames flooded during the job: results went into the wrong VLAN"
+# one job, one member per VLAN: results go back into each member's VLAN
+pair_job 5 $subnet 0 2
 echo "vlan: ping within VLANs, none across (no ARP flood crossed), INA job of h0 (VLAN 1) and h2 (VLAN 2) exact"
