@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# 802.1Q trunks between switches: tor0 has h0 in VLAN 10 and h1 in VLAN 20,
-# tor1 has h2 in VLAN 10 and h3 in VLAN 20, and one link joins them as a
-# trunk carrying both VLANs tagged (this kernel has no VLAN interfaces for
-# the hosts, so the trunk is between two logical switches).  Hosts reach
-# their VLAN across the trunk and nothing else; tor0's INA endpoint
-# aggregates a job of h0 and h2 exactly, h2's results crossing the trunk
-# tagged.  tests/dp covers tags against crafted frames and the drops.
+# 802.1Q trunks.  1. Between switches: tor0 has h0 in VLAN 10 and h1 in
+# VLAN 20, tor1 has h2 in VLAN 10 and h3 in VLAN 20, and one link joins
+# them as a trunk carrying both VLANs tagged.  Hosts reach their VLAN
+# across the trunk and nothing else; tor0's INA endpoint aggregates a job
+# of h0 and h2 exactly, h2's results crossing the trunk tagged.  2. Toward
+# a host (af_packet trunk port): this kernel has no VLAN interfaces, so
+# raw frames (vlan_probe.py) go tagged into the trunk and are read back
+# with their tags.  tests/dp covers tags against crafted frames too.
 . "$(dirname "$0")/lib.sh"
 subnet=10.89.0
 TOPO_NAME=ittr
@@ -45,4 +46,35 @@ done
 # INA across the trunk: h2's contributions arrive tagged at tor0 and its
 # results leave tagged
 pair_job 6 $subnet 0 2
-echo "trunk: VLANs 10 and 20 across a trunk link, nothing across VLANs, INA job of h0 and h2 (behind the trunk) exact"
+"$top/testbed/topo.sh" down ittr
+
+# 2. h0 in VLAN 10, h1 on a trunk of 10 and 20 (no native), h2 in VLAN 20
+"$top/testbed/topo.sh" up ittr 3 --subnet $subnet
+sed -E -e 's/(\{ name = "h0"; dev = "[^"]*";)/\1 vlan = 10;/' \
+	-e 's/(\{ name = "h1"; dev = "[^"]*";)/\1 trunk = [10, 20];/' \
+	-e 's/(\{ name = "h2"; dev = "[^"]*";)/\1 vlan = 20;/' "$d/swemu.cfg" > "$d/trunk.cfg"
+[ "$(grep -cE 'vlan = (10|20);|trunk = ' "$d/trunk.cfg")" = 3 ] || fail "could not set the VLANs: $(cat "$d/trunk.cfg")"
+"$top/testbed/topo.sh" start ittr "$d/trunk.cfg"
+probe=$top/tests/integration/vlan_probe.py
+# probe FROM VID TO MARK: what host TO reads of the frame host FROM sends
+# with tag VID (0: none) — "vlan N", "untagged", or "none" within 3 s
+probe() {
+	rm -f "$d/ready"
+	in_host "$3" $PY "$probe" recv eth0 "$4" "$d/ready" 3 > "$d/probe.out" &
+	local rx=$!
+	for _ in $(seq 100); do [ -f "$d/ready" ] && break; sleep 0.02; done
+	in_host "$1" $PY "$probe" send eth0 "$2" "$4"
+	wait $rx && cat "$d/probe.out" || echo none
+}
+[ "$(probe 0 0 1 1)" = "vlan 10" ] || fail "h0's frame left the trunk without tag 10"
+[ "$(probe 2 0 1 2)" = "vlan 20" ] || fail "h2's frame left the trunk without tag 20"
+[ "$(probe 1 10 0 3)" = "untagged" ] || fail "a tag-10 frame from the trunk did not reach h0 untagged"
+[ "$(probe 1 20 2 4)" = "untagged" ] || fail "a tag-20 frame from the trunk did not reach h2 untagged"
+[ "$(probe 1 20 0 5)" = "none" ] || fail "a tag-20 frame reached h0 (VLAN 10)"
+n0=$(stats_get 'd["switches"]["tor0"]["ports"]["h1"]["drops"]["vlan_not_allowed"]')
+u0=$(stats_get 'd["switches"]["tor0"]["ports"]["h1"]["drops"]["untagged_on_trunk"]')
+[ "$(probe 1 30 0 6)" = "none" ] || fail "a tag-30 frame got through"
+[ "$(probe 1 0 0 7)" = "none" ] || fail "an untagged frame got through a trunk without a native VLAN"
+(($(stats_get 'd["switches"]["tor0"]["ports"]["h1"]["drops"]["vlan_not_allowed"]') > n0)) || fail "no vlan_not_allowed drop"
+(($(stats_get 'd["switches"]["tor0"]["ports"]["h1"]["drops"]["untagged_on_trunk"]') > u0)) || fail "no untagged_on_trunk drop"
+echo "trunk: VLANs 10 and 20 across a trunk link, nothing across VLANs, INA job of h0 and h2 (behind the trunk) exact; toward a host: tags on and off per VLAN, VLAN 30 and untagged frames dropped by name"
