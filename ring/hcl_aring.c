@@ -108,26 +108,6 @@ static size_t slice_n(const struct hcl_aring *a, const struct step_state *ss, si
 	return ss->st.hi - lo < a->p->elems ? ss->st.hi - lo : a->p->elems;
 }
 
-/* Elements are 4-byte words, or bf16 halves for a BF16 plan; in the
- * caller's buffers in host order, on the wire big-endian.  The conversion
- * is its own inverse, so one function serves both ways. */
-static void swap_elems(uint8_t *dst, const uint8_t *src, size_t n, size_t esz)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (esz == 2) {
-			uint16_t v;
-			memcpy(&v, src + 2 * i, 2);
-			v = htons(v);
-			memcpy(dst + 2 * i, &v, 2);
-		} else {
-			uint32_t v;
-			memcpy(&v, src + 4 * i, 4);
-			v = htonl(v);
-			memcpy(dst + 4 * i, &v, 4);
-		}
-	}
-}
-
 static bool send_slice(struct hcl_aring *a, unsigned step, size_t k, const uint8_t *src, bool retx)
 {
 	struct step_state *ss = &a->s[step];
@@ -141,7 +121,7 @@ static bool send_slice(struct hcl_aring *a, unsigned step, size_t k, const uint8
 	ina_hdr_encode(&h, a->tx);
 	size_t len = INA_HDR_LEN, esz = ina_wire_elem_size(a->p->dtype);
 	if (!ss->st.join) {
-		swap_elems(a->tx + INA_HDR_LEN, src + lo * esz, n, esz);
+		hcl_ina_swap_elems(a->tx + INA_HDR_LEN, src + lo * esz, n, esz);
 		len += esz * n;
 	}
 	struct hcl_pkt p = { a->tx, (uint32_t)len, a->agg };
@@ -298,7 +278,7 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 					continue;
 				}
 				size_t lo = slice_lo(a, ss, o->slice);
-				swap_elems(dst + lo * esz, p.payload, p.hdr.count, esz);
+				hcl_ina_swap_elems(dst + lo * esz, p.payload, p.hdr.count, esz);
 				o->resulted = true;
 				a->st.results++;
 			}

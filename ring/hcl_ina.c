@@ -118,6 +118,25 @@ static size_t slice_len(const struct hcl_ina *a, const struct pass *ps, size_t k
 	return ps->count - first < a->cfg.elems ? ps->count - first : a->cfg.elems;
 }
 
+void hcl_ina_swap_elems(void *dst, const void *src, size_t n, size_t esz)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+	for (size_t i = 0; i < n; i++) {
+		if (esz == 2) {
+			uint16_t v;
+			memcpy(&v, s + 2 * i, 2);
+			v = htons(v);
+			memcpy(d + 2 * i, &v, 2);
+		} else {
+			uint32_t v;
+			memcpy(&v, s + 4 * i, 4);
+			v = htonl(v);
+			memcpy(d + 4 * i, &v, 4);
+		}
+	}
+}
+
 static bool send_slice(struct hcl_ina *a, const struct pass *ps, size_t k, bool retx)
 {
 	uint32_t slot = (uint32_t)(k % a->cfg.slots);
@@ -129,24 +148,15 @@ static bool send_slice(struct hcl_ina *a, const struct pass *ps, size_t k, bool 
 			     .exponent = ps->kind == PASS_RAW ? 0 : ps->exp[k] };
 	ina_hdr_encode(&h, a->tx);
 	uint8_t *out = a->tx + INA_HDR_LEN;
+	size_t esz = ina_wire_elem_size(ps->dtype);
 	if (ps->kind == PASS_EXPONENT) {
 		memset(out, 0, 4);
 	} else if (ps->kind == PASS_BFP) {
 		ina_bfp_quantize((const float *)ps->buf + first, n, ps->exp[k], ps->addends, out);
-	} else if (ps->dtype == INA_D_BF16) {
-		const uint16_t *buf = ps->buf;
-		for (size_t i = 0; i < n; i++) {
-			uint16_t w = htons(buf[first + i]);
-			memcpy(out + 2 * i, &w, 2);
-		}
 	} else {
-		const uint32_t *buf = ps->buf;
-		for (size_t i = 0; i < n; i++) {
-			uint32_t w = htonl(buf[first + i]);
-			memcpy(out + 4 * i, &w, 4);
-		}
+		hcl_ina_swap_elems(out, (const uint8_t *)ps->buf + first * esz, n, esz);
 	}
-	struct hcl_pkt p = { a->tx, (uint32_t)(INA_HDR_LEN + ina_wire_elem_size(ps->dtype) * n), a->cfg.sw };
+	struct hcl_pkt p = { a->tx, (uint32_t)(INA_HDR_LEN + esz * n), a->cfg.sw };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 
@@ -162,20 +172,9 @@ static bool take_result(struct hcl_ina *a, const struct pass *ps, size_t k, cons
 		if (p->hdr.exponent != ps->exp[k])
 			return false; /* every contributor used the agreed exponent */
 		ina_bfp_dequantize(p->payload, n, ps->exp[k], ps->addends, (float *)ps->buf + first);
-	} else if (ps->dtype == INA_D_BF16) {
-		uint16_t *buf = ps->buf;
-		for (size_t e = 0; e < n; e++) {
-			uint16_t w;
-			memcpy(&w, p->payload + 2 * e, 2);
-			buf[first + e] = ntohs(w);
-		}
 	} else {
-		uint32_t *buf = ps->buf;
-		for (size_t e = 0; e < n; e++) {
-			uint32_t w;
-			memcpy(&w, p->payload + 4 * e, 4);
-			buf[first + e] = ntohl(w);
-		}
+		size_t esz = ina_wire_elem_size(ps->dtype);
+		hcl_ina_swap_elems((uint8_t *)ps->buf + first * esz, p->payload, n, esz);
 	}
 	return true;
 }

@@ -43,6 +43,10 @@ struct hcl_ina_cfg {
 
 struct hcl_ina;
 
+/* n elements of esz bytes (4, or 2 for bf16) between host order and the
+ * wire's big-endian; its own inverse, so one function serves both ways. */
+void hcl_ina_swap_elems(void *dst, const void *src, size_t n, size_t esz);
+
 struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct hcl_transport *t, char *err, size_t errlen);
 void hcl_ina_free(struct hcl_ina *a);
 

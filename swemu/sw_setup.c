@@ -86,14 +86,16 @@ static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t err
 		goto fail;
 	struct rte_mempool *rxpool = rt->pool;
 	if (!strcmp(info.driver_name, "net_af_xdp")) {
-		unsigned n = xdp_pool_mbufs(rt, &info, nrx, ntx);
-		if (!rt->xdp_pool)
+		if (!rt->xdp_pool) { /* the first af_xdp port sizes it for all */
+			unsigned n = xdp_pool_mbufs(rt, &info, nrx, ntx);
 			rt->xdp_pool = rte_pktmbuf_pool_create("swemu_xdp_pool", n, 256, 0, SW_XDP_MBUF_DATA,
 							       (int)rte_socket_id());
-		if (!rt->xdp_pool) {
-			snprintf(err, errlen, "%s:%d: port '%s': cannot allocate %u af_xdp mbufs (%s): give EAL more memory with -m",
-				 rt->cfg_path, p->cfg->line, p->cfg->name, n, rte_strerror(rte_errno));
-			return -1;
+			if (!rt->xdp_pool) {
+				snprintf(err, errlen,
+					 "%s:%d: port '%s': cannot allocate %u af_xdp mbufs (%s): give EAL more memory with -m",
+					 rt->cfg_path, p->cfg->line, p->cfg->name, n, rte_strerror(rte_errno));
+				return -1;
+			}
 		}
 		rxpool = rt->xdp_pool;
 	}
