@@ -78,8 +78,16 @@ void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uin
 			return;
 		}
 		}
-		if (rc < 0)
-			snprintf(err, sizeof(err), "ctrl: %s", why);
+		if (rc < 0) {
+			/* a valid command the switch answers with a refusal (no such
+			 * job, no room): not a dropped packet.  Agents remove a
+			 * crashed run's jobs before installing, and those removes
+			 * showed up in every trial report as drops */
+			sw->st.ctrl_refused++;
+			snprintf(msg, sizeof(msg), "error: ctrl: %s\n", why);
+			reply(rt, sw, in, vlan, v, msg);
+			return;
+		}
 	}
 	if (rc < 0) {
 		in->st.drops[SW_D_CTRL_BAD]++;

@@ -100,6 +100,7 @@ struct sw_lsw_stats {
 	uint64_t ina_packets;  /* handed to the engine */
 	uint64_t ina_emits;    /* packets built from emits */
 	uint64_t ctrl_ok;
+	uint64_t ctrl_refused; /* valid commands answered with a refusal */
 };
 
 struct sw_lsw {

@@ -111,6 +111,7 @@ char *sw_stats_json(const struct sw_rt *rt)
 		json_object_set_new(s, "flooded", json_integer((json_int_t)sw->st.flooded));
 		json_object_set_new(s, "arp_replies", json_integer((json_int_t)sw->st.arp_replies));
 		json_object_set_new(s, "ctrl_ok", json_integer((json_int_t)sw->st.ctrl_ok));
+		json_object_set_new(s, "ctrl_refused", json_integer((json_int_t)sw->st.ctrl_refused));
 		if (sw->eng)
 			json_object_set_new(s, "ina", ina_json(sw));
 		json_object_set_new(sws, sw->cfg->name, s);

@@ -13,6 +13,15 @@ run_workers 4 4 10.79.0 --slices 100 --count 1024 --slots 16 --dtype bf16 || fai
 [ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["4"]["completions"]')" = 100 ] || fail "job 4 completions"
 [ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["1"]["contributions"]')" = 1200 ] || fail "job 1 contributions"
 [ "$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["1"]["completions"]')" = 300 ] || fail "job 1 completions"
+# the control channel's answers: a refused command (nothing to remove) is
+# answered and counted as refused, not as a dropped packet; one that does
+# not parse is answered and dropped as ctrl_bad
+ans=$(in_host 0 "$top/testbed/swemu-ctl" 10.79.0.254 'op = "remove"; id = 77;') && fail "remove of no job: ok?"
+[[ "$ans" == *"no job with this id"* ]] || fail "remove of no job answered '$ans'"
+ans=$(in_host 0 "$top/testbed/swemu-ctl" 10.79.0.254 'op = "frobnicate";') && fail "unknown op: ok?"
+[[ "$ans" == error:* ]] || fail "unknown op answered '$ans'"
+[ "$(stats_get 'd["switches"]["tor0"]["ctrl_refused"]')" = 1 ] || fail "ctrl_refused: $(stats)"
+[ "$(stats_get 'd["switches"]["tor0"]["ports"]["h0"]["drops"]["ctrl_bad"]')" = 1 ] || fail "ctrl_bad: $(stats)"
 "$top/testbed/topo.sh" down itina
 
 # 5% loss on every egress port of the switch: hosts retransmit, sums stay exact
@@ -25,4 +34,4 @@ contrib=$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["3"]["contributions"]'
 ((lost > 0)) || fail "no emulated loss counted"
 ((retx > 0)) || fail "no retransmission answered"
 [ "$contrib" = 1200 ] || fail "job 3: $contrib contributions, want exactly 1200"
-echo "ina: fan-in 4 int32, fp32 and bf16 exact; under 5% loss exact with $lost packets lost, $retx retransmissions answered"
+echo "ina: fan-in 4 int32, fp32 and bf16 exact; control refusals answered and counted; under 5% loss exact with $lost packets lost, $retx retransmissions answered"
