@@ -215,6 +215,7 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 			if (due <= now) {
 				if (!send_slice(a, ps, o->slice, true))
 					break;
+				hcl_rtt_expired(&a->rtt, o->sent_at, now);
 				o->sent_at = now;
 				if (o->tries < 255)
 					o->tries++;

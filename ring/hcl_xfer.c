@@ -29,7 +29,8 @@ struct txs {
 	uint8_t *acked;    /* per packet */
 	int64_t *sent_at;  /* 0 = not sent */
 	uint8_t *tries;
-	uint32_t next_new, nacked, inflight;
+	uint8_t *lost;     /* declared lost, waiting to be sent again */
+	uint32_t next_new, nacked, inflight; /* inflight: sent, neither acknowledged nor lost */
 	int64_t delivered_sent_at; /* latest send time among packets acknowledged */
 	int64_t progress_at;       /* last time an ACK acknowledged something new */
 };
@@ -54,6 +55,17 @@ struct stage {
 	size_t cap, gcap;
 	uint32_t ngot;
 	bool fin; /* its sender's FIN came already */
+};
+
+/* Congestion window towards one peer (RFC 5681 in packets): slow start
+ * to ssthresh, then one packet per window acknowledged; halved once per
+ * round trip when a loss is detected, back to one packet on a timeout.
+ * Without it the fixed window of 64 jumbo packets overran the switch
+ * queues of the testbed (256 KiB uplinks), and every timeout resent the
+ * whole window into the same full queue. */
+struct hcl_xfer_cc {
+	double cwnd, ssthresh;
+	int64_t recover_at; /* losses of packets sent before this do not halve again */
 };
 
 struct hcl_xfer {
@@ -82,6 +94,7 @@ struct hcl_xfer {
 	void *note_ctx;
 	/* round-trip estimate (RFC 6298), kept across exchanges */
 	int64_t srtt_ns, rttvar_ns, rto_base_ns, rto_initial_ns;
+	struct hcl_xfer_cc *cc; /* per peer, kept across exchanges */
 };
 
 int64_t hcl_now_ns(void)
@@ -137,8 +150,12 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct hcl_transpo
 		x->rto_base_ns = (int64_t)x->cfg.rto_max_us * 1000;
 	x->rto_initial_ns = x->rto_base_ns;
 	x->peers = calloc(cfg->nranks, sizeof(*x->peers));
-	if (!x->peers)
+	x->cc = calloc(cfg->nranks, sizeof(*x->cc));
+	if (!x->peers || !x->cc)
 		goto nomem;
+	for (unsigned i = 0; i < cfg->nranks; i++)
+		x->cc[i] = (struct hcl_xfer_cc){ .cwnd = HCL_XFER_INITIAL_CWND < x->cfg.window ? HCL_XFER_INITIAL_CWND : x->cfg.window,
+						 .ssthresh = x->cfg.window };
 	memcpy(x->peers, cfg->peers, cfg->nranks * sizeof(*x->peers));
 	for (int i = 0; i < BATCH; i++)
 		if (!(x->rxbuf[i] = malloc(PKT_MAX)))
@@ -159,6 +176,8 @@ void hcl_xfer_free(struct hcl_xfer *x)
 	free(x->tx.acked);
 	free(x->tx.sent_at);
 	free(x->tx.tries);
+	free(x->tx.lost);
+	free(x->cc);
 	free(x->rx.got);
 	free(x->st.buf);
 	free(x->st.got);
@@ -342,7 +361,10 @@ static void on_ack(struct hcl_xfer *x, int src, const uint8_t *p)
 		t->acked[k] = 1;
 		t->nacked++;
 		if (t->sent_at[k]) {
-			t->inflight--;
+			if (t->lost[k])
+				t->lost[k] = 0; /* it arrived after all */
+			else
+				t->inflight--;
 			if (t->tries[k] == 0 && t->sent_at[k] > newest)
 				newest = t->sent_at[k];
 			if (t->sent_at[k] > t->delivered_sent_at)
@@ -352,8 +374,14 @@ static void on_ack(struct hcl_xfer *x, int src, const uint8_t *p)
 	int64_t now = hcl_now_ns();
 	if (newest)
 		rtt_sample(x, now - newest);
-	if (t->nacked != before)
+	if (t->nacked != before) {
 		t->progress_at = now;
+		struct hcl_xfer_cc *c = &x->cc[t->to];
+		double n = t->nacked - before;
+		c->cwnd += c->cwnd < c->ssthresh ? n : n / c->cwnd;
+		if (c->cwnd > x->cfg.window)
+			c->cwnd = x->cfg.window;
+	}
 }
 
 /* What the ACK of the current or staged or previous receive says. */
@@ -401,11 +429,26 @@ static bool send_data(struct hcl_xfer *x, uint32_t i, uint8_t *pkt)
 	return x->t->ops->send_batch(x->t->ctx, &hp, 1) == 1;
 }
 
-/* Sends what is due: expired packets first, then new ones in the window.
- * Returns the earliest time a packet in flight expires. */
+/* A loss was detected (packet sent at sent_at): halve the window, once per
+ * round trip (RFC 6675's recovery point, by send time). */
+static void cc_loss(struct hcl_xfer *x, int64_t sent_at, int64_t now)
+{
+	struct hcl_xfer_cc *c = &x->cc[x->tx.to];
+	if (sent_at <= c->recover_at)
+		return;
+	c->ssthresh = c->cwnd / 2 > 2 ? c->cwnd / 2 : 2;
+	c->cwnd = c->ssthresh;
+	c->recover_at = now;
+	x->stats.cwnd_halved++;
+}
+
+/* Sends what is due: packets declared lost first, then new ones, as the
+ * congestion window allows.  Returns the earliest time a packet in flight
+ * expires. */
 static int64_t pump_tx(struct hcl_xfer *x, int64_t now, uint8_t *pkt)
 {
 	struct txs *t = &x->tx;
+	struct hcl_xfer_cc *c = &x->cc[t->to];
 	int64_t next = INT64_MAX;
 	if (!t->active || t->nacked == t->total)
 		return next;
@@ -414,28 +457,55 @@ static int64_t pump_tx(struct hcl_xfer *x, int64_t now, uint8_t *pkt)
 	 * left for the tail, where nothing later can be acknowledged.  Packets
 	 * merely queued behind a burst are never declared lost this way. */
 	int64_t reo = x->srtt_ns / 4 > 200000 ? x->srtt_ns / 4 : 200000;
+	bool timeout = false;
 	for (uint32_t i = 0; i < t->next_new; i++) {
-		if (t->acked[i])
+		if (t->acked[i] || t->lost[i])
 			continue;
+		if (t->sent_at[i] + reo < t->delivered_sent_at && t->sent_at[i] + reo < now) {
+			t->lost[i] = 1;
+			t->inflight--;
+			cc_loss(x, t->sent_at[i], now);
+			continue;
+		}
 		/* as TCP: the timer restarts while ACKs make progress, so a long
 		 * queue that drains steadily never fires it */
 		int64_t since = t->sent_at[i] > t->progress_at ? t->sent_at[i] : t->progress_at;
 		int64_t due = since + rto_ns(x, t->tries[i]);
-		if (t->sent_at[i] + reo < t->delivered_sent_at && t->sent_at[i] + reo < now)
-			due = now;
-		if (due <= now) {
-			if (!send_data(x, i, pkt))
-				return now; /* socket full: try again soon */
-			if (t->tries[i] < 255)
-				t->tries[i]++;
-			t->sent_at[i] = now;
-			x->stats.data_resent++;
-			due = now + rto_ns(x, t->tries[i]);
-		}
-		if (due < next)
+		if (due <= now)
+			timeout = true;
+		else if (due < next)
 			next = due;
 	}
-	while (t->next_new < t->total && t->inflight < x->cfg.window) {
+	if (timeout) {
+		/* as TCP: all that is out is presumed lost and goes again one
+		 * packet per round trip at first; resending the whole window at
+		 * once (as before) refilled the queue that had overflowed, and
+		 * a receiver that was only busy got it all twice */
+		for (uint32_t i = 0; i < t->next_new; i++)
+			if (!t->acked[i] && !t->lost[i])
+				t->lost[i] = 1;
+		t->inflight = 0;
+		c->ssthresh = c->cwnd / 2 > 2 ? c->cwnd / 2 : 2;
+		c->cwnd = 1;
+		c->recover_at = now;
+		x->stats.timeouts++;
+	}
+	const uint32_t win = c->cwnd < x->cfg.window ? (uint32_t)c->cwnd : x->cfg.window;
+	for (uint32_t i = 0; i < t->next_new && t->inflight < win; i++) {
+		if (!t->lost[i])
+			continue;
+		if (!send_data(x, i, pkt))
+			return now; /* socket full: try again soon */
+		t->lost[i] = 0;
+		if (t->tries[i] < 255)
+			t->tries[i]++;
+		t->sent_at[i] = now;
+		t->inflight++;
+		x->stats.data_resent++;
+		if (now + rto_ns(x, t->tries[i]) < next)
+			next = now + rto_ns(x, t->tries[i]);
+	}
+	while (t->next_new < t->total && t->inflight < win) {
 		uint32_t i = t->next_new;
 		if (!send_data(x, i, pkt))
 			return now;
@@ -606,25 +676,28 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 	size_t need = tn > rn ? tn : rn;
 	if (need > x->cap_pk) {
 		void *a = realloc(t->acked, need), *s = realloc(t->sent_at, need * sizeof(int64_t)),
-		     *tr = realloc(t->tries, need), *g = realloc(r->got, need);
+		     *tr = realloc(t->tries, need), *l = realloc(t->lost, need), *g = realloc(r->got, need);
 		if (a)
 			t->acked = a;
 		if (s)
 			t->sent_at = s;
 		if (tr)
 			t->tries = tr;
+		if (l)
+			t->lost = l;
 		if (g)
 			r->got = g;
-		if (!a || !s || !tr || !g) {
+		if (!a || !s || !tr || !l || !g) {
 			snprintf(err, errlen, "xfer: out of memory");
 			return -ENOMEM;
 		}
 		x->cap_pk = need;
 	}
 	*t = (struct txs){ .active = to >= 0, .to = to, .tag = tag, .total = tn, .buf = sbuf, .len = slen,
-			   .acked = t->acked, .sent_at = t->sent_at, .tries = t->tries };
+			   .acked = t->acked, .sent_at = t->sent_at, .tries = t->tries, .lost = t->lost };
 	if (tn) {
 		memset(t->acked, 0, tn);
+		memset(t->lost, 0, tn);
 		memset(t->sent_at, 0, tn * sizeof(int64_t));
 	}
 	*r = (struct rxs){ .active = from >= 0, .from = from, .tag = tag, .total = rn, .buf = rbuf, .len = rlen,

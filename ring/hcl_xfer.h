@@ -3,8 +3,11 @@
  * one from another at the same time, under a tag (collective epoch, step).
  * Packets carry (tag, seq, total); the receiver places each at its offset,
  * so loss, duplication and reordering only cost time.  ACKs are cumulative
- * with a 64-packet selective bitmap; the sender resends only what is
- * unacknowledged once its timer expires, backing off exponentially.  Data
+ * with a 64-packet selective bitmap; a packet is resent when one sent after
+ * it was acknowledged (RACK) or, for the tail, when its timer expires
+ * (backing off exponentially).  A congestion window per peer (TCP's: slow
+ * start, halved on loss, one packet after a timeout) keeps bursts within
+ * what switch queues hold (docs/HOSTLIB.md).  Data
  * for the next tag is kept (a neighbour often starts the next step first);
  * data for the previous tag is acknowledged again (our last ACK may have
  * been lost).  Every wait has a deadline; a failure names the peer. */
@@ -19,19 +22,21 @@
 
 #define HCL_XFER_HDR 24
 #define HCL_XFER_MAX_PEERS 1024
+#define HCL_XFER_INITIAL_CWND 10 /* packets (RFC 6928's initial window) */
 
 struct hcl_xfer_cfg {
 	unsigned rank;
 	unsigned nranks;
 	const struct sockaddr_in *peers; /* nranks entries, peers[rank] = own */
 	uint32_t payload;     /* data bytes per packet (<= 8976); 0 = 8948, what fills a 9000-byte IP packet */
-	uint32_t window;      /* packets in flight; 0 = 64 */
+	uint32_t window;      /* most packets in flight (the congestion window's cap); 0 = 64 */
 	uint32_t rto_us;      /* floor of the adaptive timeout (10x before the first sample); 0 = 2000 */
 	uint32_t rto_max_us;  /* back-off cap; 0 = 100000 */
 };
 
 struct hcl_xfer_stats {
 	uint64_t data_sent, data_resent, acks_sent;
+	uint64_t timeouts, cwnd_halved; /* congestion events: timer expiries, detected losses */
 	uint64_t data_received, duplicates, early, stale, malformed;
 	uint64_t notes_sent, notes_received;
 };

@@ -13,6 +13,7 @@
 struct dgram {
 	struct dgram *next;
 	struct sockaddr_in src;
+	int64_t due_ns; /* leaves the bottleneck (0: at once) */
 	uint32_t len;
 	uint8_t data[];
 };
@@ -20,6 +21,7 @@ struct dgram {
 struct inbox {
 	struct dgram *head, *tail;
 	unsigned n;
+	int64_t last_due_ns; /* the bottleneck's last departure */
 };
 
 struct fake_ep {
@@ -46,6 +48,28 @@ struct sockaddr_in fake_addr(unsigned i)
 }
 
 static double uni(struct fake_hub *h) { return (double)(tl_next(&h->rng) >> 11) * 0x1.0p-53; }
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The bottleneck before inbox b: a departure time for one more datagram,
+ * or 0 when its queue is full (tail drop).  FIFO: reordering is not
+ * combined with it. */
+static int64_t bottleneck_due(struct fake_hub *h, struct inbox *b)
+{
+	int64_t now = mono_ns(), gap = (int64_t)(1e9 / h->net.rate_pps);
+	unsigned waiting = 0;
+	for (const struct dgram *d = b->head; d; d = d->next)
+		waiting += d->due_ns > now;
+	if (waiting >= h->net.queue)
+		return 0;
+	b->last_due_ns = (b->last_due_ns > now ? b->last_due_ns : now) + gap;
+	return b->last_due_ns;
+}
 
 /* Appends, or (reorder) puts the datagram ahead of a random earlier one. */
 static void enqueue(struct fake_hub *h, struct inbox *b, struct dgram *d)
@@ -86,7 +110,13 @@ static int fake_send(void *ctx, const struct hcl_pkt *pkts, unsigned n)
 		int copies = uni(h) < h->net.dup ? 2 : 1;
 		h->st.duplicated += copies - 1;
 		while (copies--) {
+			int64_t due = 0;
+			if (h->net.rate_pps > 0 && !(due = bottleneck_due(h, &h->in[dst]))) {
+				h->st.tail_dropped++;
+				continue;
+			}
 			struct dgram *d = malloc(sizeof(*d) + pkts[i].len);
+			d->due_ns = due;
 			d->src = fake_addr(e->index);
 			d->len = pkts[i].len;
 			memcpy(d->data, pkts[i].buf, pkts[i].len);
@@ -109,12 +139,23 @@ static int fake_recv(void *ctx, struct hcl_pkt *pkts, unsigned n, int64_t timeou
 	dl.tv_sec += ns / 1000000000;
 	dl.tv_nsec = ns % 1000000000;
 
+	const int64_t until = mono_ns() + (timeout_ns > 0 ? timeout_ns : 0);
 	pthread_mutex_lock(&h->mu);
-	while (b->n == 0 && timeout_ns > 0)
-		if (pthread_cond_timedwait(&h->cv, &h->mu, &dl) == ETIMEDOUT)
+	for (;;) {
+		int64_t now = mono_ns();
+		if ((b->head && b->head->due_ns <= now) || now >= until)
 			break;
+		if (b->head) { /* in the bottleneck still: wait for it to leave */
+			int64_t ns = b->head->due_ns < until ? b->head->due_ns - now : until - now;
+			pthread_mutex_unlock(&h->mu);
+			nanosleep(&(struct timespec){ .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 }, NULL);
+			pthread_mutex_lock(&h->mu);
+		} else if (pthread_cond_timedwait(&h->cv, &h->mu, &dl) == ETIMEDOUT) {
+			break;
+		}
+	}
 	unsigned got = 0;
-	while (got < n && b->head) {
+	while (got < n && b->head && b->head->due_ns <= mono_ns()) {
 		struct dgram *d = b->head;
 		b->head = d->next;
 		if (!b->head)

@@ -1,6 +1,9 @@
 /* A transport for unit tests: endpoints joined by an in-memory hub that
  * loses, duplicates and reorders datagrams with given probabilities, from a
- * seed (reproducible).  Thread-safe: ranks may run as threads. */
+ * seed (reproducible), and may put a bottleneck before each receiver: a
+ * link of rate_pps datagrams per second whose queue holds `queue` of them
+ * and drops the rest at its tail, as a switch port does.  Thread-safe:
+ * ranks may run as threads. */
 #ifndef FAKE_TRANSPORT_H
 #define FAKE_TRANSPORT_H
 
@@ -11,6 +14,8 @@ struct fake_hub;
 struct fake_net {
 	double loss, dup, reorder; /* probabilities per datagram */
 	uint64_t seed;
+	double rate_pps; /* 0: no bottleneck (then queue is not used) */
+	unsigned queue;  /* datagrams waiting for the bottleneck, at most */
 };
 
 struct fake_hub *fake_hub_new(unsigned endpoints, const struct fake_net *net);
@@ -27,6 +32,7 @@ struct hcl_xfer *fake_xfer_new(struct fake_hub *h, unsigned rank, unsigned n, ui
 
 struct fake_stats {
 	uint64_t sent, lost, duplicated, reordered, delivered;
+	uint64_t tail_dropped; /* by a full bottleneck queue */
 };
 struct fake_stats fake_hub_stats(struct fake_hub *h);
 

@@ -1,6 +1,8 @@
 /* Reliable transfer: ranks as threads over the fake hub run ring steps of
  * varying sizes through loss, duplication and reordering; every byte
- * arrives; a dead peer is named within the deadline. */
+ * arrives; a dead peer is named within the deadline.  Congestion: a timer
+ * that expires sends one packet, not the window; through a bottleneck with
+ * a short tail-drop queue little is sent twice. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -140,6 +142,100 @@ static void test_dead_peer(void **state)
 	assert_non_null(strstr(jobs[1].err, "rank 2 (127.0.0.1:1002) did not acknowledge"));
 }
 
+/* A receiver that never answers: the first window is the initial
+ * congestion window, and each expiry of the timer sends one packet again
+ * (the window's head), not the whole window into a queue that may be the
+ * very one that overflowed. */
+static void test_timeout_sends_one(void **state)
+{
+	(void)state;
+	char err[256];
+	struct hcl_transport t;
+	struct fake_hub *hub = fake_hub_new(2, &(struct fake_net){ .loss = 1.0, .seed = 3 });
+	struct hcl_xfer *x = fake_xfer_new(hub, 0, 2, 1000, &t, err, sizeof(err));
+	assert_non_null(x);
+	static uint8_t big[64 * 8948];
+	int rc = hcl_xfer_exchange(x, 7, 1, big, sizeof(big), -1, NULL, 0, hcl_now_ns() + 150000000, err, sizeof(err));
+	assert_int_equal(rc, -ETIMEDOUT);
+	const struct hcl_xfer_stats *st = hcl_xfer_stats(x);
+	assert_int_equal(st->data_sent, HCL_XFER_INITIAL_CWND);
+	assert_true(st->timeouts >= 3);
+	assert_int_equal(st->data_resent, st->timeouts);
+	hcl_xfer_free(x);
+	fake_hub_free(hub);
+}
+
+struct one_way {
+	struct fake_hub *hub;
+	unsigned rank;
+	size_t len;
+	int rc;
+	char err[256];
+	struct hcl_xfer_stats st;
+};
+
+static void *one_way_main(void *arg)
+{
+	struct one_way *w = arg;
+	struct hcl_transport t;
+	struct hcl_xfer *x = fake_xfer_new(w->hub, w->rank, 2, 1000, &t, w->err, sizeof(w->err));
+	if (!x) {
+		w->rc = -1;
+		return NULL;
+	}
+	uint8_t *b = malloc(w->len);
+	for (size_t i = 0; i < w->len; i++)
+		b[i] = w->rank ? 0 : byte_of(0, 0, i);
+	int64_t dl = hcl_now_ns() + 5000000000ll;
+	/* rank 0 sends, rank 1 receives, three messages in a row */
+	for (uint32_t tag = 1; tag <= 3 && w->rc == 0; tag++) {
+		if (w->rank == 0)
+			w->rc = hcl_xfer_exchange(x, tag, 1, b, w->len, -1, NULL, 0, dl, w->err, sizeof(w->err));
+		else
+			w->rc = hcl_xfer_exchange(x, tag, -1, NULL, 0, 0, b, w->len, dl, w->err, sizeof(w->err));
+		for (size_t i = 0; w->rc == 0 && w->rank && i < w->len; i++)
+			if (b[i] != byte_of(0, 0, i)) {
+				snprintf(w->err, sizeof(w->err), "byte %zu wrong", i);
+				w->rc = -EBADMSG;
+			}
+	}
+	if (w->rc == 0 && w->rank)
+		hcl_xfer_linger(x, 60000000, hcl_now_ns() + 2000000000ll);
+	w->st = *hcl_xfer_stats(x);
+	free(b);
+	hcl_xfer_free(x);
+	return NULL;
+}
+
+/* 2 MB three times through a link of 20000 packets/s whose queue holds 12
+ * packets, as a switch port with a short buffer: the window finds the
+ * queue's size (halved on loss, grown a packet per round trip), so few
+ * packets go twice.  With the fixed window of 64 it had before, almost
+ * three packets went again for every new one here. */
+static void test_bottleneck(void **state)
+{
+	(void)state;
+	struct fake_hub *hub = fake_hub_new(2, &(struct fake_net){ .seed = 4, .rate_pps = 20000, .queue = 12 });
+	struct one_way w[2] = { { .hub = hub, .rank = 0, .len = 2000000 }, { .hub = hub, .rank = 1, .len = 2000000 } };
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, one_way_main, &w[i]);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	struct fake_stats fs = fake_hub_stats(hub);
+	fake_hub_free(hub);
+	for (int i = 0; i < 2; i++)
+		if (w[i].rc)
+			fail_msg("rank %d: %s", i, w[i].err);
+	print_message("bottleneck: %llu sent, %llu sent again, %llu tail drops, %llu timeouts, %llu halvings\n",
+		      (unsigned long long)w[0].st.data_sent, (unsigned long long)w[0].st.data_resent,
+		      (unsigned long long)fs.tail_dropped, (unsigned long long)w[0].st.timeouts,
+		      (unsigned long long)w[0].st.cwnd_halved);
+	assert_true(fs.tail_dropped > 0); /* the queue did overflow: the test tests something */
+	assert_true(w[0].st.cwnd_halved > 0);
+	assert_true(w[0].st.data_resent * 5 < w[0].st.data_sent); /* under 20% */
+}
+
 static void test_bad_args(void **state)
 {
 	(void)state;
@@ -172,6 +268,8 @@ int main(void)
 		cmocka_unit_test(test_ring_clean),
 		cmocka_unit_test(test_ring_lossy),
 		cmocka_unit_test(test_dead_peer),
+		cmocka_unit_test(test_timeout_sends_one),
+		cmocka_unit_test(test_bottleneck),
 		cmocka_unit_test(test_bad_args),
 	};
 	return cmocka_run_group_tests_name("xfer", tests, NULL, NULL);
