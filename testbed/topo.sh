@@ -14,6 +14,8 @@
 #       those ToRs INA-capable (default: all; --no-ina: none).  --rate and
 #       --loss apply to every egress port, links included; --buffer is the
 #       tail-drop queue of the host-facing ports (swemu's default otherwise).
+#       --rate also limits what each host sends (a tbf qdisc on its eth0),
+#       as its NIC would: the host link has the rate both ways.
 #       Also writes NAME/hosts.cfg, the layout as a host-library host file.
 #       --mgmt also gives every host a management interface mgmt0 (10.M.N.(i+1))
 #       on a bridge NAME-mg in the root namespace (10.M.N.254): for launchers
@@ -38,6 +40,15 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 state=/run/swemu-testbed
 
 die() { echo "topo: $*" >&2; exit 2; }
+
+# A rate as swemu reads it ("200M", "1.5G", "10Gb") in bit/s, or "" if it is not one.
+rate_bps() {
+	awk -v r="$1" 'BEGIN {
+		if (!match(r, /^[0-9]+(\.[0-9]+)?[kKmMgGtT]?b?$/)) exit
+		n = r + 0; u = tolower(substr(r, length(r) - (r ~ /b$/), 1))
+		m = u == "k" ? 1e3 : u == "m" ? 1e6 : u == "g" ? 1e9 : u == "t" ? 1e12 : 1
+		printf "%.0f\n", n * m }'
+}
 usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
 
 check_name() {
@@ -92,6 +103,11 @@ cmd_up() {
 	[[ "$pmd" =~ ^(af_packet|af_xdp)$ ]] || die "--pmd must be af_packet or af_xdp"
 	[ -z "$mgmt" ] || [[ "$mgmt" =~ ^10\.[0-9]+\.[0-9]+$ ]] || die "--mgmt must be 10.M.N"
 	[[ "$lcores" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--lcores must be a list of lcore ids like 0,1"
+	local host_bps=""
+	if [ -n "$rate" ]; then
+		host_bps=$(rate_bps "$rate")
+		[ -n "$host_bps" ] || die "--rate must be a rate such as 200M or 10G"
+	fi
 	[[ "$racks" =~ ^[1-8]$ ]] && ((n % racks == 0)) || die "--racks must be 1..8 and divide HOSTS"
 	[[ "$inaracks" =~ ^(all|none|[0-7](,[0-7])*)$ ]] || die "--ina-racks must be a list like 0,2 (or all, none)"
 	[ "$ina" = true ] || inaracks=none
@@ -128,6 +144,14 @@ cmd_up() {
 		ip -n "$ns" addr add "$subnet.$((i + 1))/24" dev eth0
 		# veth leaves UDP/TCP checksums partial; af_packet would carry them so
 		ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null
+		if [ -n "$host_bps" ] && ((host_bps > 0)); then
+			# the host's side of its link: a NIC sends no faster than
+			# the link, so a burst waits here (the socket feels it) and
+			# does not all land in the ToR's queue at once.  The bucket
+			# holds 1 ms of data (at least 64 KiB, some jumbo frames)
+			local burst=$((host_bps / 8000 > 65536 ? host_bps / 8000 : 65536))
+			ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${host_bps}bit" burst "$burst" limit $((8 << 20))
+		fi
 		ip link set "$name-s$i" mtu 9000 up
 		if [ -n "$mgmt" ]; then
 			ip link add "$name-g$i" type veth peer name "$name-n$i"
