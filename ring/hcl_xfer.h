@@ -7,10 +7,11 @@
  * it was acknowledged (RACK) or, for the tail, when its timer expires
  * (backing off exponentially).  A congestion window per peer (TCP's: slow
  * start, halved on loss, one packet after a timeout) keeps bursts within
- * what switch queues hold (docs/HOSTLIB.md).  Data
- * for the next tag is kept (a neighbour often starts the next step first);
- * data for the previous tag is acknowledged again (our last ACK may have
- * been lost).  Every wait has a deadline; a failure names the peer. */
+ * what switch queues hold (docs/HOSTLIB.md).  Data for the next tag is
+ * kept (a neighbour often starts the next step first), data for a later
+ * one refused with WAIT and asked for again with READY; data for the
+ * previous tag is acknowledged again (our last ACK may have been lost).
+ * Every wait has a deadline; a failure names the peer. */
 #ifndef HCL_XFER_H
 #define HCL_XFER_H
 
@@ -30,13 +31,22 @@ struct hcl_xfer_cfg {
 	const struct sockaddr_in *peers; /* nranks entries, peers[rank] = own */
 	uint32_t payload;     /* data bytes per packet (<= 8976); 0 = 8948, what fills a 9000-byte IP packet */
 	uint32_t window;      /* most packets in flight (the congestion window's cap); 0 = 64 */
-	uint32_t rto_us;      /* floor of the adaptive timeout (10x before the first sample); 0 = 2000 */
+	/* Floor of the adaptive timeout (10x before the first sample, within
+	 * rto_max); 0 = 10000.  Not lower: a rank on a shared host is sometimes
+	 * not scheduled for several ms; with a 2 ms floor a peer with a short
+	 * queue (small srtt) timed out spuriously, its window collapsed, its
+	 * queue and srtt stayed short, and it kept timing out: the ring at
+	 * 4 MiB took 0.55-0.59 s instead of 0.36 in one run of two or three.
+	 * Losses other than a window's tail are found by RACK, not the timer. */
+	uint32_t rto_us;
 	uint32_t rto_max_us;  /* back-off cap; 0 = 100000 */
 };
 
 struct hcl_xfer_stats {
 	uint64_t data_sent, data_resent, acks_sent;
 	uint64_t timeouts, cwnd_halved; /* congestion events: timer expiries, detected losses */
+	uint64_t timeouts_undone; /* expiries found spurious (F-RTO): the window came back */
+	uint64_t waits_sent, waits_received; /* flow control: early data refused (WAIT) */
 	uint64_t data_received, duplicates, early, stale, malformed;
 	uint64_t notes_sent, notes_received;
 };
@@ -60,8 +70,8 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 /* After the last exchange of a collective: keeps answering re-sent data
  * (our final ACK may have been lost, and the peer would otherwise wait to
  * its deadline) until every sender whose message completed since the last
- * linger has sent its FIN (hier's leader hears from several), or nothing
- * arrived for quiet_ns, or deadline_ns. */
+ * linger has sent its FIN (hier's leader hears from several), or no
+ * re-send of a finished message arrived for quiet_ns, or deadline_ns. */
 int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns);
 /* Answers what arrived, without waiting: for loops that do other work
  * (the INA clients) so that a peer whose last ACK was lost is answered. */
@@ -84,6 +94,9 @@ int hcl_xfer_send_note(struct hcl_xfer *x, int to, const void *buf, size_t len);
 int hcl_xfer_linger_final(struct hcl_xfer *x, int64_t deadline_ns);
 
 const struct hcl_xfer_stats *hcl_xfer_stats(const struct hcl_xfer *x);
+/* The congestion window towards peer and its slow-start threshold, in
+ * packets (for tests and diagnostics). */
+void hcl_xfer_window(const struct hcl_xfer *x, unsigned peer, double *cwnd, double *ssthresh);
 /* The current retransmission timeout (before back-off). */
 int64_t hcl_xfer_rto_ns(const struct hcl_xfer *x);
 /* The quiet time for hcl_xfer_linger: long enough for the peer's resend,

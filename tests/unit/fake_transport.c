@@ -103,7 +103,8 @@ static int fake_send(void *ctx, const struct hcl_pkt *pkts, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		unsigned dst = ntohs(pkts[i].peer.sin_port) - 1000u;
 		h->st.sent++;
-		if (dst >= h->n || uni(h) < h->net.loss) {
+		if (dst >= h->n || uni(h) < h->net.loss ||
+		    (h->net.drop_type && pkts[i].len > 1 && ((const uint8_t *)pkts[i].buf)[1] == h->net.drop_type)) {
 			h->st.lost++;
 			continue;
 		}

@@ -16,6 +16,8 @@ struct fake_net {
 	uint64_t seed;
 	double rate_pps; /* 0: no bottleneck (then queue is not used) */
 	unsigned queue;  /* datagrams waiting for the bottleneck, at most */
+	uint8_t drop_type; /* nonzero: every datagram whose byte 1 (hcl_xfer's
+			    * message type) is this is lost */
 };
 
 struct fake_hub *fake_hub_new(unsigned endpoints, const struct fake_net *net);

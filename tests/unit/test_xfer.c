@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fake_transport.h"
 #include "hcl_xfer.h"
@@ -24,6 +25,7 @@ struct job {
 	struct fake_hub *hub;
 	unsigned rank, n, steps;
 	unsigned die_at;         /* this rank stops after this step (or never: UINT32_MAX) */
+	unsigned nap_ms;         /* sleeps this long before each step (a slow rank) */
 	uint32_t rto_us;
 	int rc;
 	char err[256];
@@ -53,6 +55,10 @@ static void *rank_main(void *arg)
 	uint8_t *sb = malloc(cap), *rb = malloc(cap);
 	for (unsigned s = 0; s < j->steps && s <= j->die_at; s++) {
 		size_t len = step_len(s);
+		/* busy elsewhere but answering, as a rank in another
+		 * exchange is (the INA clients poll the transfer too) */
+		for (int64_t until = hcl_now_ns() + (int64_t)j->nap_ms * 1000000, now; (now = hcl_now_ns()) < until;)
+			hcl_xfer_poll_wait(x, until - now);
 		for (size_t i = 0; i < len; i++)
 			sb[i] = byte_of(j->rank, s, i);
 		memset(rb, 0xee, len);
@@ -79,14 +85,15 @@ static void *rank_main(void *arg)
 	return NULL;
 }
 
-static void run_ring(unsigned n, unsigned steps, struct fake_net net, unsigned die_rank, unsigned die_at,
-		     uint32_t rto_us, struct job *jobs)
+static void run_ring_nap(unsigned n, unsigned steps, struct fake_net net, unsigned die_rank, unsigned die_at,
+			 uint32_t rto_us, unsigned nap_rank, unsigned nap_ms, struct job *jobs)
 {
 	struct fake_hub *hub = fake_hub_new(n, &net);
 	pthread_t th[MAXR];
 	for (unsigned r = 0; r < n; r++) {
 		jobs[r] = (struct job){ .hub = hub, .rank = r, .n = n, .steps = steps,
-					.die_at = r == die_rank ? die_at : UINT32_MAX, .rto_us = rto_us };
+					.die_at = r == die_rank ? die_at : UINT32_MAX, .rto_us = rto_us,
+					.nap_ms = r == nap_rank ? nap_ms : 0 };
 		pthread_create(&th[r], NULL, rank_main, &jobs[r]);
 	}
 	for (unsigned r = 0; r < n; r++)
@@ -94,12 +101,18 @@ static void run_ring(unsigned n, unsigned steps, struct fake_net net, unsigned d
 	fake_hub_free(hub);
 }
 
+static void run_ring(unsigned n, unsigned steps, struct fake_net net, unsigned die_rank, unsigned die_at,
+		     uint32_t rto_us, struct job *jobs)
+{
+	run_ring_nap(n, steps, net, die_rank, die_at, rto_us, UINT32_MAX, 0, jobs);
+}
+
 static void test_ring_clean(void **state)
 {
 	(void)state;
 	struct job jobs[MAXR];
 	/* resends can still happen here: a neighbour two steps ahead has its
-	 * data dropped unacknowledged (one message of lookahead) */
+	 * data refused (one message of lookahead) and sends it again on READY */
 	run_ring(4, 9, (struct fake_net){ .seed = 1 }, UINT32_MAX, 0, 1000, jobs);
 	for (unsigned r = 0; r < 4; r++)
 		if (jobs[r].rc)
@@ -142,6 +155,91 @@ static void test_dead_peer(void **state)
 	assert_non_null(strstr(jobs[1].err, "rank 2 (127.0.0.1:1002) did not acknowledge"));
 }
 
+/* Rank 2 spends 30 ms on something else before every step (longer than
+ * any timer here, whose cap is 20 ms), answering datagrams meanwhile:
+ * rank 1 runs two steps ahead, its data is refused with
+ * WAIT, and it probes instead of timing out; READY brings the rest.  No
+ * rank times out (beyond a scheduling hiccup), every byte arrives.
+ * (Without WAIT, rank 1's timer expired about 40 times and its window
+ * fell to one packet.) */
+static void test_wait_for_slow_rank(void **state)
+{
+	(void)state;
+	struct job jobs[MAXR];
+	run_ring_nap(4, 9, (struct fake_net){ .seed = 6 }, UINT32_MAX, 0, 1000, 2, 30, jobs);
+	uint64_t waits = 0;
+	for (unsigned r = 0; r < 4; r++) {
+		if (jobs[r].rc)
+			fail_msg("rank %u: %s", r, jobs[r].err);
+		/* a thread of this busy machine is sometimes not scheduled for
+		 * longer than the 20 ms cap: allow that once or twice */
+		if (jobs[r].st.timeouts > 2)
+			fail_msg("rank %u: %llu time-outs", r, (unsigned long long)jobs[r].st.timeouts);
+		waits += jobs[r].st.waits_received;
+	}
+	assert_true(jobs[2].st.waits_sent > 0); /* the slow rank refused early data */
+	assert_true(waits > 0);
+}
+
+struct linger_job {
+	struct fake_hub *hub;
+	unsigned rank;
+	int rc;
+	double linger_s;
+	char err[256];
+};
+
+static void *linger_main(void *arg)
+{
+	struct linger_job *j = arg;
+	struct hcl_transport t;
+	struct hcl_xfer *x = fake_xfer_new(j->hub, j->rank, 3, 1000, &t, j->err, sizeof(j->err));
+	static uint8_t b[100000];
+	if (!x) {
+		j->rc = -1;
+		return NULL;
+	}
+	int64_t dl = hcl_now_ns() + 3000000000ll;
+	if (j->rank == 0) { /* receive, then linger for rank 1's FIN, which is lost */
+		j->rc = hcl_xfer_exchange(x, 1, -1, NULL, 0, 1, b, sizeof(b), dl, j->err, sizeof(j->err));
+		int64_t t0 = hcl_now_ns();
+		hcl_xfer_linger(x, 150000000, dl);
+		j->linger_s = (double)(hcl_now_ns() - t0) * 1e-9;
+	} else if (j->rank == 1) {
+		j->rc = hcl_xfer_exchange(x, 1, 0, b, sizeof(b), -1, NULL, 0, dl, j->err, sizeof(j->err));
+	} else { /* unrelated chatter towards rank 0 every 20 ms for 2 s */
+		for (int i = 0; i < 100; i++) {
+			hcl_xfer_send_note(x, 0, "x", 1);
+			nanosleep(&(struct timespec){ .tv_nsec = 20000000 }, NULL);
+		}
+	}
+	hcl_xfer_free(x);
+	return NULL;
+}
+
+/* A linger ends when no re-send of a finished message came for its quiet
+ * time, whatever else arrives: traffic for exchanges to come (a
+ * neighbour's probes) used to keep it going to the deadline. */
+static void test_linger_ignores_other_traffic(void **state)
+{
+	(void)state;
+	struct fake_hub *hub = fake_hub_new(3, &(struct fake_net){ .seed = 8, .drop_type = 3 /* FIN */ });
+	struct linger_job j[3];
+	pthread_t th[3];
+	for (unsigned r = 0; r < 3; r++) {
+		j[r] = (struct linger_job){ .hub = hub, .rank = r };
+		pthread_create(&th[r], NULL, linger_main, &j[r]);
+	}
+	for (unsigned r = 0; r < 3; r++)
+		pthread_join(th[r], NULL);
+	fake_hub_free(hub);
+	for (unsigned r = 0; r < 2; r++)
+		if (j[r].rc)
+			fail_msg("rank %u: %s", r, j[r].err);
+	print_message("linger: %.3f s with a 0.150 s quiet time\n", j[0].linger_s);
+	assert_true(j[0].linger_s < 1.0); /* not the 3 s deadline */
+}
+
 /* A receiver that never answers: the first window is the initial
  * congestion window, and each expiry of the timer sends one packet again
  * (the window's head), not the whole window into a queue that may be the
@@ -169,9 +267,11 @@ struct one_way {
 	struct fake_hub *hub;
 	unsigned rank;
 	size_t len;
+	unsigned compute_ms; /* the receiver does not read for this long before each message */
 	int rc;
 	char err[256];
 	struct hcl_xfer_stats st;
+	double cwnd, ssthresh; /* the sender's, towards the receiver, at the end */
 };
 
 static void *one_way_main(void *arg)
@@ -189,6 +289,8 @@ static void *one_way_main(void *arg)
 	int64_t dl = hcl_now_ns() + 5000000000ll;
 	/* rank 0 sends, rank 1 receives, three messages in a row */
 	for (uint32_t tag = 1; tag <= 3 && w->rc == 0; tag++) {
+		if (w->rank == 1 && w->compute_ms)
+			nanosleep(&(struct timespec){ .tv_nsec = (long)w->compute_ms * 1000000 }, NULL);
 		if (w->rank == 0)
 			w->rc = hcl_xfer_exchange(x, tag, 1, b, w->len, -1, NULL, 0, dl, w->err, sizeof(w->err));
 		else
@@ -202,6 +304,7 @@ static void *one_way_main(void *arg)
 	if (w->rc == 0 && w->rank)
 		hcl_xfer_linger(x, 60000000, hcl_now_ns() + 2000000000ll);
 	w->st = *hcl_xfer_stats(x);
+	hcl_xfer_window(x, 1, &w->cwnd, &w->ssthresh);
 	free(b);
 	hcl_xfer_free(x);
 	return NULL;
@@ -236,6 +339,34 @@ static void test_bottleneck(void **state)
 	assert_true(w[0].st.data_resent * 5 < w[0].st.data_sent); /* under 20% */
 }
 
+/* The receiver computes 40 ms before each message (no one reads its
+ * socket; the timer's cap is 20 ms): the sender's timer expires, but the
+ * ACK that comes when the receiver reads again covers packets that were
+ * never resent, so the expiry was spurious and the window comes back
+ * (F-RTO).  Without that, each expiry halved the threshold for good. */
+static void test_spurious_timeout_undone(void **state)
+{
+	(void)state;
+	struct fake_hub *hub = fake_hub_new(2, &(struct fake_net){ .seed = 9 });
+	struct one_way w[2] = { { .hub = hub, .rank = 0, .len = 100000 },
+				{ .hub = hub, .rank = 1, .len = 100000, .compute_ms = 40 } };
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, one_way_main, &w[i]);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	fake_hub_free(hub);
+	for (int i = 0; i < 2; i++)
+		if (w[i].rc)
+			fail_msg("rank %d: %s", i, w[i].err);
+	print_message("spurious: %llu time-outs, %llu undone, window %.1f, threshold %.1f\n",
+		      (unsigned long long)w[0].st.timeouts, (unsigned long long)w[0].st.timeouts_undone, w[0].cwnd,
+		      w[0].ssthresh);
+	assert_true(w[0].st.timeouts > 0);
+	assert_true(w[0].st.timeouts_undone > 0);
+	assert_true(w[0].ssthresh >= 32);
+}
+
 static void test_bad_args(void **state)
 {
 	(void)state;
@@ -268,8 +399,11 @@ int main(void)
 		cmocka_unit_test(test_ring_clean),
 		cmocka_unit_test(test_ring_lossy),
 		cmocka_unit_test(test_dead_peer),
+		cmocka_unit_test(test_wait_for_slow_rank),
+		cmocka_unit_test(test_linger_ignores_other_traffic),
 		cmocka_unit_test(test_timeout_sends_one),
 		cmocka_unit_test(test_bottleneck),
+		cmocka_unit_test(test_spurious_timeout_undone),
 		cmocka_unit_test(test_bad_args),
 	};
 	return cmocka_run_group_tests_name("xfer", tests, NULL, NULL);
