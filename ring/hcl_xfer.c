@@ -421,16 +421,19 @@ static void on_ack(struct hcl_xfer *x, int src, const uint8_t *p)
 		}
 	}
 	if (spurious) { /* even if the resent head was acknowledged with it */
-		/* what the time-out declared lost is in flight after all */
-		for (uint32_t i = 0; i < t->next_new; i++)
-			if (!t->acked[i] && t->lost[i] && t->sent_at[i] < c->rto_at) {
-				t->lost[i] = 0;
-				t->inflight++;
-			}
-		if (c->cwnd < c->undo_cwnd)
-			c->cwnd = c->undo_cwnd;
-		c->ssthresh = c->undo_ssthresh;
-		x->stats.timeouts_undone++;
+		/* and only if nothing the expiry declared lost is still missing:
+		 * after a tail drop, packets in flight before it are acknowledged
+		 * too, and undoing then (as a first version did) sent the full
+		 * window into the queue that had just overflowed */
+		bool missing = false;
+		for (uint32_t i = 0; i < t->next_new && !missing; i++)
+			missing = !t->acked[i] && t->lost[i] && t->sent_at[i] < c->rto_at;
+		if (!missing) {
+			if (c->cwnd < c->undo_cwnd)
+				c->cwnd = c->undo_cwnd;
+			c->ssthresh = c->undo_ssthresh;
+			x->stats.timeouts_undone++;
+		}
 	}
 	if (spurious || genuine)
 		c->rto_at = 0;
