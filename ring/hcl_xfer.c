@@ -77,12 +77,10 @@ struct stage {
 struct hcl_xfer_cc {
 	double cwnd, ssthresh;
 	int64_t recover_at; /* losses of packets sent before this do not halve again */
-	/* F-RTO (RFC 5682): the window before a time-out, restored when an ACK
-	 * shows that a packet sent before it arrived without being resent — the
-	 * receiver was only busy (computing between calls: no one reads the
-	 * socket), the network lost nothing.  Without it one rank in a few
-	 * runs collapsed its window at every call and the ring at 4 MiB took
-	 * 0.6 s instead of 0.36. */
+	/* F-RTO (RFC 5682): the window before a time-out, restored when the
+	 * ACKs show that everything it declared lost arrived without being
+	 * resent — the receiver was only busy (computing between calls: no one
+	 * reads its socket), the network lost nothing. */
 	double undo_cwnd, undo_ssthresh;
 	int64_t rto_at; /* of the time-out that may be undone; 0: none */
 };
