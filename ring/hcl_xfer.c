@@ -637,6 +637,16 @@ static void on_flow(struct hcl_xfer *x, int src, uint8_t type, uint32_t tag)
 	}
 }
 
+/* Adds (who, tag) to a batch's list of answers unless it is there. */
+static void answer_once(int *src, uint32_t *tag, int *n, int who, uint32_t t)
+{
+	for (int k = 0; k < *n; k++)
+		if (src[k] == who && tag[k] == t)
+			return;
+	src[*n] = who;
+	tag[(*n)++] = t;
+}
+
 /* Receives one batch (waiting at most wait_ns), handles it, and sends one
  * ACK per (peer, tag) that sent data.  Returns the datagrams seen or -errno. */
 static int service(struct hcl_xfer *x, int64_t wait_ns)
@@ -694,25 +704,12 @@ static int service(struct hcl_xfer *x, int64_t wait_ns)
 		int who = on_data(x, src, p, in[i].len, &atag, &refuse);
 		if (who < 0)
 			continue;
-		if (refuse) {
-			/* one WAIT per datagram refused would be a window of
-			 * them: one per batch and peer is enough */
-			int k = 0;
-			while (k < nwait && !(wait_src[k] == who && wait_tag[k] == atag))
-				k++;
-			if (k == nwait) {
-				wait_src[nwait] = who;
-				wait_tag[nwait++] = atag;
-			}
-			continue;
-		}
-		int k = 0;
-		while (k < nack && !(ack_src[k] == who && ack_tag[k] == atag))
-			k++;
-		if (k == nack) {
-			ack_src[nack] = who;
-			ack_tag[nack++] = atag;
-		}
+		/* one answer per (peer, tag) and batch: one per datagram would
+		 * be a window of them */
+		if (refuse)
+			answer_once(wait_src, wait_tag, &nwait, who, atag);
+		else
+			answer_once(ack_src, ack_tag, &nack, who, atag);
 	}
 	for (int k = 0; k < nack; k++)
 		ack_for(x, ack_src[k], ack_tag[k]);

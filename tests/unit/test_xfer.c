@@ -310,6 +310,27 @@ static void *one_way_main(void *arg)
 	return NULL;
 }
 
+/* Rank 0 sends w[0].len bytes three times to rank 1 over a hub with net;
+ * fails the test if either rank fails.  Returns the hub's counters. */
+static struct fake_stats run_one_way(struct fake_net net, struct one_way w[2])
+{
+	struct fake_hub *hub = fake_hub_new(2, &net);
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++) {
+		w[i].hub = hub;
+		w[i].rank = (unsigned)i;
+		pthread_create(&th[i], NULL, one_way_main, &w[i]);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	struct fake_stats fs = fake_hub_stats(hub);
+	fake_hub_free(hub);
+	for (int i = 0; i < 2; i++)
+		if (w[i].rc)
+			fail_msg("rank %d: %s", i, w[i].err);
+	return fs;
+}
+
 /* 2 MB three times through a link of 20000 packets/s whose queue holds 12
  * packets, as a switch port with a short buffer: the window finds the
  * queue's size (halved on loss, grown a packet per round trip), so few
@@ -318,18 +339,8 @@ static void *one_way_main(void *arg)
 static void test_bottleneck(void **state)
 {
 	(void)state;
-	struct fake_hub *hub = fake_hub_new(2, &(struct fake_net){ .seed = 4, .rate_pps = 20000, .queue = 12 });
-	struct one_way w[2] = { { .hub = hub, .rank = 0, .len = 2000000 }, { .hub = hub, .rank = 1, .len = 2000000 } };
-	pthread_t th[2];
-	for (int i = 0; i < 2; i++)
-		pthread_create(&th[i], NULL, one_way_main, &w[i]);
-	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
-	struct fake_stats fs = fake_hub_stats(hub);
-	fake_hub_free(hub);
-	for (int i = 0; i < 2; i++)
-		if (w[i].rc)
-			fail_msg("rank %d: %s", i, w[i].err);
+	struct one_way w[2] = { { .len = 2000000 }, { .len = 2000000 } };
+	struct fake_stats fs = run_one_way((struct fake_net){ .seed = 4, .rate_pps = 20000, .queue = 12 }, w);
 	print_message("bottleneck: %llu sent, %llu sent again, %llu tail drops, %llu timeouts, %llu halvings\n",
 		      (unsigned long long)w[0].st.data_sent, (unsigned long long)w[0].st.data_resent,
 		      (unsigned long long)fs.tail_dropped, (unsigned long long)w[0].st.timeouts,
@@ -347,18 +358,8 @@ static void test_bottleneck(void **state)
 static void test_spurious_timeout_undone(void **state)
 {
 	(void)state;
-	struct fake_hub *hub = fake_hub_new(2, &(struct fake_net){ .seed = 9 });
-	struct one_way w[2] = { { .hub = hub, .rank = 0, .len = 100000 },
-				{ .hub = hub, .rank = 1, .len = 100000, .compute_ms = 40 } };
-	pthread_t th[2];
-	for (int i = 0; i < 2; i++)
-		pthread_create(&th[i], NULL, one_way_main, &w[i]);
-	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
-	fake_hub_free(hub);
-	for (int i = 0; i < 2; i++)
-		if (w[i].rc)
-			fail_msg("rank %d: %s", i, w[i].err);
+	struct one_way w[2] = { { .len = 100000 }, { .len = 100000, .compute_ms = 40 } };
+	run_one_way((struct fake_net){ .seed = 9 }, w);
 	print_message("spurious: %llu time-outs, %llu undone, window %.1f, threshold %.1f\n",
 		      (unsigned long long)w[0].st.timeouts, (unsigned long long)w[0].st.timeouts_undone, w[0].cwnd,
 		      w[0].ssthresh);
