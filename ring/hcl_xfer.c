@@ -493,6 +493,15 @@ static bool send_data(struct hcl_xfer *x, uint32_t i, uint8_t *pkt)
 	return x->t->ops->send_batch(x->t->ctx, &hp, 1) == 1;
 }
 
+/* Everything in flight is to be sent again (a time-out, a WAIT). */
+static void flight_lost(struct txs *t)
+{
+	for (uint32_t i = 0; i < t->next_new; i++)
+		if (!t->acked[i])
+			t->lost[i] = 1;
+	t->inflight = 0;
+}
+
 /* A loss was detected (packet sent at sent_at): halve the window, once per
  * round trip (RFC 6675's recovery point, by send time). */
 static void cc_loss(struct hcl_xfer *x, int64_t sent_at, int64_t now)
@@ -570,10 +579,7 @@ static int64_t pump_tx(struct hcl_xfer *x, int64_t now, uint8_t *pkt)
 		 * packet per round trip at first; resending the whole window at
 		 * once (as before) refilled the queue that had overflowed, and
 		 * a receiver that was only busy got it all twice */
-		for (uint32_t i = 0; i < t->next_new; i++)
-			if (!t->acked[i] && !t->lost[i])
-				t->lost[i] = 1;
-		t->inflight = 0;
+		flight_lost(t);
 		if (!c->rto_at) { /* a second expiry keeps the first's window to undo */
 			c->undo_cwnd = c->cwnd;
 			c->undo_ssthresh = c->ssthresh;
@@ -626,10 +632,7 @@ static void on_flow(struct hcl_xfer *x, int src, uint8_t type, uint32_t tag)
 		return;
 	}
 	x->stats.waits_received++;
-	for (uint32_t i = 0; i < t->next_new; i++) /* a probe too, when it is refused */
-		if (!t->acked[i] && !t->lost[i])
-			t->lost[i] = 1;
-	t->inflight = 0;
+	flight_lost(t); /* a probe too, when it is refused */
 	if (!t->peer_waits) {
 		t->peer_waits = true;
 		t->probes = 0;
