@@ -122,7 +122,11 @@ int main(int argc, char **argv)
 		}
 	}
 	if (rc == 0) {
-		hcl_xfer_linger(x, 50000000, hcl_now_ns() + 2000000000ll);
+		/* as hcl_comm_destroy does: until every sender's FIN, or a quiet
+		 * time that outlasts their backed-off timers (a fixed 50 ms was
+		 * shorter than a 10 ms-floor timer after back-off: a neighbour
+		 * whose last ACK was lost waited to its deadline) */
+		hcl_xfer_linger_final(x, hcl_now_ns() + 2000000000ll);
 		double bytes = (double)count * 4 * calls;
 		printf("rank %u: %u x %zu elements exact, %.3f s, busbw %.3f GB/s, resent %llu\n", rank, calls, count,
 		       secs, bytes / secs / 1e9 * 2 * (n - 1) / n, (unsigned long long)hcl_xfer_stats(x)->data_resent);
