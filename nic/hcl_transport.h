@@ -24,6 +24,10 @@ struct hcl_transport_ops {
 	int (*recv_batch)(void *ctx, struct hcl_pkt *pkts, unsigned n, int64_t timeout_ns);
 	/* Waits at most timeout_ns until a send can make progress. */
 	int (*wait_send)(void *ctx, int64_t timeout_ns);
+	/* Bytes of this endpoint's datagrams the host holds still (its qdisc,
+	 * its device queue), in the host's own accounting; -1 when unknown.
+	 * May be NULL. */
+	long (*tx_queued)(void *ctx);
 	void (*close)(void *ctx);
 };
 

@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hcl_transport.h"
@@ -53,9 +56,13 @@ static int udp_send(void *ctx, const struct hcl_pkt *pkts, unsigned n)
 static int udp_wait(int fd, short events, int64_t timeout_ns)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };
-	int ms = timeout_ns <= 0 ? 0 : (int)((timeout_ns + 999999) / 1000000);
+	/* to the microsecond: a wait for the host's queue to drain is a
+	 * fraction of a millisecond, and poll() would round it up to one */
+	struct timespec ts = { 0, 0 };
+	if (timeout_ns > 0)
+		ts = (struct timespec){ timeout_ns / 1000000000, timeout_ns % 1000000000 };
 	int r;
-	while ((r = poll(&pfd, 1, ms)) < 0 && errno == EINTR)
+	while ((r = ppoll(&pfd, 1, &ts, NULL)) < 0 && errno == EINTR)
 		;
 	return r < 0 ? -errno : r;
 }
@@ -99,6 +106,15 @@ static int udp_wait_send(void *ctx, int64_t timeout_ns)
 	return udp_wait(u->fd, POLLOUT, timeout_ns);
 }
 
+/* For UDP the kernel's output queue count is the memory of the socket's
+ * datagrams not yet sent by the device (qdisc included). */
+static long udp_tx_queued(void *ctx)
+{
+	struct udp_ctx *u = ctx;
+	int q;
+	return ioctl(u->fd, SIOCOUTQ, &q) == 0 ? q : -1;
+}
+
 static void udp_close(void *ctx)
 {
 	struct udp_ctx *u = ctx;
@@ -110,6 +126,7 @@ static const struct hcl_transport_ops udp_ops = {
 	.send_batch = udp_send,
 	.recv_batch = udp_recv,
 	.wait_send = udp_wait_send,
+	.tx_queued = udp_tx_queued,
 	.close = udp_close,
 };
 

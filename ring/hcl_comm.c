@@ -606,6 +606,14 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 	struct hcl_sync_cfg sc;
 	if (sync_cfg(&k, &sc, err, errlen) < 0)
 		return -EINVAL;
+	/* the transfer's limit on our data in the host's queue: bytes (up
+	 * to 1 MiB) or "off" */
+	const char *lq = getenv("HCL_XFER_LOCAL_QUEUE");
+	int local_queue = 0;
+	if (lq && strcmp(lq, "off") == 0)
+		local_queue = -1;
+	else if (lq && *lq && env_int("HCL_XFER_LOCAL_QUEUE", &local_queue) < 0)
+		return hcl_fail(err, errlen, "HCL_XFER_LOCAL_QUEUE=%s: want bytes (0..1048576) or off", lq), -EINVAL;
 
 	struct hcl_comm *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -661,7 +669,8 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		goto fail;
 	struct hcl_xfer_cfg xc = { .rank = (unsigned)c->rank, .nranks = (unsigned)c->world, .peers = c->peers,
 				   .payload = (uint32_t)hcl_cfg_or_env(0, "HCL_XFER_PAYLOAD", 0),
-				   .window = (uint32_t)hcl_cfg_or_env(0, "HCL_XFER_WINDOW", 0) };
+				   .window = (uint32_t)hcl_cfg_or_env(0, "HCL_XFER_WINDOW", 0),
+				   .local_queue = local_queue < 0 ? UINT32_MAX : (uint32_t)local_queue };
 	if (!(c->x = hcl_xfer_new(&xc, &c->t, err, errlen))) {
 		rc = -ENOMEM;
 		goto fail;

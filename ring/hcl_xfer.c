@@ -116,6 +116,10 @@ struct hcl_xfer {
 		bool valid;
 		uint32_t tag;
 	} *refused; /* per peer: the tag we told to WAIT */
+	/* the host's queue as last seen full (local_queue_wait) */
+	int64_t lq_at;
+	long lq_bytes;
+	double lq_rate; /* its drain rate, bytes per ns (0: not measured yet) */
 };
 
 int64_t hcl_now_ns(void)
@@ -164,6 +168,8 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct hcl_transpo
 		x->cfg.rto_us = 10000; /* see hcl_xfer.h */
 	if (!x->cfg.rto_max_us)
 		x->cfg.rto_max_us = 100000;
+	if (!x->cfg.local_queue)
+		x->cfg.local_queue = 64 << 10;
 	/* before any round trip is measured, assume a loaded queue (TCP
 	 * starts at 1 s): resends into a queue only lengthen it */
 	x->rto_base_ns = 10 * (int64_t)x->cfg.rto_us * 1000;
@@ -515,6 +521,41 @@ static void cc_loss(struct hcl_xfer *x, int64_t sent_at, int64_t now)
 	x->stats.cwnd_halved++;
 }
 
+/* What TCP Small Queues does for TCP.  A datagram queued in this host
+ * (its qdisc: a shaper, a NIC slower than the socket) delays everything
+ * queued after it, our ACKs to other peers included.  With the window's
+ * worth of a message queued at once (512 KiB, 21 ms at 200 Mbit/s), the
+ * peer sending to us saw its first ACK after its timer (10 ms) had fired,
+ * at every exchange: the ring took 0.6 s instead of 0.36 s in one run of
+ * three to six, with no packet lost anywhere.  So data waits while more
+ * than cfg.local_queue bytes of ours are still in the host.  Returns 0
+ * when data may go now, otherwise when to look again: when about half the
+ * queue will have left, at the drain rate measured between two looks. */
+static int64_t local_queue_wait(struct hcl_xfer *x, int64_t now)
+{
+	if (!x->t->ops->tx_queued || x->cfg.local_queue == UINT32_MAX)
+		return 0;
+	long q = x->t->ops->tx_queued(x->t->ctx);
+	if (q < (long)x->cfg.local_queue) { /* also when unknown (-1) */
+		x->lq_at = 0;
+		return 0;
+	}
+	/* between two looks that found it full nothing of ours was added but
+	 * a few ACKs: what left is the drain.  Packets leave whole, so an
+	 * unchanged count keeps the older look as the start. */
+	if (!x->lq_at || q != x->lq_bytes) {
+		if (x->lq_at && q < x->lq_bytes && now > x->lq_at) {
+			double r = (double)(x->lq_bytes - q) / (double)(now - x->lq_at);
+			x->lq_rate = x->lq_rate > 0 ? x->lq_rate + (r - x->lq_rate) / 4 : r;
+		}
+		x->lq_at = now;
+		x->lq_bytes = q;
+	}
+	x->stats.local_waits++;
+	int64_t w = x->lq_rate > 0 ? (int64_t)((double)(q - (long)x->cfg.local_queue / 2) / x->lq_rate) : 100000;
+	return now + (w < 20000 ? 20000 : w > 2000000 ? 2000000 : w);
+}
+
 /* Sends what is due: packets declared lost first, then new ones, as the
  * congestion window allows.  Returns the earliest time a packet in flight
  * expires. */
@@ -594,6 +635,9 @@ static int64_t pump_tx(struct hcl_xfer *x, int64_t now, uint8_t *pkt)
 	for (uint32_t i = 0; i < t->next_new && t->inflight < win; i++) {
 		if (!t->lost[i])
 			continue;
+		int64_t lw = local_queue_wait(x, now);
+		if (lw)
+			return lw < next ? lw : next;
 		if (!send_data(x, i, pkt))
 			return now; /* socket full: try again soon */
 		t->lost[i] = 0;
@@ -607,6 +651,9 @@ static int64_t pump_tx(struct hcl_xfer *x, int64_t now, uint8_t *pkt)
 	}
 	while (t->next_new < t->total && t->inflight < win) {
 		uint32_t i = t->next_new;
+		int64_t lw = local_queue_wait(x, now);
+		if (lw)
+			return lw < next ? lw : next;
 		if (!send_data(x, i, pkt))
 			return now;
 		t->sent_at[i] = now;

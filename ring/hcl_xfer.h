@@ -40,6 +40,11 @@ struct hcl_xfer_cfg {
 	 * Losses other than a window's tail are found by RACK, not the timer. */
 	uint32_t rto_us;
 	uint32_t rto_max_us;  /* back-off cap; 0 = 100000 */
+	/* Most bytes of our own datagrams (in the host's accounting, about
+	 * 16 KiB per jumbo datagram) left waiting in this host's queue before
+	 * new data waits; 0 = 64 KiB, UINT32_MAX = no limit.  See
+	 * local_queue_wait in hcl_xfer.c. */
+	uint32_t local_queue;
 };
 
 struct hcl_xfer_stats {
@@ -47,6 +52,7 @@ struct hcl_xfer_stats {
 	uint64_t timeouts, cwnd_halved; /* congestion events: timer expiries, detected losses */
 	uint64_t timeouts_undone; /* expiries found spurious (F-RTO): the window came back */
 	uint64_t waits_sent, waits_received; /* flow control: early data refused (WAIT) */
+	uint64_t local_waits; /* data held back: the host's own queue was full */
 	uint64_t data_received, duplicates, early, stale, malformed;
 	uint64_t notes_sent, notes_received;
 };

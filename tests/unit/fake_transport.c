@@ -13,7 +13,8 @@
 struct dgram {
 	struct dgram *next;
 	struct sockaddr_in src;
-	int64_t due_ns; /* leaves the bottleneck (0: at once) */
+	unsigned from;  /* endpoint index of src */
+	int64_t due_ns; /* leaves the bottleneck or the sender's egress (0: at once) */
 	uint32_t len;
 	uint8_t data[];
 };
@@ -27,6 +28,7 @@ struct inbox {
 struct fake_ep {
 	struct fake_hub *hub;
 	unsigned index;
+	int64_t egress_free_ns; /* the egress's last departure */
 };
 
 struct fake_hub {
@@ -71,10 +73,18 @@ static int64_t bottleneck_due(struct fake_hub *h, struct inbox *b)
 	return b->last_due_ns;
 }
 
-/* Appends, or (reorder) puts the datagram ahead of a random earlier one. */
+/* Appends, or (reorder) puts the datagram ahead of a random earlier one;
+ * with egress shapers, in the order of arrival (each sender's is FIFO, but
+ * a quick ACK must not wait behind another sender's queued data). */
 static void enqueue(struct fake_hub *h, struct inbox *b, struct dgram *d)
 {
-	if (b->n > 0 && uni(h) < h->net.reorder) {
+	if (h->net.egress_Bps > 0) {
+		struct dgram **pp = &b->head;
+		while (*pp && (*pp)->due_ns <= d->due_ns)
+			pp = &(*pp)->next;
+		d->next = *pp;
+		*pp = d;
+	} else if (b->n > 0 && uni(h) < h->net.reorder) {
 		unsigned pos = tl_below(&h->rng, b->n);
 		struct dgram **pp = &b->head;
 		while (pos--)
@@ -116,8 +126,15 @@ static int fake_send(void *ctx, const struct hcl_pkt *pkts, unsigned n)
 				h->st.tail_dropped++;
 				continue;
 			}
+			if (h->net.egress_Bps > 0) {
+				int64_t now = mono_ns();
+				due = (e->egress_free_ns > now ? e->egress_free_ns : now) +
+				      (int64_t)(pkts[i].len * 1e9 / h->net.egress_Bps);
+				e->egress_free_ns = due;
+			}
 			struct dgram *d = malloc(sizeof(*d) + pkts[i].len);
 			d->due_ns = due;
+			d->from = e->index;
 			d->src = fake_addr(e->index);
 			d->len = pkts[i].len;
 			memcpy(d->data, pkts[i].buf, pkts[i].len);
@@ -181,10 +198,32 @@ static int fake_wait_send(void *ctx, int64_t timeout_ns)
 	return 1; /* the hub never fills */
 }
 
+/* What of this endpoint's still waits in its egress. */
+static long fake_tx_queued(void *ctx)
+{
+	struct fake_ep *e = ctx;
+	struct fake_hub *h = e->hub;
+	if (h->net.egress_Bps <= 0)
+		return 0;
+	long q = 0;
+	pthread_mutex_lock(&h->mu);
+	int64_t now = mono_ns();
+	for (unsigned i = 0; i < h->n; i++)
+		for (const struct dgram *d = h->in[i].head; d; d = d->next)
+			if (d->from == e->index && d->due_ns > now)
+				q += (long)d->len + 512;
+	pthread_mutex_unlock(&h->mu);
+	return q;
+}
+
 static void fake_close(void *ctx) { (void)ctx; }
 
 static const struct hcl_transport_ops fake_ops = {
-	.send_batch = fake_send, .recv_batch = fake_recv, .wait_send = fake_wait_send, .close = fake_close,
+	.send_batch = fake_send,
+	.recv_batch = fake_recv,
+	.wait_send = fake_wait_send,
+	.tx_queued = fake_tx_queued,
+	.close = fake_close,
 };
 
 struct fake_hub *fake_hub_new(unsigned endpoints, const struct fake_net *net)
@@ -198,7 +237,7 @@ struct fake_hub *fake_hub_new(unsigned endpoints, const struct fake_net *net)
 	h->in = calloc(endpoints, sizeof(*h->in));
 	h->eps = calloc(endpoints, sizeof(*h->eps));
 	for (unsigned i = 0; i < endpoints; i++)
-		h->eps[i] = (struct fake_ep){ h, i };
+		h->eps[i] = (struct fake_ep){ .hub = h, .index = i };
 	return h;
 }
 
@@ -231,14 +270,23 @@ void fake_hub_free(struct fake_hub *h)
 	free(h);
 }
 
-struct hcl_xfer *fake_xfer_new(struct fake_hub *h, unsigned rank, unsigned n, uint32_t rto_us,
-			       struct hcl_transport *t, char *err, size_t errlen)
+struct hcl_xfer *fake_xfer_new_cfg(struct fake_hub *h, unsigned rank, unsigned n, const struct hcl_xfer_cfg *base,
+				   struct hcl_transport *t, char *err, size_t errlen)
 {
 	struct sockaddr_in peers[HCL_XFER_MAX_PEERS];
 	for (unsigned i = 0; i < n && i < HCL_XFER_MAX_PEERS; i++)
 		peers[i] = fake_addr(i);
 	fake_hub_endpoint(h, rank, t);
-	struct hcl_xfer_cfg cfg = { .rank = rank, .nranks = n, .peers = peers, .rto_us = rto_us,
-				    .rto_max_us = 20 * rto_us };
+	struct hcl_xfer_cfg cfg = *base;
+	cfg.rank = rank;
+	cfg.nranks = n;
+	cfg.peers = peers;
 	return hcl_xfer_new(&cfg, t, err, errlen);
+}
+
+struct hcl_xfer *fake_xfer_new(struct fake_hub *h, unsigned rank, unsigned n, uint32_t rto_us,
+			       struct hcl_transport *t, char *err, size_t errlen)
+{
+	struct hcl_xfer_cfg cfg = { .rto_us = rto_us, .rto_max_us = 20 * rto_us };
+	return fake_xfer_new_cfg(h, rank, n, &cfg, t, err, errlen);
 }

@@ -472,6 +472,10 @@ static void test_errors(void **state)
 	assert_non_null(strstr(err, "HCL_PACE_WINDOW"));
 	unsetenv("HCL_PACE_WINDOW");
 	unsetenv("HCL_PACE");
+	setenv("HCL_XFER_LOCAL_QUEUE", "64k", 1); /* bytes, or off */
+	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "HCL_XFER_LOCAL_QUEUE=64k"));
+	unsetenv("HCL_XFER_LOCAL_QUEUE");
 	cfg.rank = 3; /* rank beyond the world */
 	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "out of range"));

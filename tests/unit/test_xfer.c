@@ -2,7 +2,8 @@
  * varying sizes through loss, duplication and reordering; every byte
  * arrives; a dead peer is named within the deadline.  Congestion: a timer
  * that expires sends one packet, not the window; through a bottleneck with
- * a short tail-drop queue little is sent twice. */
+ * a short tail-drop queue little is sent twice; behind hosts that send
+ * slower than their sockets, no ACK waits long enough to fire a timer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +28,7 @@ struct job {
 	unsigned die_at;         /* this rank stops after this step (or never: UINT32_MAX) */
 	unsigned nap_ms;         /* sleeps this long before each step (a slow rank) */
 	uint32_t rto_us;
+	uint32_t local_queue; /* hcl_xfer_cfg's (0: its default) */
 	int rc;
 	char err[256];
 	struct hcl_xfer_stats st;
@@ -45,7 +47,8 @@ static void *rank_main(void *arg)
 {
 	struct job *j = arg;
 	struct hcl_transport t;
-	struct hcl_xfer *x = fake_xfer_new(j->hub, j->rank, j->n, j->rto_us, &t, j->err, sizeof(j->err));
+	struct hcl_xfer_cfg cfg = { .rto_us = j->rto_us, .rto_max_us = 20 * j->rto_us, .local_queue = j->local_queue };
+	struct hcl_xfer *x = fake_xfer_new_cfg(j->hub, j->rank, j->n, &cfg, &t, j->err, sizeof(j->err));
 	if (!x) {
 		j->rc = -1;
 		return NULL;
@@ -85,20 +88,27 @@ static void *rank_main(void *arg)
 	return NULL;
 }
 
-static void run_ring_nap(unsigned n, unsigned steps, struct fake_net net, unsigned die_rank, unsigned die_at,
-			 uint32_t rto_us, unsigned nap_rank, unsigned nap_ms, struct job *jobs)
+/* Runs jobs[0..n-1] (filled but for hub) as a ring over a hub of net. */
+static void run_jobs(unsigned n, struct fake_net net, struct job *jobs)
 {
 	struct fake_hub *hub = fake_hub_new(n, &net);
 	pthread_t th[MAXR];
 	for (unsigned r = 0; r < n; r++) {
-		jobs[r] = (struct job){ .hub = hub, .rank = r, .n = n, .steps = steps,
-					.die_at = r == die_rank ? die_at : UINT32_MAX, .rto_us = rto_us,
-					.nap_ms = r == nap_rank ? nap_ms : 0 };
+		jobs[r].hub = hub;
 		pthread_create(&th[r], NULL, rank_main, &jobs[r]);
 	}
 	for (unsigned r = 0; r < n; r++)
 		pthread_join(th[r], NULL);
 	fake_hub_free(hub);
+}
+
+static void run_ring_nap(unsigned n, unsigned steps, struct fake_net net, unsigned die_rank, unsigned die_at,
+			 uint32_t rto_us, unsigned nap_rank, unsigned nap_ms, struct job *jobs)
+{
+	for (unsigned r = 0; r < n; r++)
+		jobs[r] = (struct job){ .rank = r, .n = n, .steps = steps, .die_at = r == die_rank ? die_at : UINT32_MAX,
+					.rto_us = rto_us, .nap_ms = r == nap_rank ? nap_ms : 0 };
+	run_jobs(n, net, jobs);
 }
 
 static void run_ring(unsigned n, unsigned steps, struct fake_net net, unsigned die_rank, unsigned die_at,
@@ -179,6 +189,44 @@ static void test_wait_for_slow_rank(void **state)
 	}
 	assert_true(jobs[2].st.waits_sent > 0); /* the slow rank refused early data */
 	assert_true(waits > 0);
+}
+
+/* Every host sends through a shaper slower than its socket (20 MB/s, as
+ * topo.sh --rate makes): what a rank queues there delays its ACKs to the
+ * other neighbour.  Ring steps up to 700 KB: with the whole window queued
+ * at once (no local limit), ACKs waited longer than the 10 ms timer floor
+ * and every rank timed out at the first 700 KB step though nothing was
+ * lost; held to the host's queue limit, no rank times out and nothing is
+ * sent twice. */
+static void test_local_queue(void **state)
+{
+	(void)state;
+	struct job jobs[MAXR];
+	const struct fake_net net = { .seed = 7, .egress_Bps = 20e6 };
+	uint64_t timeouts[2] = { 0, 0 }, resent[2] = { 0, 0 };
+	for (int limit = 0; limit < 2; limit++) {
+		for (unsigned r = 0; r < 3; r++)
+			jobs[r] = (struct job){ .rank = r, .n = 3, .steps = 18, .die_at = UINT32_MAX, .rto_us = 10000,
+						.local_queue = limit ? 0 : UINT32_MAX };
+		run_jobs(3, net, jobs);
+		for (unsigned r = 0; r < 3; r++) {
+			if (jobs[r].rc)
+				fail_msg("%s limit, rank %u: %s", limit ? "with" : "without", r, jobs[r].err);
+			timeouts[limit] += jobs[r].st.timeouts;
+			resent[limit] += jobs[r].st.data_resent;
+			if (!limit)
+				assert_int_equal(jobs[r].st.local_waits, 0);
+		}
+	}
+	printf("# local queue: without limit %llu time-outs, %llu resent; with %llu, %llu\n",
+	       (unsigned long long)timeouts[0], (unsigned long long)resent[0], (unsigned long long)timeouts[1],
+	       (unsigned long long)resent[1]);
+	assert_true(timeouts[0] >= 3); /* the case is real: every rank, at the first 700 KB step */
+	/* a thread of this busy machine may miss the 10 ms timer once */
+	assert_true(timeouts[1] <= 1);
+	assert_true(resent[1] <= timeouts[1]);
+	for (unsigned r = 0; r < 3; r++)
+		assert_true(jobs[r].st.local_waits > 0);
 }
 
 struct linger_job {
@@ -405,6 +453,7 @@ int main(void)
 		cmocka_unit_test(test_timeout_sends_one),
 		cmocka_unit_test(test_bottleneck),
 		cmocka_unit_test(test_spurious_timeout_undone),
+		cmocka_unit_test(test_local_queue),
 		cmocka_unit_test(test_bad_args),
 	};
 	return cmocka_run_group_tests_name("xfer", tests, NULL, NULL);
