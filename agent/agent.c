@@ -93,10 +93,13 @@ int hcl_aring_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t de
 	if (slots < 1 || elems < 1 || elems > INA_MAX_ELEMS || job < 0 || port < 1 || port > 65535)
 		return hcl_fail(err, errlen, "agent-ring: slots %d, elems %d, job %d or port %d out of range", slots,
 				elems, job, port), -EINVAL;
+	int rc = hcl_ina_check_mtu(c, elems, "agent-ring", err, errlen);
+	if (rc < 0)
+		return rc;
 	struct sockaddr_in me = c->peers[c->rank];
 	me.sin_port = htons(c->ina_ports[c->rank]);
 	struct hcl_udp_opts uo = { .zero_checksum = 1 };
-	int rc = hcl_udp_open(&c->ina_t, &me, &uo, err, errlen);
+	rc = hcl_udp_open(&c->ina_t, &me, &uo, err, errlen);
 	if (rc < 0)
 		return rc;
 

@@ -322,6 +322,39 @@ int hcl_cfg_or_env(int v, const char *env, int dflt)
 	return v ? v : env_int(env, &e) == 0 ? e : dflt;
 }
 
+int hcl_ina_check_mtu(const struct hcl_comm *c, int elems, const char *name, char *err, size_t errlen)
+{
+	/* a packet the host has to fragment is one no switch can aggregate:
+	 * on the af_xdp testbed (MTU 3000) 4 KiB packets made every call time
+	 * out, with nothing said */
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_addr.s_addr = c->info[c->rank].tor.ip,
+				   .sin_port = c->info[c->rank].tor.port ? c->info[c->rank].tor.port : htons(9) };
+	if (!dst.sin_addr.s_addr) {
+		if (c->world < 2)
+			return 0;
+		dst = c->peers[(c->rank + 1) % c->world];
+	}
+	struct sockaddr_in src = c->peers[c->rank];
+	src.sin_port = 0;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), mtu = 0;
+	socklen_t len = sizeof(mtu);
+	if (fd >= 0 && (bind(fd, (struct sockaddr *)&src, sizeof(src)) != 0 ||
+			connect(fd, (struct sockaddr *)&dst, sizeof(dst)) != 0 ||
+			getsockopt(fd, IPPROTO_IP, IP_MTU, &mtu, &len) != 0))
+		mtu = 0; /* cannot tell: the switch's counters will */
+	if (fd >= 0)
+		close(fd);
+	int need = 20 + 8 + INA_HDR_LEN + elems * INA_ELEM_SIZE;
+	if (mtu <= 0 || need <= mtu)
+		return 0;
+	char a[32];
+	return hcl_fail(err, errlen,
+			"%s: INA packets of %d elements are %d bytes, more than the MTU %d towards %s; "
+			"set HCL_INA_ELEMS (cfg.ina_elems) to %d or fewer",
+			name, elems, need, mtu, addr_s(&dst, a, sizeof(a)), (mtu - 20 - 8 - INA_HDR_LEN) / INA_ELEM_SIZE),
+	       -EMSGSIZE;
+}
+
 void hcl_comm_poll_xfer(void *ctx)
 {
 	struct hcl_comm *c = ctx;
@@ -422,6 +455,9 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 	int slots = hcl_cfg_or_env(k->ina_slots, "HCL_INA_SLOTS", 16), elems = hcl_cfg_or_env(k->ina_elems, "HCL_INA_ELEMS", 1024);
 	if (slots < 1 || elems < 1 || elems > 2237)
 		return hcl_fail(err, errlen, "%s: slots %d or elems %d out of range", name, slots, elems);
+	int rc = hcl_ina_check_mtu(c, elems, name, err, errlen);
+	if (rc < 0)
+		return rc;
 	int job = hcl_cfg_or_env(k->ina_job, "HCL_INA_JOB", 1);
 	if (job < 0 || job > 65534)
 		return hcl_fail(err, errlen, "%s: job id %d out of range (it uses id and id+1)", name, job);
@@ -431,7 +467,7 @@ static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t d
 	struct sockaddr_in me = c->peers[c->rank];
 	me.sin_port = htons(c->ina_ports[c->rank]);
 	struct hcl_udp_opts uo = { .zero_checksum = 1 }; /* as SwitchML hosts: saves the switch a pass */
-	int rc = hcl_udp_open(&c->ina_t, &me, &uo, err, errlen);
+	rc = hcl_udp_open(&c->ina_t, &me, &uo, err, errlen);
 	if (rc < 0)
 		return rc;
 

@@ -53,6 +53,10 @@ struct hcl_comm {
 __attribute__((format(printf, 3, 4))) int hcl_fail(char *err, size_t n, const char *fmt, ...);
 /* v if set, else the integer in environment variable env, else dflt */
 int hcl_cfg_or_env(int v, const char *env, int dflt);
+/* 0 when an INA packet of elems 4-byte elements fits the MTU of this
+ * rank's route to where its INA packets go (its rack's ToR, else the next
+ * rank); -EMSGSIZE with the largest count that fits in err otherwise. */
+int hcl_ina_check_mtu(const struct hcl_comm *c, int elems, const char *name, char *err, size_t errlen);
 /* For the INA clients' wait loops: a rank that moved on from the last
  * exchange (the setup barrier) still answers a peer whose ACK was lost. */
 void hcl_comm_poll_xfer(void *ctx);

@@ -62,13 +62,14 @@ if [ "$T_COMPUTE_MS" != 0 ] || [ -n "$T_JITTER" ] || [ -n "$T_STRAGGLER" ]; then
 	[ -n "$T_STRAGGLER" ] && noise+=(--straggler "$T_STRAGGLER")
 fi
 ((T_PACE)) && noise+=(-P)
-# float jobs of ps, ps-ina, agent-ring; bf16 packets carry 2048 elements, the bytes of a
-# 1024-element fp32 packet (the switch's max_elems is 2048 here)
+# float jobs of ps, ps-ina, agent-ring, and their packets: T_INA_ELEMS elements
+# (the ToRs take up to 2048), T_INA_SLOTS of them in flight per worker and job
 case "${T_INA_WIRE:-fp32}" in
 fp32) wire=(HCL_INA_FP32=native) ;;
 bfp) wire=(HCL_INA_FP32=bfp) ;;
-bf16) wire=(HCL_INA_FP32=bf16 HCL_INA_ELEMS=2048) ;;
+bf16) wire=(HCL_INA_FP32=bf16) ;;
 esac
+wire+=(HCL_INA_ELEMS="${T_INA_ELEMS:-2048}" HCL_INA_SLOTS="${T_INA_SLOTS:-8}")
 read -ra algos <<<"$T_ALGOS"
 read -ra sizes <<<"$T_SIZES"
 total=$((${#algos[@]} * ${#sizes[@]})) k=0 start=$SECONDS

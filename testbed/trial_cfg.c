@@ -16,6 +16,7 @@
 struct trial {
 	const char *name;
 	int seed, racks, hosts, iterations, warmup, timeout_ms;
+	int ina_elems, ina_slots;
 	bool ina[8];
 	const char *host_rate, *uplink_rate, *uplink_buffer, *host_buffer, *jitter, *straggler, *dtype, *pmd, *ina_wire;
 	double loss, compute_ms, oversub;
@@ -252,7 +253,8 @@ static int check_straggler(config_setting_t *t, const char *s, int world)
 static const char *const known_keys[] = { "name", "seed", "racks", "hosts_per_rack", "ina_racks", "host_rate",
 					   "host_buffer", "pmd", "uplink_rate", "uplink_buffer", "oversubscription", "loss",
 					   "compute_ms", "jitter", "straggler", "algorithms", "sizes",
-					   "iterations", "warmup", "pace", "dtype", "ina_wire", "timeout_ms" };
+					   "iterations", "warmup", "pace", "dtype", "ina_wire", "ina_elems", "ina_slots",
+					   "timeout_ms" };
 
 static int load(config_t *cf, struct trial *tr)
 {
@@ -289,7 +291,10 @@ static int load(config_t *cf, struct trial *tr)
 		      sizeof(tr->algos)) < 0 ||
 	    get_words(t, "sizes", "size", "[\"1M\", \"4M\"]", 12, check_size, tr->sizes, sizeof(tr->sizes)) < 0 ||
 	    get_int(t, "iterations", 1, 10000, &tr->iterations) < 0 || get_int(t, "warmup", 0, 1000, &tr->warmup) < 0 ||
-	    get_int(t, "timeout_ms", 1000, 3600000, &tr->timeout_ms) < 0)
+	    get_int(t, "timeout_ms", 1000, 3600000, &tr->timeout_ms) < 0 ||
+	    /* the testbed's ToRs take 2048 elements per packet; agent-ring's
+	     * 2m-1 step jobs of two ranges must fit their 2048 slots */
+	    get_int(t, "ina_elems", 1, 2048, &tr->ina_elems) < 0 || get_int(t, "ina_slots", 1, 32, &tr->ina_slots) < 0)
 		return -1;
 	if (check_jitter(t, tr->jitter) < 0 || check_straggler(t, tr->straggler, tr->racks * tr->hosts) < 0)
 		return -1;
@@ -312,6 +317,17 @@ static int load(config_t *cf, struct trial *tr)
 		return -1;
 	if (strcmp(tr->pmd, "af_packet") && strcmp(tr->pmd, "af_xdp"))
 		return bad(pm, "pmd = \"%s\": want \"af_packet\" or \"af_xdp\"", tr->pmd);
+	/* XDP on veth caps frames at 3000 bytes: an INA packet the host has to
+	 * fragment is one the switch cannot aggregate.  512 elements (2 KiB
+	 * and headers) fit for every wire format. */
+	if (!strcmp(tr->pmd, "af_xdp")) {
+		config_setting_t *e = config_setting_get_member(t, "ina_elems");
+		if (e && tr->ina_elems > 512)
+			return bad(e, "ina_elems = %d: af_xdp ports carry 3000-byte frames, at most 512 elements",
+				   tr->ina_elems);
+		if (!e)
+			tr->ina_elems = 512;
+	}
 	config_setting_t *o = config_setting_get_member(t, "oversubscription");
 	if (o && config_setting_get_member(t, "uplink_rate"))
 		return bad(o, "give uplink_rate or oversubscription, not both");
@@ -352,7 +368,8 @@ int main(int argc, char **argv)
 	}
 	struct trial tr = { .name = "trial", .seed = 1, .racks = 2, .hosts = 4, .iterations = 10, .warmup = 2,
 			    .timeout_ms = 120000, .host_rate = "200M", .uplink_rate = NULL, .uplink_buffer = "", .host_buffer = "", .pmd = "af_packet",
-			    .jitter = "", .straggler = "", .dtype = "float", .ina_wire = "fp32",
+			    .jitter = "", .straggler = "", .dtype = "float", .ina_wire = "fp32", .ina_elems = 2048,
+			    .ina_slots = 8,
 			    .algos = "ring hier ps-ina agent-ring", .sizes = "1M 4M" };
 	if (load(&cf, &tr) < 0) {
 		config_destroy(&cf);
@@ -364,10 +381,12 @@ int main(int argc, char **argv)
 			snprintf(ina + strlen(ina), sizeof(ina) - strlen(ina), "%s%d", *ina ? "," : "", r);
 	printf("T_NAME=%s\nT_SEED=%d\nT_RACKS=%d\nT_HOSTS=%d\nT_INA_RACKS=%s\nT_HOST_RATE=%s\nT_UPLINK_RATE=%s\n"
 	       "T_UPLINK_BUFFER=%s\nT_HOST_BUFFER=%s\nT_PMD=%s\nT_LOSS=%g\nT_COMPUTE_MS=%g\nT_JITTER=%s\nT_STRAGGLER=%s\nT_ALGOS='%s'\n"
-	       "T_SIZES='%s'\nT_ITERATIONS=%d\nT_WARMUP=%d\nT_PACE=%d\nT_DTYPE=%s\nT_INA_WIRE=%s\nT_TIMEOUT_MS=%d\n",
+	       "T_SIZES='%s'\nT_ITERATIONS=%d\nT_WARMUP=%d\nT_PACE=%d\nT_DTYPE=%s\nT_INA_WIRE=%s\nT_INA_ELEMS=%d\n"
+	       "T_INA_SLOTS=%d\nT_TIMEOUT_MS=%d\n",
 	       tr.name, tr.seed, tr.racks, tr.hosts, *ina ? ina : "none", tr.host_rate,
 	       tr.uplink_rate ? tr.uplink_rate : tr.host_rate, tr.uplink_buffer, tr.host_buffer, tr.pmd, tr.loss, tr.compute_ms, tr.jitter,
-	       tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype, tr.ina_wire, tr.timeout_ms);
+	       tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype, tr.ina_wire, tr.ina_elems,
+	       tr.ina_slots, tr.timeout_ms);
 	config_destroy(&cf);
 	return 0;
 }

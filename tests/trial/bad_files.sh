@@ -102,6 +102,23 @@ trial = {
   ina_wire = "fp16";
 };
 E
+expect 2 'ina_elems = 4096: must be from 1 to 2048' <<'E'
+trial = {
+  ina_elems = 4096;
+};
+E
+expect 3 'ina_slots must be an integer' <<'E'
+trial = {
+  ina_elems = 1024;
+  ina_slots = "8";
+};
+E
+expect 3 'ina_elems = 1024: af_xdp ports carry 3000-byte frames' <<'E'
+trial = {
+  pmd = "af_xdp";
+  ina_elems = 1024;
+};
+E
 expect 2 'dtype = "fp64"' <<'E'
 trial = {
   dtype = "fp64";
