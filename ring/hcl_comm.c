@@ -452,7 +452,8 @@ int hcl_float_dtype(const struct hcl_comm_cfg *k, const char *name, uint8_t *dty
 static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t deadline, char *err, size_t errlen)
 {
 	const char *name = c->algo == HCL_ALGO_PS ? "ps" : "ps-ina";
-	int slots = hcl_cfg_or_env(k->ina_slots, "HCL_INA_SLOTS", 16), elems = hcl_cfg_or_env(k->ina_elems, "HCL_INA_ELEMS", 1024);
+	int slots = hcl_cfg_or_env(k->ina_slots, "HCL_INA_SLOTS", HCL_INA_SLOTS_DEFAULT),
+	    elems = hcl_cfg_or_env(k->ina_elems, "HCL_INA_ELEMS", HCL_INA_ELEMS_DEFAULT);
 	if (slots < 1 || elems < 1 || elems > 2237)
 		return hcl_fail(err, errlen, "%s: slots %d or elems %d out of range", name, slots, elems);
 	int rc = hcl_ina_check_mtu(c, elems, name, err, errlen);
