@@ -138,6 +138,8 @@ set grid ytics
 set style data histogram
 set style histogram cluster gap 1
 set style fill solid 0.8 border -1
+# bars from zero: a cut axis makes a 2x difference look like 5x
+set yrange [0:*]
 set output '{pd}/throughput.png'
 set title 'all-reduce bus bandwidth per algorithm'
 set ylabel 'busbw (MB/s)'
