@@ -43,7 +43,11 @@ cleanup() {
 	exit $rc
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+# bash runs a trap only when its foreground command ends, and a run may take
+# up to its deadline: runs go in the background and are waited for, so a
+# signal stops the run at once (topo.sh down then kills what is left of it)
+run_pid=""
+trap '[ -z "$run_pid" ] || kill -TERM "$run_pid" 2>/dev/null; exit 130' INT TERM
 opts=(--subnet 10.93.0 --racks $T_RACKS --ina-racks "$T_INA_RACKS" --rate "$T_HOST_RATE" --uplink-rate "$T_UPLINK_RATE")
 opts+=(--pmd "$T_PMD")
 [ -n "$T_UPLINK_BUFFER" ] && opts+=(--uplink-buffer "$T_UPLINK_BUFFER")
@@ -83,14 +87,15 @@ for algo in "${algos[@]}"; do
 		d=$out/runs/$algo-$size
 		mkdir -p "$d/trace"
 		"$top/testbed/topo.sh" stats $name > "$d/stats-before.json"
-		if env "${wire[@]}" "$top/testbed/launch.sh" $name -- "$perf" -a "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
+		env "${wire[@]}" "$top/testbed/launch.sh" $name -- "$perf" -a "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
 			-n "$T_ITERATIONS" -w "$T_WARMUP" -t "$T_TIMEOUT_MS" --trace "$d/trace" "${noise[@]}" \
-			> "$d/perf.out" 2>&1; then
-			echo 0 > "$d/rc"
-		else
-			echo $? > "$d/rc"
-			echo "  failed: $(grep -m1 -E 'rank|error' "$d/perf.out" || tail -1 "$d/perf.out")"
-		fi
+			> "$d/perf.out" 2>&1 &
+		run_pid=$!
+		rc=0
+		wait $run_pid || rc=$?
+		run_pid=""
+		echo $rc > "$d/rc"
+		((rc == 0)) || echo "  failed: $(grep -m1 -E 'rank|error' "$d/perf.out" || tail -1 "$d/perf.out")"
 		"$top/testbed/topo.sh" stats $name > "$d/stats-after.json"
 	done
 done

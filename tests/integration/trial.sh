@@ -61,3 +61,26 @@ grep -q "^$out/bad.cfg:3: size lots" <<<"$err" || fail "bad trial file: no file:
 ! pgrep -f 'swemu-trial' >/dev/null || fail "swemu left running"
 [ ! -e /run/swemu-testbed/trial ] || fail "testbed state left behind"
 echo "trial: a broken trial file fails with file:line and leaves nothing behind"
+# stopped in the middle of a long run (SIGTERM, as a batch system stops a
+# job): out within seconds, not when the run's 200 calls end (about 70 s;
+# bash runs a trap only after its foreground command), nothing left behind
+printf 'trial = {\n  algorithms = ["ring"];\n  sizes = ["4M"];\n  iterations = 200;\n  compute_ms = 0.0;\n};\n' > "$out/long.cfg"
+"$top/testbed/trial.sh" -c "$out/long.cfg" -o "$out/stopped" > "$out/stopped.log" 2>&1 &
+pid=$!
+for ((i = 0; i < 300; i++)); do # until its ranks run (30 s at most)
+	pgrep -f 'ina-allreduce-perf -a ring' >/dev/null && break
+	kill -0 $pid 2>/dev/null || fail "the trial to stop ended early: $(tail -3 "$out/stopped.log")"
+	sleep 0.1
+done
+pgrep -f 'ina-allreduce-perf -a ring' >/dev/null || fail "the trial to stop did not start its run"
+t0=$SECONDS
+kill -TERM $pid
+rc=0
+wait $pid || rc=$?
+[ $rc = 130 ] || fail "stopped trial: exit $rc, want 130"
+((SECONDS - t0 <= 10)) || fail "stopped trial took $((SECONDS - t0)) s to stop"
+! ip netns list | grep -q '^trial-' || fail "stopped trial: namespaces left behind: $(ip netns list)"
+! ip link show | grep -q 'trial-s' || fail "stopped trial: veths left behind"
+! pgrep -f 'swemu-trial|ina-allreduce-perf' >/dev/null || fail "stopped trial: processes left running"
+[ ! -e /run/swemu-testbed/trial ] || fail "stopped trial: testbed state left behind"
+echo "trial: stopped by SIGTERM during a run, out in $((SECONDS - t0)) s with nothing left behind"
