@@ -32,6 +32,9 @@ done
 [ "${1:-}" = -- ] || { echo "launch: COMMAND after --" >&2; exit 2; }
 shift
 pids=()
+# the ranks run in the background, where a non-interactive shell ignores
+# SIGINT for them: stopping the launcher stops them too
+trap '((${#pids[@]})) && kill -TERM "${pids[@]}" 2>/dev/null; exit 130' INT TERM
 for ((i = 0; i < n; i++)); do
 	env=(RANK=$i WORLD_SIZE=$n MASTER_ADDR=$subnet.1 MASTER_PORT=$port HCL_DATA_ADDR=$subnet.$((i + 1))
 		HCL_RACK=$((racksize > 0 ? i / racksize : 0)))

@@ -22,3 +22,22 @@ done
 lost=$(stats_get 'sum(p["drops"]["emulated_loss"] for s in d["switches"].values() for p in s["ports"].values())')
 ((lost > 0)) || fail "no emulated loss counted"
 echo "algos: ring, hier, ps, ps-ina with 8 ranks in 2 racks (one INA), int32 and fp32, 1/7/100003 elements, bf16, 5% loss: exact ($lost frames lost on the way)"
+# stopping the launcher stops its ranks (they ignore SIGINT in the background)
+ranks="^$perf -a ring -b 4M -e 4M -n 500 " # the ranks' command lines, not the launcher's
+"$top/testbed/launch.sh" italg -- "$perf" -a ring -b 4M -e 4M -n 500 -w 0 -t 60000 > /dev/null 2>&1 &
+lpid=$!
+for ((i = 0; i < 300; i++)); do # until all 8 ranks run (30 s at most)
+	[ "$(pgrep -fc "$ranks")" = 8 ] && break
+	sleep 0.1
+done
+[ "$(pgrep -fc "$ranks")" = 8 ] || fail "the ranks to stop did not start ($(pgrep -fc "$ranks") of 8)"
+kill -TERM $lpid
+rc=0
+wait $lpid || rc=$?
+[ $rc = 130 ] || fail "stopped launcher: exit $rc, want 130"
+for ((i = 0; i < 50; i++)); do # they go within 5 s
+	pgrep -f "$ranks" >/dev/null || break
+	sleep 0.1
+done
+! pgrep -f "$ranks" >/dev/null || fail "ranks left running after the launcher stopped"
+echo "algos: a stopped launcher takes its 8 ranks with it"
