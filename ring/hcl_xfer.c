@@ -536,18 +536,21 @@ static int64_t local_queue_wait(struct hcl_xfer *x, int64_t now)
 	if (!x->t->ops->tx_queued || x->cfg.local_queue == UINT32_MAX)
 		return 0;
 	long q = x->t->ops->tx_queued(x->t->ctx);
+	/* since the last look that found it full nothing of ours was added
+	 * but a few ACKs: what left is the drain.  Measured also when the
+	 * queue has gone below the limit, which is the usual case: one
+	 * datagram leaving is enough (a first version measured only between
+	 * two full looks, never did, and woke every 100 us). */
+	if (x->lq_at && q >= 0 && q < x->lq_bytes && now > x->lq_at) {
+		double r = (double)(x->lq_bytes - q) / (double)(now - x->lq_at);
+		x->lq_rate = x->lq_rate > 0 ? x->lq_rate + (r - x->lq_rate) / 4 : r;
+		x->lq_at = 0;
+	}
 	if (q < (long)x->cfg.local_queue) { /* also when unknown (-1) */
 		x->lq_at = 0;
 		return 0;
 	}
-	/* between two looks that found it full nothing of ours was added but
-	 * a few ACKs: what left is the drain.  Packets leave whole, so an
-	 * unchanged count keeps the older look as the start. */
-	if (!x->lq_at || q != x->lq_bytes) {
-		if (x->lq_at && q < x->lq_bytes && now > x->lq_at) {
-			double r = (double)(x->lq_bytes - q) / (double)(now - x->lq_at);
-			x->lq_rate = x->lq_rate > 0 ? x->lq_rate + (r - x->lq_rate) / 4 : r;
-		}
+	if (!x->lq_at) { /* packets leave whole: an unchanged count keeps the older look */
 		x->lq_at = now;
 		x->lq_bytes = q;
 	}
