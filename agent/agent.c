@@ -88,15 +88,13 @@ static int install(struct hcl_comm *c, const struct ina_job_cfg *j, int64_t dead
 
 int hcl_aring_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t deadline, char *err, size_t errlen)
 {
-	int slots = hcl_cfg_or_env(k->ina_slots, "HCL_INA_SLOTS", HCL_INA_SLOTS_DEFAULT),
-	    elems = hcl_cfg_or_env(k->ina_elems, "HCL_INA_ELEMS", HCL_INA_ELEMS_DEFAULT);
-	int job = hcl_cfg_or_env(k->ina_job, "HCL_INA_JOB", 1), port = hcl_cfg_or_env(0, "HCL_PS_PORT", SOFT_PORT_DEFAULT);
-	if (slots < 1 || elems < 1 || elems > INA_MAX_ELEMS || job < 0 || port < 1 || port > 65535)
-		return hcl_fail(err, errlen, "agent-ring: slots %d, elems %d, job %d or port %d out of range", slots,
-				elems, job, port), -EINVAL;
-	int rc = hcl_ina_check_mtu(c, elems, "agent-ring", err, errlen);
+	int slots, elems;
+	int rc = hcl_ina_packets(c, k, "agent-ring", &slots, &elems, err, errlen);
 	if (rc < 0)
 		return rc;
+	int job = hcl_cfg_or_env(k->ina_job, "HCL_INA_JOB", 1), port = hcl_cfg_or_env(0, "HCL_PS_PORT", SOFT_PORT_DEFAULT);
+	if (job < 0 || port < 1 || port > 65535)
+		return hcl_fail(err, errlen, "agent-ring: job %d or port %d out of range", job, port), -EINVAL;
 	struct sockaddr_in me = c->peers[c->rank];
 	me.sin_port = htons(c->ina_ports[c->rank]);
 	struct hcl_udp_opts uo = { .zero_checksum = 1 };

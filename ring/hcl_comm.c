@@ -322,8 +322,23 @@ int hcl_cfg_or_env(int v, const char *env, int dflt)
 	return v ? v : env_int(env, &e) == 0 ? e : dflt;
 }
 
-int hcl_ina_check_mtu(const struct hcl_comm *c, int elems, const char *name, char *err, size_t errlen)
+/* 2048 elements (8 KiB of fp32 in a jumbo frame, as the transfer's
+ * datagrams) and 8 in flight per job: the 64 KiB that 1024 x 16 had, in
+ * half the packets, which is what hosts and software members pay for
+ * (BENCHMARKS.md, "The default trial": agent-ring 1.3-1.5x faster at 200
+ * Mbit/s).  swemu's max_elems default is 2048. */
+#define INA_ELEMS_DEFAULT 2048
+#define INA_SLOTS_DEFAULT 8
+
+int hcl_ina_packets(const struct hcl_comm *c, const struct hcl_comm_cfg *k, const char *name, int *slots,
+		    int *elems, char *err, size_t errlen)
 {
+	*slots = hcl_cfg_or_env(k->ina_slots, "HCL_INA_SLOTS", INA_SLOTS_DEFAULT);
+	*elems = hcl_cfg_or_env(k->ina_elems, "HCL_INA_ELEMS", INA_ELEMS_DEFAULT);
+	if (*slots < 1 || *elems < 1 || *elems > INA_MAX_ELEMS)
+		return hcl_fail(err, errlen, "%s: slots %d or elems %d out of range (elems 1..%d)", name, *slots,
+				*elems, INA_MAX_ELEMS),
+		       -EINVAL;
 	/* a packet the host has to fragment is one no switch can aggregate:
 	 * on the af_xdp testbed (MTU 3000) 4 KiB packets made every call time
 	 * out, with nothing said */
@@ -344,14 +359,14 @@ int hcl_ina_check_mtu(const struct hcl_comm *c, int elems, const char *name, cha
 		mtu = 0; /* cannot tell: the switch's counters will */
 	if (fd >= 0)
 		close(fd);
-	int need = 20 + 8 + INA_HDR_LEN + elems * INA_ELEM_SIZE;
+	int need = 20 + 8 + INA_HDR_LEN + *elems * INA_ELEM_SIZE;
 	if (mtu <= 0 || need <= mtu)
 		return 0;
 	char a[32];
 	return hcl_fail(err, errlen,
 			"%s: INA packets of %d elements are %d bytes, more than the MTU %d towards %s; "
 			"set HCL_INA_ELEMS (cfg.ina_elems) to %d or fewer",
-			name, elems, need, mtu, addr_s(&dst, a, sizeof(a)), (mtu - 20 - 8 - INA_HDR_LEN) / INA_ELEM_SIZE),
+			name, *elems, need, mtu, addr_s(&dst, a, sizeof(a)), (mtu - 20 - 8 - INA_HDR_LEN) / INA_ELEM_SIZE),
 	       -EMSGSIZE;
 }
 
@@ -452,11 +467,8 @@ int hcl_float_dtype(const struct hcl_comm_cfg *k, const char *name, uint8_t *dty
 static int ina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t deadline, char *err, size_t errlen)
 {
 	const char *name = c->algo == HCL_ALGO_PS ? "ps" : "ps-ina";
-	int slots = hcl_cfg_or_env(k->ina_slots, "HCL_INA_SLOTS", HCL_INA_SLOTS_DEFAULT),
-	    elems = hcl_cfg_or_env(k->ina_elems, "HCL_INA_ELEMS", HCL_INA_ELEMS_DEFAULT);
-	if (slots < 1 || elems < 1 || elems > 2237)
-		return hcl_fail(err, errlen, "%s: slots %d or elems %d out of range", name, slots, elems);
-	int rc = hcl_ina_check_mtu(c, elems, name, err, errlen);
+	int slots, elems;
+	int rc = hcl_ina_packets(c, k, name, &slots, &elems, err, errlen);
 	if (rc < 0)
 		return rc;
 	int job = hcl_cfg_or_env(k->ina_job, "HCL_INA_JOB", 1);

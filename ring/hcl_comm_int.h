@@ -53,18 +53,13 @@ struct hcl_comm {
 __attribute__((format(printf, 3, 4))) int hcl_fail(char *err, size_t n, const char *fmt, ...);
 /* v if set, else the integer in environment variable env, else dflt */
 int hcl_cfg_or_env(int v, const char *env, int dflt);
-/* INA packets unless cfg/HCL_INA_* say otherwise: 2048 elements (8 KiB of
- * fp32 in a jumbo frame, as the transfer's datagrams) and 8 in flight per
- * job — the 64 KiB that 1024 x 16 had, in half the packets, which is what
- * hosts and software members pay for (BENCHMARKS.md, "The default trial":
- * agent-ring 1.3-1.5x faster at 200 Mbit/s).  swemu's max_elems default is
- * 2048. */
-#define HCL_INA_ELEMS_DEFAULT 2048
-#define HCL_INA_SLOTS_DEFAULT 8
-/* 0 when an INA packet of elems 4-byte elements fits the MTU of this
- * rank's route to where its INA packets go (its rack's ToR, else the next
- * rank); -EMSGSIZE with the largest count that fits in err otherwise. */
-int hcl_ina_check_mtu(const struct hcl_comm *c, int elems, const char *name, char *err, size_t errlen);
+/* The INA packets of ps, ps-ina and agent-ring: slots in flight and
+ * elements per packet, from cfg, else HCL_INA_SLOTS / HCL_INA_ELEMS, else
+ * the defaults; checked for range and against the MTU of this rank's route
+ * to where they go (its rack's ToR, else the next rank).  0, or -errno with
+ * the reason (for the MTU: the largest count that fits) in err. */
+int hcl_ina_packets(const struct hcl_comm *c, const struct hcl_comm_cfg *k, const char *name, int *slots,
+		    int *elems, char *err, size_t errlen);
 /* For the INA clients' wait loops: a rank that moved on from the last
  * exchange (the setup barrier) still answers a peer whose ACK was lost. */
 void hcl_comm_poll_xfer(void *ctx);
