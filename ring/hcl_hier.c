@@ -1,15 +1,151 @@
-/* Hierarchical all-reduce (Horovod's): members of a rack send their buffer
- * to the rack's leader (its lowest rank), which sums them; the leaders run
- * a ring all-reduce among themselves; each leader sends the result back to
- * its rack.  Only leaders cross racks, which is the point on an
- * oversubscribed fabric.  Tags per call: epoch * 4N + [0, N) gather,
- * [N, 3N) ring, [3N, 4N) broadcast, each offset by the member's rank. */
+/* Hierarchical all-reduce in two levels (the hierarchical mode of Horovod
+ * and NCCL): a ring reduce-scatter inside each rack, then for each shard a
+ * ring all-reduce among the ranks that hold it (one per rack), then a ring
+ * all-gather inside each rack.  Every host link carries about what the flat
+ * ring's does, and the racks' uplinks carry each byte once each way.  The
+ * first version reduced to one leader per rack and broadcast from it, so
+ * the leader's link carried the whole rack's data twice: 0.35 x the flat
+ * ring in the default trial (docs/BENCHMARKS.md).
+ *
+ * Uneven racks: the buffer is cut into K shards, K the largest rack's size;
+ * in a rack of g ranks, shard j belongs to the "part" j % g, and a rack's
+ * reduce-scatter and all-gather move parts (the shards of one part packed
+ * together).  After the reduce-scatter, member i holds part (i + 1) % g, as
+ * in hcl_ring.c; so shard j's holder in a rack of g is member
+ * (j % g + g - 1) % g.  Each rank runs the rings of its shards in
+ * increasing j, which every rank does, so no cycle of waits can form.
+ *
+ * Tags per call: epoch * (2K + 2RK) + [0, K) reduce-scatter, [K, 2K)
+ * all-gather, [2K + 2Rj, 2K + 2R(j + 1)) the ring of shard j. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hcl_ring.h"
+
+#define ESZ 4 /* int32 and fp32 */
+
+struct hier_plan {
+	unsigned nracks, kmax;
+	unsigned *rack_of;   /* rank -> rack index (racks ordered by lowest rank) */
+	unsigned *size;      /* rack index -> ranks in it */
+	unsigned *first;     /* rack index -> offset into by_rack */
+	unsigned *by_rack;   /* ranks grouped by rack, ascending in each */
+	unsigned my_rack, me, g; /* this rank's rack, index in it, its size */
+	size_t count;
+};
+
+static void plan_free(struct hier_plan *p)
+{
+	free(p->rack_of);
+	free(p->size);
+	free(p->first);
+	free(p->by_rack);
+}
+
+static int plan_make(struct hier_plan *p, unsigned rank, unsigned nranks, const int *rack, size_t count)
+{
+	memset(p, 0, sizeof(*p));
+	p->count = count;
+	p->rack_of = malloc(nranks * sizeof(unsigned));
+	p->size = calloc(nranks, sizeof(unsigned));
+	p->first = calloc(nranks, sizeof(unsigned));
+	p->by_rack = malloc(nranks * sizeof(unsigned));
+	if (!p->rack_of || !p->size || !p->first || !p->by_rack)
+		return -ENOMEM;
+	for (unsigned r = 0; r < nranks; r++) {
+		unsigned k = 0;
+		while (k < r && rack[k] != rack[r])
+			k++;
+		p->rack_of[r] = k < r ? p->rack_of[k] : p->nracks++;
+		p->size[p->rack_of[r]]++;
+	}
+	for (unsigned k = 1; k < p->nracks; k++)
+		p->first[k] = p->first[k - 1] + p->size[k - 1];
+	unsigned *fill = calloc(p->nracks, sizeof(unsigned));
+	if (!fill)
+		return -ENOMEM;
+	for (unsigned r = 0; r < nranks; r++) {
+		unsigned k = p->rack_of[r];
+		if (r == rank)
+			p->me = fill[k];
+		p->by_rack[p->first[k] + fill[k]++] = r;
+	}
+	free(fill);
+	for (unsigned k = 0; k < p->nracks; k++)
+		if (p->size[k] > p->kmax)
+			p->kmax = p->size[k];
+	p->my_rack = p->rack_of[rank];
+	p->g = p->size[p->my_rack];
+	return 0;
+}
+
+static void shard(const struct hier_plan *p, unsigned j, size_t *off, size_t *len)
+{
+	hcl_ring_chunk(p->count, p->kmax, j, off, len);
+}
+
+/* Elements of this rack's part c (its shards j with j % g == c). */
+static size_t part_len(const struct hier_plan *p, unsigned c)
+{
+	size_t n = 0, off, len;
+	for (unsigned j = c; j < p->kmax; j += p->g) {
+		shard(p, j, &off, &len);
+		n += len;
+	}
+	return n;
+}
+
+/* Part c of buf into out, packed. */
+static void pack(const struct hier_plan *p, unsigned c, const uint8_t *buf, uint8_t *out)
+{
+	size_t off, len;
+	for (unsigned j = c; j < p->kmax; j += p->g) {
+		shard(p, j, &off, &len);
+		memcpy(out, buf + off * ESZ, len * ESZ);
+		out += len * ESZ;
+	}
+}
+
+/* A packed part c back into buf: added in (reduce) or copied. */
+static void unpack(const struct hier_plan *p, unsigned c, enum hcl_dtype t, bool reduce, uint8_t *buf,
+		   const uint8_t *in)
+{
+	size_t off, len;
+	for (unsigned j = c; j < p->kmax; j += p->g) {
+		shard(p, j, &off, &len);
+		if (reduce)
+			hcl_reduce(t, buf + off * ESZ, in, len);
+		else
+			memcpy(buf + off * ESZ, in, len * ESZ);
+		in += len * ESZ;
+	}
+}
+
+/* The rack's ring: reduce-scatter (after it, member i holds part i + 1
+ * summed over the rack) or all-gather (every member gets every part). */
+static int rack_ring(struct hcl_xfer *x, const struct hier_plan *p, bool gather, uint8_t *buf, enum hcl_dtype t,
+		     uint32_t tag0, uint8_t *sbuf, uint8_t *rbuf, int64_t deadline_ns, char *err, size_t errlen)
+{
+	const unsigned g = p->g, i = p->me;
+	const unsigned *members = p->by_rack + p->first[p->my_rack];
+	const int next = (int)members[(i + 1) % g], prev = (int)members[(i + g - 1) % g];
+	int rc = 0;
+	for (unsigned s = 0; s + 1 < g && rc == 0; s++) {
+		/* the same schedule as hcl_ring.c, over parts */
+		unsigned sc = gather ? (i + 1 + g - s) % g : (i + g - s) % g;
+		unsigned rcv = gather ? (i + g - s) % g : (i + 2 * g - s - 1) % g;
+		pack(p, sc, buf, sbuf);
+		rc = hcl_xfer_exchange(x, tag0 + s, next, sbuf, part_len(p, sc) * ESZ, prev, rbuf, part_len(p, rcv) * ESZ,
+				       deadline_ns, err, errlen);
+		if (rc == 0)
+			unpack(p, rcv, t, !gather, buf, rbuf);
+	}
+	return rc;
+}
 
 int hcl_hier_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, const int *rack, void *buf,
 		       size_t count, enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err,
@@ -20,57 +156,44 @@ int hcl_hier_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, const
 		snprintf(err, errlen, "hier: bad arguments (rank %u of %u)", rank, nranks);
 		return -EINVAL;
 	}
-	size_t bytes = count * 4;
-	uint32_t t0 = epoch * 4 * nranks;
-	unsigned leader = rank;
-	for (unsigned r = 0; r < nranks; r++)
-		if (rack[r] == rack[rank] && r < leader)
-			leader = r;
-	if (rank != leader) {
-		int rc = hcl_xfer_exchange(x, t0 + rank, (int)leader, buf, bytes, -1, NULL, 0, deadline_ns, err, errlen);
-		if (rc == 0)
-			rc = hcl_xfer_exchange(x, t0 + 3 * nranks + rank, -1, NULL, 0, (int)leader, buf, bytes,
-					       deadline_ns, err, errlen);
-		return rc;
-	}
-
-	unsigned *leaders = malloc(nranks * sizeof(*leaders)), nl = 0, me = 0;
-	void *tmp = malloc(bytes ? bytes : 1);
-	int rc = 0;
-	if (!leaders || !tmp) {
-		snprintf(err, errlen, "hier: out of memory");
+	if (nranks == 1 || count == 0)
+		return 0;
+	struct hier_plan p;
+	uint8_t *sbuf = NULL, *rbuf = NULL;
+	unsigned *members = NULL;
+	int rc = plan_make(&p, rank, nranks, rack, count);
+	size_t most = 0;
+	for (unsigned c = 0; rc == 0 && c < p.g; c++)
+		if (part_len(&p, c) > most)
+			most = part_len(&p, c);
+	if (rc == 0 && (!(sbuf = malloc(most * ESZ + 1)) || !(rbuf = malloc(most * ESZ + 1)) ||
+			!(members = malloc(p.nracks * sizeof(*members)))))
 		rc = -ENOMEM;
+	if (rc < 0) {
+		snprintf(err, errlen, "hier: out of memory");
 		goto out;
 	}
-	/* gather the rack, in rank order */
-	for (unsigned m = rank + 1; m < nranks && rc == 0; m++) {
-		if (rack[m] != rack[rank])
-			continue;
-		rc = hcl_xfer_exchange(x, t0 + m, -1, NULL, 0, (int)m, tmp, bytes, deadline_ns, err, errlen);
-		if (rc == 0)
-			hcl_reduce(dtype, buf, tmp, count);
-	}
-	/* ring among the leaders (each is its rack's lowest rank) */
-	for (unsigned r = 0; r < nranks && rc == 0; r++) {
-		bool lowest = true;
-		for (unsigned q = 0; q < r && lowest; q++)
-			lowest = rack[q] != rack[r];
-		if (!lowest)
-			continue;
-		if (r == rank)
-			me = nl;
-		leaders[nl++] = r;
+	const uint32_t k = p.kmax, t0 = epoch * (2 * k + 2 * p.nracks * k);
+	rc = rack_ring(x, &p, false, buf, dtype, t0, sbuf, rbuf, deadline_ns, err, errlen);
+	/* each shard across the racks, among its holders */
+	for (unsigned j = 0; j < k && rc == 0 && p.nracks > 1; j++) {
+		if (j % p.g != (p.me + 1) % p.g)
+			continue; /* another member of this rack holds it */
+		for (unsigned r = 0; r < p.nracks; r++) {
+			unsigned gr = p.size[r];
+			members[r] = p.by_rack[p.first[r] + (j % gr + gr - 1) % gr];
+		}
+		size_t off, len;
+		shard(&p, j, &off, &len);
+		rc = hcl_ring_allreduce_members(x, members, p.nracks, p.my_rack, (uint8_t *)buf + off * ESZ, len, dtype,
+						t0 + 2 * k + 2 * p.nracks * j, deadline_ns, err, errlen);
 	}
 	if (rc == 0)
-		rc = hcl_ring_allreduce_members(x, leaders, nl, me, buf, count, dtype, t0 + nranks, deadline_ns, err,
-						errlen);
-	/* and back to the rack */
-	for (unsigned m = rank + 1; m < nranks && rc == 0; m++)
-		if (rack[m] == rack[rank])
-			rc = hcl_xfer_exchange(x, t0 + 3 * nranks + m, (int)m, buf, bytes, -1, NULL, 0, deadline_ns, err,
-					       errlen);
+		rc = rack_ring(x, &p, true, buf, dtype, t0 + k, sbuf, rbuf, deadline_ns, err, errlen);
 out:
-	free(leaders);
-	free(tmp);
+	plan_free(&p);
+	free(sbuf);
+	free(rbuf);
+	free(members);
 	return rc;
 }

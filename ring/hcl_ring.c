@@ -5,9 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Chunk c of count elements split over n ranks: the first count % n chunks
- * get one element more. */
-static void chunk(size_t count, unsigned n, unsigned c, size_t *off, size_t *len)
+void hcl_ring_chunk(size_t count, unsigned n, unsigned c, size_t *off, size_t *len)
 {
 	size_t base = count / n, extra = count % n;
 	*len = base + (c < extra);
@@ -76,8 +74,8 @@ int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsi
 	for (unsigned s = 0; s + 1 < nranks && rc == 0; s++) {
 		unsigned sc = (rank + nranks - s) % nranks, rcv = (rank + 2 * nranks - s - 1) % nranks;
 		size_t so, sl, ro, rl;
-		chunk(count, nranks, sc, &so, &sl);
-		chunk(count, nranks, rcv, &ro, &rl);
+		hcl_ring_chunk(count, nranks, sc, &so, &sl);
+		hcl_ring_chunk(count, nranks, rcv, &ro, &rl);
 		rc = hcl_xfer_exchange(x, tag0 + s, next, b + so * esz, sl * esz, prev, tmp, rl * esz, deadline_ns, err,
 				       errlen);
 		if (rc == 0)
@@ -87,8 +85,8 @@ int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsi
 	for (unsigned s = 0; s + 1 < nranks && rc == 0; s++) {
 		unsigned sc = (rank + 1 + nranks - s) % nranks, rcv = (rank + nranks - s) % nranks;
 		size_t so, sl, ro, rl;
-		chunk(count, nranks, sc, &so, &sl);
-		chunk(count, nranks, rcv, &ro, &rl);
+		hcl_ring_chunk(count, nranks, sc, &so, &sl);
+		hcl_ring_chunk(count, nranks, rcv, &ro, &rl);
 		rc = hcl_xfer_exchange(x, tag0 + nranks - 1 + s, next, b + so * esz, sl * esz, prev, b + ro * esz,
 				       rl * esz, deadline_ns, err, errlen);
 	}

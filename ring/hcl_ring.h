@@ -25,12 +25,17 @@ int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsi
 			       size_t count, enum hcl_dtype dtype, uint32_t tag0, int64_t deadline_ns, char *err,
 			       size_t errlen);
 
-/* Hierarchical (Horovod-style): reduce to each rack's leader (its lowest
- * rank), ring among the leaders, broadcast in the rack.  rack[r] is rank r's
- * rack id; epoch numbers the collective. */
+/* Hierarchical (Horovod's and NCCL's two levels): ring reduce-scatter in
+ * each rack, a ring all-reduce of each shard among its holders (one per
+ * rack), ring all-gather in each rack; racks may be uneven.  rack[r] is rank
+ * r's rack id; epoch numbers the collective. */
 int hcl_hier_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, const int *rack, void *buf,
 		       size_t count, enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err,
 		       size_t errlen);
+
+/* Chunk c of count elements split over n: the first count % n chunks get
+ * one element more. */
+void hcl_ring_chunk(size_t count, unsigned n, unsigned c, size_t *off, size_t *len);
 
 /* dst += src, as the ring does (int32 wraps, fp32 in binary32). */
 void hcl_reduce(enum hcl_dtype t, void *dst, const void *src, size_t n);

@@ -76,7 +76,7 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 /* After the last exchange of a collective: keeps answering re-sent data
  * (our final ACK may have been lost, and the peer would otherwise wait to
  * its deadline) until every sender whose message completed since the last
- * linger has sent its FIN (hier's leader hears from several), or no
+ * linger has sent its FIN (a rank of hier hears from several), or no
  * re-send of a finished message arrived for quiet_ns, or deadline_ns. */
 int hcl_xfer_linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns);
 /* Answers what arrived, without waiting: for loops that do other work

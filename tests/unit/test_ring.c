@@ -115,17 +115,23 @@ static void run_racks(unsigned n, enum hcl_dtype dt, struct fake_net net, const 
 
 static void run(unsigned n, enum hcl_dtype dt, struct fake_net net) { run_racks(n, dt, net, NULL); }
 
-/* Hierarchical: uneven and non-contiguous racks, one rack, all singletons. */
+/* Hierarchical: uneven and non-contiguous racks (sizes that do not divide
+ * each other, so one rank holds several shards and racks cut parts
+ * differently), one rack, all singletons, the trial's two racks of four;
+ * counts from 1 (fewer elements than shards) up. */
 static void test_hier(void **state)
 {
 	(void)state;
 	static const int uneven[] = { 0, 0, 0, 1, 1, 2 }, mixed[] = { 1, 0, 1, 0, 2 }, one[] = { 5, 5, 5, 5 },
-			 single[] = { 0, 1, 2, 3 };
+			 single[] = { 0, 1, 2, 3 }, odd[] = { 0, 0, 1, 0, 2, 0, 2 }, two4[] = { 0, 0, 0, 0, 1, 1, 1, 1 };
+	run_racks(7, HCL_INT32, (struct fake_net){ .seed = 26 }, odd);
+	run_racks(8, HCL_FP32, (struct fake_net){ .seed = 27 }, two4);
 	run_racks(6, HCL_INT32, (struct fake_net){ .seed = 21 }, uneven);
 	run_racks(5, HCL_FP32, (struct fake_net){ .seed = 22 }, mixed);
 	run_racks(4, HCL_INT32, (struct fake_net){ .seed = 23 }, one);
 	run_racks(4, HCL_INT32, (struct fake_net){ .seed = 24 }, single);
 	run_racks(6, HCL_INT32, (struct fake_net){ .loss = 0.05, .dup = 0.02, .reorder = 0.1, .seed = 25 }, uneven);
+	run_racks(8, HCL_INT32, (struct fake_net){ .loss = 0.05, .dup = 0.02, .reorder = 0.1, .seed = 28 }, two4);
 }
 
 static void test_ring_int32(void **state)
