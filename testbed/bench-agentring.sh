@@ -69,7 +69,7 @@ for mix in 0 1 half all; do
 		read -r hostmb upmb < <(loads /tmp/bag-a.json /tmp/bag-b.json)
 		case $algo in
 		ring) chain=$((2 * (n - 1)));;
-		hier) chain=$((2 * (racks - 1) + 2));;
+		hier) chain=$((2 * (hosts - 1) + 2 * (racks - 1)));;
 		ps) chain=2;;
 		ps-ina) chain=$((ninar == racks && racks == 1 ? 2 : 4));;
 		agent-ring) m=$((ninar + (racks - ninar) * hosts)); chain=$((2 * (m - 1) + 2));;
