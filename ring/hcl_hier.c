@@ -2,7 +2,8 @@
  * and NCCL): a ring reduce-scatter inside each rack, then for each shard a
  * ring all-reduce among the ranks that hold it (one per rack), then a ring
  * all-gather inside each rack.  Every host link carries about what the flat
- * ring's does, and the racks' uplinks carry each byte once each way.  The
+ * ring's does, and a rack's uplink 2(R - 1)/R buffers each way, as the
+ * leaders' ring did.  The
  * first version reduced to one leader per rack and broadcast from it, so
  * the leader's link carried the whole rack's data twice: 0.35 x the flat
  * ring in the default trial (docs/BENCHMARKS.md).
@@ -134,14 +135,22 @@ static int rack_ring(struct hcl_xfer *x, const struct hier_plan *p, bool gather,
 	const unsigned *members = p->by_rack + p->first[p->my_rack];
 	const int next = (int)members[(i + 1) % g], prev = (int)members[(i + g - 1) % g];
 	int rc = 0;
+	/* racks of the largest size: a part is one shard, sent and (when
+	 * gathering) received in place */
+	const bool whole = g == p->kmax;
 	for (unsigned s = 0; s + 1 < g && rc == 0; s++) {
 		/* the same schedule as hcl_ring.c, over parts */
 		unsigned sc = gather ? (i + 1 + g - s) % g : (i + g - s) % g;
 		unsigned rcv = gather ? (i + g - s) % g : (i + 2 * g - s - 1) % g;
-		pack(p, sc, buf, sbuf);
-		rc = hcl_xfer_exchange(x, tag0 + s, next, sbuf, part_len(p, sc) * ESZ, prev, rbuf, part_len(p, rcv) * ESZ,
-				       deadline_ns, err, errlen);
-		if (rc == 0)
+		size_t so, sl, ro, rl;
+		shard(p, sc, &so, &sl);
+		shard(p, rcv, &ro, &rl);
+		if (!whole)
+			pack(p, sc, buf, sbuf);
+		uint8_t *into = whole && gather ? buf + ro * ESZ : rbuf;
+		rc = hcl_xfer_exchange(x, tag0 + s, next, whole ? buf + so * ESZ : sbuf, part_len(p, sc) * ESZ, prev,
+				       into, part_len(p, rcv) * ESZ, deadline_ns, err, errlen);
+		if (rc == 0 && into == rbuf)
 			unpack(p, rcv, t, !gather, buf, rbuf);
 	}
 	return rc;
