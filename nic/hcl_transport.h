@@ -39,10 +39,14 @@ struct hcl_transport {
 struct hcl_udp_opts {
 	uint32_t sock_buf_bytes; /* SO_RCVBUF/SO_SNDBUF; 0 = 8 MiB */
 	int zero_checksum;       /* send with UDP checksum 0 (as SwitchML hosts do) */
+	/* With port 0: ports (host order, 0 = unused) the kernel's choice must
+	 * not be, because this process binds them itself later on the same
+	 * address (an ephemeral port can be any of them). */
+	uint16_t avoid_ports[4];
 };
 
-/* Opens a non-blocking UDP socket bound to addr (port 0: any).  0, or
- * -errno with the reason in err. */
+/* Opens a non-blocking UDP socket bound to addr (port 0: any but
+ * opts->avoid_ports).  0, or -errno with the reason in err. */
 int hcl_udp_open(struct hcl_transport *t, const struct sockaddr_in *addr, const struct hcl_udp_opts *opts,
 		 char *err, size_t errlen);
 /* The bound address (port resolved). */

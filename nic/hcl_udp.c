@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,39 +139,80 @@ static void set_buf(int fd, int opt, int force_opt, uint32_t bytes)
 		setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
 }
 
+static bool avoided(const struct hcl_udp_opts *opts, uint16_t port)
+{
+	for (unsigned i = 0; opts && i < sizeof(opts->avoid_ports) / sizeof(opts->avoid_ports[0]); i++)
+		if (opts->avoid_ports[i] && opts->avoid_ports[i] == port)
+			return true;
+	return false;
+}
+
+/* A socket with the options applied, bound to addr; -errno on failure. */
+static int open_bound(const struct sockaddr_in *addr, const struct hcl_udp_opts *opts, char *err, size_t errlen)
+{
+	char ip[INET_ADDRSTRLEN];
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		int rc = -errno;
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return rc;
+	}
+	uint32_t buf = opts && opts->sock_buf_bytes ? opts->sock_buf_bytes : 8u << 20;
+	set_buf(fd, SO_RCVBUF, SO_RCVBUFFORCE, buf);
+	set_buf(fd, SO_SNDBUF, SO_SNDBUFFORCE, buf);
+	if (opts && opts->zero_checksum) {
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one));
+	}
+	if (bind(fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0) {
+		int rc = -errno;
+		inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip));
+		snprintf(err, errlen, "bind %s:%u: %s", ip, ntohs(addr->sin_port), strerror(errno));
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* The port the kernel gave fd. */
+static uint16_t bound_port(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	return getsockname(fd, (struct sockaddr *)&a, &al) == 0 ? ntohs(a.sin_port) : 0;
+}
+
 int hcl_udp_open(struct hcl_transport *t, const struct sockaddr_in *addr, const struct hcl_udp_opts *opts,
 		 char *err, size_t errlen)
 {
 	struct udp_ctx *u = calloc(1, sizeof(*u));
-	char ip[INET_ADDRSTRLEN];
-	int rc;
-
-	inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip));
 	if (!u) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (u->fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "socket: %s", strerror(errno));
+	/* A kernel-chosen port that this process will need itself is held
+	 * open while asking again, so the next choice differs; eight tries
+	 * cover four avoided ports many times over. */
+	int held[8], nheld = 0, fd;
+	for (;;) {
+		fd = open_bound(addr, opts, err, errlen);
+		if (fd < 0 || addr->sin_port || !avoided(opts, bound_port(fd)))
+			break;
+		if (nheld == (int)(sizeof(held) / sizeof(held[0]))) {
+			close(fd);
+			snprintf(err, errlen, "bind: the kernel kept choosing ports reserved for INA");
+			fd = -EADDRINUSE;
+			break;
+		}
+		held[nheld++] = fd;
+	}
+	while (nheld)
+		close(held[--nheld]);
+	if (fd < 0) {
 		free(u);
-		return rc;
+		return fd;
 	}
-	uint32_t buf = opts && opts->sock_buf_bytes ? opts->sock_buf_bytes : 8u << 20;
-	set_buf(u->fd, SO_RCVBUF, SO_RCVBUFFORCE, buf);
-	set_buf(u->fd, SO_SNDBUF, SO_SNDBUFFORCE, buf);
-	if (opts && opts->zero_checksum) {
-		int one = 1;
-		setsockopt(u->fd, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one));
-	}
-	if (bind(u->fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0) {
-		rc = -errno;
-		snprintf(err, errlen, "bind %s:%u: %s", ip, ntohs(addr->sin_port), strerror(errno));
-		close(u->fd);
-		free(u);
-		return rc;
-	}
+	u->fd = fd;
 	t->ops = &udp_ops;
 	t->ctx = u;
 	return 0;

@@ -240,7 +240,8 @@ out:
 
 /* Other ranks: connect (the master may not be up yet), announce, read. */
 static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *master, const char *data_addr,
-			     uint16_t data_port, int64_t deadline, char *err, size_t errlen)
+			     uint16_t data_port, const struct hcl_udp_opts *data_opts, int64_t deadline, char *err,
+			     size_t errlen)
 {
 	char a[64];
 	int fd = -1;
@@ -280,7 +281,7 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 		getsockname(fd, (struct sockaddr *)&l, &ll);
 		me.sin_addr = l.sin_addr;
 	}
-	int rc = hcl_udp_open(&c->t, &me, NULL, err, errlen);
+	int rc = hcl_udp_open(&c->t, &me, data_opts, err, errlen);
 	if (rc < 0) {
 		close(fd);
 		return rc;
@@ -672,6 +673,7 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 	c->algo = k.algo;
 	c->timeout_ns = (k.timeout_ms ? k.timeout_ms : 30000) * 1000000;
 	int rc;
+	struct hcl_udp_opts data_opts = { 0 };
 	c->peers = calloc((size_t)k.world, sizeof(*c->peers));
 	c->ina_ports = calloc((size_t)k.world, sizeof(*c->ina_ports));
 	c->racks = calloc((size_t)k.world, sizeof(*c->racks));
@@ -687,6 +689,13 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 			goto fail;
 		}
 		c->ina_ports[c->rank] = (uint16_t)ip;
+		/* the INA socket and a software PS or ring member bind these
+		 * ports on the data address later: the data socket's kernel-
+		 * chosen port must not take one of them first */
+		data_opts.avoid_ports[0] = (uint16_t)ip;
+		int ps = hcl_cfg_or_env(0, "HCL_PS_PORT", HCL_PS_PORT_DEFAULT);
+		if (ps >= 1 && ps <= 65535)
+			data_opts.avoid_ports[1] = (uint16_t)ps;
 	}
 	int rack = k.rack;
 	if (rack < 0 && env_int("HCL_RACK", &rack) < 0)
@@ -706,13 +715,13 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 			rc = hcl_fail(err, errlen, "data address '%s' is not an IPv4 address", k.data_addr);
 			goto fail;
 		}
-		if ((rc = hcl_udp_open(&c->t, &me, NULL, err, errlen)) < 0)
+		if ((rc = hcl_udp_open(&c->t, &me, &data_opts, err, errlen)) < 0)
 			goto fail;
 		hcl_udp_local(&c->t, &c->peers[0]);
 		hcl_mac_local(c->peers[0].sin_addr.s_addr, c->info[0].ina.mac);
 		rc = rendezvous_master(c, &master, deadline, err, errlen);
 	} else {
-		rc = rendezvous_client(c, &master, k.data_addr, k.data_port, deadline, err, errlen);
+		rc = rendezvous_client(c, &master, k.data_addr, k.data_port, &data_opts, deadline, err, errlen);
 	}
 	if (rc < 0)
 		goto fail;

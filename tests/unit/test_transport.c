@@ -1,5 +1,6 @@
 /* Host transports: kernel UDP on loopback (batches, contents, sources,
  * timeouts, errors) and the fake hub the algorithm tests run on. */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,8 +8,12 @@
 #include <cmocka.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
 
 #include "fake_transport.h"
 #include "testlib.h"
@@ -118,6 +123,52 @@ static void test_udp_bind_error(void **state)
 	assert_null(t.ops);
 }
 
+static uint16_t open_any(struct hcl_transport *t, const struct hcl_udp_opts *o, int want_rc)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET }, b;
+	char err[128] = "";
+	int rc = hcl_udp_open(t, &a, o, err, sizeof(err));
+	if (rc != want_rc)
+		fail_msg("hcl_udp_open: %d (%s), want %d", rc, err, want_rc);
+	if (rc)
+		return 0;
+	assert_int_equal(hcl_udp_local(t, &b), 0);
+	return ntohs(b.sin_port);
+}
+
+/* A kernel-chosen port is never one the caller reserved (the INA port a
+ * rank binds later on the same address).  In a network namespace of its
+ * own whose ephemeral range is two ports, 40000 and 40001; it changes the
+ * process's namespace, so it runs last. */
+static void test_udp_avoid_ports(void **state)
+{
+	(void)state;
+	if (unshare(CLONE_NEWNET) != 0)
+		skip(); /* not root */
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "w");
+	assert_non_null(f);
+	fprintf(f, "40000 40001\n");
+	assert_int_equal(fclose(f), 0);
+	struct hcl_udp_opts avoid = { .avoid_ports = { 40000 } }, none = { 0 };
+	struct hcl_transport t = { 0 }, held = { 0 };
+	for (int i = 0; i < 20; i++) { /* the kernel would pick 40000 about half the time */
+		assert_int_equal(open_any(&t, &avoid, 0), 40001);
+		hcl_transport_close(&t);
+	}
+	/* with 40001 taken, 40000 is the kernel's only choice ... */
+	assert_int_equal(open_any(&held, &avoid, 0), 40001);
+	assert_int_equal(open_any(&t, &none, 0), 40000);
+	hcl_transport_close(&t);
+	/* ... so avoiding it fails, and releases what it held on the way */
+	assert_int_equal(open_any(&t, &avoid, -EADDRINUSE), 0);
+	assert_null(t.ops);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(40000) };
+	char err[128];
+	assert_int_equal(hcl_udp_open(&t, &a, NULL, err, sizeof(err)), 0);
+	hcl_transport_close(&t);
+	hcl_transport_close(&held);
+}
+
 /* The fake hub loses, duplicates and reorders at the rates it is given, and
  * the same seed gives the same run. */
 static void test_fake_hub(void **state)
@@ -172,6 +223,7 @@ int main(void)
 		cmocka_unit_test(test_udp_timeout),
 		cmocka_unit_test(test_udp_bind_error),
 		cmocka_unit_test(test_fake_hub),
+		cmocka_unit_test(test_udp_avoid_ports),
 	};
 	return cmocka_run_group_tests_name("transport", tests, NULL, NULL);
 }
