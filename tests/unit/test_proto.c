@@ -9,6 +9,22 @@
 
 #include "testlib.h"
 
+/* Field by field: the struct's padding byte holds whatever the stack had. */
+static void assert_hdr_equal(const struct ina_hdr *a, const struct ina_hdr *b)
+{
+	assert_int_equal(a->version, b->version);
+	assert_int_equal(a->type, b->type);
+	assert_int_equal(a->dtype, b->dtype);
+	assert_int_equal(a->flags, b->flags);
+	assert_int_equal(a->job, b->job);
+	assert_int_equal(a->contributor, b->contributor);
+	assert_int_equal(a->slot, b->slot);
+	assert_int_equal(a->epoch, b->epoch);
+	assert_int_equal(a->seq, b->seq);
+	assert_int_equal(a->count, b->count);
+	assert_int_equal(a->exponent, b->exponent);
+}
+
 static void test_roundtrip(void **state)
 {
 	(void)state;
@@ -40,7 +56,7 @@ static void test_roundtrip(void **state)
 
 		struct ina_pkt p;
 		assert_int_equal(ina_parse(buf, len, &p), INA_OK);
-		assert_memory_equal(&p.hdr, &h, sizeof(h));
+		assert_hdr_equal(&p.hdr, &h);
 		assert_ptr_equal(p.payload, buf + INA_HDR_LEN);
 		assert_int_equal(p.payload_len, data ? 4u * h.count : 0u);
 		for (unsigned i = 0; data && i < h.count; i++)

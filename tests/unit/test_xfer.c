@@ -294,7 +294,7 @@ static void test_linger_ignores_other_traffic(void **state)
 	for (unsigned r = 0; r < 2; r++)
 		if (j[r].rc)
 			fail_msg("rank %u: %s", r, j[r].err);
-	print_message("linger: %.3f s with a 0.150 s quiet time\n", j[0].linger_s);
+	printf("# linger: %.3f s with a 0.150 s quiet time\n", j[0].linger_s);
 	assert_true(j[0].linger_s < 1.0); /* not the 3 s deadline */
 }
 
@@ -399,7 +399,7 @@ static void test_bottleneck(void **state)
 	(void)state;
 	struct one_way w[2] = { { .len = 2000000 }, { .len = 2000000 } };
 	struct fake_stats fs = run_one_way((struct fake_net){ .seed = 4, .rate_pps = 20000, .queue = 12 }, w);
-	print_message("bottleneck: %llu sent, %llu sent again, %llu tail drops, %llu timeouts, %llu halvings\n",
+	printf("# bottleneck: %llu sent, %llu sent again, %llu tail drops, %llu timeouts, %llu halvings\n",
 		      (unsigned long long)w[0].st.data_sent, (unsigned long long)w[0].st.data_resent,
 		      (unsigned long long)fs.tail_dropped, (unsigned long long)w[0].st.timeouts,
 		      (unsigned long long)w[0].st.cwnd_halved);
@@ -418,7 +418,7 @@ static void test_spurious_timeout_undone(void **state)
 	(void)state;
 	struct one_way w[2] = { { .len = 100000 }, { .len = 100000, .compute_ms = 40 } };
 	run_one_way((struct fake_net){ .seed = 9 }, w);
-	print_message("spurious: %llu time-outs, %llu undone, window %.1f, threshold %.1f\n",
+	printf("# spurious: %llu time-outs, %llu undone, window %.1f, threshold %.1f\n",
 		      (unsigned long long)w[0].st.timeouts, (unsigned long long)w[0].st.timeouts_undone, w[0].cwnd,
 		      w[0].ssthresh);
 	assert_true(w[0].st.timeouts > 0);
