@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Sets up the machine (testbed/setup.sh), builds, and runs the whole test
-# suite with meson; ends with one line "tests: N passed, N failed".
+# suite with meson, then the unit and the datapath/ring namespace tests
+# again under ASan + UBSan (tests/sanitize.sh, about two minutes; skipped
+# with SWEMU_NO_SANITIZERS=1); ends with one line "tests: N passed, N failed".
 #   testbed/run-tests.sh [meson test args...]
 set -uo pipefail
-case "${1:-}" in -h|--help) sed -n 2,4p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 2,6p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/testbed/setup.sh" || exit 1
 cd "$top"
 meson test -C build --print-errorlogs "$@"
 rc=$?
+if [ -z "${SWEMU_NO_SANITIZERS:-}" ] && (($# == 0)); then
+	bash "$top/tests/sanitize.sh" || rc=1
+fi
 python3 - build/meson-logs/testlog.json <<'PY'
 import json, sys
 res = [json.loads(l)["result"] for l in open(sys.argv[1]) if l.strip()]
