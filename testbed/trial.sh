@@ -83,7 +83,7 @@ for algo in "${algos[@]}"; do
 		el=$((SECONDS - start))
 		est=$((k > 1 ? el * total / (k - 1) : 0))
 		printf '[%d/%d] %-10s %6s  elapsed %ds%s\n' $k $total "$algo" "$size" $el \
-			"$( ((k > 1)) && echo ", estimated total ${est}s")"
+			"$( ((k > 1 && el > 0)) && echo ", estimated total ${est}s")"
 		d=$out/runs/$algo-$size
 		mkdir -p "$d/trace"
 		"$top/testbed/topo.sh" stats $name > "$d/stats-before.json"
