@@ -73,6 +73,10 @@ struct hcl_comm_cfg {
 
 #define HCL_COMM_CFG_ENV { .rank = -1, .world = -1, .rack = -1 }
 
+/* sizeof(struct hcl_comm_cfg) in this library: a binding that mirrors the
+ * struct (ring/hcl.py) checks its copy against it. */
+size_t hcl_comm_cfg_size(void);
+
 struct hcl_comm;
 
 int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char *err, size_t errlen);

@@ -824,6 +824,7 @@ int hcl_comm_sync_summary(const struct hcl_comm *c, struct hcl_sync_summary *out
 
 int hcl_comm_rank(const struct hcl_comm *c) { return c->rank; }
 int hcl_comm_world(const struct hcl_comm *c) { return c->world; }
+size_t hcl_comm_cfg_size(void) { return sizeof(struct hcl_comm_cfg); }
 const char *hcl_comm_error(const struct hcl_comm *c) { return c->err; }
 
 static void *scratch(struct hcl_comm *c, size_t bytes)

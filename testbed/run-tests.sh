@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up the machine (testbed/setup.sh), builds, and runs the whole test
+# Sets up the machine (testbed/setup.sh --tests), builds, and runs the whole test
 # suite with meson, then the unit and the datapath/ring namespace tests
 # again under ASan + UBSan (tests/sanitize.sh, about two minutes; skipped
 # with SWEMU_NO_SANITIZERS=1); ends with one line "tests: N passed, N failed".
@@ -7,7 +7,7 @@
 set -uo pipefail
 case "${1:-}" in -h|--help) sed -n 2,6p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
-"$top/testbed/setup.sh" || exit 1
+"$top/testbed/setup.sh" --tests || exit 1
 cd "$top"
 meson test -C build --print-errorlogs "$@"
 rc=$?

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package the project needs (idempotent: apt runs
 # only when something is missing) and builds the project into build/.
-#   testbed/setup.sh [--no-build] [--peers]
+#   testbed/setup.sh [--no-build] [--peers] [--tests]
 # --peers also installs the benchmark peers (Gloo through python3-torch,
 # Open MPI): large, and needed only by testbed/bench-peers.sh.
+# --tests also installs python3-torch for the PyTorch DDP test.
 # With CI set in the environment, warnings are errors.
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,7p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 2,8p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 build=1
 for a in "$@"; do
 	case $a in
 	--no-build) build=0;;
 	--peers) peers=1;;
+	--tests) tests=1;;
 	*) echo "setup: unknown option $a" >&2; exit 2;;
 	esac
 done
@@ -32,6 +34,9 @@ packages=(
 
 if [ -n "${peers:-}" ]; then
 	packages+=(python3-torch openmpi-bin libopenmpi-dev)
+fi
+if [ -n "${tests:-}" ]; then
+	packages+=(python3-torch)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -14,4 +14,13 @@ cc -Wall -Werror -o "$root/example" "$src/example.c" $flags
 libdir=$(PKG_CONFIG_PATH=$pc pkg-config --variable=libdir hcl)
 port=$((20000 + RANDOM % 20000))
 LD_LIBRARY_PATH=$root$libdir RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$root/example"
-echo "install: hcl.h + libhcl + hcl.pc installed under $prefix; a program built with pkg-config runs"
+# the Python binding as installed, on the installed library
+py=$(find "$root" -name hcl.py -printf '%h\n' | head -1)
+[ -n "$py" ] || { echo "no hcl.py installed"; exit 1; }
+HCL_LIBRARY=$root$libdir/libhcl.so PYTHONPATH=$py python3 -c "
+import array, hcl
+with hcl.Comm(rank=0, world=1, master_addr='127.0.0.1', master_port=$port + 1) as c:
+    a = array.array('i', [3, -4, 5])
+    assert list(c.allreduce(a)) == [3, -4, 5] and c.world == 1
+"
+echo "install: hcl.h + libhcl + hcl.pc + hcl.py installed under $prefix; a program built with pkg-config and a Python script run"
