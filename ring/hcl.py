@@ -53,12 +53,13 @@ def _library():
     global _lib
     if _lib is not None:
         return _lib
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.environ.get("HCL_LIBRARY"),
-                  os.path.join(here, "..", "build", "ring", "libhcl.so"),
-                  ctypes.util.find_library("hcl")]
-    path = next((p for p in candidates if p and (os.path.exists(p) or not os.path.dirname(p))), None)
-    if path is None:
+    path = os.environ.get("HCL_LIBRARY")
+    if path and not os.path.exists(path):
+        raise HclError(f"HCL_LIBRARY={path}: no such file")
+    if not path:
+        beside = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "ring", "libhcl.so")
+        path = beside if os.path.exists(beside) else ctypes.util.find_library("hcl")
+    if not path:
         raise HclError("libhcl.so not found: set HCL_LIBRARY, or build (testbed/setup.sh) or install it")
     lib = ctypes.CDLL(path)
     lib.hcl_comm_cfg_size.restype = ctypes.c_size_t

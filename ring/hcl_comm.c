@@ -650,6 +650,10 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		k.algo = HCL_ALGO_RING;
 	if (k.algo < HCL_ALGO_RING || k.algo > HCL_ALGO_AGENT_RING)
 		return hcl_fail(err, errlen, "unknown algorithm %d", (int)k.algo), -EINVAL;
+	/* a negative one would be a deadline already passed (or, in ns, an overflow) */
+	if (k.timeout_ms < 0 || k.timeout_ms > 86400000)
+		return hcl_fail(err, errlen, "timeout %lld ms: want 0 (default) to 86400000", (long long)k.timeout_ms),
+		       -EINVAL;
 	struct sockaddr_in master = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	if (inet_pton(AF_INET, k.master_addr, &master.sin_addr) != 1)
 		return hcl_fail(err, errlen, "master address '%s' is not an IPv4 address", k.master_addr), -EINVAL;

@@ -23,4 +23,21 @@ with hcl.Comm(rank=0, world=1, master_addr='127.0.0.1', master_port=$port + 1) a
     a = array.array('i', [3, -4, 5])
     assert list(c.allreduce(a)) == [3, -4, 5] and c.world == 1
 "
-echo "install: hcl.h + libhcl + hcl.pc + hcl.py installed under $prefix; a program built with pkg-config and a Python script run"
+# a wrong library path and a bad argument are named, not crashes
+out=$(HCL_LIBRARY=$root/nonexistent.so PYTHONPATH=$py python3 -c "
+import hcl
+try:
+    hcl.Comm(rank=0, world=1, master_addr='127.0.0.1', master_port=$port + 2)
+except hcl.HclError as e:
+    print(e)
+" 2>&1)
+grep -q "HCL_LIBRARY=$root/nonexistent.so: no such file" <<<"$out" || { echo "missing library: $out"; exit 1; }
+out=$(HCL_LIBRARY=$root$libdir/libhcl.so PYTHONPATH=$py python3 -c "
+import hcl
+try:
+    hcl.Comm(rank=0, world=1, master_addr='127.0.0.1', master_port=$port + 2, timeout_ms=-1)
+except hcl.HclError as e:
+    print(e, e.errno)
+" 2>&1)
+grep -q "timeout -1 ms: want 0 (default) to 86400000 -22" <<<"$out" || { echo "negative timeout: $out"; exit 1; }
+echo "install: hcl.h + libhcl + hcl.pc + hcl.py installed under $prefix; a program built with pkg-config and a Python script run; a missing library and a bad timeout named"

@@ -476,6 +476,10 @@ static void test_errors(void **state)
 	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "HCL_XFER_LOCAL_QUEUE=64k"));
 	unsetenv("HCL_XFER_LOCAL_QUEUE");
+	cfg.timeout_ms = -5; /* a deadline in the past */
+	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "timeout -5 ms"));
+	cfg.timeout_ms = 300;
 	cfg.rank = 3; /* rank beyond the world */
 	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "out of range"));
