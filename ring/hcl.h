@@ -69,6 +69,12 @@ struct hcl_comm_cfg {
 	 * other rank (no extra round trip); with neither, the calls are untouched. */
 	int pace;
 	const char *trace_dir;
+	/* ring: calls of at least 2 MiB are split over this many rings, each
+	 * on its own socket and thread, at least 1 MiB each (docs/HOSTLIB.md,
+	 * "Ring channels": faster on rate-limited links, slower where the CPU
+	 * is the bound); 1..4, the same on every rank; 0: HCL_RING_CHANNELS,
+	 * else 1. */
+	int ring_channels;
 };
 
 #define HCL_COMM_CFG_ENV { .rank = -1, .world = -1, .rack = -1 }

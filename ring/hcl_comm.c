@@ -119,22 +119,26 @@ static int parse_tor(const char *s, struct ina_addr *a)
 	return 0;
 }
 
-/* "<ina port> <rack> <mac> <tor>" of rank i, the tail of both line kinds */
+/* "<ina port> <rack> <mac> <tor> <ring channel ports>" of rank i, the tail
+ * of both line kinds */
 static void info_text(const struct hcl_comm *c, int i, char *b, size_t n)
 {
 	const uint8_t *m = c->info[i].ina.mac;
-	char tor[40] = "-", ip[INET_ADDRSTRLEN];
+	char tor[40] = "-", ip[INET_ADDRSTRLEN], ch[40];
 	if (c->info[i].tor.ip) {
 		inet_ntop(AF_INET, &c->info[i].tor.ip, ip, sizeof(ip));
 		snprintf(tor, sizeof(tor), "%s:%u", ip, ntohs(c->info[i].tor.port));
 	}
-	snprintf(b, n, "%u %d %02x:%02x:%02x:%02x:%02x:%02x %s", c->ina_ports[i], c->racks[i], m[0], m[1], m[2], m[3],
-		 m[4], m[5], tor);
+	hcl_chan_text(&c->chan, i, ch, sizeof(ch));
+	snprintf(b, n, "%u %d %02x:%02x:%02x:%02x:%02x:%02x %s %s", c->ina_ports[i], c->racks[i], m[0], m[1], m[2],
+		 m[3], m[4], m[5], tor, ch);
 }
 
-static int info_parse(struct hcl_comm *c, int i, unsigned iport, int rack, const char *mac, const char *tor)
+static int info_parse(struct hcl_comm *c, int i, unsigned iport, int rack, const char *mac, const char *tor,
+		      const char *ch)
 {
-	if (iport > 65535 || rack < 0 || parse_mac(mac, c->info[i].ina.mac) < 0 || parse_tor(tor, &c->info[i].tor) < 0)
+	if (iport > 65535 || rack < 0 || parse_mac(mac, c->info[i].ina.mac) < 0 ||
+	    parse_tor(tor, &c->info[i].tor) < 0 || hcl_chan_parse(&c->chan, i, ch) < 0)
 		return -1;
 	c->ina_ports[i] = (uint16_t)iport;
 	c->racks[i] = rack;
@@ -180,12 +184,13 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 		int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
-		char line[200], ip[64], mac[32], tor[40];
+		char line[240], ip[64], mac[32], tor[40], ch[40];
 		int r, w;
 		unsigned port, iport;
 		int rk;
 		if (read_line(fd, line, sizeof(line), deadline) <= 0 ||
-		    sscanf(line, "HCL1 %d %d %63s %u %u %d %31s %39s", &r, &w, ip, &port, &iport, &rk, mac, tor) != 8 ||
+		    sscanf(line, "HCL1 %d %d %63s %u %u %d %31s %39s %39s", &r, &w, ip, &port, &iport, &rk, mac, tor,
+			   ch) != 9 ||
 		    iport > 65535 || rk < 0) {
 			write_all(fd, "ERR malformed hello\n");
 			close(fd);
@@ -201,8 +206,8 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 			why = "rank already taken";
 		else if (port == 0 || port > 65535 || inet_pton(AF_INET, ip, &pa.sin_addr) != 1)
 			why = "bad data address";
-		else if (info_parse(c, r, iport, rk, mac, tor) < 0)
-			why = "bad INA port, rack, MAC or switch";
+		else if (info_parse(c, r, iport, rk, mac, tor, ch) < 0)
+			why = "bad INA port, rack, MAC or switch, or another number of ring channels (HCL_RING_CHANNELS)";
 		if (why) {
 			char m[200];
 			snprintf(m, sizeof(m), "ERR rank %d: %s\n", r, why);
@@ -216,11 +221,11 @@ static int rendezvous_master(struct hcl_comm *c, const struct sockaddr_in *maste
 		got++;
 	}
 	/* the table, to everyone */
-	size_t cap = (size_t)c->world * 128 + 8, len = 0;
+	size_t cap = (size_t)c->world * 160 + 8, len = 0;
 	char *table = malloc(cap);
 	len += (size_t)snprintf(table, cap, "OK\n");
 	for (int i = 0; i < c->world; i++) {
-		char ip[INET_ADDRSTRLEN], tail[100];
+		char ip[INET_ADDRSTRLEN], tail[140];
 		inet_ntop(AF_INET, &c->peers[i].sin_addr, ip, sizeof(ip));
 		info_text(c, i, tail, sizeof(tail));
 		len += (size_t)snprintf(table + len, cap - len, "%s %u %s\n", ip, ntohs(c->peers[i].sin_port), tail);
@@ -287,8 +292,12 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 		return rc;
 	}
 	hcl_udp_local(&c->t, &me);
+	if ((rc = hcl_chan_open(&c->chan, &me, data_opts, err, errlen)) < 0) {
+		close(fd);
+		return rc;
+	}
 	hcl_mac_local(me.sin_addr.s_addr, c->info[c->rank].ina.mac); /* zero if not found: only INA jobs need it */
-	char line[200], ip[INET_ADDRSTRLEN], tail[100], mac[32], tor[40];
+	char line[240], ip[INET_ADDRSTRLEN], tail[140], mac[32], tor[40], ch[40];
 	inet_ntop(AF_INET, &me.sin_addr, ip, sizeof(ip));
 	info_text(c, c->rank, tail, sizeof(tail));
 	snprintf(line, sizeof(line), "HCL1 %d %d %s %u %s\n", c->rank, c->world, ip, ntohs(me.sin_port), tail);
@@ -305,8 +314,9 @@ static int rendezvous_client(struct hcl_comm *c, const struct sockaddr_in *maste
 		unsigned port, iport;
 		int rk;
 		if (read_line(fd, line, sizeof(line), deadline) <= 0 ||
-		    sscanf(line, "%15s %u %u %d %31s %39s", ip, &port, &iport, &rk, mac, tor) != 6 ||
-		    inet_pton(AF_INET, ip, &c->peers[i].sin_addr) != 1 || info_parse(c, i, iport, rk, mac, tor) < 0) {
+		    sscanf(line, "%15s %u %u %d %31s %39s %39s", ip, &port, &iport, &rk, mac, tor, ch) != 7 ||
+		    inet_pton(AF_INET, ip, &c->peers[i].sin_addr) != 1 ||
+		    info_parse(c, i, iport, rk, mac, tor, ch) < 0) {
 			close(fd);
 			return hcl_fail(err, errlen, "rendezvous: bad table from master %s", addr_s(master, a, sizeof(a)));
 		}
@@ -701,6 +711,8 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		if (ps >= 1 && ps <= 65535)
 			data_opts.avoid_ports[1] = (uint16_t)ps;
 	}
+	if ((rc = hcl_chan_init(&c->chan, c->algo, k.ring_channels, c->rank, c->world, err, errlen)) < 0)
+		goto fail;
 	int rack = k.rack;
 	if (rack < 0 && env_int("HCL_RACK", &rack) < 0)
 		rack = 0;
@@ -722,6 +734,8 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		if ((rc = hcl_udp_open(&c->t, &me, &data_opts, err, errlen)) < 0)
 			goto fail;
 		hcl_udp_local(&c->t, &c->peers[0]);
+		if ((rc = hcl_chan_open(&c->chan, &c->peers[0], &data_opts, err, errlen)) < 0)
+			goto fail;
 		hcl_mac_local(c->peers[0].sin_addr.s_addr, c->info[0].ina.mac);
 		rc = rendezvous_master(c, &master, deadline, err, errlen);
 	} else {
@@ -737,6 +751,8 @@ int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char 
 		rc = -ENOMEM;
 		goto fail;
 	}
+	if ((rc = hcl_chan_start(&c->chan, c->peers, &xc, err, errlen)) < 0)
+		goto fail;
 	if ((c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS) && (rc = ina_setup(c, &k, deadline, err, errlen)) < 0)
 		goto fail;
 	if (c->algo == HCL_ALGO_AGENT_RING && (rc = hcl_aring_setup(c, &k, deadline, err, errlen)) < 0)
@@ -768,6 +784,7 @@ void hcl_comm_destroy(struct hcl_comm *c)
 		hcl_comm_remove_tor_jobs(c);
 	if (c->x) /* our last ACKs may be lost: answer re-sends before leaving */
 		hcl_xfer_linger_final(c->x, hcl_now_ns() + 2000000000);
+	hcl_chan_close(&c->chan);
 	hcl_sync_free(c->sync);
 	hcl_psina_plan_free(&c->plan[0]);
 	hcl_psina_plan_free(&c->plan[1]);
@@ -971,6 +988,10 @@ static int allreduce_sum(const void *send, void *recv, size_t count, enum hcl_dt
 	if (c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS)
 		return hcl_ina_allreduce(dtype == HCL_INT32 ? c->ina_i32 : c->ina, recv, count, dtype, deadline, c->err,
 					 sizeof(c->err));
+	unsigned channels = c->algo == HCL_ALGO_RING ? hcl_chan_use(&c->chan, count * 4) : 1;
+	if (channels > 1)
+		return hcl_chan_ring_allreduce(&c->chan, c->x, ++c->epoch, channels, recv, count, dtype, deadline, c->err,
+					       sizeof(c->err));
 	int rc = c->algo == HCL_ALGO_HIER
 			 ? hcl_hier_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, c->racks, recv, count, dtype,
 					      ++c->epoch, deadline, c->err, sizeof(c->err))

@@ -10,6 +10,7 @@
 
 #include "hcl.h"
 #include "hcl_aring.h"
+#include "hcl_chan.h"
 #include "hcl_plan.h"
 #include "hcl_transport.h"
 #include "ring_plan.h"
@@ -29,6 +30,7 @@ struct hcl_comm {
 	int *racks;          /* per rank */
 	struct hcl_rank_info *info; /* per rank: INA address with MAC, rack, ToR */
 	struct hcl_xfer *x;
+	struct hcl_chan chan; /* ring: the extra channels beside c->x */
 	struct hcl_transport ina_t; /* ps, ps-ina: its own socket on the job's port */
 	struct hcl_ina *ina;        /* ps, ps-ina: the fp32 job */
 	struct hcl_ina *ina_i32;    /* ps, ps-ina: the int32 job */

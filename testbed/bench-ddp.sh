@@ -33,7 +33,8 @@ n=${#list[@]}
 for ((r = 0; r < rounds; r++)); do
 	for ((i = 0; i < n; i++)); do
 		algo=${list[(i + r) % n]}
-		line=$("$top/testbed/launch.sh" $name -- env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 /usr/bin/python3 \
+		line=$("$top/testbed/launch.sh" $name -- env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
+			HCL_RING_CHANNELS="${HCL_RING_CHANNELS:-2}" /usr/bin/python3 \
 			"$top/testbed/ddp_train.py" -a "$algo" -s $((steps + 2)) -w 2 --width "$width" | grep '^rank 0:')
 		echo "# round $((r + 1)): $line"
 		echo "$algo ${line##*hook calls, }" >> "$results"

@@ -74,6 +74,11 @@ bfp) wire=(HCL_INA_FP32=bfp) ;;
 bf16) wire=(HCL_INA_FP32=bf16) ;;
 esac
 wire+=(HCL_INA_ELEMS="${T_INA_ELEMS:-2048}" HCL_INA_SLOTS="${T_INA_SLOTS:-8}")
+# the links are emulated (shaped): there the ring is as fast as Gloo's only
+# with two channels (docs/HOSTLIB.md, "Ring channels"); the caller's
+# HCL_RING_CHANNELS wins
+wire+=(HCL_RING_CHANNELS="${HCL_RING_CHANNELS:-2}")
+printf 'T_RING_CHANNELS=%s\n' "${HCL_RING_CHANNELS:-2}" >> "$out/trial.env"
 read -ra algos <<<"$T_ALGOS"
 read -ra sizes <<<"$T_SIZES"
 total=$((${#algos[@]} * ${#sizes[@]})) k=0 start=$SECONDS

@@ -37,6 +37,13 @@ out=$("$top/testbed/launch.sh" itring --rack-size 2 -- "${PERF:-$top/build/ring/
 
 topo itring 4 --subnet 10.82.0 --no-ina --loss 0.05
 ranks --count 300001 --calls 3 || fail "int32 ring under 5% loss"
+# through the public API a 4 MiB call runs as two rings (channels), each on
+# its own sockets: exact under the same loss, and with three channels
+for ch in 2 3; do
+	out=$(HCL_RING_CHANNELS=$ch "$top/testbed/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" \
+		-d int32 -b 3M -e 4M -f 2 -n 2 -w 0) || fail "$ch ring channels under 5% loss: $out"
+	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +int32 +sum .* 0$' <<<"$out")" = 2 ] || fail "$ch channels table: $out"
+done
 lost=$(stats_get 'sum(p["drops"]["emulated_loss"] for p in d["switches"]["tor0"]["ports"].values())')
 ((lost > 0)) || fail "no emulated loss counted"
 

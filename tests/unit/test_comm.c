@@ -37,6 +37,8 @@ struct rk {
 	int64_t timeout_ms;
 	const char *hostfile; /* instead of world, master address and port */
 	const char *trace_dir; /* the timing layer on, with pacing */
+	int ring_channels;     /* cfg.ring_channels */
+	size_t big;            /* then one int32 call of this many elements */
 	struct hcl_sync_summary sum;
 	int rc;
 	char err[320];
@@ -120,6 +122,27 @@ static int avg_call(struct hcl_comm *c, int rank, int world, char *err, size_t e
 	return 0;
 }
 
+/* One int32 call of n elements in place, checked element by element (a
+ * part of the split lost, doubled or shifted shows). */
+static int big_call(struct hcl_comm *c, int rank, int world, size_t n, char *err, size_t errlen)
+{
+	int32_t *v = malloc(n * sizeof(*v));
+	if (!v)
+		return snprintf(err, errlen, "out of memory"), -1;
+	for (size_t i = 0; i < n; i++)
+		v[i] = (int32_t)(i * 7 + (size_t)rank * 100003);
+	int rc = hcl_allreduce(v, v, n, HCL_INT32, HCL_SUM, c);
+	if (rc)
+		snprintf(err, errlen, "big call: %s", hcl_comm_error(c));
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		int32_t want = (int32_t)((size_t)world * i * 7 + (size_t)(world * (world - 1) / 2) * 100003);
+		if (v[i] != want)
+			rc = -1, snprintf(err, errlen, "big call element %zu of %zu: %d != %d", i, n, v[i], want);
+	}
+	free(v);
+	return rc;
+}
+
 static void *rank_main(void *arg)
 {
 	struct rk *r = arg;
@@ -127,7 +150,7 @@ static void *rank_main(void *arg)
 				    .master_addr = "127.0.0.1", .master_port = r->port,
 				    .timeout_ms = r->timeout_ms ? r->timeout_ms : 10000, .algo = r->algo,
 				    .ina_port = 20000 + r->port % 20000 + r->rank, .ina_slots = 8, .ina_elems = 512,
-				    .rack = r->rank / 2, .ina_bfp = r->ina_bfp };
+				    .rack = r->rank / 2, .ina_bfp = r->ina_bfp, .ring_channels = r->ring_channels };
 	if (r->hostfile)
 		cfg = (struct hcl_comm_cfg){ .rank = r->rank, .world = -1, .rack = -1, .hostfile = r->hostfile,
 					     .timeout_ms = 10000 };
@@ -176,6 +199,8 @@ static void *rank_main(void *arg)
 				r->rc = -1;
 			}
 	}
+	if (r->rc == 0 && r->big)
+		r->rc = big_call(c, r->rank, r->world, r->big, r->err, sizeof(r->err));
 	if (r->rc == 0 && r->trace_dir && hcl_comm_sync_summary(c, &r->sum) != 0)
 		r->rc = -2;
 	hcl_comm_destroy(c);
@@ -205,6 +230,37 @@ static void test_allreduce(void **state)
 			if (rks[i].rc)
 				fail_msg("world %d rank %d: %s", world, i, rks[i].err);
 	}
+}
+
+/* The ring split over channels: 1, 2 and 3 channels (and 4 asked for, of
+ * which a 3 MiB call uses 3), 3 and 4 ranks, a call of 3 MiB + 7
+ * elements (odd, not divisible by ranks or channels); exact. */
+static void test_channels(void **state)
+{
+	(void)state;
+	for (int ch = 1; ch <= 4; ch++)
+		for (int world = 3; world <= 4; world++) {
+			struct rk rks[16] = { 0 };
+			for (int i = 0; i < world; i++) {
+				rks[i].ring_channels = ch;
+				rks[i].big = (3u << 20) / 4 + 7; /* 3 MiB + 28 bytes */
+			}
+			run(world, rks, free_port());
+			for (int i = 0; i < world; i++)
+				if (rks[i].rc)
+					fail_msg("%d channels, world %d rank %d: %s", ch, world, i, rks[i].err);
+		}
+	/* every rank must split alike: a rank with another count is refused */
+	struct rk rks[16] = { 0 };
+	for (int i = 0; i < 4; i++) {
+		rks[i].ring_channels = i == 2 ? 1 : 2;
+		rks[i].timeout_ms = 3000;
+	}
+	run(4, rks, free_port());
+	assert_int_not_equal(rks[0].rc, 0);
+	assert_non_null(strstr(rks[0].err, "another number of ring channels"));
+	assert_int_not_equal(rks[2].rc, 0);
+	assert_non_null(strstr(rks[2].err, "refused: ERR rank 2"));
 }
 
 /* The timing layer through the public API: every call of every rank is a
@@ -476,6 +532,14 @@ static void test_errors(void **state)
 	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "HCL_XFER_LOCAL_QUEUE=64k"));
 	unsetenv("HCL_XFER_LOCAL_QUEUE");
+	cfg.ring_channels = 5;
+	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "ring channels 5: want 1 to 4"));
+	cfg.ring_channels = 0;
+	setenv("HCL_RING_CHANNELS", "two", 1);
+	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "HCL_RING_CHANNELS=two"));
+	unsetenv("HCL_RING_CHANNELS");
 	cfg.timeout_ms = -5; /* a deadline in the past */
 	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "timeout -5 ms"));
@@ -489,6 +553,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allreduce),
+		cmocka_unit_test(test_channels),
 		cmocka_unit_test(test_timing_layer),
 		cmocka_unit_test(test_ps),
 		cmocka_unit_test(test_ps_bf16_wire),

@@ -1,0 +1,177 @@
+#include "hcl_chan.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hcl_ring.h"
+#include "hcl_xfer.h"
+
+#define XMAX (HCL_CHAN_MAX - 1)
+
+int hcl_chan_init(struct hcl_chan *ch, enum hcl_algo algo, int channels, int rank, int world, char *err,
+		  size_t errlen)
+{
+	*ch = (struct hcl_chan){ .n = 1, .rank = rank, .world = world };
+	if (algo != HCL_ALGO_RING)
+		return 0;
+	long v = channels ? channels : 1;
+	const char *s = getenv("HCL_RING_CHANNELS");
+	if (!channels && s && *s) {
+		char *end;
+		v = strtol(s, &end, 10);
+		if (*end || v < 1 || v > HCL_CHAN_MAX) {
+			snprintf(err, errlen, "HCL_RING_CHANNELS=%s: want 1 to %d", s, HCL_CHAN_MAX);
+			return -EINVAL;
+		}
+	}
+	if (v < 1 || v > HCL_CHAN_MAX) {
+		snprintf(err, errlen, "ring channels %ld: want 1 to %d", v, HCL_CHAN_MAX);
+		return -EINVAL;
+	}
+	ch->n = (unsigned)v;
+	if (ch->n > 1 && !(ch->ports = calloc((size_t)world * XMAX, sizeof(*ch->ports)))) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int hcl_chan_open(struct hcl_chan *ch, const struct sockaddr_in *me, const struct hcl_udp_opts *opts, char *err,
+		  size_t errlen)
+{
+	struct sockaddr_in a = *me;
+	a.sin_port = 0;
+	for (unsigned k = 0; k + 1 < ch->n; k++) {
+		int rc = hcl_udp_open(&ch->t[k], &a, opts, err, errlen);
+		if (rc < 0)
+			return rc;
+		struct sockaddr_in b;
+		hcl_udp_local(&ch->t[k], &b);
+		ch->ports[(size_t)ch->rank * XMAX + k] = ntohs(b.sin_port);
+	}
+	return 0;
+}
+
+void hcl_chan_text(const struct hcl_chan *ch, int i, char *b, size_t n)
+{
+	size_t len = 0;
+	snprintf(b, n, "-");
+	for (unsigned k = 0; k + 1 < ch->n && len < n; k++)
+		len += (size_t)snprintf(b + len, n - len, "%s%u", k ? "," : "", ch->ports[(size_t)i * XMAX + k]);
+}
+
+int hcl_chan_parse(struct hcl_chan *ch, int i, const char *s)
+{
+	if (ch->n == 1)
+		return strcmp(s, "-") == 0 ? 0 : -1;
+	for (unsigned k = 0; k + 1 < ch->n; k++) {
+		char *end;
+		long p = strtol(s, &end, 10);
+		if (end == s || p < 1 || p > 65535 || (k + 2 < ch->n ? *end != ',' : *end != 0))
+			return -1;
+		ch->ports[(size_t)i * XMAX + k] = (uint16_t)p;
+		s = end + 1;
+	}
+	return 0;
+}
+
+int hcl_chan_start(struct hcl_chan *ch, const struct sockaddr_in *peers, const struct hcl_xfer_cfg *xc, char *err,
+		   size_t errlen)
+{
+	for (unsigned k = 0; k + 1 < ch->n; k++) {
+		if (!(ch->peers[k] = calloc((size_t)ch->world, sizeof(*ch->peers[k])))) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		for (int i = 0; i < ch->world; i++) {
+			ch->peers[k][i] = peers[i];
+			ch->peers[k][i].sin_port = htons(ch->ports[(size_t)i * XMAX + k]);
+		}
+		struct hcl_xfer_cfg c = *xc;
+		c.peers = ch->peers[k];
+		if (!(ch->x[k] = hcl_xfer_new(&c, &ch->t[k], err, errlen)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+unsigned hcl_chan_use(const struct hcl_chan *ch, size_t bytes)
+{
+	size_t fit = bytes / HCL_CHAN_MIN_BYTES;
+	return fit < 1 ? 1 : fit < ch->n ? (unsigned)fit : ch->n;
+}
+
+/* One channel's part: a ring of its own, then its linger. */
+struct part {
+	struct hcl_xfer *x;
+	unsigned rank, world;
+	void *buf;
+	size_t count;
+	enum hcl_dtype dtype;
+	uint32_t epoch;
+	int64_t deadline;
+	int rc;
+	char err[320];
+};
+
+static void *run_part(void *arg)
+{
+	struct part *p = arg;
+	p->rc = hcl_ring_allreduce(p->x, p->rank, p->world, p->buf, p->count, p->dtype, p->epoch, p->deadline, p->err,
+				   sizeof(p->err));
+	if (p->rc == 0) /* our last ACK may be lost: answer a resend for a while */
+		hcl_xfer_linger(p->x, hcl_xfer_quiet_ns(p->x), p->deadline);
+	return NULL;
+}
+
+int hcl_chan_ring_allreduce(struct hcl_chan *ch, struct hcl_xfer *x0, uint32_t epoch0, unsigned use, void *buf,
+			    size_t count, enum hcl_dtype dtype, int64_t deadline, char *err, size_t errlen)
+{
+	struct part parts[HCL_CHAN_MAX];
+	pthread_t th[HCL_CHAN_MAX];
+	bool started[HCL_CHAN_MAX] = { false };
+	if (use < 1 || use > ch->n)
+		use = 1;
+	uint32_t e = ++ch->epoch; /* every channel's own sequence of collectives */
+	for (unsigned k = 0; k < use; k++) {
+		size_t off, len;
+		hcl_ring_chunk(count, use, k, &off, &len);
+		parts[k] = (struct part){ .x = k ? ch->x[k - 1] : x0, .rank = (unsigned)ch->rank,
+					  .world = (unsigned)ch->world, .buf = (uint8_t *)buf + off * 4, .count = len,
+					  .dtype = dtype, .epoch = k ? e : epoch0, .deadline = deadline };
+	}
+	/* a channel whose thread cannot start runs here after channel 0: the
+	 * parts are independent, only slower */
+	for (unsigned k = 1; k < use; k++)
+		started[k] = pthread_create(&th[k], NULL, run_part, &parts[k]) == 0;
+	run_part(&parts[0]);
+	for (unsigned k = 1; k < use; k++) {
+		if (started[k])
+			pthread_join(th[k], NULL);
+		else
+			run_part(&parts[k]);
+	}
+	for (unsigned k = 0; k < use; k++)
+		if (parts[k].rc < 0) {
+			snprintf(err, errlen, "%s", parts[k].err);
+			return parts[k].rc;
+		}
+	return 0;
+}
+
+void hcl_chan_close(struct hcl_chan *ch)
+{
+	for (unsigned k = 0; k + 1 < ch->n; k++) {
+		if (ch->x[k]) /* our last ACKs may be lost: answer re-sends before leaving */
+			hcl_xfer_linger_final(ch->x[k], hcl_now_ns() + 2000000000);
+		hcl_xfer_free(ch->x[k]);
+		hcl_transport_close(&ch->t[k]);
+		free(ch->peers[k]);
+	}
+	free(ch->ports);
+	*ch = (struct hcl_chan){ .n = 1 };
+}
