@@ -7,9 +7,10 @@
 # Defaults: gloo ring hier ps-ina agent-ring, 8 steps (2 more as warm-up),
 # 3 rounds with the order rotating; width 1024 (4.35 MB of gradients).
 # Prints each run's line and, per algorithm, the median time per step over
-# the rounds and its speed-up against gloo and ring.
+# the rounds, its speed-up against gloo and ring, and rank 0's CPU time per
+# step (all its threads).
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,10p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 2,11p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 algos="gloo ring hier ps-ina agent-ring" steps=8 rounds=3 width=1024
 while (($#)); do
@@ -42,13 +43,15 @@ for ((r = 0; r < rounds; r++)); do
 done
 /usr/bin/python3 - "$results" "$algos" <<'PY'
 import statistics, sys
-runs = {}
+runs, cpus = {}, {}
 for l in open(sys.argv[1]):
-    algo, ms = l.split()[0], float(l.split()[1])
-    runs.setdefault(algo, []).append(ms)
+    f = l.split()  # algo, ms, "ms per step,", cpu ms, "ms of CPU per step"
+    runs.setdefault(f[0], []).append(float(f[1]))
+    cpus.setdefault(f[0], []).append(float(f[5]))
 med = {a: statistics.median(v) for a, v in runs.items()}
-print("# algorithm   ms/step (median)  runs                  vs gloo  vs ring")
+print("# algorithm   ms/step (median)  runs                  vs gloo  vs ring   CPU ms/step (rank 0, median)")
 for a in sys.argv[2].split():
     vs = lambda b: f"{med[b] / med[a]:6.2f}x" if b in med else "      -"
-    print(f"{a:<12} {med[a]:10.1f}        {' '.join(f'{v:.0f}' for v in runs[a]):<20}  {vs('gloo')}  {vs('ring')}")
+    print(f"{a:<12} {med[a]:10.1f}        {' '.join(f'{v:.0f}' for v in runs[a]):<20}  {vs('gloo')}  {vs('ring')}"
+          f"   {statistics.median(cpus[a]):8.1f}")
 PY

@@ -12,8 +12,9 @@ on its own seeded batches.
 --check: after every step the model is compared with a one-process
 reference that averages every rank's gradient itself, and at the end every
 rank must hold bit-identical parameters; exit status 1 otherwise.
-Rank 0 prints one line: steps, hook calls, time per step (after --warmup
-steps), and with --check the largest difference from the reference.
+Rank 0 prints one line: steps, hook calls, time and CPU time (all its
+threads) per step after --warmup steps, and with --check the largest
+difference from the reference.
 """
 import argparse
 import copy
@@ -70,15 +71,16 @@ def batch(r, step):
     return torch.randn(16, 32, generator=g), torch.randn(16, 4, generator=g)
 
 
-worst, timed = 0.0, 0.0
+worst, timed, cpu = 0.0, 0.0, 0.0
 for step in range(args.steps):
     x, y = batch(rank, step)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     opt.zero_grad()
     loss_fn(ddp(x), y).backward()
     opt.step()
     if step >= args.warmup:
         timed += time.perf_counter() - t0
+        cpu += time.process_time() - c0  # every thread of this rank, the library's included
     if not reference:
         continue
     ref_opt.zero_grad()
@@ -105,7 +107,8 @@ if args.check:
 nparams = sum(p.numel() for p in model.parameters())
 if rank == 0:
     line = (f"rank 0: {args.algo}, {world} ranks, {nparams * 4 / 1e6:.2f} MB of gradients, {args.steps} steps, "
-            f"{calls} hook calls, {timed / (args.steps - args.warmup) * 1e3:.1f} ms per step")
+            f"{calls} hook calls, {timed / (args.steps - args.warmup) * 1e3:.1f} ms per step, "
+            f"{cpu / (args.steps - args.warmup) * 1e3:.1f} ms of CPU per step")
     print(line + (f", max |ddp - reference| = {worst:.1e}" if args.check else ""), flush=True)
 if comm:
     comm.close()
