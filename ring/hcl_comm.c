@@ -988,7 +988,7 @@ static int allreduce_sum(const void *send, void *recv, size_t count, enum hcl_dt
 	if (c->algo == HCL_ALGO_PS_INA || c->algo == HCL_ALGO_PS)
 		return hcl_ina_allreduce(dtype == HCL_INT32 ? c->ina_i32 : c->ina, recv, count, dtype, deadline, c->err,
 					 sizeof(c->err));
-	unsigned channels = c->algo == HCL_ALGO_RING ? hcl_chan_use(&c->chan, count * 4) : 1;
+	unsigned channels = hcl_chan_use(&c->chan, count * 4); /* 1 unless the ring has channels */
 	if (channels > 1)
 		return hcl_chan_ring_allreduce(&c->chan, c->x, ++c->epoch, channels, recv, count, dtype, deadline, c->err,
 					       sizeof(c->err));
