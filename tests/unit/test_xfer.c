@@ -201,6 +201,13 @@ static void test_wait_for_slow_rank(void **state)
 static void test_local_queue(void **state)
 {
 	(void)state;
+	/* its premise is timing: senders outrunning a 20 MB/s egress until
+	 * every rank times out once; 2-3x slower under the sanitizers, one
+	 * of three ranks sometimes does not (tests/sanitize.sh sets this) */
+	if (getenv("SWEMU_SANITIZED")) {
+		printf("# skipped under sanitizers: a timing test\n");
+		skip();
+	}
 	struct job jobs[MAXR];
 	const struct fake_net net = { .seed = 7, .egress_Bps = 20e6 };
 	uint64_t timeouts[2] = { 0, 0 }, resent[2] = { 0, 0 };
