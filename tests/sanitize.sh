@@ -7,10 +7,11 @@
 # is printed; processes the tests start write theirs to files, because
 # their output is often thrown away when the test passes.  A test whose
 # assertions are about timing (test_xfer's local-queue test) skips itself
-# here: sanitized code runs 2-3x slower.  Ends with one line
+# here (it passes with a "# ... skipped" line): sanitized code runs 2-3x
+# slower.  Ends with one line
 # "sanitizers: N tests passed, N failed, N reports".
 set -uo pipefail
-case "${1:-}" in -h|--help) sed -n 2,11p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 2,12p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 san=$top/build-san
 cd "$top"

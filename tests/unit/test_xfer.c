@@ -203,10 +203,12 @@ static void test_local_queue(void **state)
 	(void)state;
 	/* its premise is timing: senders outrunning a 20 MB/s egress until
 	 * every rank times out once; 2-3x slower under the sanitizers, one
-	 * of three ranks sometimes does not (tests/sanitize.sh sets this) */
+	 * of three ranks sometimes does not (tests/sanitize.sh sets this).
+	 * Not cmocka's skip(): its TAP line, "not ok N # SKIP", meson counts
+	 * as a failure. */
 	if (getenv("SWEMU_SANITIZED")) {
-		printf("# skipped under sanitizers: a timing test\n");
-		skip();
+		printf("# test_local_queue skipped under sanitizers: a timing test\n");
+		return;
 	}
 	struct job jobs[MAXR];
 	const struct fake_net net = { .seed = 7, .egress_Bps = 20e6 };
