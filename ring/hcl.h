@@ -75,6 +75,12 @@ struct hcl_comm_cfg {
 	 * is the bound); 1..4, the same on every rank; 0: HCL_RING_CHANNELS,
 	 * else 1. */
 	int ring_channels;
+	/* ps, ps-ina: the software parameter server cut into this many shards
+	 * (BytePS-style), shard h on rank h * world / shards with port
+	 * HCL_PS_PORT + h, each INA ToR feeding every shard; 1..16 and at most
+	 * the world size, the same on every rank; 0: HCL_PS_SHARDS, else 1
+	 * (one PS on rank 0, ATP's fallback as published). */
+	int ps_shards;
 };
 
 #define HCL_COMM_CFG_ENV { .rank = -1, .world = -1, .rack = -1 }

@@ -43,7 +43,7 @@ class _Cfg(ctypes.Structure):
         ("ina_switch", ctypes.c_char_p), ("ina_job", ctypes.c_int), ("ina_slots", ctypes.c_int),
         ("ina_elems", ctypes.c_int), ("ina_port", ctypes.c_int), ("ina_bfp", ctypes.c_int),
         ("hostfile", ctypes.c_char_p), ("pace", ctypes.c_int), ("trace_dir", ctypes.c_char_p),
-        ("ring_channels", ctypes.c_int),
+        ("ring_channels", ctypes.c_int), ("ps_shards", ctypes.c_int),
     ]
 
 
@@ -117,7 +117,8 @@ class Comm:
 
     def __init__(self, algo="ring", timeout_ms=0, rank=None, world=None, master_addr=None, master_port=None,
                  data_addr=None, rack=None, ina_switch=None, ina_job=None, ina_slots=None, ina_elems=None,
-                 ina_port=None, ina_float=None, hostfile=None, pace=None, trace_dir=None, ring_channels=None):
+                 ina_port=None, ina_float=None, hostfile=None, pace=None, trace_dir=None, ring_channels=None,
+                 ps_shards=None):
         lib = _library()
         if algo not in ALGOS:
             raise ValueError(f"hcl: algorithm '{algo}' is not one of {', '.join(ALGOS)}")
@@ -131,7 +132,7 @@ class Comm:
                    ina_elems=ina_elems or 0, ina_port=ina_port or 0,
                    ina_bfp=INA_FLOATS.get(ina_float, 0), hostfile=self._keep[3],
                    pace=0 if pace is None else (1 if pace else -1), trace_dir=self._keep[4],
-                   ring_channels=ring_channels or 0)
+                   ring_channels=ring_channels or 0, ps_shards=ps_shards or 0)
         err = ctypes.create_string_buffer(256)
         handle = ctypes.c_void_p()
         self._c, self._worker = None, None

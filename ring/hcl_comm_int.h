@@ -11,6 +11,7 @@
 #include "hcl.h"
 #include "hcl_aring.h"
 #include "hcl_chan.h"
+#include "hcl_ina.h"
 #include "hcl_plan.h"
 #include "hcl_transport.h"
 #include "ring_plan.h"
@@ -34,7 +35,10 @@ struct hcl_comm {
 	struct hcl_transport ina_t; /* ps, ps-ina: its own socket on the job's port */
 	struct hcl_ina *ina;        /* ps, ps-ina: the fp32 job */
 	struct hcl_ina *ina_i32;    /* ps, ps-ina: the int32 job */
-	struct hcl_ps *ps;          /* ps, ps-ina, rank 0: the software PS, if the plan has one */
+	struct hcl_ps *ps;          /* ps, ps-ina: the software PS (shard) this rank hosts, if any */
+	unsigned ps_shards;         /* ps, ps-ina: PS shards, each its own job on its own rank (1: rank 0's) */
+	struct ina_addr ps_addr[HCL_INA_MAX_SHARDS]; /* ps, ps-ina: each shard's PS socket */
+	uint16_t ina_job;           /* ps, ps-ina: the first job id (shard h: + 2h fp32, + 2h + 1 int32) */
 	struct hcl_psina_plan plan[2]; /* ps, ps-ina: fp32, int32 */
 	bool tor_jobs;              /* this rank installed its ToR's jobs (it is the rack's agent) */
 	uint8_t float_dtype;        /* the float job's wire dtype: INA_D_FP32, _BFP32 or _BF16 */

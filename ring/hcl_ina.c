@@ -15,9 +15,10 @@
 
 struct outstanding {
 	bool busy;
+	uint8_t tries;
+	uint8_t shard;
 	size_t slice;
 	int64_t sent_at;
-	uint8_t tries;
 };
 
 #define RXBUF (INA_HDR_LEN + INA_MAX_PAYLOAD + 64)
@@ -51,8 +52,8 @@ int hcl_ina_rx_batch(struct hcl_ina_rx *r, struct hcl_transport *t, struct hcl_p
 struct hcl_ina {
 	struct hcl_ina_cfg cfg;
 	struct hcl_transport *t;
-	uint8_t *set;  /* per slot: the set its next slice uses */
-	struct outstanding *out; /* per slot */
+	uint8_t *set;  /* per slot of each shard (shard * slots + slot): the set its next slice uses */
+	struct outstanding *out; /* per slot of each shard */
 	uint32_t epoch;
 	struct hcl_rtt rtt;
 	struct hcl_ina_rx rx;
@@ -63,16 +64,20 @@ struct hcl_ina {
 struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct hcl_transport *t, char *err, size_t errlen)
 {
 	if (!cfg || !t || !t->ops || cfg->slots == 0 || cfg->slots > INA_SLOT_INDEX_MASK || cfg->elems == 0 ||
-	    cfg->elems > INA_MAX_ELEMS) {
-		snprintf(err, errlen, "ina: need a transport, slots >= 1 and 1..%d elements per packet", INA_MAX_ELEMS);
+	    cfg->elems > INA_MAX_ELEMS || cfg->shards > HCL_INA_MAX_SHARDS) {
+		snprintf(err, errlen, "ina: need a transport, slots >= 1, 1..%d elements per packet and at most %d shards",
+			 INA_MAX_ELEMS, HCL_INA_MAX_SHARDS);
 		return NULL;
 	}
+	unsigned shards = cfg->shards ? cfg->shards : 1;
+	size_t nslots = (size_t)shards * cfg->slots;
 	struct hcl_ina *a = calloc(1, sizeof(*a));
-	if (!a || !(a->set = calloc(cfg->slots, 1)) || !(a->out = calloc(cfg->slots, sizeof(*a->out))))
+	if (!a || !(a->set = calloc(nslots, 1)) || !(a->out = calloc(nslots, sizeof(*a->out))))
 		goto nomem;
 	if (hcl_ina_rx_init(&a->rx) < 0)
 		goto nomem;
 	a->cfg = *cfg;
+	a->cfg.shards = shards;
 	if (!a->cfg.rto_us)
 		a->cfg.rto_us = 5000;
 	a->t = t;
@@ -137,13 +142,22 @@ void hcl_ina_swap_elems(void *dst, const void *src, size_t n, size_t esz)
 	}
 }
 
-static bool send_slice(struct hcl_ina *a, const struct pass *ps, size_t k, bool retx)
+/* The first slice of shard h among nslices: shards are runs of
+ * consecutive slices, as even as whole slices allow. */
+static size_t shard_first(size_t nslices, unsigned shards, unsigned h)
 {
-	uint32_t slot = (uint32_t)(k % a->cfg.slots);
+	return nslices * h / shards;
+}
+
+/* Slice o->slice of shard o->shard, from slot o's entry in a->out. */
+static bool send_slice(struct hcl_ina *a, const struct pass *ps, const struct outstanding *o, bool retx)
+{
+	size_t i = (size_t)(o - a->out), k = o->slice;
+	uint32_t slot = (uint32_t)(i % a->cfg.slots);
 	size_t first = k * a->cfg.elems, n = ps->kind == PASS_EXPONENT ? 1 : slice_len(a, ps, k);
 	struct ina_hdr h = { .version = INA_VERSION, .type = INA_T_DATA, .dtype = ps->dtype,
-			     .flags = retx ? INA_F_RETX : 0, .job = a->cfg.job, .contributor = a->cfg.index,
-			     .slot = slot | (a->set[slot] ? INA_SLOT_SET_BIT : 0), .epoch = a->epoch,
+			     .flags = retx ? INA_F_RETX : 0, .job = a->cfg.job[o->shard], .contributor = a->cfg.index,
+			     .slot = slot | (a->set[i] ? INA_SLOT_SET_BIT : 0), .epoch = a->epoch,
 			     .seq = (uint32_t)k, .count = (uint16_t)n,
 			     .exponent = ps->kind == PASS_RAW ? 0 : ps->exp[k] };
 	ina_hdr_encode(&h, a->tx);
@@ -156,7 +170,7 @@ static bool send_slice(struct hcl_ina *a, const struct pass *ps, size_t k, bool 
 	} else {
 		hcl_ina_swap_elems(out, (const uint8_t *)ps->buf + first * esz, n, esz);
 	}
-	struct hcl_pkt p = { a->tx, (uint32_t)(INA_HDR_LEN + esz * n), a->cfg.sw };
+	struct hcl_pkt p = { a->tx, (uint32_t)(INA_HDR_LEN + esz * n), a->cfg.sw[o->shard] };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 
@@ -179,41 +193,67 @@ static bool take_result(struct hcl_ina *a, const struct pass *ps, size_t k, cons
 	return true;
 }
 
-/* One pass of every slice through the job: a window of one slice per slot,
- * resends on timeout, results matched to what is outstanding. */
+/* Starts slice k of shard h in slot entry o. */
+static void start_slice(struct hcl_ina *a, const struct pass *ps, struct outstanding *o, unsigned h, size_t k)
+{
+	*o = (struct outstanding){ .busy = true, .shard = (uint8_t)h, .slice = k, .sent_at = hcl_now_ns() };
+	if (!send_slice(a, ps, o, false))
+		o->sent_at = 0; /* socket full: the timer path sends it */
+	a->st.sent++;
+}
+
+/* The shard whose aggregator sent p, or -1. */
+static int shard_of(const struct hcl_ina *a, const struct hcl_pkt *in, const struct ina_pkt *p)
+{
+	for (unsigned h = 0; h < a->cfg.shards; h++)
+		if (a->cfg.job[h] == p->hdr.job && a->cfg.sw[h].sin_addr.s_addr == in->peer.sin_addr.s_addr)
+			return (int)h;
+	return -1;
+}
+
+/* One pass of every slice through the job(s): a window of one slice per
+ * slot of each shard, resends on timeout, results matched to what is
+ * outstanding. */
 static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_ns, char *err, size_t errlen)
 {
-	size_t nslices = (ps->count + a->cfg.elems - 1) / a->cfg.elems, done = 0, next = 0;
+	const unsigned shards = a->cfg.shards;
+	const uint32_t slots = a->cfg.slots;
+	const size_t nslots = (size_t)shards * slots;
+	size_t nslices = (ps->count + a->cfg.elems - 1) / a->cfg.elems, done = 0;
 	a->epoch++;
-	for (uint32_t s = 0; s < a->cfg.slots; s++)
+	for (size_t s = 0; s < nslots; s++)
 		a->out[s].busy = false;
-	/* the first window */
-	while (next < nslices && next < a->cfg.slots) {
-		struct outstanding *o = &a->out[next % a->cfg.slots];
-		*o = (struct outstanding){ true, next, hcl_now_ns(), 0 };
-		if (!send_slice(a, ps, next, false))
-			o->sent_at = 0; /* socket full: the timer path sends it */
-		a->st.sent++;
-		next++;
-	}
+	/* the first windows, the shards' in turn so every aggregator starts at once */
+	for (uint32_t j = 0; j < slots; j++)
+		for (unsigned h = 0; h < shards; h++) {
+			size_t k = shard_first(nslices, shards, h) + j;
+			if (k < shard_first(nslices, shards, h + 1))
+				start_slice(a, ps, &a->out[(size_t)h * slots + j], h, k);
+		}
 	while (done < nslices) {
 		if (a->cfg.poll)
 			a->cfg.poll(a->cfg.poll_ctx);
 		int64_t now = hcl_now_ns(), wake = now + 1000000;
 		if (now >= deadline_ns) {
 			char ip[INET_ADDRSTRLEN];
-			inet_ntop(AF_INET, &a->cfg.sw.sin_addr, ip, sizeof(ip));
+			unsigned h = 0; /* the aggregator that still owes a result */
+			for (size_t s = 0; s < nslots; s++)
+				if (a->out[s].busy) {
+					h = a->out[s].shard;
+					break;
+				}
+			inet_ntop(AF_INET, &a->cfg.sw[h].sin_addr, ip, sizeof(ip));
 			snprintf(err, errlen, "switch %s:%u did not answer in time: %zu of %zu slices of job %u done", ip,
-				 ntohs(a->cfg.sw.sin_port), done, nslices, a->cfg.job);
+				 ntohs(a->cfg.sw[h].sin_port), done, nslices, a->cfg.job[h]);
 			return -ETIMEDOUT;
 		}
-		for (uint32_t s = 0; s < a->cfg.slots; s++) { /* resends */
+		for (size_t s = 0; s < nslots; s++) { /* resends */
 			struct outstanding *o = &a->out[s];
 			if (!o->busy)
 				continue;
 			int64_t due = o->sent_at + hcl_rtt_rto(&a->rtt, o->tries);
 			if (due <= now) {
-				if (!send_slice(a, ps, o->slice, true))
+				if (!send_slice(a, ps, o, true))
 					break;
 				hcl_rtt_expired(&a->rtt, o->sent_at, now);
 				o->sent_at = now;
@@ -233,16 +273,17 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 		}
 		for (int i = 0; i < n; i++) {
 			struct ina_pkt p;
-			if (in[i].peer.sin_addr.s_addr != a->cfg.sw.sin_addr.s_addr ||
-			    ina_parse(in[i].buf, in[i].len, &p) != INA_OK || p.hdr.type != INA_T_RESULT ||
-			    p.hdr.job != a->cfg.job || p.hdr.dtype != ps->dtype) {
+			int h = -1;
+			if (ina_parse(in[i].buf, in[i].len, &p) != INA_OK || p.hdr.type != INA_T_RESULT ||
+			    p.hdr.dtype != ps->dtype || (h = shard_of(a, &in[i], &p)) < 0) {
 				a->st.foreign++;
 				continue;
 			}
 			uint32_t s = ina_slot_index(p.hdr.slot);
-			struct outstanding *o = s < a->cfg.slots ? &a->out[s] : NULL;
+			size_t e = (size_t)h * slots + s;
+			struct outstanding *o = s < slots ? &a->out[e] : NULL;
 			if (!o || !o->busy || p.hdr.epoch != a->epoch || p.hdr.seq != o->slice ||
-			    ina_slot_set(p.hdr.slot) != a->set[s]) {
+			    ina_slot_set(p.hdr.slot) != a->set[e]) {
 				a->st.duplicates++; /* a result already taken */
 				continue;
 			}
@@ -254,15 +295,11 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 				hcl_rtt_sample(&a->rtt, hcl_now_ns() - o->sent_at);
 			a->st.results++;
 			done++;
-			a->set[s] ^= 1; /* this slot's next slice goes to the other set */
+			a->set[e] ^= 1; /* this slot's next slice goes to the other set */
 			o->busy = false;
-			size_t k = o->slice + a->cfg.slots; /* the same slot's next slice */
-			if (k < nslices) {
-				*o = (struct outstanding){ true, k, hcl_now_ns(), 0 };
-				if (!send_slice(a, ps, k, false))
-					o->sent_at = 0;
-				a->st.sent++;
-			}
+			size_t k = o->slice + slots; /* the same slot's next slice */
+			if (k < shard_first(nslices, shards, (unsigned)h + 1))
+				start_slice(a, ps, o, (unsigned)h, k);
 		}
 	}
 	return 0;

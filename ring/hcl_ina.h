@@ -5,7 +5,12 @@
  * flight; a slice whose result does not come back in time is sent again
  * (the switch answers from the stored result); results seen twice are
  * ignored.  The job must be installed in the switch with this rank's
- * address at contributor `index`. */
+ * address at contributor `index`.
+ *
+ * With shards > 1 the tensor is cut into that many runs of consecutive
+ * slices, run k going to aggregator sw[k] as job[k] (a sharded parameter
+ * server, BytePS-style), all at once from one socket and one thread, each
+ * shard with its own window of `slots`. */
 #ifndef HCL_INA_H
 #define HCL_INA_H
 
@@ -28,11 +33,14 @@ void hcl_ina_rx_free(struct hcl_ina_rx *r);
 int hcl_ina_rx_batch(struct hcl_ina_rx *r, struct hcl_transport *t, struct hcl_pkt in[HCL_INA_BATCH], int64_t now,
 		     int64_t wake, int64_t deadline_ns);
 
+#define HCL_INA_MAX_SHARDS 16
+
 struct hcl_ina_cfg {
-	struct sockaddr_in sw; /* the switch's INA address (UDP 0xBEE0..0xBEEF) */
-	uint16_t job;
+	unsigned shards;       /* 0 or 1: one aggregator; at most HCL_INA_MAX_SHARDS */
+	struct sockaddr_in sw[HCL_INA_MAX_SHARDS]; /* per shard: the aggregator's INA address */
+	uint16_t job[HCL_INA_MAX_SHARDS];          /* per shard: the job there */
 	uint16_t index;        /* contributor index of this rank in the job */
-	uint32_t slots;        /* the job's slot count = the window */
+	uint32_t slots;        /* each job's slot count = each shard's window */
 	uint16_t elems;        /* elements per packet (<= the job's elems) */
 	uint32_t rto_us;       /* first resend timeout; 0 = 5000 */
 	/* called on every turn of the wait loop (the communicator's reliable

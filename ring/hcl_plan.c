@@ -90,6 +90,7 @@ int hcl_psina_plan(const struct hcl_rank_info *r, unsigned world, const struct i
 			continue;
 		p->client[i].server = *ps;
 		p->client[i].index = p->ps.fan_in;
+		p->client[i].to_ps = true;
 		if (add_contributor(&p->ps, &r[i].ina, err, errlen) < 0)
 			goto bad;
 	}
@@ -97,6 +98,21 @@ int hcl_psina_plan(const struct hcl_rank_info *r, unsigned world, const struct i
 bad:
 	hcl_psina_plan_free(p);
 	return -EINVAL;
+}
+
+int hcl_psina_shard_host(unsigned h, unsigned shards, unsigned world)
+{
+	return (int)((size_t)h * world / shards);
+}
+
+void hcl_psina_shard_job(const struct ina_job_cfg *j, uint16_t id, const struct ina_addr *ps, struct ina_job_cfg *out)
+{
+	*out = *j;
+	out->id = id;
+	if (j->outputs & INA_OUT_PS) {
+		out->parent.addr = *ps;
+		out->parent.job = id;
+	}
 }
 
 void hcl_psina_plan_free(struct hcl_psina_plan *p)

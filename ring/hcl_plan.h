@@ -41,6 +41,7 @@ struct hcl_psina_plan {
 	struct {                 /* per rank: where its client sends, as which index */
 		struct ina_addr server;
 		uint16_t index;
+		bool to_ps;          /* server is the software PS (not the rack's ToR) */
 	} *client;               /* world entries, owned by the plan */
 };
 
@@ -51,5 +52,17 @@ struct hcl_psina_plan {
 int hcl_psina_plan(const struct hcl_rank_info *ranks, unsigned world, const struct ina_addr *ps, uint16_t job,
 		   uint8_t dtype, uint32_t slots, uint16_t elems, struct hcl_psina_plan *plan, char *err, size_t errlen);
 void hcl_psina_plan_free(struct hcl_psina_plan *plan);
+
+/* A sharded PS (BytePS-style): the tensor cut into `shards` runs of
+ * slices, shard h aggregated by its own PS job on the rank
+ * hcl_psina_shard_host(h, ...), the shards spread evenly over the ranks
+ * (shards <= world).  Every shard has the plan's shape: the same
+ * contributors at the same indices; only the job id and, for the ToRs'
+ * jobs, the parent differ.  hcl_psina_shard_job turns one of the plan's
+ * jobs (a ToR's or the PS's) into shard h's: id `id`, a ToR job's parent
+ * at ps with that id. */
+int hcl_psina_shard_host(unsigned h, unsigned shards, unsigned world);
+void hcl_psina_shard_job(const struct ina_job_cfg *plan_job, uint16_t id, const struct ina_addr *ps,
+			 struct ina_job_cfg *out);
 
 #endif

@@ -73,7 +73,7 @@ fp32) wire=(HCL_INA_FP32=native) ;;
 bfp) wire=(HCL_INA_FP32=bfp) ;;
 bf16) wire=(HCL_INA_FP32=bf16) ;;
 esac
-wire+=(HCL_INA_ELEMS="${T_INA_ELEMS:-2048}" HCL_INA_SLOTS="${T_INA_SLOTS:-8}")
+wire+=(HCL_INA_ELEMS="${T_INA_ELEMS:-2048}" HCL_INA_SLOTS="${T_INA_SLOTS:-8}" HCL_PS_SHARDS="${T_PS_SHARDS:-1}")
 # the links are emulated (shaped): there the ring is as fast as Gloo's only
 # with two channels (docs/HOSTLIB.md, "Ring channels"); the caller's
 # HCL_RING_CHANNELS wins

@@ -16,7 +16,7 @@
 struct trial {
 	const char *name;
 	int seed, racks, hosts, iterations, warmup, timeout_ms;
-	int ina_elems, ina_slots;
+	int ina_elems, ina_slots, ps_shards;
 	bool ina[8];
 	const char *host_rate, *uplink_rate, *uplink_buffer, *host_buffer, *jitter, *straggler, *dtype, *pmd, *ina_wire;
 	double loss, compute_ms, oversub;
@@ -254,7 +254,7 @@ static const char *const known_keys[] = { "name", "seed", "racks", "hosts_per_ra
 					   "host_buffer", "pmd", "uplink_rate", "uplink_buffer", "oversubscription", "loss",
 					   "compute_ms", "jitter", "straggler", "algorithms", "sizes",
 					   "iterations", "warmup", "pace", "dtype", "ina_wire", "ina_elems", "ina_slots",
-					   "timeout_ms" };
+					   "ps_shards", "timeout_ms" };
 
 static int load(config_t *cf, struct trial *tr)
 {
@@ -294,8 +294,16 @@ static int load(config_t *cf, struct trial *tr)
 	    get_int(t, "timeout_ms", 1000, 3600000, &tr->timeout_ms) < 0 ||
 	    /* the testbed's ToRs take 2048 elements per packet; agent-ring's
 	     * 2m-1 step jobs of two ranges must fit their 2048 slots */
-	    get_int(t, "ina_elems", 1, 2048, &tr->ina_elems) < 0 || get_int(t, "ina_slots", 1, 32, &tr->ina_slots) < 0)
+	    get_int(t, "ina_elems", 1, 2048, &tr->ina_elems) < 0 || get_int(t, "ina_slots", 1, 32, &tr->ina_slots) < 0 ||
+	    get_int(t, "ps_shards", 0, 16, &tr->ps_shards) < 0)
 		return -1;
+	/* 0: one shard per host, as many as the library takes */
+	int world = tr->racks * tr->hosts;
+	if (tr->ps_shards > world)
+		return bad(config_setting_get_member(t, "ps_shards"), "ps_shards = %d: at most one per host (%d)",
+			   tr->ps_shards, world);
+	if (tr->ps_shards == 0)
+		tr->ps_shards = world < 16 ? world : 16;
 	if (check_jitter(t, tr->jitter) < 0 || check_straggler(t, tr->straggler, tr->racks * tr->hosts) < 0)
 		return -1;
 	config_setting_t *p = config_setting_get_member(t, "pace");
@@ -369,7 +377,7 @@ int main(int argc, char **argv)
 	struct trial tr = { .name = "trial", .seed = 1, .racks = 2, .hosts = 4, .iterations = 10, .warmup = 2,
 			    .timeout_ms = 120000, .host_rate = "200M", .uplink_rate = NULL, .uplink_buffer = "", .host_buffer = "", .pmd = "af_packet",
 			    .jitter = "", .straggler = "", .dtype = "float", .ina_wire = "fp32", .ina_elems = 2048,
-			    .ina_slots = 8,
+			    .ina_slots = 8, .ps_shards = 0,
 			    .algos = "ring hier ps-ina agent-ring", .sizes = "1M 4M" };
 	if (load(&cf, &tr) < 0) {
 		config_destroy(&cf);
@@ -382,11 +390,11 @@ int main(int argc, char **argv)
 	printf("T_NAME=%s\nT_SEED=%d\nT_RACKS=%d\nT_HOSTS=%d\nT_INA_RACKS=%s\nT_HOST_RATE=%s\nT_UPLINK_RATE=%s\n"
 	       "T_UPLINK_BUFFER=%s\nT_HOST_BUFFER=%s\nT_PMD=%s\nT_LOSS=%g\nT_COMPUTE_MS=%g\nT_JITTER=%s\nT_STRAGGLER=%s\nT_ALGOS='%s'\n"
 	       "T_SIZES='%s'\nT_ITERATIONS=%d\nT_WARMUP=%d\nT_PACE=%d\nT_DTYPE=%s\nT_INA_WIRE=%s\nT_INA_ELEMS=%d\n"
-	       "T_INA_SLOTS=%d\nT_TIMEOUT_MS=%d\n",
+	       "T_INA_SLOTS=%d\nT_PS_SHARDS=%d\nT_TIMEOUT_MS=%d\n",
 	       tr.name, tr.seed, tr.racks, tr.hosts, *ina ? ina : "none", tr.host_rate,
 	       tr.uplink_rate ? tr.uplink_rate : tr.host_rate, tr.uplink_buffer, tr.host_buffer, tr.pmd, tr.loss, tr.compute_ms, tr.jitter,
 	       tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype, tr.ina_wire, tr.ina_elems,
-	       tr.ina_slots, tr.timeout_ms);
+	       tr.ina_slots, tr.ps_shards, tr.timeout_ms);
 	config_destroy(&cf);
 	return 0;
 }

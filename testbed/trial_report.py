@@ -229,12 +229,12 @@ def main():
         return f % v if isinstance(v, (int, float)) else "–"
 
     md = ["# Trial %s" % t["T_NAME"], "",
-          "%d racks × %d hosts (INA racks: %s), %s ports, host links %s%s, uplinks %s%s, loss %s; %s (INA float jobs: %s; INA packets of %s elements, %s in flight per job; ring channels %s), %d iterations after %d "
+          "%d racks × %d hosts (INA racks: %s), %s ports, host links %s%s, uplinks %s%s, loss %s; %s (INA float jobs: %s; INA packets of %s elements, %s in flight per worker; PS shards %s; ring channels %s), %d iterations after %d "
           "warm-up; compute %s ms%s%s; pacing %s; seed %s." % (
               int(t["T_RACKS"]), int(t["T_HOSTS"]), t["T_INA_RACKS"], t.get("T_PMD", "af_packet"), t["T_HOST_RATE"],
               " (buffer %s)" % t["T_HOST_BUFFER"] if t.get("T_HOST_BUFFER") else "", t["T_UPLINK_RATE"],
               " (buffer %s)" % t["T_UPLINK_BUFFER"] if t["T_UPLINK_BUFFER"] else "", t["T_LOSS"], t["T_DTYPE"], t.get("T_INA_WIRE", "fp32"),
-              t.get("T_INA_ELEMS", "1024"), t.get("T_INA_SLOTS", "16"), t.get("T_RING_CHANNELS", "1"),
+              t.get("T_INA_ELEMS", "1024"), t.get("T_INA_SLOTS", "16"), t.get("T_PS_SHARDS", "1"), t.get("T_RING_CHANNELS", "1"),
               iters, warmup, t["T_COMPUTE_MS"], ", jitter " + t["T_JITTER"] if t["T_JITTER"] else "",
               ", straggler " + t["T_STRAGGLER"] if t["T_STRAGGLER"] else "", "on" if t["T_PACE"] == "1" else "off",
               t["T_SEED"]), "",

@@ -6,7 +6,7 @@
 # Results checked by ina-allreduce-perf (#wrong = 0), with 5% loss on every
 # port and link; with two racks also bf16 and fp32 over bf16 jobs
 # (HCL_INA_FP32=bf16: 2-byte elements on the wire, the ToRs' partials
-# rounded to bf16 before the PS adds them).
+# rounded to bf16 before the PS adds them), and with the PS in 8 shards.
 . "$(dirname "$0")/lib.sh"
 perf=${PERF:-$top/build/ring/ina-allreduce-perf}
 sub=10.85.0
@@ -48,6 +48,18 @@ for inaracks in 1 all; do
 	echo "psina: INA racks $inaracks: bytes into tor1, fp32 over bf16 jobs / fp32 jobs = $((b2 - b1)) / $((b1 - b0))"
 	HCL_INA_FP32=bf16 run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 -d bf16 ||
 		fail "ps-ina, 2 racks, INA racks $inaracks, bf16 over bf16 jobs"
+	# the PS in 8 shards, one per host: exact, and rank 0's host no longer
+	# takes every contribution (with one PS it gets four of each slice)
+	h0=$(stats_get 'd["switches"]["tor0"]["ports"]["h0"]["tx_bytes"]')
+	run -b 512K -e 1M -f 2 -n 2 -w 0 -t 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, one PS (reference)"
+	h1=$(stats_get 'd["switches"]["tor0"]["ports"]["h0"]["tx_bytes"]')
+	HCL_PS_SHARDS=8 run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 -d int32 ||
+		fail "ps-ina, 2 racks, INA racks $inaracks, 8 PS shards, int32"
+	h2=$(stats_get 'd["switches"]["tor0"]["ports"]["h0"]["tx_bytes"]')
+	HCL_PS_SHARDS=8 run -b 512K -e 1M -f 2 -n 2 -w 0 -t 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, 8 PS shards"
+	h3=$(stats_get 'd["switches"]["tor0"]["ports"]["h0"]["tx_bytes"]')
+	((2 * (h3 - h2) < h1 - h0)) || fail "8 PS shards: $((h3 - h2)) bytes to rank 0's host vs $((h1 - h0)) with one PS"
+	echo "psina: INA racks $inaracks: bytes to rank 0's host for 512 KiB + 1 MiB calls, 8 PS shards / one PS = $((h3 - h2)) / $((h1 - h0))"
 	(($(stats_get 'd["switches"]["tor1"]["ina"]["accepted"]') > 0)) || fail "tor1 aggregated nothing"
 	if [ $inaracks = 1 ]; then
 		[ "$(stats_get '"ina" in d["switches"]["tor0"]')" = False ] || fail "tor0 should be a plain switch"

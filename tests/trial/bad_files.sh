@@ -69,6 +69,12 @@ trial = {
   sizes = ["1G"];
 };
 E
+expect 3 'ps_shards = 5: at most one per host' <<'E'
+trial = {
+  racks = 1; hosts_per_rack = 4;
+  ps_shards = 5;
+};
+E
 expect 2 'jitter' <<'E'
 trial = {
   jitter = "gauss:3";

@@ -38,6 +38,7 @@ struct rk {
 	const char *hostfile; /* instead of world, master address and port */
 	const char *trace_dir; /* the timing layer on, with pacing */
 	int ring_channels;     /* cfg.ring_channels */
+	int ps_shards;         /* cfg.ps_shards */
 	size_t big;            /* then one int32 call of this many elements */
 	struct hcl_sync_summary sum;
 	int rc;
@@ -150,7 +151,8 @@ static void *rank_main(void *arg)
 				    .master_addr = "127.0.0.1", .master_port = r->port,
 				    .timeout_ms = r->timeout_ms ? r->timeout_ms : 10000, .algo = r->algo,
 				    .ina_port = 20000 + r->port % 20000 + r->rank, .ina_slots = 8, .ina_elems = 512,
-				    .rack = r->rank / 2, .ina_bfp = r->ina_bfp, .ring_channels = r->ring_channels };
+				    .rack = r->rank / 2, .ina_bfp = r->ina_bfp, .ring_channels = r->ring_channels,
+				    .ps_shards = r->ps_shards };
 	if (r->hostfile)
 		cfg = (struct hcl_comm_cfg){ .rank = r->rank, .world = -1, .rack = -1, .hostfile = r->hostfile,
 					     .timeout_ms = 10000 };
@@ -342,6 +344,54 @@ static void test_ps_bf16_wire(void **state)
 {
 	(void)state;
 	run_ps(3);
+}
+
+/* The software PS in shards (BytePS-style), one per rank or fewer: every
+ * call exact, also one of 3 MiB + 28 bytes whose 1537 slices do not
+ * divide by the shards, and the fp32 job as block floating point (two
+ * passes, each sharded).  A rank with another count fails them all by
+ * name; counts out of range are refused. */
+static void test_ps_shards(void **state)
+{
+	(void)state;
+	char port[16];
+	snprintf(port, sizeof(port), "%d", free_port());
+	setenv("HCL_PS_PORT", port, 1);
+	for (int world = 3; world <= 4; world++)
+		for (int shards = 2; shards <= world; shards++) {
+			struct rk rks[16] = { 0 };
+			for (int i = 0; i < world; i++) {
+				rks[i].algo = HCL_ALGO_PS;
+				rks[i].ps_shards = shards;
+				rks[i].ina_bfp = shards == 3 ? 1 : 0;
+				rks[i].big = (3u << 20) / 4 + 7;
+			}
+			run(world, rks, free_port());
+			for (int i = 0; i < world; i++)
+				if (rks[i].rc)
+					fail_msg("ps, %d shards, world %d rank %d: %s", shards, world, i, rks[i].err);
+		}
+	struct rk rks[16] = { 0 };
+	for (int i = 0; i < 4; i++) {
+		rks[i].algo = HCL_ALGO_PS;
+		rks[i].ps_shards = i == 2 ? 1 : 2;
+		rks[i].timeout_ms = 3000;
+	}
+	run(4, rks, free_port());
+	for (int i = 0; i < 4; i++) {
+		assert_int_not_equal(rks[i].rc, 0);
+		if (!strstr(rks[i].err, "different PS shard counts"))
+			fail_msg("rank %d: %s", i, rks[i].err);
+	}
+	for (int bad = 0; bad < 2; bad++) {
+		struct rk one[16] = { 0 };
+		one[0].algo = HCL_ALGO_PS;
+		one[0].ps_shards = bad ? 17 : 2; /* world 1 */
+		run(1, one, free_port());
+		assert_int_equal(one[0].rc, -EINVAL);
+		assert_non_null(strstr(one[0].err, "PS shards"));
+	}
+	unsetenv("HCL_PS_PORT");
 }
 
 /* Hierarchical, racks of two ranks each (an odd world leaves one alone). */
@@ -558,6 +608,7 @@ int main(void)
 		cmocka_unit_test(test_timing_layer),
 		cmocka_unit_test(test_ps),
 		cmocka_unit_test(test_ps_bf16_wire),
+		cmocka_unit_test(test_ps_shards),
 		cmocka_unit_test(test_hier),
 		cmocka_unit_test(test_hostfile),
 		cmocka_unit_test(test_ps_bfp),

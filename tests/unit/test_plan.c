@@ -122,6 +122,49 @@ static void test_inconsistent_racks_refused(void **st)
 	assert_non_null(strstr(err, "has no INA switch"));
 }
 
+/* Shards spread evenly over the ranks, each on a rank of its own; a
+ * shard's job is the plan's with its own id, and a ToR job's parent is
+ * that shard's PS under that id. */
+static void test_shards(void **st)
+{
+	(void)st;
+	int hosts8[8], hosts3[3];
+	for (unsigned h = 0; h < 8; h++)
+		hosts8[h] = hcl_psina_shard_host(h, 8, 8);
+	for (unsigned h = 0; h < 3; h++)
+		hosts3[h] = hcl_psina_shard_host(h, 3, 8);
+	for (int h = 0; h < 8; h++)
+		assert_int_equal(hosts8[h], h);
+	assert_int_equal(hosts3[0], 0);
+	assert_int_equal(hosts3[1], 2);
+	assert_int_equal(hosts3[2], 5);
+	assert_int_equal(hcl_psina_shard_host(0, 1, 5), 0);
+
+	struct hcl_rank_info r[8];
+	struct hcl_psina_plan p;
+	char err[200];
+	ranks(r, 8, 4, 2); /* rack 1 INA, rack 0 plain */
+	assert_int_equal(hcl_psina_plan(r, 8, &ps, 5, INA_D_FP32, 8, 1024, &p, err, sizeof(err)), 0);
+	assert_true(p.use_ps);
+	const struct ina_addr ps3 = A(6, 48873);
+	struct ina_job_cfg tor, pj;
+	hcl_psina_shard_job(&p.tor[0].job, 11, &ps3, &tor);
+	hcl_psina_shard_job(&p.ps, 11, &ps3, &pj);
+	assert_int_equal(tor.id, 11);
+	assert_int_equal(tor.parent.job, 11);
+	assert_int_equal(tor.parent.addr.ip, ps3.ip);
+	assert_int_equal(tor.parent.addr.port, ps3.port);
+	assert_int_equal(tor.parent.contributor, p.tor[0].job.parent.contributor);
+	assert_int_equal(tor.fan_in, 4);
+	assert_int_equal(pj.id, 11);
+	assert_int_equal(pj.outputs, INA_OUT_MULTICAST);
+	assert_int_equal(pj.fan_in, p.ps.fan_in);
+	assert_memory_equal(pj.contributors, p.ps.contributors, sizeof(pj.contributors));
+	for (unsigned i = 0; i < 8; i++)
+		assert_int_equal(p.client[i].to_ps, i < 4);
+	hcl_psina_plan_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -129,6 +172,7 @@ int main(void)
 		cmocka_unit_test(test_mixed_racks_fall_back_to_ps),
 		cmocka_unit_test(test_no_ina_is_plain_ps),
 		cmocka_unit_test(test_inconsistent_racks_refused),
+		cmocka_unit_test(test_shards),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
