@@ -28,8 +28,8 @@ enum hcl_op { HCL_SUM = 1, HCL_AVG = 2 };
 enum hcl_algo {
 	HCL_ALGO_RING = 1,
 	HCL_ALGO_HIER,       /* two levels: in each rack, then each shard across racks (needs racks) */
-	HCL_ALGO_PS,         /* software parameter server hosted by rank 0 (HCL_PS_PORT, 48870) */
-	HCL_ALGO_PS_INA,     /* through the racks' INA switches; racks without one use a PS on rank 0 */
+	HCL_ALGO_PS,         /* software parameter server on rank 0 (HCL_PS_PORT, 48870), or in shards */
+	HCL_ALGO_PS_INA,     /* through the racks' INA switches; racks without one use the software PS */
 	HCL_ALGO_AGENT_RING, /* racks behind INA ToRs as ring members (docs/AGENTRING.md) */
 };
 

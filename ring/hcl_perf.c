@@ -123,7 +123,7 @@ static void usage(FILE *f)
 		   "  -n/-w  timed and warm-up calls per size (default 20/5)\n"
 		   "  -c     check the results (default 1)\n"
 		   "  -d     data type (default float)   -o reduction (sum, or avg: sum / ranks)\n"
-		   "  -a     algorithm: ring (default), hier (HCL_RACK), ps (server in rank 0),\n"
+		   "  -a     algorithm: ring (default), hier (HCL_RACK), ps (server in rank 0, or HCL_PS_SHARDS),\n"
 		   "         ps-ina (HCL_INA_SWITCH, HCL_INA_JOB, ...), agent-ring (the same)\n"
 		   "  -t     deadline of each call in ms (default 30000)\n"
 		   "  -P, --pace         pace early ranks (docs/PACING.md; also HCL_PACE=1)\n"
