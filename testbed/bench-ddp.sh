@@ -6,11 +6,14 @@
 #   testbed/bench-ddp.sh [-a "ALGOS"] [-s STEPS] [-r ROUNDS] [--width W]   (root; installs python3-torch)
 # Defaults: gloo ring hier ps-ina agent-ring, 8 steps (2 more as warm-up),
 # 3 rounds with the order rotating; width 1024 (4.35 MB of gradients).
+# As in the default trial: the ring's large calls on two channels, the
+# software PS of ps-ina in a shard per host (HCL_RING_CHANNELS and
+# HCL_PS_SHARDS in the caller's environment win).
 # Prints each run's line and, per algorithm, the median time per step over
 # the rounds, its speed-up against gloo and ring, and rank 0's CPU time per
 # step (all its threads).
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,11p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 2,14p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 algos="gloo ring hier ps-ina agent-ring" steps=8 rounds=3 width=1024
 while (($#)); do
@@ -35,7 +38,7 @@ for ((r = 0; r < rounds; r++)); do
 	for ((i = 0; i < n; i++)); do
 		algo=${list[(i + r) % n]}
 		line=$("$top/testbed/launch.sh" $name -- env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
-			HCL_RING_CHANNELS="${HCL_RING_CHANNELS:-2}" /usr/bin/python3 \
+			HCL_RING_CHANNELS="${HCL_RING_CHANNELS:-2}" HCL_PS_SHARDS="${HCL_PS_SHARDS:-8}" /usr/bin/python3 \
 			"$top/testbed/ddp_train.py" -a "$algo" -s $((steps + 2)) -w 2 --width "$width" | grep '^rank 0:')
 		echo "# round $((r + 1)): $line"
 		echo "$algo ${line##*hook calls, }" >> "$results"
