@@ -59,6 +59,8 @@ def traces(d, nbytes, warmup, iters):
         return None
     n = min(len(r["iters"]) for r in ranks.values())
     times = [statistics.mean(r["iters"][i]["time_us"] for r in ranks.values()) for i in range(n)]
+    # the all-reduce's own time: the iteration without its compute
+    calls_us = [x["time_us"] - x["compute_us"] for r in ranks.values() for x in r["iters"][:n]]
     parts = {k: sum(x[k] for r in ranks.values() for x in r["iters"][:n]) for k in
              ("compute_us", "delay_us", "wait_us", "comm_us")}
     tot = sum(parts.values()) or 1
@@ -68,7 +70,8 @@ def traces(d, nbytes, warmup, iters):
            "shares": {k[:-3]: v / tot for k, v in parts.items()},
            "paced_calls": sum(x["paced"] for r in ranks.values() for x in r["calls"]),
            "incomplete_calls": sum(not x["complete"] for r in ranks.values() for x in r["calls"]),
-           "spread_mean_us": statistics.mean(spreads) if spreads else 0}
+           "spread_mean_us": statistics.mean(spreads) if spreads else 0,
+           "call_mean_us": statistics.mean(calls_us) if calls_us else 0}
     if n:
         s = sorted(times)
         mean = statistics.mean(s)
@@ -166,6 +169,41 @@ plot for [i=1:{n}] '{pd}/itertime.dat' using (column(2*i-1)):(column(2*i)) with 
     return None if r.returncode == 0 else "gnuplot failed: " + r.stderr.strip()[:300]
 
 
+INA_ALGOS = ("ps-ina", "agent-ring")
+BASELINES = ("ring", "hier", "ps")
+
+
+def answer(t, results, algos, sizes):
+    """The trial's question, per size: the best algorithm that uses the INA
+    racks against the best one that does not (the call, and the iteration
+    with its compute), from runs that ended with every result right."""
+    if t["T_INA_RACKS"] == "none":
+        return ["No rack is INA-capable in this trial: set ina_racks to see what INA would change."]
+    lines = []
+    for s in sizes:
+        ok = {a: results[a][s] for a in algos if results[a][s].get("time_us") and results[a][s].get("wrong") == 0}
+        ina = [a for a in ok if a in INA_ALGOS]
+        base = [a for a in ok if a in BASELINES]
+        if not ina or not base:
+            lines.append("- %s: no answer: it needs a run of %s that ended with every result right." % (
+                s, "ps-ina or agent-ring" if not ina else "ring, hier or ps"))
+            continue
+        w = min(ina, key=lambda a: ok[a]["time_us"])
+        b = min(base, key=lambda a: ok[a]["time_us"])
+        tw, tb = ok[w]["time_us"], ok[b]["time_us"]
+        line = "- %s: with INA, %s takes %.1f ms per all-reduce; without, %s takes %.1f ms: **%.2f× %s**" % (
+            s, w, tw / 1e3, b, tb / 1e3, tb / tw if tb >= tw else tw / tb, "faster with INA" if tb >= tw
+            else "slower with INA")
+        iw, ib = ok[w].get("timing", {}).get("mean_us"), ok[b].get("timing", {}).get("mean_us")
+        if iw and ib and float(t["T_COMPUTE_MS"]) > 0:
+            line += "; an iteration with %s ms of compute: %.1f → %.1f ms (%.2f×)" % (
+                t["T_COMPUTE_MS"], ib / 1e3, iw / 1e3, ib / iw)
+        lines.append(line + ".")
+    lines += ["", "Differences of a few percent are within this machine's run-to-run spread (up to 5% at 1 MiB "
+              "in repeated default trials, docs/BENCHMARKS.md): rerun before deciding on them."]
+    return lines
+
+
 def main():
     if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__)
@@ -185,13 +223,17 @@ def main():
             r = {"bytes": nb, "rc": int(open(os.path.join(d, "rc")).read()) if os.path.exists(os.path.join(d, "rc")) else -1}
             text = open(os.path.join(d, "perf.out")).read() if os.path.exists(os.path.join(d, "perf.out")) else ""
             p = perf_line(text, nb) if r["rc"] == 0 else None
+            tr = traces(os.path.join(d, "trace"), nb, warmup, iters) if p else None
             if p:
                 r.update(p)
-                r["algbw_gbs"] = nb / p["time_us"] / 1e3
+                # with compute, the program times whole iterations: the
+                # all-reduce is the iteration less its compute (traces)
+                if float(t["T_COMPUTE_MS"]) > 0 and tr and tr.get("call_mean_us"):
+                    r["iteration_us"], r["time_us"] = p["time_us"], tr["call_mean_us"]
+                r["algbw_gbs"] = nb / r["time_us"] / 1e3
                 r["busbw_gbs"] = r["algbw_gbs"] * 2 * (world - 1) / world
             else:
                 r["error"] = (text.strip().splitlines() or ["no output"])[-1][:200]
-            tr = traces(os.path.join(d, "trace"), nb, warmup, iters) if p else None
             if tr:
                 r["timing"] = tr
             try:
@@ -238,6 +280,7 @@ def main():
               iters, warmup, t["T_COMPUTE_MS"], ", jitter " + t["T_JITTER"] if t["T_JITTER"] else "",
               ", straggler " + t["T_STRAGGLER"] if t["T_STRAGGLER"] else "", "on" if t["T_PACE"] == "1" else "off",
               t["T_SEED"]), "",
+          "## The answer", ""] + answer(t, results, algos, sizes) + ["",
           "## Bus bandwidth and speed-up", "",
           "| algorithm | size | time/call (ms) | busbw (GB/s) | vs ring | vs ps-ina | #wrong |",
           "|---|---|---|---|---|---|---|"]
@@ -302,6 +345,7 @@ def main():
     print("%-11s %6s %10s %10s %8s %9s %7s %8s" % ("algorithm", "size", "ms/call", "busbw", "vs ring", "vs ps-ina",
                                                   "iter CV", "#wrong"))
     print("\n".join(table))
+    print("\n".join(l.replace("**", "") for l in answer(t, results, algos, sizes) if l.startswith("- ")))
 
 
 if __name__ == "__main__":

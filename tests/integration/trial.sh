@@ -37,6 +37,17 @@ for a in algos:
     assert tm["ranks"] == world and tm["iterations"] == 3, tm
     assert 0.3 < tm["mean_us"] / r["time_us"] < 3, "%s: trace %.0f us vs perf %.0f us" % (a, tm["mean_us"], r["time_us"])
     assert abs(sum(tm["shares"].values()) - 1) < 1e-6
+    # with 10 ms of compute per iteration the all-reduce's time excludes it
+    comp = r["iteration_us"] - r["time_us"]
+    assert 6000 < comp < 14000, "%s: iteration %.0f us, call %.0f us" % (a, r["iteration_us"], r["time_us"])
+# the answer: the best INA algorithm against the best one without INA
+import re
+m = re.search(r"^- 256K: with INA, (ps-ina|agent-ring) takes ([0-9.]+) ms per all-reduce; without, (ring|hier) "
+              r"takes ([0-9.]+) ms: \*\*([0-9.]+)× (faster|slower) with INA\*\*", md, re.M)
+assert "## The answer" in md and m, "no answer in report.md"
+best = lambda names: min(res["results"][a]["256K"]["time_us"] for a in names) / 1e3
+assert abs(float(m.group(2)) - best(["ps-ina", "agent-ring"])) < 0.1, m.group(0)
+assert abs(float(m.group(4)) - best(["ring", "hier"])) < 0.1, m.group(0)
 # INA did its part: the INA ToR completed aggregations for ps-ina and agent-ring
 for a in ("ps-ina", "agent-ring"):
     ina = res["results"][a]["256K"]["ina"]
