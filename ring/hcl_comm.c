@@ -408,14 +408,17 @@ static struct sockaddr_in sock_of(const struct ina_addr *a, uint16_t port_host_o
 /* The PS shard count of ps and ps-ina (cfg, else HCL_PS_SHARDS, else 1). */
 static int ps_shards(struct hcl_comm *c, const struct hcl_comm_cfg *k, char *err, size_t errlen)
 {
-	int n = hcl_cfg_or_env(k->ps_shards, "HCL_PS_SHARDS", 1);
+	const char *s = getenv("HCL_PS_SHARDS");
+	int n = k->ps_shards ? k->ps_shards : 1;
 	int most = c->world < HCL_INA_MAX_SHARDS ? c->world : HCL_INA_MAX_SHARDS;
 	c->ps_shards = 1;
 	if (c->algo != HCL_ALGO_PS && c->algo != HCL_ALGO_PS_INA)
 		return 0;
+	if (!k->ps_shards && s && *s && env_int("HCL_PS_SHARDS", &n) < 0)
+		return hcl_fail(err, errlen, "HCL_PS_SHARDS=%s: want 1 to %d", s, most), -EINVAL;
 	if (n < 1 || n > most)
-		return hcl_fail(err, errlen, "PS shards %d (cfg.ps_shards, HCL_PS_SHARDS): want 1..%d (at most the world size and %d)",
-				n, most, HCL_INA_MAX_SHARDS), -EINVAL;
+		return hcl_fail(err, errlen, "PS shards %d (cfg.ps_shards, HCL_PS_SHARDS): want 1 to %d (at most the "
+				"world size and %d)", n, most, HCL_INA_MAX_SHARDS), -EINVAL;
 	c->ps_shards = (unsigned)n;
 	return 0;
 }

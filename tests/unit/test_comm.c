@@ -383,13 +383,16 @@ static void test_ps_shards(void **state)
 		if (!strstr(rks[i].err, "different PS shard counts"))
 			fail_msg("rank %d: %s", i, rks[i].err);
 	}
-	for (int bad = 0; bad < 2; bad++) {
+	for (int bad = 0; bad < 3; bad++) {
 		struct rk one[16] = { 0 };
 		one[0].algo = HCL_ALGO_PS;
-		one[0].ps_shards = bad ? 17 : 2; /* world 1 */
+		one[0].ps_shards = bad == 0 ? 2 : bad == 1 ? 17 : 0; /* world 1 */
+		if (bad == 2)
+			setenv("HCL_PS_SHARDS", "two", 1);
 		run(1, one, free_port());
+		unsetenv("HCL_PS_SHARDS");
 		assert_int_equal(one[0].rc, -EINVAL);
-		assert_non_null(strstr(one[0].err, "PS shards"));
+		assert_non_null(strstr(one[0].err, bad == 2 ? "HCL_PS_SHARDS=two" : "PS shards"));
 	}
 	unsetenv("HCL_PS_PORT");
 }
