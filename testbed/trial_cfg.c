@@ -378,7 +378,7 @@ int main(int argc, char **argv)
 			    .timeout_ms = 120000, .host_rate = "200M", .uplink_rate = NULL, .uplink_buffer = "", .host_buffer = "", .pmd = "af_packet",
 			    .jitter = "", .straggler = "", .dtype = "float", .ina_wire = "fp32", .ina_elems = 2048,
 			    .ina_slots = 8, .ps_shards = 0,
-			    .algos = "ring hier ps-ina agent-ring", .sizes = "1M 4M" };
+			    .algos = "ring hier ps ps-ina agent-ring", .sizes = "1M 4M" };
 	if (load(&cf, &tr) < 0) {
 		config_destroy(&cf);
 		return 2;

@@ -9,14 +9,14 @@
 out=$(mktemp -d /tmp/ittrial.XXXXXX)
 trap 'rc=$?; rm -rf "$out"; exit $rc' EXIT
 "$top/testbed/trial.sh" --fast -o "$out/r" > "$out/log" 2>&1 || { tail -20 "$out/log"; fail "the default trial failed"; }
-grep -q '^\[4/4\] agent-ring' "$out/log" || fail "no progress lines: $(head -5 "$out/log")"
+grep -q '^\[5/5\] agent-ring' "$out/log" || fail "no progress lines: $(head -5 "$out/log")"
 $PY - "$out/r" <<'P'
 import json, sys, os
 d = sys.argv[1]
 res = json.load(open(d + "/results.json"))
 world = res["world"]
 algos = res["trial"]["T_ALGOS"].split()
-assert algos == ["ring", "hier", "ps-ina", "agent-ring"], algos
+assert algos == ["ring", "hier", "ps", "ps-ina", "agent-ring"], algos
 md = open(d + "/report.md").read()
 for a in algos:
     r = res["results"][a]["256K"]
@@ -42,23 +42,25 @@ for a in algos:
     assert 6000 < comp < 14000, "%s: iteration %.0f us, call %.0f us" % (a, r["iteration_us"], r["time_us"])
 # the answer: the best INA algorithm against the best one without INA
 import re
-m = re.search(r"^- 256K: with INA, (ps-ina|agent-ring) takes ([0-9.]+) ms per all-reduce; without, (ring|hier) "
+m = re.search(r"^- 256K: with INA, (ps-ina|agent-ring) takes ([0-9.]+) ms per all-reduce; without, (ring|hier|ps) "
               r"takes ([0-9.]+) ms: \*\*([0-9.]+)× (faster|slower) with INA\*\*", md, re.M)
 assert "## The answer" in md and m, "no answer in report.md"
 best = lambda names: min(res["results"][a]["256K"]["time_us"] for a in names) / 1e3
 assert abs(float(m.group(2)) - best(["ps-ina", "agent-ring"])) < 0.1, m.group(0)
-assert abs(float(m.group(4)) - best(["ring", "hier"])) < 0.1, m.group(0)
+assert abs(float(m.group(4)) - best(["ring", "hier", "ps"])) < 0.1, m.group(0)
 # INA did its part: the INA ToR completed aggregations for ps-ina and agent-ring
 for a in ("ps-ina", "agent-ring"):
     ina = res["results"][a]["256K"]["ina"]
     assert any(k.startswith("tor1 ") and v > 0 for k, v in ina.items()), "%s: tor1 counted no INA work: %s" % (a, ina)
     assert not any(k.startswith("tor0 ") for k in ina), "%s: the plain ToR did INA work" % a
+# ps is a baseline: no switch aggregates for it
+assert not any(v > 0 and k.endswith(" accepted") for k, v in res["results"]["ps"]["256K"]["ina"].items()), "ps used INA"
 for p in ("throughput", "itertime", "links"):
     f = "%s/plots/%s.png" % (d, p)
     assert os.path.getsize(f) > 1000 and open(f, "rb").read(4) == b"\x89PNG", f
 for f in ("trial.cfg", "machine.txt"):
     assert os.path.getsize(d + "/" + f) > 0, f
-print("trial: 4 algorithms, report, results.json and plots consistent with swemu's counters")
+print("trial: 5 algorithms, report, results.json and plots consistent with swemu's counters")
 P
 # a broken trial file: file:line, exit 2, nothing built or left behind
 printf 'trial = {\n  racks = 2;\n  sizes = ["4M", "lots"];\n};\n' > "$out/bad.cfg"
