@@ -4,7 +4,7 @@
 # all-reduce, on the default trial's fabric: 2 racks of 4 hosts, rack 1
 # behind an INA ToR, 200 Mbit/s host links, 400 Mbit/s uplinks.
 #   testbed/bench-ddp.sh [-a "ALGOS"] [-s STEPS] [-r ROUNDS] [--width W]   (root; installs python3-torch)
-# Defaults: gloo ring hier ps-ina agent-ring, 8 steps (2 more as warm-up),
+# Defaults: gloo ring hier ps ps-ina agent-ring, 8 steps (2 more as warm-up),
 # 3 rounds with the order rotating; width 1024 (4.35 MB of gradients).
 # As in the default trial: the ring's large calls on two channels, the
 # software PS of ps-ina in a shard per host (HCL_RING_CHANNELS and
@@ -15,7 +15,7 @@
 set -euo pipefail
 case "${1:-}" in -h|--help) sed -n 2,14p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
-algos="gloo ring hier ps-ina agent-ring" steps=8 rounds=3 width=1024
+algos="gloo ring hier ps ps-ina agent-ring" steps=8 rounds=3 width=1024
 while (($#)); do
 	case $1 in
 	-a) algos=$2; shift 2;;
