@@ -71,6 +71,11 @@ int hcl_ina_packets(const struct hcl_comm *c, const struct hcl_comm_cfg *k, cons
 void hcl_comm_poll_xfer(void *ctx);
 /* All ranks reach this point (a one-element ring all-reduce). */
 int hcl_comm_barrier(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen);
+/* ring/hcl_psina.c: the PS shard count from cfg / HCL_PS_SHARDS (checked
+ * before the rendezvous), and the setup of ps and ps-ina after it. */
+#define HCL_PS_PORT_DEFAULT 48870
+int hcl_psina_shard_count(struct hcl_comm *c, const struct hcl_comm_cfg *k, char *err, size_t errlen);
+int hcl_psina_setup(struct hcl_comm *c, const struct hcl_comm_cfg *k, int64_t deadline, char *err, size_t errlen);
 /* Removes the jobs in c->tor_ids from this rank's ToR (best effort). */
 void hcl_comm_remove_tor_jobs(struct hcl_comm *c);
 
