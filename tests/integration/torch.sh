@@ -38,8 +38,13 @@ try:
     hcl.Comm(timeout_ms=300)
 except hcl.HclError as e:
     print(e, e.errno)
+try:  # the field reaches the library: 3 shards for a world of 2 is refused there
+    hcl.Comm(algo="ps", ps_shards=3, timeout_ms=300)
+except hcl.HclError as e:
+    print(e)
 ') || fail "binding errors: $out"
 grep -q "algorithm 'allgather' is not one of ring" <<<"$out" || fail "bad algorithm: $out"
 grep -q "ina_float 'fp8' is not one of" <<<"$out" || fail "bad ina_float: $out"
 grep -qE "rendezvous: 1 of 1 ranks did not arrive in time.* -[0-9]+$" <<<"$out" || fail "missing peer: $out"
-echo "torch: binding errors named (bad algorithm, bad float mode, a missing rank within the deadline)"
+grep -q "PS shards 3 (cfg.ps_shards, HCL_PS_SHARDS): want 1 to 2" <<<"$out" || fail "ps_shards: $out"
+echo "torch: binding errors named (bad algorithm, bad float mode, a missing rank within the deadline, too many PS shards)"
