@@ -18,6 +18,7 @@ run() { # run ARGS: every size exact, the avg line present
 	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(float|int32|bf16) +sum .* 0$' <<<"$out")" -ge 2 ] || return 1
 	grep -q "^# Avg bus bandwidth" <<<"$out"
 }
+to_rank0() { stats_get 'd["switches"]["tor0"]["ports"]["h0"]["tx_bytes"]'; } # bytes swemu sent rank 0's host
 jobs_left() { stats_get "sum(len(s['ina']['jobs']) for s in d['switches'].values() if 'ina' in s)"; }
 
 for loss in "" 0.05; do
@@ -49,17 +50,17 @@ for inaracks in 1 all; do
 	HCL_INA_FP32=bf16 run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 -d bf16 ||
 		fail "ps-ina, 2 racks, INA racks $inaracks, bf16 over bf16 jobs"
 	# the PS in 8 shards, one per host: exact, and rank 0's host no longer
-	# takes every contribution (with one PS it gets four of each slice)
-	h0=$(stats_get 'd["switches"]["tor0"]["ports"]["h0"]["tx_bytes"]')
+	# takes every contribution (with one PS it gets all of each slice's)
+	t0=$(to_rank0)
 	run -b 512K -e 1M -f 2 -n 2 -w 0 -t 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, one PS (reference)"
-	h1=$(stats_get 'd["switches"]["tor0"]["ports"]["h0"]["tx_bytes"]')
+	t1=$(to_rank0)
 	HCL_PS_SHARDS=8 run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 -d int32 ||
 		fail "ps-ina, 2 racks, INA racks $inaracks, 8 PS shards, int32"
-	h2=$(stats_get 'd["switches"]["tor0"]["ports"]["h0"]["tx_bytes"]')
+	t2=$(to_rank0)
 	HCL_PS_SHARDS=8 run -b 512K -e 1M -f 2 -n 2 -w 0 -t 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, 8 PS shards"
-	h3=$(stats_get 'd["switches"]["tor0"]["ports"]["h0"]["tx_bytes"]')
-	((2 * (h3 - h2) < h1 - h0)) || fail "8 PS shards: $((h3 - h2)) bytes to rank 0's host vs $((h1 - h0)) with one PS"
-	echo "psina: INA racks $inaracks: bytes to rank 0's host for 512 KiB + 1 MiB calls, 8 PS shards / one PS = $((h3 - h2)) / $((h1 - h0))"
+	t3=$(to_rank0)
+	((2 * (t3 - t2) < t1 - t0)) || fail "8 PS shards: $((t3 - t2)) bytes to rank 0's host vs $((t1 - t0)) with one PS"
+	echo "psina: INA racks $inaracks: bytes to rank 0's host for 512 KiB + 1 MiB calls, 8 PS shards / one PS = $((t3 - t2)) / $((t1 - t0))"
 	(($(stats_get 'd["switches"]["tor1"]["ina"]["accepted"]') > 0)) || fail "tor1 aggregated nothing"
 	if [ $inaracks = 1 ]; then
 		[ "$(stats_get '"ina" in d["switches"]["tor0"]')" = False ] || fail "tor0 should be a plain switch"
