@@ -1,4 +1,4 @@
-/* The job's host file (libconfig), the alternative to RANK/WORLD_SIZE/
+/* The job's host file (nic/conf.h syntax), the alternative to RANK/WORLD_SIZE/
  * MASTER_ADDR/MASTER_PORT for launchers that know the hosts in advance:
  *
  *   master_port = 29500;                 # optional, 29500

@@ -1,9 +1,10 @@
 #include "sw_cfg.h"
 
+#include "conf.h"
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <libconfig.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,10 +19,10 @@ struct pctx {
 };
 
 __attribute__((format(printf, 3, 4)))
-static int fail(struct pctx *p, const config_setting_t *at, const char *fmt, ...)
+static int fail(struct pctx *p, const struct conf_node *at, const char *fmt, ...)
 {
 	va_list ap;
-	int n = snprintf(p->err, p->errlen, "%s:%d: ", p->file, at ? config_setting_source_line(at) : 0);
+	int n = snprintf(p->err, p->errlen, "%s:%d: ", p->file, at ? at->line : 0);
 	if (n < 0 || (size_t)n >= p->errlen)
 		return -1;
 	va_start(ap, fmt);
@@ -113,11 +114,11 @@ int sw_parse_addr(const char *s, struct ina_addr *a)
 
 /* Every member of g must be one of the names in allowed (NULL-terminated):
  * a misspelt key is an error, not a silently ignored line. */
-static int only_keys(struct pctx *p, const config_setting_t *g, const char *const *allowed)
+static int only_keys(struct pctx *p, const struct conf_node *g, const char *const *allowed)
 {
-	for (int i = 0; i < config_setting_length(g); i++) {
-		const config_setting_t *m = config_setting_get_elem(g, (unsigned)i);
-		const char *name = config_setting_name(m);
+	for (int i = 0; i < (int)g->n; i++) {
+		const struct conf_node *m = conf_elem(g, (unsigned)i);
+		const char *name = m->name;
 		bool ok = false;
 		for (const char *const *a = allowed; *a && !ok; a++)
 			ok = strcmp(*a, name) == 0;
@@ -127,26 +128,26 @@ static int only_keys(struct pctx *p, const config_setting_t *g, const char *cons
 	return 0;
 }
 
-static int get_int(struct pctx *p, const config_setting_t *g, const char *name, long long lo,
+static int get_int(struct pctx *p, const struct conf_node *g, const char *name, long long lo,
 		   long long hi, bool required, long long *v)
 {
-	const config_setting_t *s = config_setting_get_member(g, name);
+	const struct conf_node *s = conf_member(g, name);
 	if (!s) {
 		if (required)
 			return fail(p, g, "missing setting '%s'", name);
 		return 0;
 	}
-	int t = config_setting_type(s);
-	if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+	int t = s->type;
+	if (t != CONF_INT && t != CONF_INT)
 		return fail(p, s, "'%s' must be an integer", name);
-	long long x = config_setting_get_int64(s);
+	long long x = s->v.i;
 	if (x < lo || x > hi)
 		return fail(p, s, "'%s' must be %lld..%lld, not %lld", name, lo, hi, x);
 	*v = x;
 	return 0;
 }
 
-static int get_u32(struct pctx *p, const config_setting_t *g, const char *name, long long lo,
+static int get_u32(struct pctx *p, const struct conf_node *g, const char *name, long long lo,
 		   long long hi, bool required, uint32_t *v)
 {
 	long long x = *v;
@@ -156,43 +157,43 @@ static int get_u32(struct pctx *p, const config_setting_t *g, const char *name, 
 	return 0;
 }
 
-static int get_str(struct pctx *p, const config_setting_t *g, const char *name, bool required,
+static int get_str(struct pctx *p, const struct conf_node *g, const char *name, bool required,
 		   const char **v)
 {
-	const config_setting_t *s = config_setting_get_member(g, name);
+	const struct conf_node *s = conf_member(g, name);
 	if (!s) {
 		if (required)
 			return fail(p, g, "missing setting '%s'", name);
 		return 0;
 	}
-	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+	if (s->type != CONF_STRING)
 		return fail(p, s, "'%s' must be a string", name);
-	*v = config_setting_get_string(s);
+	*v = s->v.s;
 	return 0;
 }
 
-static int get_bool(struct pctx *p, const config_setting_t *g, const char *name, bool *v)
+static int get_bool(struct pctx *p, const struct conf_node *g, const char *name, bool *v)
 {
-	const config_setting_t *s = config_setting_get_member(g, name);
+	const struct conf_node *s = conf_member(g, name);
 	if (!s)
 		return 0;
-	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+	if (s->type != CONF_BOOL)
 		return fail(p, s, "'%s' must be true or false", name);
-	*v = config_setting_get_bool(s);
+	*v = s->v.b;
 	return 0;
 }
 
-static int get_prob(struct pctx *p, const config_setting_t *g, const char *name, double *v)
+static int get_prob(struct pctx *p, const struct conf_node *g, const char *name, double *v)
 {
-	const config_setting_t *s = config_setting_get_member(g, name);
+	const struct conf_node *s = conf_member(g, name);
 	if (!s)
 		return 0;
-	int t = config_setting_type(s);
+	int t = s->type;
 	double x;
-	if (t == CONFIG_TYPE_FLOAT)
-		x = config_setting_get_float(s);
-	else if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64)
-		x = (double)config_setting_get_int64(s);
+	if (t == CONF_FLOAT)
+		x = s->v.f;
+	else if (t == CONF_INT || t == CONF_INT)
+		x = (double)s->v.i;
 	else
 		return fail(p, s, "'%s' must be a number", name);
 	if (!(x >= 0 && x <= 1))
@@ -202,31 +203,31 @@ static int get_prob(struct pctx *p, const config_setting_t *g, const char *name,
 }
 
 /* A quantity given as an integer or a string with a unit suffix. */
-static int get_scaled(struct pctx *p, const config_setting_t *g, const char *name,
+static int get_scaled(struct pctx *p, const struct conf_node *g, const char *name,
 		      int (*parse)(const char *, uint64_t *), const char *what, uint64_t *v)
 {
-	const config_setting_t *s = config_setting_get_member(g, name);
+	const struct conf_node *s = conf_member(g, name);
 	if (!s)
 		return 0;
-	int t = config_setting_type(s);
-	if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64) {
-		long long x = config_setting_get_int64(s);
+	int t = s->type;
+	if (t == CONF_INT || t == CONF_INT) {
+		long long x = s->v.i;
 		if (x < 0)
 			return fail(p, s, "'%s' must not be negative", name);
 		*v = (uint64_t)x;
 		return 0;
 	}
-	if (t != CONFIG_TYPE_STRING || parse(config_setting_get_string(s), v) < 0)
+	if (t != CONF_STRING || parse(s->v.s, v) < 0)
 		return fail(p, s, "'%s' must be %s", name, what);
 	return 0;
 }
 
-static int get_name(struct pctx *p, const config_setting_t *g, char *out)
+static int get_name(struct pctx *p, const struct conf_node *g, char *out)
 {
 	const char *s = NULL;
 	if (get_str(p, g, "name", true, &s) < 0)
 		return -1;
-	const config_setting_t *at = config_setting_get_member(g, "name");
+	const struct conf_node *at = conf_member(g, "name");
 	size_t n = strlen(s);
 	if (n == 0 || n >= SW_NAME_LEN)
 		return fail(p, at, "name must be 1..%d characters", SW_NAME_LEN - 1);
@@ -240,14 +241,14 @@ static int get_name(struct pctx *p, const config_setting_t *g, char *out)
 
 /* ---- sections ---- */
 
-static int load_emu(struct pctx *p, const config_setting_t *port, struct sw_emu_cfg *e)
+static int load_emu(struct pctx *p, const struct conf_node *port, struct sw_emu_cfg *e)
 {
 	long long v;
 	if (get_scaled(p, port, "rate", sw_parse_rate, "a rate such as \"10G\" or \"500M\"", &e->rate_bps) < 0 ||
 	    get_scaled(p, port, "buffer", sw_parse_size, "a size such as \"256K\" or \"1M\"", &e->buffer_bytes) < 0 ||
 	    get_prob(p, port, "loss", &e->loss) < 0)
 		return -1;
-	if (e->rate_bps && !config_setting_get_member(port, "buffer"))
+	if (e->rate_bps && !conf_member(port, "buffer"))
 		e->buffer_bytes = SW_EMU_DEFAULT_BUFFER; /* a rate without a buffer would queue without end */
 	v = 0;
 	if (get_int(p, port, "delay_us", 0, 10000000, false, &v) < 0)
@@ -257,10 +258,10 @@ static int load_emu(struct pctx *p, const config_setting_t *port, struct sw_emu_
 	if (get_int(p, port, "jitter_us", 0, 10000000, false, &v) < 0)
 		return -1;
 	e->jitter_us = (uint32_t)v;
-	const config_setting_t *ge = config_setting_get_member(port, "burst_loss");
+	const struct conf_node *ge = conf_member(port, "burst_loss");
 	if (ge) {
 		static const char *const keys[] = { "p_good_bad", "p_bad_good", "loss_bad", NULL };
-		if (!config_setting_is_group(ge))
+		if (ge->type != CONF_GROUP)
 			return fail(p, ge, "'burst_loss' must be a group { p_good_bad; p_bad_good; loss_bad; }");
 		if (only_keys(p, ge, keys) < 0 || get_prob(p, ge, "p_good_bad", &e->ge_p_gb) < 0 ||
 		    get_prob(p, ge, "p_bad_good", &e->ge_p_bg) < 0 || get_prob(p, ge, "loss_bad", &e->ge_loss_bad) < 0)
@@ -278,18 +279,18 @@ static int cmp_u16(const void *a, const void *b)
 
 /* trunk = [ 10, 20 ]: those VLANs tagged; 'vlan', if given, is then the
  * native (untagged) one, else untagged frames are refused. */
-static int load_trunk(struct pctx *p, const config_setting_t *pg, struct sw_port_cfg *pc)
+static int load_trunk(struct pctx *p, const struct conf_node *pg, struct sw_port_cfg *pc)
 {
-	const config_setting_t *t = config_setting_get_member(pg, "trunk");
+	const struct conf_node *t = conf_member(pg, "trunk");
 	pc->ntrunk = 0;
 	if (!t)
 		return 0;
-	int n = config_setting_is_array(t) ? config_setting_length(t) : -1;
+	int n = t->type == CONF_ARRAY ? (int)t->n : -1;
 	if (n < 1 || n > SW_MAX_TRUNK)
 		return fail(p, t, "port '%s': 'trunk' must be a list of 1..%d VLAN ids [ 10, 20 ]", pc->name, SW_MAX_TRUNK);
 	for (int i = 0; i < n; i++) {
-		const config_setting_t *e = config_setting_get_elem(t, (unsigned)i);
-		int v = config_setting_type(e) == CONFIG_TYPE_INT ? config_setting_get_int(e) : -1;
+		const struct conf_node *e = conf_elem(t, (unsigned)i);
+		long long v = e->type == CONF_INT ? e->v.i : -1;
 		if (v < 1 || v > 4094)
 			return fail(p, t, "port '%s': trunk entry %d must be a VLAN id 1..4094", pc->name, i);
 		pc->trunk[i] = (uint16_t)v;
@@ -298,7 +299,7 @@ static int load_trunk(struct pctx *p, const config_setting_t *pg, struct sw_port
 	for (int i = 1; i < n; i++)
 		if (pc->trunk[i] == pc->trunk[i - 1])
 			return fail(p, t, "port '%s': vlan %u is twice in 'trunk'", pc->name, pc->trunk[i]);
-	if (!config_setting_get_member(pg, "vlan"))
+	if (!conf_member(pg, "vlan"))
 		pc->vlan = 0; /* no native VLAN */
 	for (int i = 0; i < n; i++)
 		if (pc->trunk[i] == pc->vlan)
@@ -308,25 +309,25 @@ static int load_trunk(struct pctx *p, const config_setting_t *pg, struct sw_port
 	return 0;
 }
 
-static int load_ports(struct pctx *p, const config_setting_t *sw, struct sw_switch_cfg *s)
+static int load_ports(struct pctx *p, const struct conf_node *sw, struct sw_switch_cfg *s)
 {
 	static const char *const keys[] = { "name", "dev", "link", "vlan", "trunk", "rate", "buffer", "delay_us",
 					    "jitter_us", "loss", "burst_loss", NULL };
-	const config_setting_t *ports = config_setting_get_member(sw, "ports");
+	const struct conf_node *ports = conf_member(sw, "ports");
 	if (!ports)
 		return fail(p, sw, "switch '%s' has no 'ports'", s->name);
-	if (!config_setting_is_list(ports))
+	if (ports->type != CONF_LIST)
 		return fail(p, ports, "'ports' must be a list ( {...}, ... )");
-	int n = config_setting_length(ports);
+	int n = (int)ports->n;
 	if (n == 0 || n > SW_MAX_PORTS)
 		return fail(p, ports, "a switch has 1..%d ports", SW_MAX_PORTS);
 	for (int i = 0; i < n; i++) {
-		const config_setting_t *pg = config_setting_get_elem(ports, (unsigned)i);
+		const struct conf_node *pg = conf_elem(ports, (unsigned)i);
 		struct sw_port_cfg *pc = &s->ports[i];
 		const char *dev = NULL, *link = NULL;
-		if (!config_setting_is_group(pg))
+		if (pg->type != CONF_GROUP)
 			return fail(p, pg, "a port must be a group { name = ...; dev = ...; }");
-		pc->line = config_setting_source_line(pg);
+		pc->line = pg->line;
 		pc->peer_switch = pc->peer_port = -1;
 		long long vlan = SW_VLAN_DEFAULT;
 		if (only_keys(p, pg, keys) < 0 || get_name(p, pg, pc->name) < 0 ||
@@ -361,21 +362,21 @@ static int find_port(const struct sw_switch_cfg *s, const char *name)
 	return -1;
 }
 
-static int load_fdb(struct pctx *p, const config_setting_t *sw, struct sw_switch_cfg *s)
+static int load_fdb(struct pctx *p, const struct conf_node *sw, struct sw_switch_cfg *s)
 {
 	static const char *const keys[] = { "mac", "port", NULL };
-	const config_setting_t *fdb = config_setting_get_member(sw, "fdb");
+	const struct conf_node *fdb = conf_member(sw, "fdb");
 	if (!fdb)
 		return 0;
-	if (!config_setting_is_list(fdb))
+	if (fdb->type != CONF_LIST)
 		return fail(p, fdb, "'fdb' must be a list ( { mac = ...; port = ...; }, ... )");
-	int n = config_setting_length(fdb);
+	int n = (int)fdb->n;
 	if (n > SW_MAX_FDB)
 		return fail(p, fdb, "at most %d static fdb entries", SW_MAX_FDB);
 	for (int i = 0; i < n; i++) {
-		const config_setting_t *e = config_setting_get_elem(fdb, (unsigned)i);
+		const struct conf_node *e = conf_elem(fdb, (unsigned)i);
 		const char *mac = NULL, *port = NULL;
-		if (!config_setting_is_group(e))
+		if (e->type != CONF_GROUP)
 			return fail(p, e, "an fdb entry must be a group { mac = ...; port = ...; }");
 		if (only_keys(p, e, keys) < 0 || get_str(p, e, "mac", true, &mac) < 0 ||
 		    get_str(p, e, "port", true, &port) < 0)
@@ -391,17 +392,17 @@ static int load_fdb(struct pctx *p, const config_setting_t *sw, struct sw_switch
 	return 0;
 }
 
-static int load_peer(struct pctx *p, const config_setting_t *job, const char *name, bool with_job,
+static int load_peer(struct pctx *p, const struct conf_node *job, const char *name, bool with_job,
 		     struct ina_peer *peer, bool *present)
 {
 	static const char *const keys[] = { "addr", "job", "contributor", NULL };
-	const config_setting_t *g = config_setting_get_member(job, name);
+	const struct conf_node *g = conf_member(job, name);
 	const char *addr = NULL;
 	long long v;
 	*present = g != NULL;
 	if (!g)
 		return 0;
-	if (!config_setting_is_group(g))
+	if (g->type != CONF_GROUP)
 		return fail(p, g, "'%s' must be a group { addr = \"ip:port@mac\"; ... }", name);
 	if (only_keys(p, g, keys) < 0 || get_str(p, g, "addr", true, &addr) < 0)
 		return -1;
@@ -412,8 +413,8 @@ static int load_peer(struct pctx *p, const config_setting_t *job, const char *na
 		if (get_int(p, g, "job", 0, 65535, false, &v) < 0)
 			return -1;
 		peer->job = (uint16_t)v;
-	} else if (config_setting_get_member(g, "job")) {
-		return fail(p, config_setting_get_member(g, "job"),
+	} else if (conf_member(g, "job")) {
+		return fail(p, conf_member(g, "job"),
 			    "a parent takes the job's own id; 'job' is not set here");
 	}
 	v = 0;
@@ -423,14 +424,14 @@ static int load_peer(struct pctx *p, const config_setting_t *job, const char *na
 	return 0;
 }
 
-static int load_job(struct pctx *p, const config_setting_t *j, const struct sw_switch_cfg *s,
+static int load_job(struct pctx *p, const struct conf_node *j, const struct sw_switch_cfg *s,
 		    struct ina_job_cfg *c)
 {
 	static const char *const keys[] = { "id", "fan_in", "dtype", "slots", "elems", "outputs",
 					    "contributors", "upstream", "upstream_job", "forward", "parent", NULL };
-	long long v;
+	long long v = 0;
 	const char *dtype = NULL;
-	if (!config_setting_is_group(j))
+	if (j->type != CONF_GROUP)
 		return fail(p, j, "a job must be a group { id = ...; ... }");
 	if (only_keys(p, j, keys) < 0)
 		return -1;
@@ -450,25 +451,25 @@ static int load_job(struct pctx *p, const config_setting_t *j, const struct sw_s
 	else if (!strcmp(dtype, "bf16"))
 		c->dtype = INA_D_BF16;
 	else
-		return fail(p, config_setting_get_member(j, "dtype"),
+		return fail(p, conf_member(j, "dtype"),
 			    "dtype must be \"int32\", \"fp32\", \"bfp32\" or \"bf16\"");
 	if (get_u32(p, j, "slots", 1, s->slots, true, &c->nslots) < 0 ||
 	    get_int(p, j, "elems", 1, s->max_elems, true, &v) < 0)
 		return -1;
 	c->elems_per_slot = (uint16_t)v;
 
-	const config_setting_t *contrib = config_setting_get_member(j, "contributors");
+	const struct conf_node *contrib = conf_member(j, "contributors");
 	if (!contrib)
 		return fail(p, j, "missing setting 'contributors'");
-	if (!config_setting_is_array(contrib) && !config_setting_is_list(contrib))
+	if (contrib->type != CONF_ARRAY && contrib->type != CONF_LIST)
 		return fail(p, contrib, "'contributors' must be a list of \"ip:port\" strings");
-	int n = config_setting_length(contrib);
+	int n = (int)contrib->n;
 	if (n < 1 || n > INA_MAX_FANIN)
 		return fail(p, contrib, "a job has 1..%d contributors", INA_MAX_FANIN);
 	for (int i = 0; i < n; i++) {
-		const config_setting_t *e = config_setting_get_elem(contrib, (unsigned)i);
-		if (config_setting_type(e) != CONFIG_TYPE_STRING ||
-		    sw_parse_addr(config_setting_get_string(e), &c->contributors[i]) < 0)
+		const struct conf_node *e = conf_elem(contrib, (unsigned)i);
+		if (e->type != CONF_STRING ||
+		    sw_parse_addr(e->v.s, &c->contributors[i]) < 0)
 			return fail(p, e, "contributor %d must be \"a.b.c.d:port\" (optionally \"@mac\")", i);
 	}
 	c->fan_in = (uint16_t)n;
@@ -476,7 +477,7 @@ static int load_job(struct pctx *p, const config_setting_t *j, const struct sw_s
 	if (get_int(p, j, "fan_in", 1, INA_MAX_FANIN, false, &v) < 0)
 		return -1;
 	if (v != n)
-		return fail(p, config_setting_get_member(j, "fan_in"),
+		return fail(p, conf_member(j, "fan_in"),
 			    "fan_in is %lld but %d contributors are listed", v, n);
 	v = -1;
 	if (get_int(p, j, "upstream", 0, n - 1, false, &v) < 0)
@@ -487,14 +488,14 @@ static int load_job(struct pctx *p, const config_setting_t *j, const struct sw_s
 		return -1;
 	c->upstream_job = (uint16_t)v;
 
-	const config_setting_t *outs = config_setting_get_member(j, "outputs");
+	const struct conf_node *outs = conf_member(j, "outputs");
 	if (!outs)
 		return fail(p, j, "missing setting 'outputs' ([\"multicast\"], [\"forward\"], [\"ps\"], ...)");
-	if (!config_setting_is_array(outs) && !config_setting_is_list(outs))
+	if (outs->type != CONF_ARRAY && outs->type != CONF_LIST)
 		return fail(p, outs, "'outputs' must be a list of \"multicast\", \"forward\", \"ps\"");
-	for (int i = 0; i < config_setting_length(outs); i++) {
-		const config_setting_t *e = config_setting_get_elem(outs, (unsigned)i);
-		const char *o = config_setting_type(e) == CONFIG_TYPE_STRING ? config_setting_get_string(e) : "";
+	for (int i = 0; i < (int)outs->n; i++) {
+		const struct conf_node *e = conf_elem(outs, (unsigned)i);
+		const char *o = e->type == CONF_STRING ? e->v.s : "";
 		if (!strcmp(o, "multicast"))
 			c->outputs |= INA_OUT_MULTICAST;
 		else if (!strcmp(o, "forward"))
@@ -522,16 +523,16 @@ static int load_job(struct pctx *p, const config_setting_t *j, const struct sw_s
 	return 0;
 }
 
-static int load_jobs(struct pctx *p, const config_setting_t *sw, struct sw_switch_cfg *s)
+static int load_jobs(struct pctx *p, const struct conf_node *sw, struct sw_switch_cfg *s)
 {
-	const config_setting_t *jobs = config_setting_get_member(sw, "jobs");
+	const struct conf_node *jobs = conf_member(sw, "jobs");
 	if (!jobs)
 		return 0;
 	if (!s->ina)
 		return fail(p, jobs, "switch '%s' has jobs but 'ina' is not true", s->name);
-	if (!config_setting_is_list(jobs))
+	if (jobs->type != CONF_LIST)
 		return fail(p, jobs, "'jobs' must be a list ( {...}, ... )");
-	int n = config_setting_length(jobs);
+	int n = (int)jobs->n;
 	if (n > INA_MAX_JOBS)
 		return fail(p, jobs, "at most %d jobs", INA_MAX_JOBS);
 	s->jobs = calloc((size_t)n + 1, sizeof(*s->jobs));
@@ -539,7 +540,7 @@ static int load_jobs(struct pctx *p, const config_setting_t *sw, struct sw_switc
 		return fail(p, jobs, "out of memory");
 	uint64_t used = 0;
 	for (int i = 0; i < n; i++) {
-		const config_setting_t *j = config_setting_get_elem(jobs, (unsigned)i);
+		const struct conf_node *j = conf_elem(jobs, (unsigned)i);
 		if (load_job(p, j, s, &s->jobs[i]) < 0)
 			return -1;
 		for (int k = 0; k < i; k++)
@@ -554,20 +555,20 @@ static int load_jobs(struct pctx *p, const config_setting_t *sw, struct sw_switc
 	return 0;
 }
 
-static int load_switch(struct pctx *p, const config_setting_t *g, struct sw_switch_cfg *s)
+static int load_switch(struct pctx *p, const struct conf_node *g, struct sw_switch_cfg *s)
 {
 	static const char *const keys[] = { "name", "ina", "mac", "ip", "ctrl_port", "slots", "max_elems",
 					    "mgmt", "fdb_age_s", "lcore", "ports", "fdb", "jobs", NULL };
 	const char *mac = NULL, *ip = NULL;
-	if (!config_setting_is_group(g))
+	if (g->type != CONF_GROUP)
 		return fail(p, g, "a switch must be a group { name = ...; ports = (...); }");
 	if (only_keys(p, g, keys) < 0 || get_name(p, g, s->name) < 0 || get_bool(p, g, "ina", &s->ina) < 0 ||
 	    get_str(p, g, "mac", s->ina, &mac) < 0 || get_str(p, g, "ip", s->ina, &ip) < 0)
 		return -1;
 	if (mac && sw_parse_mac(mac, s->mac) < 0)
-		return fail(p, config_setting_get_member(g, "mac"), "'%s' is not a MAC address", mac);
+		return fail(p, conf_member(g, "mac"), "'%s' is not a MAC address", mac);
 	if (ip && sw_parse_ip(ip, &s->ip) < 0)
-		return fail(p, config_setting_get_member(g, "ip"), "'%s' is not an IPv4 address", ip);
+		return fail(p, conf_member(g, "ip"), "'%s' is not an IPv4 address", ip);
 	if (!mac != !ip)
 		return fail(p, g, "switch '%s': 'mac' and 'ip' go together", s->name);
 	s->ctrl_port = INA_UDP_PORT_MIN - 1; /* 48863: next to the INA ports, not among them */
@@ -576,7 +577,7 @@ static int load_switch(struct pctx *p, const config_setting_t *g, struct sw_swit
 	s->fdb_age_s = 300;
 	uint32_t port = s->ctrl_port, maxe = s->max_elems;
 	long long lcore = -1;
-	s->line = config_setting_source_line(g);
+	s->line = g->line;
 	if (get_int(p, g, "lcore", 0, SW_MAX_LCORE, false, &lcore) < 0 ||
 	    get_u32(p, g, "ctrl_port", 1, 65535, false, &port) < 0 ||
 	    get_u32(p, g, "slots", 1, 1 << 20, false, &s->slots) < 0 ||
@@ -586,16 +587,16 @@ static int load_switch(struct pctx *p, const config_setting_t *g, struct sw_swit
 	s->ctrl_port = (uint16_t)port;
 	s->max_elems = (uint16_t)maxe;
 	s->lcore = (int)lcore;
-	const config_setting_t *mg = config_setting_get_member(g, "mgmt");
+	const struct conf_node *mg = conf_member(g, "mgmt");
 	if (mg) {
-		if (!config_setting_is_array(mg) && !config_setting_is_list(mg))
+		if (mg->type != CONF_ARRAY && mg->type != CONF_LIST)
 			return fail(p, mg, "'mgmt' must be a list of IPv4 addresses");
-		if (config_setting_length(mg) > SW_MAX_MGMT)
+		if ((int)mg->n > SW_MAX_MGMT)
 			return fail(p, mg, "at most %d mgmt addresses", SW_MAX_MGMT);
-		for (int i = 0; i < config_setting_length(mg); i++) {
-			const config_setting_t *e = config_setting_get_elem(mg, (unsigned)i);
-			if (config_setting_type(e) != CONFIG_TYPE_STRING ||
-			    sw_parse_ip(config_setting_get_string(e), &s->mgmt[i]) < 0)
+		for (int i = 0; i < (int)mg->n; i++) {
+			const struct conf_node *e = conf_elem(mg, (unsigned)i);
+			if (e->type != CONF_STRING ||
+			    sw_parse_ip(e->v.s, &s->mgmt[i]) < 0)
 				return fail(p, e, "mgmt entry %d is not an IPv4 address", i);
 			s->nmgmt = i + 1;
 		}
@@ -606,13 +607,13 @@ static int load_switch(struct pctx *p, const config_setting_t *g, struct sw_swit
 }
 
 /* Links name "switch.port" and must point at each other. */
-static int resolve_links(struct pctx *p, struct sw_cfg *c, const config_setting_t *list)
+static int resolve_links(struct pctx *p, struct sw_cfg *c, const struct conf_node *list)
 {
 	for (int si = 0; si < c->nswitches; si++)
 		for (int pi = 0; pi < c->sw[si].nports; pi++) {
 			struct sw_port_cfg *pc = &c->sw[si].ports[pi];
-			const config_setting_t *at = config_setting_get_elem(list, (unsigned)si);
-			at = config_setting_get_elem(config_setting_get_member(at, "ports"), (unsigned)pi);
+			const struct conf_node *at = conf_elem(list, (unsigned)si);
+			at = conf_elem(conf_member(at, "ports"), (unsigned)pi);
 			if (pc->dev[0]) {
 				for (int sk = 0; sk <= si; sk++)
 					for (int pk = 0; pk < (sk == si ? pi : c->sw[sk].nports); pk++)
@@ -649,106 +650,23 @@ static int resolve_links(struct pctx *p, struct sw_cfg *c, const config_setting_
 	return 0;
 }
 
-/* libconfig 1.5 wraps a decimal literal above 2^31 - 1 silently
- * (5000000000 reads as 705032704).  Refuse such literals unless they carry
- * the L suffix that makes them 64-bit.  Strings and comments are skipped. */
-static int check_int_literals(struct pctx *p, const char *text)
-{
-	int line = 1;
-	for (const char *s = text; *s; s++) {
-		if (*s == '\n') {
-			line++;
-		} else if (*s == '"') {
-			for (s++; *s && *s != '"'; s++) {
-				if (*s == '\\' && s[1])
-					s++;
-				else if (*s == '\n')
-					line++;
-			}
-			if (!*s)
-				break;
-		} else if (*s == '#' || (*s == '/' && s[1] == '/')) {
-			while (s[1] && s[1] != '\n')
-				s++;
-		} else if (*s == '/' && s[1] == '*') {
-			for (s += 2; *s && !(*s == '*' && s[1] == '/'); s++)
-				line += *s == '\n';
-			if (!*s)
-				break;
-			s++;
-		} else if (isdigit((unsigned char)*s) &&
-			   (s == text || !(isalnum((unsigned char)s[-1]) || s[-1] == '_' || s[-1] == '.'))) {
-			const char *e = s;
-			while (isalnum((unsigned char)*e) || *e == '.')
-				e++;
-			bool plain = true;
-			for (const char *q = s; q < e; q++)
-				plain &= isdigit((unsigned char)*q) != 0;
-			if (plain && (e - s > 10 || strtoull(s, NULL, 10) > 2147483647ull)) {
-				snprintf(p->err, p->errlen,
-					 "%s:%d: integer %.*s is too large; add an L suffix (%.*sL) or write it as a string with a unit (\"5G\")",
-					 p->file, line, (int)(e - s), s, (int)(e - s), s);
-				return -1;
-			}
-			s = e - 1;
-		}
-	}
-	return 0;
-}
-
-static char *read_text(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap);
-	while (buf) {
-		n += fread(buf + n, 1, cap - n - 1, f);
-		if (n < cap - 1)
-			break;
-		char *bigger = realloc(buf, cap * 2);
-		if (!bigger) {
-			free(buf);
-			buf = NULL;
-			break;
-		}
-		buf = bigger;
-		cap *= 2;
-	}
-	if (buf)
-		buf[n] = 0;
-	fclose(f);
-	return buf;
-}
-
 int sw_cfg_load(const char *path, struct sw_cfg *c, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "stats_file", "stats_interval_ms", "idle_sleep_max_us",
 					    "burst", "mbufs", "switches", NULL };
 	struct pctx p = { path, err, errlen };
-	config_t lc;
+	struct conf text;
 	int rc = -1;
 
 	memset(c, 0, sizeof(*c));
-	config_init(&lc);
-	char *text = read_text(path);
-	if (!text) {
-		snprintf(err, errlen, "%s:0: cannot read the file: %s", path, strerror(errno));
-		goto out;
-	}
-	if (check_int_literals(&p, text) < 0)
-		goto out;
-	if (config_read_string(&lc, text) != CONFIG_TRUE) {
-		snprintf(err, errlen, "%s:%d: %s", path, config_error_line(&lc), config_error_text(&lc));
-		goto out;
-	}
-	const config_setting_t *root = config_root_setting(&lc);
+	if (conf_load(path, &text, err, errlen) < 0)
+		return -1;
+	const struct conf_node *root = text.root;
 	const char *sf = NULL;
 	if (only_keys(&p, root, keys) < 0 || get_str(&p, root, "stats_file", false, &sf) < 0)
 		goto out;
 	if (sf && strlen(sf) >= sizeof(c->stats_file)) {
-		fail(&p, config_setting_get_member(root, "stats_file"), "stats_file is too long");
+		fail(&p, conf_member(root, "stats_file"), "stats_file is too long");
 		goto out;
 	}
 	snprintf(c->stats_file, sizeof(c->stats_file), "%s", sf ? sf : "");
@@ -761,18 +679,18 @@ int sw_cfg_load(const char *path, struct sw_cfg *c, char *err, size_t errlen)
 	    get_u32(&p, root, "mbufs", 511, 1 << 20, false, &c->mbufs) < 0)
 		goto out;
 
-	const config_setting_t *list = config_setting_get_member(root, "switches");
+	const struct conf_node *list = conf_member(root, "switches");
 	if (!list) {
 		fail(&p, root, "missing setting 'switches'");
 		goto out;
 	}
-	if (!config_setting_is_list(list) || config_setting_length(list) == 0 ||
-	    config_setting_length(list) > SW_MAX_SWITCHES) {
+	if (list->type != CONF_LIST || (int)list->n == 0 ||
+	    (int)list->n > SW_MAX_SWITCHES) {
 		fail(&p, list, "'switches' must be a list of 1..%d switches ( {...}, ... )", SW_MAX_SWITCHES);
 		goto out;
 	}
-	for (int i = 0; i < config_setting_length(list); i++) {
-		const config_setting_t *g = config_setting_get_elem(list, (unsigned)i);
+	for (int i = 0; i < (int)list->n; i++) {
+		const struct conf_node *g = conf_elem(list, (unsigned)i);
 		c->nswitches = i + 1;
 		if (load_switch(&p, g, &c->sw[i]) < 0)
 			goto out;
@@ -784,8 +702,7 @@ int sw_cfg_load(const char *path, struct sw_cfg *c, char *err, size_t errlen)
 	}
 	rc = resolve_links(&p, c, list);
 out:
-	free(text);
-	config_destroy(&lc);
+	conf_free(&text);
 	if (rc < 0)
 		sw_cfg_free(c);
 	return rc;
@@ -806,34 +723,19 @@ int sw_ctrl_parse(const char *text, size_t len, const struct sw_switch_cfg *s, s
 	static const char *const emu_keys[] = { "op", "port", "rate", "buffer", "delay_us", "jitter_us",
 						"loss", "burst_loss", NULL };
 	struct pctx p = { "ctrl", err, errlen };
-	config_t lc;
+	struct conf conf;
 	int rc = -1;
-	char *buf = malloc(len + 1);
-	if (!buf) {
-		snprintf(err, errlen, "ctrl:0: out of memory");
-		return -1;
-	}
-	memcpy(buf, text, len);
-	buf[len] = 0;
+
 	memset(cmd, 0, sizeof(*cmd));
-	config_init(&lc);
-	if (strlen(buf) != len) {
-		snprintf(err, errlen, "ctrl:0: the command contains a NUL byte");
-		goto out;
-	}
-	if (check_int_literals(&p, buf) < 0)
-		goto out;
-	if (config_read_string(&lc, buf) != CONFIG_TRUE) {
-		snprintf(err, errlen, "ctrl:%d: %s", config_error_line(&lc), config_error_text(&lc));
-		goto out;
-	}
-	const config_setting_t *root = config_root_setting(&lc);
+	if (conf_parse(text, len, "ctrl", &conf, err, errlen) < 0)
+		return -1;
+	const struct conf_node *root = conf.root;
 	const char *op = NULL;
 	if (get_str(&p, root, "op", true, &op) < 0)
 		goto out;
 	if (!strcmp(op, "install")) {
 		cmd->op = SW_CTRL_INSTALL;
-		const config_setting_t *j = config_setting_get_member(root, "job");
+		const struct conf_node *j = conf_member(root, "job");
 		if (only_keys(&p, root, install_keys) < 0)
 			goto out;
 		if (!j) {
@@ -854,15 +756,14 @@ int sw_ctrl_parse(const char *text, size_t len, const struct sw_switch_cfg *s, s
 		if (only_keys(&p, root, emu_keys) < 0 || get_str(&p, root, "port", true, &port) < 0)
 			goto out;
 		if ((cmd->port = find_port(s, port)) < 0) {
-			fail(&p, config_setting_get_member(root, "port"), "switch '%s' has no port '%s'", s->name, port);
+			fail(&p, conf_member(root, "port"), "switch '%s' has no port '%s'", s->name, port);
 			goto out;
 		}
 		rc = load_emu(&p, root, &cmd->emu);
 	} else {
-		fail(&p, config_setting_get_member(root, "op"), "op must be \"install\", \"remove\", \"stats\" or \"emu\"");
+		fail(&p, conf_member(root, "op"), "op must be \"install\", \"remove\", \"stats\" or \"emu\"");
 	}
 out:
-	config_destroy(&lc);
-	free(buf);
+	conf_free(&conf);
 	return rc;
 }

@@ -1,4 +1,4 @@
-/* swemu's configuration, as read from a libconfig file (configs/NAME.cfg).
+/* swemu's configuration, as read from a config file (configs/NAME.cfg).
  * Plain data, no DPDK: the loader is unit-tested on its own.  The format is
  * documented in docs/SWEMU.md. */
 #ifndef SW_CFG_H
@@ -86,7 +86,7 @@ struct sw_cfg {
 int sw_cfg_load(const char *path, struct sw_cfg *cfg, char *err, size_t errlen);
 void sw_cfg_free(struct sw_cfg *cfg);
 
-/* A control-channel command: libconfig text such as
+/* A control-channel command: configuration text (nic/conf.h) such as
  *   op = "install"; job = { id = 3; ...as in a config file... };
  *   op = "remove"; id = 3;
  *   op = "emu"; port = "h1"; rate = "1G"; delay_us = 50; loss = 0.01;

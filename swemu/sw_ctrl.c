@@ -1,4 +1,4 @@
-/* The control channel: plain-text commands (libconfig syntax, see
+/* The control channel: plain-text commands (nic/conf.h syntax, see
  * sw_ctrl_parse) in UDP datagrams to the switch's address and ctrl_port,
  * accepted only from the configured mgmt sources.  They run on the datapath
  * lcore between two packets, so no locking is needed; the answer, "ok" or

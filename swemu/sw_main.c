@@ -36,7 +36,7 @@ static void usage(FILE *f)
 		"usage: swemu [EAL options] -- -c CONFIG [--stats FILE]\n"
 		"  A DPDK software ToR switch: L2 switching, in-network aggregation, link\n"
 		"  emulation; several logical switches per process (docs/SWEMU.md).\n"
-		"  -c, --config FILE  switch configuration (libconfig; configs/*.cfg)\n"
+		"  -c, --config FILE  switch configuration (configs/*.cfg, docs/SWEMU.md)\n"
 		"  -s, --stats FILE   write JSON stats here (overrides stats_file)\n"
 		"  -h, --help         this text\n"
 		"  -V, --version      the version\n"

@@ -22,8 +22,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 packages=(
 	# build
 	build-essential pkg-config meson ninja-build
-	# libraries: DPDK 22.11, config files, JSON stats, unit tests
-	libdpdk-dev dpdk-dev libconfig-dev libjansson-dev libcmocka-dev
+	# libraries: DPDK 22.11, JSON stats, unit tests
+	libdpdk-dev dpdk-dev libjansson-dev libcmocka-dev
 	# libFuzzer and sanitizers
 	clang libclang-rt-14-dev
 	# AF_XDP ports and the namespace testbed

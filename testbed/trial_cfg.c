@@ -1,15 +1,16 @@
-/* swemu-trial-cfg: reads a trial file (libconfig, configs/trial.cfg) and
+/* swemu-trial-cfg: reads a trial file (configs/trial.cfg, nic/conf.h syntax) and
  * prints it as shell assignments for testbed/trial.sh, with every default
  * filled in.  Any mistake ends with exit status 2 and "file:line: what is
  * wrong" — before anything is built.  Values are checked against a small
  * character set, so the output can be eval'ed as it is. */
 #include <ctype.h>
-#include <libconfig.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "conf.h"
 
 #define MAX_HOSTS 16 /* what two cores carry: ranks plus software members */
 
@@ -26,10 +27,10 @@ struct trial {
 
 static const char *file;
 
-__attribute__((format(printf, 2, 3))) static int bad(const config_setting_t *s, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int bad(const struct conf_node *s, const char *fmt, ...)
 {
 	va_list ap;
-	unsigned line = s ? config_setting_source_line(s) : 0;
+	unsigned line = s ? s->line : 0;
 	fprintf(stderr, "%s:%u: ", file, line ? line : 1); /* the root has no line: the file's start */
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -83,54 +84,54 @@ static bool safe(const char *s)
 	return true;
 }
 
-static int get_int(config_setting_t *t, const char *key, int lo, int hi, int *v)
+static int get_int(const struct conf_node *t, const char *key, int lo, int hi, int *v)
 {
-	config_setting_t *s = config_setting_get_member(t, key);
+	const struct conf_node *s = conf_member(t, key);
 	if (!s)
 		return 0;
-	if (config_setting_type(s) != CONFIG_TYPE_INT)
+	if (s->type != CONF_INT)
 		return bad(s, "%s must be an integer", key);
-	int x = config_setting_get_int(s);
+	long long x = s->v.i;
 	if (x < lo || x > hi)
-		return bad(s, "%s = %d: must be from %d to %d", key, x, lo, hi);
-	*v = x;
+		return bad(s, "%s = %lld: must be from %d to %d", key, x, lo, hi);
+	*v = (int)x;
 	return 0;
 }
 
-static int get_num(config_setting_t *t, const char *key, double lo, double hi, double *v)
+static int get_num(const struct conf_node *t, const char *key, double lo, double hi, double *v)
 {
-	config_setting_t *s = config_setting_get_member(t, key);
+	const struct conf_node *s = conf_member(t, key);
 	if (!s)
 		return 0;
-	int ty = config_setting_type(s);
-	if (ty != CONFIG_TYPE_INT && ty != CONFIG_TYPE_FLOAT)
+	int ty = s->type;
+	if (ty != CONF_INT && ty != CONF_FLOAT)
 		return bad(s, "%s must be a number", key);
-	double x = ty == CONFIG_TYPE_INT ? config_setting_get_int(s) : config_setting_get_float(s);
+	double x = ty == CONF_INT ? (double)s->v.i : s->v.f;
 	if (x < lo || x > hi)
 		return bad(s, "%s = %g: must be from %g to %g", key, x, lo, hi);
 	*v = x;
 	return 0;
 }
 
-static int get_str(config_setting_t *t, const char *key, const char **v, config_setting_t **where)
+static int get_str(const struct conf_node *t, const char *key, const char **v, const struct conf_node **where)
 {
-	config_setting_t *s = config_setting_get_member(t, key);
+	const struct conf_node *s = conf_member(t, key);
 	if (where)
 		*where = s;
 	if (!s)
 		return 0;
-	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+	if (s->type != CONF_STRING)
 		return bad(s, "%s must be a string", key);
-	const char *x = config_setting_get_string(s);
+	const char *x = conf_string(s);
 	if (!safe(x))
 		return bad(s, "%s = \"%s\": only letters, digits and . : , _ - are allowed", key, x);
 	*v = x;
 	return 0;
 }
 
-static int get_rate(config_setting_t *t, const char *key, double lo, double hi, const char **v)
+static int get_rate(const struct conf_node *t, const char *key, double lo, double hi, const char **v)
 {
-	config_setting_t *s;
+	const struct conf_node *s;
 	if (get_str(t, key, v, &s) < 0)
 		return -1;
 	double x;
@@ -143,7 +144,7 @@ static int get_rate(config_setting_t *t, const char *key, double lo, double hi, 
 
 static const char *const known_algos[] = { "ring", "hier", "ps", "ps-ina", "agent-ring" };
 
-static int check_algo(config_setting_t *e, const char *a)
+static int check_algo(const struct conf_node *e, const char *a)
 {
 	for (size_t k = 0; a && k < sizeof(known_algos) / sizeof(*known_algos); k++)
 		if (!strcmp(a, known_algos[k]))
@@ -152,7 +153,7 @@ static int check_algo(config_setting_t *e, const char *a)
 		   a ? a : "(not a string)", a ? "\"" : "");
 }
 
-static int check_size(config_setting_t *e, const char *z)
+static int check_size(const struct conf_node *e, const char *z)
 {
 	double v;
 	if (!z || !safe(z) || !byte_size(z, &v))
@@ -164,21 +165,21 @@ static int check_size(config_setting_t *e, const char *z)
 
 /* A list setting of 1..max distinct strings, each passed by check(), kept
  * as space-separated words in list (left as it is if the key is absent). */
-static int get_words(config_setting_t *t, const char *key, const char *what, const char *example, int max,
-		     int (*check)(config_setting_t *e, const char *w), char *list, size_t cap)
+static int get_words(const struct conf_node *t, const char *key, const char *what, const char *example, int max,
+		     int (*check)(const struct conf_node *e, const char *w), char *list, size_t cap)
 {
-	config_setting_t *s = config_setting_get_member(t, key);
+	const struct conf_node *s = conf_member(t, key);
 	if (!s)
 		return 0;
-	if (!config_setting_is_array(s) && !config_setting_is_list(s))
+	if (s->type != CONF_ARRAY && s->type != CONF_LIST)
 		return bad(s, "%s must be a list such as %s", key, example);
-	int n = config_setting_length(s);
+	int n = (int)s->n;
 	if (n == 0 || n > max)
 		return bad(s, "%s: give 1 to %d of them", key, max);
 	list[0] = 0;
 	for (int i = 0; i < n; i++) {
-		config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-		const char *w = config_setting_get_string(e);
+		const struct conf_node *e = conf_elem(s, (unsigned)i);
+		const char *w = conf_string(e);
 		if (check(e, w) < 0)
 			return -1;
 		if (has_word(list, w))
@@ -188,39 +189,39 @@ static int get_words(config_setting_t *t, const char *key, const char *what, con
 	return 0;
 }
 
-static int get_ina(config_setting_t *t, struct trial *tr)
+static int get_ina(const struct conf_node *t, struct trial *tr)
 {
-	config_setting_t *s = config_setting_get_member(t, "ina_racks");
+	const struct conf_node *s = conf_member(t, "ina_racks");
 	for (int r = 0; r < tr->racks; r++)
 		tr->ina[r] = true; /* default: every ToR INA-capable */
 	if (!s)
 		return 0;
-	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
-		const char *v = config_setting_get_string(s);
+	if (s->type == CONF_STRING) {
+		const char *v = conf_string(s);
 		if (strcmp(v, "all") && strcmp(v, "none"))
 			return bad(s, "ina_racks = \"%s\": want \"all\", \"none\" or a list of rack numbers", v);
 		for (int r = 0; r < tr->racks; r++)
 			tr->ina[r] = !strcmp(v, "all");
 		return 0;
 	}
-	if (!config_setting_is_array(s) && !config_setting_is_list(s))
+	if (s->type != CONF_ARRAY && s->type != CONF_LIST)
 		return bad(s, "ina_racks: want \"all\", \"none\" or a list of rack numbers");
 	memset(tr->ina, 0, sizeof(tr->ina));
-	for (int i = 0; i < config_setting_length(s); i++) {
-		config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-		if (config_setting_type(e) != CONFIG_TYPE_INT)
+	for (int i = 0; i < (int)s->n; i++) {
+		const struct conf_node *e = conf_elem(s, (unsigned)i);
+		if (e->type != CONF_INT)
 			return bad(e, "ina_racks: rack numbers are integers");
-		int r = config_setting_get_int(e);
+		long long r = e->v.i;
 		if (r < 0 || r >= tr->racks)
-			return bad(e, "ina_racks: rack %d does not exist (racks = %d)", r, tr->racks);
+			return bad(e, "ina_racks: rack %lld does not exist (racks = %d)", r, tr->racks);
 		if (tr->ina[r])
-			return bad(e, "ina_racks: rack %d is listed twice", r);
+			return bad(e, "ina_racks: rack %lld is listed twice", r);
 		tr->ina[r] = true;
 	}
 	return 0;
 }
 
-static int check_jitter(config_setting_t *t, const char *j)
+static int check_jitter(const struct conf_node *t, const char *j)
 {
 	double a, b;
 	char k[16];
@@ -231,17 +232,17 @@ static int check_jitter(config_setting_t *t, const char *j)
 	    (((!strcmp(k, "normal") || !strcmp(k, "exp")) && !j[n]) ||
 	     (!strcmp(k, "hiccup") && sscanf(j + n, ":%lf", &b) == 1 && a <= 1 && b >= 0)))
 		return 0;
-	return bad(config_setting_get_member(t, "jitter"),
+	return bad(conf_member(t, "jitter"),
 		   "jitter = \"%s\": want normal:SD_MS, exp:MEAN_MS or hiccup:PROB:MS", j);
 }
 
-static int check_straggler(config_setting_t *t, const char *s, int world)
+static int check_straggler(const struct conf_node *t, const char *s, int world)
 {
 	for (const char *p = s; *p;) {
 		int r, n;
 		double f;
 		if (sscanf(p, "%d:%lf%n", &r, &f, &n) != 2 || r < 0 || r >= world || f <= 0)
-			return bad(config_setting_get_member(t, "straggler"),
+			return bad(conf_member(t, "straggler"),
 				   "straggler = \"%s\": want RANK:FACTOR[,RANK:FACTOR], ranks 0..%d", s, world - 1);
 		p += n;
 		if (*p == ',')
@@ -256,20 +257,20 @@ static const char *const known_keys[] = { "name", "seed", "racks", "hosts_per_ra
 					   "iterations", "warmup", "pace", "dtype", "ina_wire", "ina_elems", "ina_slots",
 					   "ps_shards", "timeout_ms" };
 
-static int load(config_t *cf, struct trial *tr)
+static int load(const struct conf *cf, struct trial *tr)
 {
-	config_setting_t *t = config_lookup(cf, "trial");
-	if (!t || !config_setting_is_group(t))
-		return bad(t ? t : config_root_setting(cf), "the file needs a group: trial = { ... };");
-	for (int i = 0; i < config_setting_length(t); i++) {
-		config_setting_t *e = config_setting_get_elem(t, (unsigned)i);
+	const struct conf_node *t = conf_member(cf->root, "trial");
+	if (!t || t->type != CONF_GROUP)
+		return bad(t ? t : cf->root, "the file needs a group: trial = { ... };");
+	for (int i = 0; i < (int)t->n; i++) {
+		const struct conf_node *e = conf_elem(t, (unsigned)i);
 		bool ok = false;
 		for (size_t k = 0; k < sizeof(known_keys) / sizeof(*known_keys); k++)
-			ok |= !strcmp(config_setting_name(e), known_keys[k]);
+			ok |= !strcmp(e->name, known_keys[k]);
 		if (!ok)
-			return bad(e, "unknown setting '%s'", config_setting_name(e));
+			return bad(e, "unknown setting '%s'", e->name);
 	}
-	config_setting_t *w;
+	const struct conf_node *w;
 	if (get_str(t, "name", &tr->name, &w) < 0)
 		return -1;
 	if (w && (!*tr->name || strlen(tr->name) > 32 || strpbrk(tr->name, ".:,")))
@@ -278,7 +279,7 @@ static int load(config_t *cf, struct trial *tr)
 	    get_int(t, "hosts_per_rack", 1, MAX_HOSTS, &tr->hosts) < 0)
 		return -1;
 	if (tr->racks * tr->hosts < 2 || tr->racks * tr->hosts > MAX_HOSTS)
-		return bad(config_setting_get_member(t, "hosts_per_rack") ? config_setting_get_member(t, "hosts_per_rack") : t,
+		return bad(conf_member(t, "hosts_per_rack") ? conf_member(t, "hosts_per_rack") : t,
 			   "racks x hosts_per_rack = %d: must be from 2 to %d on this testbed", tr->racks * tr->hosts,
 			   MAX_HOSTS);
 	if (get_ina(t, tr) < 0 || get_rate(t, "host_rate", 1e6, 1e11, &tr->host_rate) < 0 ||
@@ -300,27 +301,27 @@ static int load(config_t *cf, struct trial *tr)
 	/* 0: one shard per host, as many as the library takes */
 	int world = tr->racks * tr->hosts;
 	if (tr->ps_shards > world)
-		return bad(config_setting_get_member(t, "ps_shards"), "ps_shards = %d: at most one per host (%d)",
+		return bad(conf_member(t, "ps_shards"), "ps_shards = %d: at most one per host (%d)",
 			   tr->ps_shards, world);
 	if (tr->ps_shards == 0)
 		tr->ps_shards = world < 16 ? world : 16;
 	if (check_jitter(t, tr->jitter) < 0 || check_straggler(t, tr->straggler, tr->racks * tr->hosts) < 0)
 		return -1;
-	config_setting_t *p = config_setting_get_member(t, "pace");
-	if (p && config_setting_type(p) != CONFIG_TYPE_BOOL)
+	const struct conf_node *p = conf_member(t, "pace");
+	if (p && p->type != CONF_BOOL)
 		return bad(p, "pace must be true or false");
-	tr->pace = p && config_setting_get_bool(p);
-	config_setting_t *d;
+	tr->pace = p && p->v.b;
+	const struct conf_node *d;
 	if (get_str(t, "dtype", &tr->dtype, &d) < 0)
 		return -1;
 	if (strcmp(tr->dtype, "float") && strcmp(tr->dtype, "int32") && strcmp(tr->dtype, "bf16"))
 		return bad(d, "dtype = \"%s\": want \"float\", \"bf16\" or \"int32\"", tr->dtype);
-	config_setting_t *iw;
+	const struct conf_node *iw;
 	if (get_str(t, "ina_wire", &tr->ina_wire, &iw) < 0)
 		return -1;
 	if (strcmp(tr->ina_wire, "fp32") && strcmp(tr->ina_wire, "bfp") && strcmp(tr->ina_wire, "bf16"))
 		return bad(iw, "ina_wire = \"%s\": want \"fp32\", \"bfp\" or \"bf16\"", tr->ina_wire);
-	config_setting_t *pm;
+	const struct conf_node *pm;
 	if (get_str(t, "pmd", &tr->pmd, &pm) < 0)
 		return -1;
 	if (strcmp(tr->pmd, "af_packet") && strcmp(tr->pmd, "af_xdp"))
@@ -329,15 +330,15 @@ static int load(config_t *cf, struct trial *tr)
 	 * fragment is one the switch cannot aggregate.  512 elements (2 KiB
 	 * and headers) fit for every wire format. */
 	if (!strcmp(tr->pmd, "af_xdp")) {
-		config_setting_t *e = config_setting_get_member(t, "ina_elems");
+		const struct conf_node *e = conf_member(t, "ina_elems");
 		if (e && tr->ina_elems > 512)
 			return bad(e, "ina_elems = %d: af_xdp ports carry 3000-byte frames, at most 512 elements",
 				   tr->ina_elems);
 		if (!e)
 			tr->ina_elems = 512;
 	}
-	config_setting_t *o = config_setting_get_member(t, "oversubscription");
-	if (o && config_setting_get_member(t, "uplink_rate"))
+	const struct conf_node *o = conf_member(t, "oversubscription");
+	if (o && conf_member(t, "uplink_rate"))
 		return bad(o, "give uplink_rate or oversubscription, not both");
 	if (o) { /* uplink = what the rack's hosts can send, divided */
 		double hr;
@@ -364,14 +365,10 @@ int main(int argc, char **argv)
 		return argc == 2 ? 0 : 2;
 	}
 	file = argv[1];
-	config_t cf;
-	config_init(&cf);
-	if (!config_read_file(&cf, file)) {
-		if (config_error_type(&cf) == CONFIG_ERR_FILE_IO)
-			fprintf(stderr, "%s: cannot read the trial file\n", file);
-		else
-			fprintf(stderr, "%s:%d: %s\n", file, config_error_line(&cf), config_error_text(&cf));
-		config_destroy(&cf);
+	struct conf cf;
+	char err[512];
+	if (conf_load(file, &cf, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
 		return 2;
 	}
 	struct trial tr = { .name = "trial", .seed = 1, .racks = 2, .hosts = 4, .iterations = 10, .warmup = 2,
@@ -380,7 +377,7 @@ int main(int argc, char **argv)
 			    .ina_slots = 8, .ps_shards = 0,
 			    .algos = "ring hier ps ps-ina agent-ring", .sizes = "1M 4M" };
 	if (load(&cf, &tr) < 0) {
-		config_destroy(&cf);
+		conf_free(&cf);
 		return 2;
 	}
 	char ina[32] = "";
@@ -395,6 +392,6 @@ int main(int argc, char **argv)
 	       tr.uplink_rate ? tr.uplink_rate : tr.host_rate, tr.uplink_buffer, tr.host_buffer, tr.pmd, tr.loss, tr.compute_ms, tr.jitter,
 	       tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype, tr.ina_wire, tr.ina_elems,
 	       tr.ina_slots, tr.ps_shards, tr.timeout_ms);
-	config_destroy(&cf);
+	conf_free(&cf);
 	return 0;
 }

@@ -121,7 +121,7 @@ static const struct bad bads[] = {
 	{ "idle_sleep_max_us = 100;", "idle_sleep_max_us = \"x\";", 3, "must be an integer" },
 	{ "idle_sleep_max_us = 100;", "idel_sleep_max_us = 100;", 3, "unknown setting 'idel_sleep_max_us'" },
 	{ "idle_sleep_max_us = 100;", "idle_sleep_max_us = = 100;", 3, "syntax error" },
-	{ "rate = 2500000000L", "rate = 5000000000", 11, "integer 5000000000 is too large" },
+	{ "rate = 2500000000L", "rate = 0x8000000000000000", 11, "integer 0x8000000000000000 is too large" },
 	{ "delay_us = 20;", "delay_us = 99999999999999999999;", 10, "is too large" },
 	{ "switches = (", "switchez = (", 4, "unknown setting 'switchez'" },
 	{ "name = \"tor0\"; ina", "name = \"tor-0\"; ina", 5, "letters, digits and _" },
@@ -242,6 +242,16 @@ static void test_ctrl(void **state)
 			       " contributors = [\"10.0.0.1:48864\"]; };"),
 			 -1);
 	assert_non_null(strstr(err, "ack"));
+	/* no file access from a datagram: refused before anything reads it,
+	 * with no path in the answer */
+	static const char *const directives[] = { "@include \"/\"", "@INCLUDE \"/etc/passwd\"",
+						   "op = \"stats\"; id = 1;\n @include \"/nonexistent\"",
+						   "op = \"stats\"; @x id = 1;" };
+	for (unsigned i = 0; i < sizeof(directives) / sizeof(directives[0]); i++) {
+		assert_int_equal(PARSE(directives[i]), -1);
+		assert_non_null(strstr(err, "directives"));
+		assert_null(strstr(err, "/"));
+	}
 #undef PARSE
 }
 
