@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum conf_type {
 	CONF_INT = 1, /* 64-bit; an L suffix is accepted and means nothing more */
@@ -76,5 +77,35 @@ static inline bool conf_is_aggregate(const struct conf_node *n)
 {
 	return n->type == CONF_GROUP || n->type == CONF_ARRAY || n->type == CONF_LIST;
 }
+
+/* ---- reading settings with their checks (nic/conf_read.c) ----
+ * Each getter reads setting `name` of group g; an absent optional setting
+ * leaves *v as it is.  Errors: -1 with "SOURCE:LINE: what" in the reader's
+ * err, LINE that of the setting (or of g when it is missing). */
+struct conf_reader {
+	const char *source;
+	char *err;
+	size_t errlen;
+};
+
+__attribute__((format(printf, 3, 4))) int conf_fail(const struct conf_reader *r, const struct conf_node *at,
+						    const char *fmt, ...);
+/* Every setting of g is one of the NULL-terminated names in allowed: a
+ * misspelt key is an error, not a silently ignored line. */
+int conf_only_keys(const struct conf_reader *r, const struct conf_node *g, const char *const *allowed);
+int conf_get_int(const struct conf_reader *r, const struct conf_node *g, const char *name, long long lo,
+		 long long hi, bool required, long long *v);
+int conf_get_u32(const struct conf_reader *r, const struct conf_node *g, const char *name, long long lo,
+		 long long hi, bool required, uint32_t *v);
+int conf_get_str(const struct conf_reader *r, const struct conf_node *g, const char *name, bool required,
+		 const char **v);
+int conf_get_bool(const struct conf_reader *r, const struct conf_node *g, const char *name, bool *v);
+/* An integer or a float in lo..hi. */
+int conf_get_num(const struct conf_reader *r, const struct conf_node *g, const char *name, double lo,
+		 double hi, double *v);
+/* A quantity: an integer, or a string parse() takes ("1G", "64K");
+ * `what` says which in the error ("a rate such as \"10G\""). */
+int conf_get_scaled(const struct conf_reader *r, const struct conf_node *g, const char *name,
+		    int (*parse)(const char *, uint64_t *), const char *what, uint64_t *v);
 
 #endif

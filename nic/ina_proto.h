@@ -13,6 +13,10 @@
 /* UDP destination ports that mark INA traffic (SwitchML's range). */
 #define INA_UDP_PORT_MIN 0xBEE0
 #define INA_UDP_PORT_MAX 0xBEEF
+/* Ports with a fixed role, the defaults of every part (docs/PROTOCOL.md). */
+#define INA_CTRL_PORT (INA_UDP_PORT_MIN - 1) /* 48863: a switch's control channel */
+#define INA_HOST_PORT INA_UDP_PORT_MIN       /* 48864: a host's INA socket */
+#define INA_PS_PORT (INA_UDP_PORT_MIN + 6)   /* 48870: a host's software PS (shard h: + h) or ring member */
 
 /* Largest payload that fits a 9000-byte MTU: 9000 - IPv4(20) - UDP(8) - 24. */
 #define INA_MAX_PAYLOAD (9000 - 20 - 8 - INA_HDR_LEN)

@@ -89,6 +89,11 @@ struct hcl_comm_cfg {
  * struct (ring/hcl.py) checks its copy against it. */
 size_t hcl_comm_cfg_size(void);
 
+/* "ring", "hier", "ps", "ps-ina", "agent-ring"; NULL for an unknown id. */
+const char *hcl_algo_name(enum hcl_algo a);
+/* The id of such a name: 0, or -EINVAL. */
+int hcl_algo_from_name(const char *name, enum hcl_algo *a);
+
 struct hcl_comm;
 
 int hcl_comm_create(const struct hcl_comm_cfg *cfg, struct hcl_comm **out, char *err, size_t errlen);

@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hcl_ina.h" /* the receive buffers */
-#include "hcl_rtt.h"
-#include "hcl_xfer.h" /* hcl_now_ns */
+#include "clock.h"
+#include "hcl_ina_win.h"
 #include "ina_proto.h"
 
 #define RTO_FLOOR_NS 5000000 /* the timer follows the round trip, never below this */
@@ -22,30 +21,24 @@
  * packet must never hang the ring. */
 #define CHAIN_WAIT_NS 100000000
 
-struct outstanding {
-	bool busy, acked, resulted;
-	bool early; /* sent before the chain reached its step: no round-trip sample */
-	size_t slice;
-	int64_t sent_at;
-	uint8_t tries;
-};
+#define GOT_ACK 1
+#define GOT_RESULT 2
 
 struct step_state {
 	struct aring_step st;
 	size_t nslices, done;
-	struct outstanding *out; /* per slot */
-	uint8_t *set;            /* per slot: the set its next slice uses (kept across calls) */
-	struct hcl_rtt rtt;      /* steps differ: a reduce step waits for its downstream, a gather for the chain */
+	struct hcl_inaw win; /* its job's slots; steps differ: a reduce step waits for its downstream, a gather for the chain */
 };
 
 struct hcl_aring {
 	const struct aring_plan *p;
 	unsigned rank, member, index, nsteps;
-	struct hcl_transport *t;
+	struct dgram_transport *t;
 	struct sockaddr_in agg;
 	struct step_state *s;
 	uint32_t epoch;
-	uint8_t *scratch; /* the input, when the call is in place */
+	const uint8_t *src; /* the call's input */
+	uint8_t *scratch;   /* the input, when the call is in place */
 	size_t scratch_bytes;
 	struct hcl_ina_rx rx;
 	uint8_t tx[INA_HDR_LEN + INA_MAX_PAYLOAD];
@@ -60,7 +53,7 @@ void hcl_aring_set_poll(struct hcl_aring *a, void (*fn)(void *ctx), void *ctx)
 	a->poll_ctx = ctx;
 }
 
-struct hcl_aring *hcl_aring_new(const struct aring_plan *p, unsigned rank, struct hcl_transport *t, char *err,
+struct hcl_aring *hcl_aring_new(const struct aring_plan *p, unsigned rank, struct dgram_transport *t, char *err,
 				size_t errlen)
 {
 	struct hcl_aring *a = calloc(1, sizeof(*a));
@@ -76,11 +69,9 @@ struct hcl_aring *hcl_aring_new(const struct aring_plan *p, unsigned rank, struc
 	a->agg = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = g->ip, .sin_port = g->port };
 	if (!(a->s = calloc(a->nsteps, sizeof(*a->s))))
 		goto nomem;
-	for (unsigned k = 0; k < a->nsteps; k++) {
-		if (!(a->s[k].out = calloc(p->slots, sizeof(struct outstanding))) || !(a->s[k].set = calloc(p->slots, 1)))
+	for (unsigned k = 0; k < a->nsteps; k++)
+		if (hcl_inaw_init(&a->s[k].win, p->slots, RTO_FLOOR_NS, 500000000) < 0)
 			goto nomem;
-		hcl_rtt_init(&a->s[k].rtt, RTO_FLOOR_NS, 500000000);
-	}
 	if (hcl_ina_rx_init(&a->rx) < 0)
 		goto nomem;
 	return a;
@@ -94,10 +85,8 @@ void hcl_aring_free(struct hcl_aring *a)
 {
 	if (!a)
 		return;
-	for (unsigned k = 0; a->s && k < a->nsteps; k++) {
-		free(a->s[k].out);
-		free(a->s[k].set);
-	}
+	for (unsigned k = 0; a->s && k < a->nsteps; k++)
+		hcl_inaw_free(&a->s[k].win);
 	free(a->s);
 	free(a->scratch);
 	hcl_ina_rx_free(&a->rx);
@@ -117,23 +106,22 @@ static size_t slice_n(const struct hcl_aring *a, const struct step_state *ss, si
 	return ss->st.hi - lo < a->p->elems ? ss->st.hi - lo : a->p->elems;
 }
 
-static bool send_slice(struct hcl_aring *a, unsigned step, size_t k, const uint8_t *src, bool retx)
+static bool send_slice(struct hcl_aring *a, unsigned step, uint32_t slot, size_t k, bool retx)
 {
 	struct step_state *ss = &a->s[step];
-	uint32_t slot = (uint32_t)(k % a->p->slots);
 	size_t n = slice_n(a, ss, k), lo = slice_lo(a, ss, k);
 	struct ina_hdr h = { .version = INA_VERSION, .type = INA_T_DATA, .dtype = a->p->dtype,
 			     .flags = (uint8_t)((retx ? INA_F_RETX : 0) | (ss->st.join ? INA_F_JOIN : 0)),
 			     .job = (uint16_t)(a->p->job0 + step), .contributor = (uint16_t)a->index,
-			     .slot = slot | (ss->set[slot] ? INA_SLOT_SET_BIT : 0), .epoch = a->epoch,
+			     .slot = slot | (ss->win.s[slot].set ? INA_SLOT_SET_BIT : 0), .epoch = a->epoch,
 			     .seq = (uint32_t)k, .count = (uint16_t)n };
 	ina_hdr_encode(&h, a->tx);
 	size_t len = INA_HDR_LEN, esz = ina_wire_elem_size(a->p->dtype);
 	if (!ss->st.join) {
-		hcl_ina_swap_elems(a->tx + INA_HDR_LEN, src + lo * esz, n, esz);
+		hcl_ina_swap_elems(a->tx + INA_HDR_LEN, a->src + lo * esz, n, esz);
 		len += esz * n;
 	}
-	struct hcl_pkt p = { a->tx, (uint32_t)len, a->agg };
+	struct dgram_pkt p = { a->tx, (uint32_t)len, a->agg };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 
@@ -145,25 +133,13 @@ static bool chain_reached(const struct hcl_aring *a, unsigned step)
 }
 
 /* Slice k always uses slot k % slots. */
-static void start_slice(struct hcl_aring *a, unsigned step, size_t k, const uint8_t *src)
+static void start_slice(struct hcl_aring *a, unsigned step, size_t k)
 {
-	struct step_state *ss = &a->s[step];
-	struct outstanding *o = &ss->out[k % a->p->slots];
-	*o = (struct outstanding){ .busy = true, .slice = k, .sent_at = hcl_now_ns(), .early = !chain_reached(a, step) };
-	if (!send_slice(a, step, k, src, false))
+	uint32_t slot = (uint32_t)(k % a->p->slots);
+	struct hcl_inaw_slot *o = hcl_inaw_start(&a->s[step].win, slot, k, clock_now_ns(), !chain_reached(a, step));
+	if (!send_slice(a, step, slot, k, false))
 		o->sent_at = 0; /* socket full: the timer sends it */
 	a->st.sent++;
-}
-
-static int64_t slice_rto(const struct hcl_rtt *r, uint8_t tries, bool waits_for_chain)
-{
-	int64_t rto = hcl_rtt_rto(r, tries);
-	if (waits_for_chain) {
-		int64_t w = (int64_t)CHAIN_WAIT_NS << (tries < 4 ? tries : 4);
-		if (rto < w)
-			rto = w;
-	}
-	return rto;
 }
 
 static void describe_member(const struct aring_plan *p, unsigned k, char *b, size_t n)
@@ -176,28 +152,118 @@ static void describe_member(const struct aring_plan *p, unsigned k, char *b, siz
 		snprintf(b, n, "member %u (rank %u at %s)", k, p->worker_rank[p->mem[k].first], ip);
 }
 
+/* The error of a call that ran out of time: the member this worker
+ * waits for (its downstream for an ACK, its upstream for a result). */
+static int timed_out(const struct hcl_aring *a, size_t left, char *err, size_t errlen)
+{
+	unsigned m = a->p->m, who = a->member;
+	const char *what = "";
+	for (unsigned k = 0; k < a->nsteps && !*what; k++) {
+		const struct step_state *ss = &a->s[k];
+		for (uint32_t i = 0; i < a->p->slots && !*what; i++) {
+			const struct hcl_inaw_slot *o = &ss->win.s[i];
+			if (!o->busy)
+				continue;
+			bool ack = ss->st.need_ack && !(o->got & GOT_ACK);
+			who = (a->member + (ack ? 1 : m - 1)) % m;
+			what = ack ? "an acknowledgement" : "a result";
+		}
+	}
+	char mb[128];
+	describe_member(a->p, who, mb, sizeof(mb));
+	snprintf(err, errlen, "agent-ring: %zu slices left; waiting for %s from %s", left, what, mb);
+	return -ETIMEDOUT;
+}
+
+void hcl_aring_dump(const struct hcl_aring *a, FILE *f)
+{
+	for (unsigned k = 0; k < a->nsteps; k++)
+		for (uint32_t i = 0; i < a->p->slots; i++) {
+			const struct hcl_inaw_slot *o = &a->s[k].win.s[i];
+			if (o->busy)
+				fprintf(f, "  step %u slot %u set %u slice %zu/%zu got %u tries %u epoch %u\n", k, i, o->set,
+					o->slice, a->s[k].nslices, o->got, o->tries, a->epoch);
+		}
+}
+
+struct resend_ctx {
+	struct hcl_aring *a;
+	unsigned step;
+};
+
+static bool resend_one(void *ctx, uint32_t slot)
+{
+	struct resend_ctx *r = ctx;
+	return send_slice(r->a, r->step, slot, r->a->s[r->step].win.s[slot].slice, true);
+}
+
+/* A RESULT or ACK from the member's aggregator: returns 1 when it finished
+ * a slice here, 0 otherwise (counted stale when it fits nothing). */
+static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
+{
+	struct ina_pkt p;
+	if (in->peer.sin_addr.s_addr != a->agg.sin_addr.s_addr || in->peer.sin_port != a->agg.sin_port ||
+	    ina_parse(in->buf, in->len, &p) != INA_OK || (p.hdr.type != INA_T_RESULT && p.hdr.type != INA_T_ACK) ||
+	    p.hdr.dtype != a->p->dtype || p.hdr.job < a->p->job0 || p.hdr.job >= a->p->job0 + a->nsteps) {
+		a->st.stale++;
+		return 0;
+	}
+	unsigned k = p.hdr.job - a->p->job0;
+	struct step_state *ss = &a->s[k];
+	struct hcl_inaw_slot *o = hcl_inaw_match(&ss->win, &p.hdr, a->epoch);
+	uint8_t what = p.hdr.type == INA_T_ACK ? GOT_ACK : GOT_RESULT;
+	bool wanted = what == GOT_ACK ? ss->st.need_ack : ss->st.need_result;
+	if (!o || p.hdr.count != slice_n(a, ss, o->slice) || !wanted || (o->got & what)) {
+		a->st.stale++; /* a duplicate, or for a slice already done */
+		return 0;
+	}
+	o->got |= what;
+	if (what == GOT_ACK) {
+		a->st.acks++;
+	} else {
+		size_t esz = ina_wire_elem_size(a->p->dtype);
+		hcl_ina_swap_elems(dst + slice_lo(a, ss, o->slice) * esz, p.payload, p.hdr.count, esz);
+		a->st.results++;
+	}
+	if ((ss->st.need_ack && !(o->got & GOT_ACK)) || (ss->st.need_result && !(o->got & GOT_RESULT)))
+		return 0;
+	/* this slice is finished here: the slot's next slice uses the other set */
+	hcl_inaw_done(&ss->win, o, clock_now_ns());
+	ss->done++;
+	if (o->slice + a->p->slots < ss->nslices)
+		start_slice(a, k, o->slice + a->p->slots);
+	return 1;
+}
+
+/* The input of a call: src, or a copy of it when the call is in place
+ * (contributions must not see results).  NULL when out of memory. */
+static const uint8_t *input(struct hcl_aring *a, const uint8_t *src, const uint8_t *dst, size_t bytes)
+{
+	if (src != dst || !bytes)
+		return src;
+	if (a->scratch_bytes < bytes) {
+		uint8_t *b = realloc(a->scratch, bytes);
+		if (!b)
+			return NULL;
+		a->scratch = b;
+		a->scratch_bytes = bytes;
+	}
+	memcpy(a->scratch, src, bytes);
+	return a->scratch;
+}
+
 int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_t count, int64_t deadline_ns,
 			char *err, size_t errlen)
 {
-	const uint8_t *src = vsrc;
 	uint8_t *dst = vdst;
 	size_t esz = ina_wire_elem_size(a->p->dtype);
-	if (count && (!src || !dst)) {
+	if (count && (!vsrc || !dst)) {
 		snprintf(err, errlen, "agent-ring: no buffers");
 		return -EINVAL;
 	}
-	if (src == dst && count) { /* contributions must not see results */
-		if (a->scratch_bytes < count * esz) {
-			uint8_t *b = realloc(a->scratch, count * esz);
-			if (!b) {
-				snprintf(err, errlen, "agent-ring: out of memory");
-				return -ENOMEM;
-			}
-			a->scratch = b;
-			a->scratch_bytes = count * esz;
-		}
-		memcpy(a->scratch, src, count * esz);
-		src = a->scratch;
+	if (!(a->src = input(a, vsrc, dst, count * esz))) {
+		snprintf(err, errlen, "agent-ring: out of memory");
+		return -ENOMEM;
 	}
 	a->epoch++;
 	size_t left = 0;
@@ -206,124 +272,30 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 		aring_step_of(a->p, a->member, k, count, &ss->st);
 		ss->nslices = (ss->st.hi - ss->st.lo + a->p->elems - 1) / a->p->elems;
 		ss->done = 0;
-		for (uint32_t i = 0; i < a->p->slots; i++)
-			ss->out[i].busy = false;
+		hcl_inaw_reset(&ss->win);
 		left += ss->nslices;
 		for (size_t j = 0; j < ss->nslices && j < a->p->slots; j++)
-			start_slice(a, k, j, src);
+			start_slice(a, k, j);
 	}
 	while (left) {
 		if (a->poll)
 			a->poll(a->poll_ctx);
-		int64_t now = hcl_now_ns(), wake = now + 1000000;
-		if (now >= deadline_ns) {
-			/* name the member this worker waits for: its downstream
-			 * for an ACK, its upstream for a result */
-			unsigned m = a->p->m, who = a->member;
-			const char *what = "";
-			for (unsigned k = 0; k < a->nsteps && !*what; k++) {
-				struct step_state *ss = &a->s[k];
-				for (uint32_t i = 0; i < a->p->slots && !*what; i++) {
-					struct outstanding *o = &ss->out[i];
-					if (!o->busy)
-						continue;
-					if (ss->st.need_ack && !o->acked) {
-						who = (a->member + 1) % m;
-						what = "an acknowledgement";
-					} else {
-						who = (a->member + m - 1) % m;
-						what = "a result";
-					}
-				}
-			}
-			char mb[128];
-			describe_member(a->p, who, mb, sizeof(mb));
-			snprintf(err, errlen, "agent-ring: %zu slices left; waiting for %s from %s", left, what, mb);
-			if (getenv("HCL_DEBUG"))
-				for (unsigned k = 0; k < a->nsteps; k++)
-					for (uint32_t i = 0; i < a->p->slots; i++)
-						if (a->s[k].out[i].busy)
-							fprintf(stderr, "  step %u slot %u set %u slice %zu/%zu acked %d result %d tries %u epoch %u\n", k, i,
-								a->s[k].set[i], a->s[k].out[i].slice, a->s[k].nslices, a->s[k].out[i].acked,
-								a->s[k].out[i].resulted, a->s[k].out[i].tries, a->epoch);
-			return -ETIMEDOUT;
+		int64_t now = clock_now_ns(), wake = now + 1000000;
+		if (now >= deadline_ns)
+			return timed_out(a, left, err, errlen);
+		for (unsigned k = 0; k < a->nsteps; k++) {
+			struct resend_ctx r = { a, k };
+			hcl_inaw_resend(&a->s[k].win, now, chain_reached(a, k) ? 0 : CHAIN_WAIT_NS, resend_one, &r, &wake,
+					&a->st.resent);
 		}
-		for (unsigned k = 0; k < a->nsteps; k++) { /* resends */
-			struct step_state *ss = &a->s[k];
-			for (uint32_t i = 0; i < a->p->slots; i++) {
-				struct outstanding *o = &ss->out[i];
-				if (!o->busy)
-					continue;
-				const bool waits = !chain_reached(a, k);
-				int64_t rto = slice_rto(&ss->rtt, o->tries, waits);
-				if (o->sent_at + rto <= now) {
-					if (!send_slice(a, k, o->slice, src, true))
-						break;
-					if (!waits)
-						hcl_rtt_expired(&ss->rtt, o->sent_at, now);
-					o->sent_at = now;
-					if (o->tries < 255)
-						o->tries++;
-					a->st.resent++;
-					rto = slice_rto(&ss->rtt, o->tries, waits);
-				}
-				if (o->sent_at + rto < wake)
-					wake = o->sent_at + rto;
-			}
-		}
-		struct hcl_pkt in[HCL_INA_BATCH];
+		struct dgram_pkt in[HCL_INA_BATCH];
 		int n = hcl_ina_rx_batch(&a->rx, a->t, in, now, wake, deadline_ns);
 		if (n < 0) {
 			snprintf(err, errlen, "agent-ring: receive: %s", strerror(-n));
 			return n;
 		}
-		for (int i = 0; i < n; i++) {
-			struct ina_pkt p;
-			if (in[i].peer.sin_addr.s_addr != a->agg.sin_addr.s_addr || in[i].peer.sin_port != a->agg.sin_port ||
-			    ina_parse(in[i].buf, in[i].len, &p) != INA_OK ||
-			    (p.hdr.type != INA_T_RESULT && p.hdr.type != INA_T_ACK) || p.hdr.dtype != a->p->dtype ||
-			    p.hdr.job < a->p->job0 || p.hdr.job >= a->p->job0 + a->nsteps) {
-				a->st.stale++;
-				continue;
-			}
-			unsigned k = p.hdr.job - a->p->job0;
-			struct step_state *ss = &a->s[k];
-			uint32_t sl = ina_slot_index(p.hdr.slot);
-			struct outstanding *o = sl < a->p->slots ? &ss->out[sl] : NULL;
-			if (!o || !o->busy || p.hdr.epoch != a->epoch || p.hdr.seq != o->slice ||
-			    ina_slot_set(p.hdr.slot) != ss->set[sl] || p.hdr.count != slice_n(a, ss, o->slice)) {
-				a->st.stale++; /* a duplicate, or for a slice already done */
-				continue;
-			}
-			if (p.hdr.type == INA_T_ACK) {
-				if (!ss->st.need_ack || o->acked) {
-					a->st.stale++;
-					continue;
-				}
-				o->acked = true;
-				a->st.acks++;
-			} else {
-				if (!ss->st.need_result || o->resulted) {
-					a->st.stale++;
-					continue;
-				}
-				size_t lo = slice_lo(a, ss, o->slice);
-				hcl_ina_swap_elems(dst + lo * esz, p.payload, p.hdr.count, esz);
-				o->resulted = true;
-				a->st.results++;
-			}
-			if ((ss->st.need_ack && !o->acked) || (ss->st.need_result && !o->resulted))
-				continue;
-			if (o->tries == 0 && o->sent_at && !o->early)
-				hcl_rtt_sample(&ss->rtt, hcl_now_ns() - o->sent_at);
-			/* this slice is finished here: the slot's next slice uses the other set */
-			ss->set[sl] ^= 1;
-			o->busy = false;
-			ss->done++;
-			left--;
-			if (o->slice + a->p->slots < ss->nslices)
-				start_slice(a, k, o->slice + a->p->slots, src);
-		}
+		for (int i = 0; i < n; i++)
+			left -= (size_t)take(a, &in[i], dst);
 	}
 	return 0;
 }

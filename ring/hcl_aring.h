@@ -11,15 +11,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hcl.h"
-#include "hcl_transport.h"
-#include "ring_plan.h"
+#include "dgram.h"
+#include "aring_plan.h"
 
 struct hcl_aring;
 
 /* plan: borrowed, must outlive the worker; rank: this worker. */
-struct hcl_aring *hcl_aring_new(const struct aring_plan *plan, unsigned rank, struct hcl_transport *t, char *err,
+struct hcl_aring *hcl_aring_new(const struct aring_plan *plan, unsigned rank, struct dgram_transport *t, char *err,
 				size_t errlen);
 void hcl_aring_free(struct hcl_aring *a);
 /* fn(ctx) on every turn of the wait loop (see struct hcl_ina_cfg.poll). */
@@ -30,6 +31,9 @@ void hcl_aring_set_poll(struct hcl_aring *a, void (*fn)(void *ctx), void *ctx);
  * the worker was waiting for. */
 int hcl_aring_allreduce(struct hcl_aring *a, const void *src, void *dst, size_t count, int64_t deadline_ns,
 			char *err, size_t errlen);
+
+/* What is still in flight (for HCL_DEBUG after a failed call). */
+void hcl_aring_dump(const struct hcl_aring *a, FILE *f);
 
 struct hcl_aring_stats {
 	uint64_t sent, resent, results, acks, stale;

@@ -12,27 +12,9 @@
 
 #define XMAX (HCL_CHAN_MAX - 1)
 
-int hcl_chan_init(struct hcl_chan *ch, enum hcl_algo algo, int channels, int rank, int world, char *err,
-		  size_t errlen)
+int hcl_chan_init(struct hcl_chan *ch, unsigned n, int rank, int world, char *err, size_t errlen)
 {
-	*ch = (struct hcl_chan){ .n = 1, .rank = rank, .world = world };
-	if (algo != HCL_ALGO_RING)
-		return 0;
-	long v = channels ? channels : 1;
-	const char *s = getenv("HCL_RING_CHANNELS");
-	if (!channels && s && *s) {
-		char *end;
-		v = strtol(s, &end, 10);
-		if (*end || v < 1 || v > HCL_CHAN_MAX) {
-			snprintf(err, errlen, "HCL_RING_CHANNELS=%s: want 1 to %d", s, HCL_CHAN_MAX);
-			return -EINVAL;
-		}
-	}
-	if (v < 1 || v > HCL_CHAN_MAX) {
-		snprintf(err, errlen, "ring channels %ld: want 1 to %d", v, HCL_CHAN_MAX);
-		return -EINVAL;
-	}
-	ch->n = (unsigned)v;
+	*ch = (struct hcl_chan){ .n = n ? n : 1, .rank = rank, .world = world };
 	if (ch->n > 1 && !(ch->ports = calloc((size_t)world * XMAX, sizeof(*ch->ports)))) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -40,17 +22,17 @@ int hcl_chan_init(struct hcl_chan *ch, enum hcl_algo algo, int channels, int ran
 	return 0;
 }
 
-int hcl_chan_open(struct hcl_chan *ch, const struct sockaddr_in *me, const struct hcl_udp_opts *opts, char *err,
+int hcl_chan_open(struct hcl_chan *ch, const struct sockaddr_in *me, const struct dgram_udp_opts *opts, char *err,
 		  size_t errlen)
 {
 	struct sockaddr_in a = *me;
 	a.sin_port = 0;
 	for (unsigned k = 0; k + 1 < ch->n; k++) {
-		int rc = hcl_udp_open(&ch->t[k], &a, opts, err, errlen);
+		int rc = dgram_udp_open(&ch->t[k], &a, opts, err, errlen);
 		if (rc < 0)
 			return rc;
 		struct sockaddr_in b;
-		hcl_udp_local(&ch->t[k], &b);
+		dgram_udp_local(&ch->t[k], &b);
 		ch->ports[(size_t)ch->rank * XMAX + k] = ntohs(b.sin_port);
 	}
 	return 0;
@@ -62,6 +44,16 @@ void hcl_chan_text(const struct hcl_chan *ch, int i, char *b, size_t n)
 	snprintf(b, n, "-");
 	for (unsigned k = 0; k + 1 < ch->n && len < n; k++)
 		len += (size_t)snprintf(b + len, n - len, "%s%u", k ? "," : "", ch->ports[(size_t)i * XMAX + k]);
+}
+
+int hcl_chan_count(const char *s)
+{
+	if (!strcmp(s, "-"))
+		return 1;
+	int n = 2;
+	for (; *s; s++)
+		n += *s == ',';
+	return n;
 }
 
 int hcl_chan_parse(struct hcl_chan *ch, int i, const char *s)
@@ -167,9 +159,9 @@ void hcl_chan_close(struct hcl_chan *ch)
 {
 	for (unsigned k = 0; k + 1 < ch->n; k++) {
 		if (ch->x[k]) /* our last ACKs may be lost: answer re-sends before leaving */
-			hcl_xfer_linger_final(ch->x[k], hcl_now_ns() + 2000000000);
+			hcl_xfer_linger_final(ch->x[k], clock_now_ns() + 2000000000);
 		hcl_xfer_free(ch->x[k]);
-		hcl_transport_close(&ch->t[k]);
+		dgram_close(&ch->t[k]);
 		free(ch->peers[k]);
 	}
 	free(ch->ports);

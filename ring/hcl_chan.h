@@ -14,9 +14,10 @@
 #include <stdint.h>
 
 #include "hcl.h"
-#include "hcl_transport.h"
+#include "hcl_env.h"
+#include "dgram.h"
 
-#define HCL_CHAN_MAX 4
+#define HCL_CHAN_MAX HCL_RING_MAX_CHANNELS
 /* A channel gets at least this much of a call: below it the thread and the
  * extra exchanges cost more than the overlap gains (BENCHMARKS.md). */
 #define HCL_CHAN_MIN_BYTES (1u << 20)
@@ -27,24 +28,24 @@ struct hcl_xfer_cfg;
 struct hcl_chan {
 	unsigned n; /* channels, 1..HCL_CHAN_MAX; 1: none beside the comm's own */
 	int world, rank;
-	struct hcl_transport t[HCL_CHAN_MAX - 1];
+	struct dgram_transport t[HCL_CHAN_MAX - 1];
 	struct hcl_xfer *x[HCL_CHAN_MAX - 1];
 	struct sockaddr_in *peers[HCL_CHAN_MAX - 1]; /* per rank, the channel's address */
 	uint16_t *ports; /* [rank * (HCL_CHAN_MAX - 1) + k]: channel k+1's port, host order */
 	uint32_t epoch;
 };
 
-/* n for the ring: `channels` if not 0, else HCL_RING_CHANNELS, else 1;
- * for other algorithms 1.  0, or -EINVAL / -ENOMEM with the reason in err. */
-int hcl_chan_init(struct hcl_chan *ch, enum hcl_algo algo, int channels, int rank, int world, char *err,
-		  size_t errlen);
+/* n channels (1..HCL_CHAN_MAX).  0, or -ENOMEM with the reason in err. */
+int hcl_chan_init(struct hcl_chan *ch, unsigned n, int rank, int world, char *err, size_t errlen);
 /* Binds channels 1..n-1 on me's address (kernel-chosen ports, opts' avoided
  * ones excepted) and notes their ports as this rank's. */
-int hcl_chan_open(struct hcl_chan *ch, const struct sockaddr_in *me, const struct hcl_udp_opts *opts, char *err,
+int hcl_chan_open(struct hcl_chan *ch, const struct sockaddr_in *me, const struct dgram_udp_opts *opts, char *err,
 		  size_t errlen);
-/* Rank i's ports for the rendezvous line: "-" or "p1,p2,...". */
+/* Rank i's ports for the rendezvous: "-" or "p1,p2,...". */
 void hcl_chan_text(const struct hcl_chan *ch, int i, char *b, size_t n);
-/* Parses rank i's field; -1 unless it names exactly this rank's n-1 ports. */
+/* The number of channels a rendezvous field names (1 for "-"), or -1. */
+int hcl_chan_count(const char *s);
+/* Parses rank i's field; -1 unless it names exactly n-1 ports. */
 int hcl_chan_parse(struct hcl_chan *ch, int i, const char *s);
 /* After the rendezvous: peers[i] is rank i's data address; one transfer per
  * channel, configured as the comm's (xc). */

@@ -3,8 +3,8 @@
  *
  *   master_port = 29500;                 # optional, 29500
  *   ranks = (                            # rank i is entry i; rank 0 is the master
- *     { addr = "10.0.0.1"; rack = 0; ina_switch = "10.0.0.254:48864"; },
- *     { addr = "10.0.0.2"; rack = 0; ina_switch = "10.0.0.254:48864"; },
+ *     { addr = "10.0.0.1"; rack = 0; ina_switch = "10.0.0.254"; },  # [:port], 48864
+ *     { addr = "10.0.0.2"; rack = 0; ina_switch = "10.0.0.254"; },
  *     { addr = "10.0.1.1"; rack = 1; }   # rack 1 has no INA switch
  *   );
  *

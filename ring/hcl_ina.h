@@ -18,22 +18,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hcl_ring.h"
-#include "hcl_transport.h"
+#include "dgram.h"
+#include "hcl.h"
+#include "hcl_env.h" /* HCL_INA_MAX_SHARDS */
+#include "hcl_ina_win.h"
 
-/* Receive buffers of the INA clients (this one and ring/hcl_aring.c). */
-#define HCL_INA_BATCH 64
-struct hcl_ina_rx {
-	uint8_t *buf[HCL_INA_BATCH];
-};
-int hcl_ina_rx_init(struct hcl_ina_rx *r); /* 0 or -ENOMEM (then free it) */
-void hcl_ina_rx_free(struct hcl_ina_rx *r);
-/* One batch of datagrams into in[], waiting until `wake` at the latest (never
- * past deadline_ns): how many arrived, or -errno from the transport. */
-int hcl_ina_rx_batch(struct hcl_ina_rx *r, struct hcl_transport *t, struct hcl_pkt in[HCL_INA_BATCH], int64_t now,
-		     int64_t wake, int64_t deadline_ns);
-
-#define HCL_INA_MAX_SHARDS 16
 
 struct hcl_ina_cfg {
 	unsigned shards;       /* 0 or 1: one aggregator; at most HCL_INA_MAX_SHARDS */
@@ -51,11 +40,7 @@ struct hcl_ina_cfg {
 
 struct hcl_ina;
 
-/* n elements of esz bytes (4, or 2 for bf16) between host order and the
- * wire's big-endian; its own inverse, so one function serves both ways. */
-void hcl_ina_swap_elems(void *dst, const void *src, size_t n, size_t esz);
-
-struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct hcl_transport *t, char *err, size_t errlen);
+struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transport *t, char *err, size_t errlen);
 void hcl_ina_free(struct hcl_ina *a);
 
 /* In place over buf (count int32 or fp32 elements); 0 or a negative errno

@@ -13,98 +13,18 @@
  * and, with the timing layer on (-P or --trace), the layer's summary. */
 #include <errno.h>
 #include <getopt.h>
-#include <time.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "clock.h"
 #include "hcl.h"
+#include "hcl_noise.h"
 #include "hcl_sync.h" /* hcl_sync_stats */
-#include "hcl_xfer.h" /* hcl_now_ns */
-
-static int parse_size(const char *s, size_t *v)
-{
-	char *end;
-	double x = strtod(s, &end);
-	double m = 1;
-	switch (*end) {
-	case 'K': case 'k': m = 1 << 10; end++; break;
-	case 'M': case 'm': m = 1 << 20; end++; break;
-	case 'G': case 'g': m = 1 << 30; end++; break;
-	}
-	if (end == s || *end || x < 0 || x * m > 1e12)
-		return -1;
-	*v = (size_t)(x * m);
-	return 0;
-}
-
-/* The injected compute noise (deterministic per seed and rank). */
-struct noise {
-	double compute_ms;      /* base compute time per iteration */
-	char kind;              /* 0 none, 'n' normal(sd), 'e' exponential(mean), 'h' hiccup(p, ms) */
-	double a, b;
-	double slow;            /* this rank's compute factor (--straggler) */
-	uint64_t rng;
-};
-
-static double uniform(struct noise *z)
-{
-	/* splitmix64: tiny, seedable, identical on every host */
-	uint64_t v = (z->rng += 0x9e3779b97f4a7c15ull);
-	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
-	v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
-	v ^= v >> 31;
-	return ((double)(v >> 11) + 0.5) / 9007199254740992.0;
-}
-
-static double compute_ms(struct noise *z)
-{
-	double ms = z->compute_ms * z->slow;
-	switch (z->kind) {
-	case 'n': ms += z->a * sqrt(-2 * log(uniform(z))) * cos(2 * M_PI * uniform(z)); break;
-	case 'e': ms += -z->a * log(uniform(z)); break;
-	case 'h': ms += uniform(z) < z->a ? z->b : 0; break;
-	}
-	return ms > 0 ? ms : 0;
-}
-
-static int parse_jitter(const char *s, struct noise *z)
-{
-	char k[16];
-	int n;
-	if (sscanf(s, "%15[a-z]:%lf%n", k, &z->a, &n) != 2 || z->a < 0)
-		return -1;
-	if (!strcmp(k, "normal") && !s[n])
-		z->kind = 'n';
-	else if (!strcmp(k, "exp") && !s[n])
-		z->kind = 'e';
-	else if (!strcmp(k, "hiccup") && sscanf(s + n, ":%lf", &z->b) == 1 && z->a <= 1 && z->b >= 0)
-		z->kind = 'h';
-	else
-		return -1;
-	return 0;
-}
-
-/* "R:F[,R:F...]": rank R computes F times as long; sets this rank's factor */
-static int parse_straggler(const char *s, int rank, double *slow)
-{
-	for (const char *p = s; *p;) {
-		int r, n;
-		double f;
-		if (sscanf(p, "%d:%lf%n", &r, &f, &n) != 2 || r < 0 || f <= 0)
-			return -1;
-		if (r == rank)
-			*slow = f;
-		p += n;
-		if (*p == ',')
-			p++;
-		else if (*p)
-			return -1;
-	}
-	return 0;
-}
+#include "parse.h"
 
 static void sleep_ms(double ms)
 {
@@ -134,235 +54,235 @@ static void usage(FILE *f)
 		   "  --seed N           seed of the noise (default 1; rank is mixed in)\n");
 }
 
-int main(int argc, char **argv)
+struct perf {
+	uint64_t minb, maxb;
+	double factor;
+	long long iters, warmup, check;
+	enum hcl_dtype dt;
+	enum hcl_op op;
+	struct hcl_comm_cfg cfg;
+	struct hcl_noise z;
+	const char *straggler;
+	unsigned long long seed;
+	bool iterate; /* a timed call is an iteration: compute, then the call */
+	int rank, n;
+};
+
+/* One option into p: 0, or -1 when its value is not one. */
+static int option(struct perf *p, int o, const char *v)
 {
-	size_t minb = 1 << 20, maxb = 64 << 20;
-	double factor = 2;
-	int iters = 20, warmup = 5, check = 1, o;
-	enum hcl_dtype dt = HCL_FP32;
-	enum hcl_op op = HCL_SUM;
-	struct hcl_comm_cfg cfg = HCL_COMM_CFG_ENV;
-	struct noise z = { .slow = 1 };
-	const char *straggler = NULL;
-	unsigned long long seed = 1;
-	bool iterate = false;
+	long long x;
 	enum { O_TRACE = 256, O_COMPUTE, O_JITTER, O_STRAGGLER, O_SEED };
+	switch (o) {
+	case 'P': p->cfg.pace = 1; return 0;
+	case O_TRACE: p->cfg.trace_dir = v; return 0;
+	case O_COMPUTE: p->iterate = true; return parse_double(v, 0, 1e6, &p->z.compute_ms);
+	case O_JITTER: p->iterate = true; return hcl_noise_parse_jitter(v, &p->z);
+	case O_STRAGGLER: p->iterate = true; p->straggler = v; return 0;
+	case O_SEED: return parse_int(v, 0, INT64_MAX, &x) < 0 ? -1 : (p->seed = (unsigned long long)x, 0);
+	case 'b': return parse_size(v, &p->minb);
+	case 'e': return parse_size(v, &p->maxb);
+	case 'f': return parse_double(v, 1.0001, 1e6, &p->factor);
+	case 'n': return parse_int(v, 1, 1 << 30, &p->iters);
+	case 'w': return parse_int(v, 0, 1 << 30, &p->warmup);
+	case 'c': return parse_int(v, 0, 1, &p->check);
+	case 't': return parse_int(v, 0, 86400000, &x) < 0 ? -1 : (p->cfg.timeout_ms = x, 0);
+	case 'd':
+		p->dt = !strcmp(v, "int32") ? HCL_INT32 : !strcmp(v, "float") || !strcmp(v, "fp32") ? HCL_FP32
+			: !strcmp(v, "bf16") ? HCL_BF16 : 0;
+		return p->dt ? 0 : -1;
+	case 'o':
+		p->op = !strcmp(v, "sum") ? HCL_SUM : !strcmp(v, "avg") ? HCL_AVG : 0;
+		return p->op ? 0 : -1;
+	case 'a': return hcl_algo_from_name(v, &p->cfg.algo);
+	default: return -1;
+	}
+}
+
+/* 0, 1 after --help, -1 on a bad command line. */
+static int parse_args(int argc, char **argv, struct perf *p)
+{
 	static const struct option longopts[] = {
-		{ "pace", no_argument, NULL, 'P' },	       { "trace", required_argument, NULL, O_TRACE },
-		{ "compute", required_argument, NULL, O_COMPUTE }, { "jitter", required_argument, NULL, O_JITTER },
-		{ "straggler", required_argument, NULL, O_STRAGGLER }, { "seed", required_argument, NULL, O_SEED },
-		{ "help", no_argument, NULL, 'h' },	       { 0 }
+		{ "pace", no_argument, NULL, 'P' },		 { "trace", required_argument, NULL, 256 },
+		{ "compute", required_argument, NULL, 257 },	 { "jitter", required_argument, NULL, 258 },
+		{ "straggler", required_argument, NULL, 259 }, { "seed", required_argument, NULL, 260 },
+		{ "help", no_argument, NULL, 'h' },		 { 0 }
 	};
+	int o;
 	while ((o = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:a:t:Ph", longopts, NULL)) != -1) {
-		switch (o) {
-		case 'P': cfg.pace = 1; break;
-		case O_TRACE: cfg.trace_dir = optarg; break;
-		case O_COMPUTE: {
-			char *end;
-			z.compute_ms = strtod(optarg, &end);
-			iterate = true;
-			if (end == optarg || *end || z.compute_ms < 0)
-				goto bad;
-			break;
+		if (o == 'h') {
+			usage(stdout);
+			return 1;
 		}
-		case O_JITTER:
-			if (parse_jitter(optarg, &z))
-				goto bad;
-			iterate = true;
-			break;
-		case O_STRAGGLER: straggler = optarg; iterate = true; break;
-		case O_SEED: {
-			char *end;
-			seed = strtoull(optarg, &end, 10);
-			if (end == optarg || *end)
-				goto bad;
-			break;
-		}
-		case 'b': if (parse_size(optarg, &minb)) goto bad; break;
-		case 'e': if (parse_size(optarg, &maxb)) goto bad; break;
-		case 'f': factor = atof(optarg); break;
-		case 'n': iters = atoi(optarg); break;
-		case 'w': warmup = atoi(optarg); break;
-		case 'c': check = atoi(optarg); break;
-		case 't': cfg.timeout_ms = atoll(optarg); break;
-		case 'd':
-			if (!strcmp(optarg, "int32"))
-				dt = HCL_INT32;
-			else if (!strcmp(optarg, "float") || !strcmp(optarg, "fp32"))
-				dt = HCL_FP32;
-			else if (!strcmp(optarg, "bf16"))
-				dt = HCL_BF16;
-			else
-				goto bad;
-			break;
-		case 'o':
-			if (!strcmp(optarg, "sum"))
-				op = HCL_SUM;
-			else if (!strcmp(optarg, "avg"))
-				op = HCL_AVG;
-			else
-				goto bad;
-			break;
-		case 'a':
-			if (!strcmp(optarg, "ring"))
-				cfg.algo = HCL_ALGO_RING;
-			else if (!strcmp(optarg, "ps-ina"))
-				cfg.algo = HCL_ALGO_PS_INA;
-			else if (!strcmp(optarg, "ps"))
-				cfg.algo = HCL_ALGO_PS;
-			else if (!strcmp(optarg, "hier"))
-				cfg.algo = HCL_ALGO_HIER;
-			else if (!strcmp(optarg, "agent-ring"))
-				cfg.algo = HCL_ALGO_AGENT_RING;
-			else
-				goto bad;
-			break;
-		case 'h': usage(stdout); return 0;
-		default: goto bad;
+		if (option(p, o, optarg) < 0) {
+			if (o != '?')
+				fprintf(stderr, "ina-allreduce-perf: bad value '%s'\n", optarg);
+			return -1;
 		}
 	}
 	double no_rank;
-	if (factor <= 1 || iters < 1 || warmup < 0 || minb < 4 || maxb < minb || optind < argc ||
-	    (straggler && parse_straggler(straggler, -1, &no_rank))) /* its syntax, before any rendezvous */
-		goto bad;
+	return p->minb < 4 || p->maxb < p->minb || p->maxb > 1ull << 40 || optind < argc ||
+			       (p->straggler && hcl_noise_parse_stragglers(p->straggler, -1, 0, &no_rank)) /* before any rendezvous */
+		       ? -1
+		       : 0;
+}
 
-	char err[320];
-	struct hcl_comm *c;
-	if (hcl_comm_create(&cfg, &c, err, sizeof(err)) < 0) {
-		fprintf(stderr, "ina-allreduce-perf: %s\n", err);
-		return 1;
+/* Rank r contributes r+1 (+ i % 7 for int32): the sums are exact.  Returns
+ * the wrong elements summed over every rank, or a negative errno. */
+static int check_call(struct perf *p, struct hcl_comm *c, uint32_t *buf, size_t count, int32_t *wrong)
+{
+	const int n = p->n;
+	uint16_t *half = (uint16_t *)buf;
+	float mine = (float)(p->rank + 1);
+	uint32_t u;
+	memcpy(&u, &mine, 4);
+	for (size_t i = 0; i < count; i++) {
+		if (p->dt == HCL_BF16) /* small integers: exact in bf16 */
+			half[i] = (uint16_t)(u >> 16);
+		else
+			buf[i] = p->dt == HCL_FP32 ? u : (uint32_t)(p->rank + 1 + (int)(i % 7));
 	}
-	int rank = hcl_comm_rank(c), n = hcl_comm_world(c);
-	if (straggler && parse_straggler(straggler, rank, &z.slow)) {
-		fprintf(stderr, "ina-allreduce-perf: --straggler wants RANK:FACTOR[,RANK:FACTOR...], not '%s'\n",
-			straggler);
-		hcl_comm_destroy(c);
-		return 2;
+	int rc = hcl_allreduce(buf, buf, count, p->dt, p->op, c);
+	/* (n + 1) / 2 is exact in binary32 and in bf16 */
+	float want_f = p->op == HCL_AVG ? (float)(n + 1) / 2 : (float)(n * (n + 1) / 2);
+	*wrong = 0;
+	for (size_t i = 0; rc == 0 && i < count; i++) {
+		float f;
+		uint32_t w = p->dt == HCL_BF16 ? (uint32_t)half[i] << 16 : buf[i];
+		memcpy(&f, &w, 4);
+		int32_t sum = n * (n + 1) / 2 + n * (int)(i % 7);
+		*wrong += p->dt == HCL_INT32 ? buf[i] != (uint32_t)(p->op == HCL_AVG ? sum / n : sum) : f != want_f;
 	}
-	z.rng = seed * 0x100000001b3ull + (uint64_t)rank;
-	int64_t *iter_ns = calloc((size_t)iters, sizeof(*iter_ns));
-	const size_t esz = dt == HCL_BF16 ? 2 : 4;
-	size_t maxn = maxb / 4; /* 32-bit words: room for maxb bytes of any type */
-	uint32_t *buf = malloc(maxn * 4 + 4);
-	if (!buf || !iter_ns) {
-		fprintf(stderr, "ina-allreduce-perf: out of memory\n");
-		return 1;
+	/* summed over ranks in the run's own type: a ps-ina job has one */
+	if (rc == 0 && p->dt != HCL_INT32) {
+		float fw = (float)*wrong;
+		rc = hcl_allreduce(&fw, &fw, 1, HCL_FP32, HCL_SUM, c);
+		*wrong = (int32_t)fw;
+	} else if (rc == 0) {
+		rc = hcl_allreduce(wrong, wrong, 1, HCL_INT32, HCL_SUM, c);
 	}
-	if (rank == 0) {
-		printf("# ina-allreduce-perf: %d ranks, algorithm %s, %d iterations, %d warm-up\n", n,
-		       cfg.algo == HCL_ALGO_PS_INA	 ? "ps-ina"
-		       : cfg.algo == HCL_ALGO_AGENT_RING ? "agent-ring"
-		       : cfg.algo == HCL_ALGO_PS ? "ps"
-		       : cfg.algo == HCL_ALGO_HIER ? "hier"
-						   : "ring",
-		       iters, warmup);
-		printf("#%11s %12s %8s %6s %10s %8s %8s %7s\n", "size", "count", "type", "redop", "time", "algbw",
-		       "busbw", "#wrong");
-		printf("#%11s %12s %8s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)",
-		       "(GB/s)", "");
-	}
-	double bus_sum = 0;
-	int lines = 0, rc = 0;
-	for (size_t bytes = minb, next; rc == 0; bytes = next) {
-		size_t count = bytes / esz;
-		memset(buf, 0, count * esz);
-		for (int k = 0; k < warmup && rc == 0; k++)
-			rc = hcl_allreduce(buf, buf, count, dt, op, c);
-		int64_t t0 = hcl_now_ns();
-		for (int k = 0; k < iters && rc == 0; k++) {
-			int64_t ti = hcl_now_ns();
-			if (iterate) {
-				hcl_iter_begin(c);
-				sleep_ms(compute_ms(&z));
-			}
-			rc = hcl_allreduce(buf, buf, count, dt, op, c);
-			if (iterate)
-				hcl_iter_end(c);
-			iter_ns[k] = hcl_now_ns() - ti;
+	return rc;
+}
+
+/* The timed calls of one size: the time per call in us, or a negative errno. */
+static int time_calls(struct perf *p, struct hcl_comm *c, uint32_t *buf, size_t count, int64_t *iter_ns, double *us)
+{
+	const size_t esz = p->dt == HCL_BF16 ? 2 : 4;
+	int rc = 0;
+	memset(buf, 0, count * esz);
+	for (long long k = 0; k < p->warmup && rc == 0; k++)
+		rc = hcl_allreduce(buf, buf, count, p->dt, p->op, c);
+	int64_t t0 = clock_now_ns();
+	for (long long k = 0; k < p->iters && rc == 0; k++) {
+		int64_t ti = clock_now_ns();
+		if (p->iterate) {
+			hcl_iter_begin(c);
+			sleep_ms(hcl_noise_compute_ms(&p->z));
 		}
-		double us = (hcl_now_ns() - t0) / 1e3 / iters;
-		if (rc == 0 && iterate && rank == 0) {
-			struct hcl_sync_stats st;
-			hcl_sync_stats(iter_ns, (unsigned long)iters, &st);
-			printf("# iterations %zu B: mean %.1f us  p50 %.1f  p99 %.1f  cv %.3f  %.2f it/s\n", count * esz,
-			       st.mean_ns / 1e3, st.p50_ns / 1e3, st.p99_ns / 1e3, st.cv, 1e6 / us);
-		}
-		int32_t wrong = 0;
-		if (rc == 0 && check) {
-			/* rank r contributes r+1 (+ i % 7 for int32): the sums are exact */
-			uint16_t *half = (uint16_t *)buf;
-			for (size_t i = 0; i < count; i++) {
-				if (dt == HCL_BF16) { /* small integers: exact in bf16 */
-					float f = (float)(rank + 1);
-					uint32_t u;
-					memcpy(&u, &f, 4);
-					half[i] = (uint16_t)(u >> 16);
-				} else if (dt == HCL_FP32) {
-					float f = (float)(rank + 1);
-					memcpy(&buf[i], &f, 4);
-				} else {
-					buf[i] = (uint32_t)(rank + 1 + (int)(i % 7));
-				}
-			}
-			rc = hcl_allreduce(buf, buf, count, dt, op, c);
-			/* (n + 1) / 2 is exact in binary32 and in bf16 */
-			float want_f = op == HCL_AVG ? (float)(n + 1) / 2 : (float)(n * (n + 1) / 2);
-			for (size_t i = 0; rc == 0 && i < count; i++) {
-				if (dt == HCL_BF16) {
-					uint32_t u = (uint32_t)half[i] << 16;
-					float f;
-					memcpy(&f, &u, 4);
-					wrong += f != want_f;
-				} else if (dt == HCL_FP32) {
-					float f;
-					memcpy(&f, &buf[i], 4);
-					wrong += f != want_f;
-				} else {
-					int32_t sum = n * (n + 1) / 2 + n * (int)(i % 7);
-					wrong += buf[i] != (uint32_t)(op == HCL_AVG ? sum / n : sum);
-				}
-			}
-			/* summed over ranks in the run's own type: a ps-ina job has one */
-			if (rc == 0 && dt != HCL_INT32) {
-				float fw = (float)wrong;
-				rc = hcl_allreduce(&fw, &fw, 1, HCL_FP32, HCL_SUM, c);
-				wrong = (int32_t)fw;
-			} else if (rc == 0) {
-				rc = hcl_allreduce(&wrong, &wrong, 1, HCL_INT32, HCL_SUM, c);
-			}
-		}
-		if (rc)
-			break;
-		double algbw = bytes / us / 1e3, busbw = algbw * 2 * (n - 1) / n;
-		bus_sum += busbw;
-		lines++;
-		if (rank == 0) {
-			printf(" %11zu %12zu %8s %6s %10.1f %8.3f %8.3f %7d\n", count * esz, count,
-			       dt == HCL_FP32 ? "float" : dt == HCL_BF16 ? "bf16" : "int32", op == HCL_AVG ? "avg" : "sum", us,
-			       algbw, busbw, wrong);
-			fflush(stdout);
-		}
-		if (bytes >= maxb)
-			break;
-		next = (size_t)ceil(bytes * factor);
-		if (next > maxb)
-			next = maxb; /* the last line is -e itself */
+		rc = hcl_allreduce(buf, buf, count, p->dt, p->op, c);
+		if (p->iterate)
+			hcl_iter_end(c);
+		iter_ns[k] = clock_now_ns() - ti;
 	}
-	if (rc)
-		fprintf(stderr, "ina-allreduce-perf rank %d: %s\n", rank, hcl_comm_error(c));
-	else if (rank == 0)
-		printf("# Avg bus bandwidth    : %.3f\n", lines ? bus_sum / lines : 0);
+	*us = (double)(clock_now_ns() - t0) / 1e3 / (double)p->iters;
+	if (rc == 0 && p->iterate && p->rank == 0) {
+		struct hcl_sync_stats st;
+		hcl_sync_stats(iter_ns, (unsigned long)p->iters, &st);
+		printf("# iterations %zu B: mean %.1f us  p50 %.1f  p99 %.1f  cv %.3f  %.2f it/s\n", count * esz,
+		       st.mean_ns / 1e3, st.p50_ns / 1e3, st.p99_ns / 1e3, st.cv, 1e6 / *us);
+	}
+	return rc;
+}
+
+static void print_header(const struct perf *p)
+{
+	printf("# ina-allreduce-perf: %d ranks, algorithm %s, %lld iterations, %lld warm-up\n", p->n,
+	       hcl_algo_name(p->cfg.algo ? p->cfg.algo : HCL_ALGO_RING), p->iters, p->warmup);
+	printf("#%11s %12s %8s %6s %10s %8s %8s %7s\n", "size", "count", "type", "redop", "time", "algbw", "busbw",
+	       "#wrong");
+	printf("#%11s %12s %8s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+static void print_summary(struct hcl_comm *c)
+{
 	struct hcl_sync_summary m;
-	if (rc == 0 && rank == 0 && hcl_comm_sync_summary(c, &m) == 0)
+	if (hcl_comm_sync_summary(c, &m) == 0)
 		printf("# timing layer (rank 0, all calls): %lu iterations, cv %.3f, compute %.1f%% delay %.1f%% "
 		       "wait %.1f%% comm %.1f%%, paced %lu of %lu calls, mean spread %.1f us, layer's own cost %.3f%%\n",
 		       m.iterations, m.iter_cv, 100 * m.compute_share, 100 * m.delay_share, 100 * m.wait_share,
 		       100 * m.comm_share, m.paced_calls, m.calls, m.spread_mean_us, 100 * m.layer_share);
+}
+
+/* Every size from -b to -e: one line each on rank 0. */
+static int run(struct perf *p, struct hcl_comm *c, uint32_t *buf, int64_t *iter_ns)
+{
+	const size_t esz = p->dt == HCL_BF16 ? 2 : 4;
+	double bus_sum = 0;
+	int lines = 0, rc = 0;
+	if (p->rank == 0)
+		print_header(p);
+	for (size_t bytes = p->minb;; bytes = bytes * p->factor < (double)p->maxb ? (size_t)ceil(bytes * p->factor)
+										     : p->maxb) {
+		size_t count = bytes / esz;
+		double us;
+		int32_t wrong = 0;
+		if ((rc = time_calls(p, c, buf, count, iter_ns, &us)) < 0 ||
+		    (p->check && (rc = check_call(p, c, buf, count, &wrong)) < 0))
+			return rc;
+		double algbw = (double)bytes / us / 1e3, busbw = algbw * 2 * (p->n - 1) / p->n;
+		bus_sum += busbw;
+		lines++;
+		if (p->rank == 0) {
+			printf(" %11zu %12zu %8s %6s %10.1f %8.3f %8.3f %7d\n", count * esz, count,
+			       p->dt == HCL_FP32 ? "float" : p->dt == HCL_BF16 ? "bf16" : "int32",
+			       p->op == HCL_AVG ? "avg" : "sum", us, algbw, busbw, wrong);
+			fflush(stdout);
+		}
+		if (bytes >= p->maxb) /* the last line is -e itself */
+			break;
+	}
+	if (p->rank == 0) {
+		printf("# Avg bus bandwidth    : %.3f\n", lines ? bus_sum / lines : 0);
+		print_summary(c);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct perf p = { .minb = 1 << 20, .maxb = 64 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1,
+			  .dt = HCL_FP32, .op = HCL_SUM, .cfg = HCL_COMM_CFG_ENV, .z = { .slow = 1 }, .seed = 1 };
+	int rc = parse_args(argc, argv, &p);
+	if (rc) {
+		if (rc < 0)
+			usage(stderr);
+		return rc < 0 ? 2 : 0;
+	}
+	char err[320];
+	struct hcl_comm *c;
+	if (hcl_comm_create(&p.cfg, &c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ina-allreduce-perf: %s\n", err);
+		return 1;
+	}
+	p.rank = hcl_comm_rank(c);
+	p.n = hcl_comm_world(c);
+	if (p.straggler && hcl_noise_parse_stragglers(p.straggler, p.rank, p.n, &p.z.slow)) {
+		fprintf(stderr, "ina-allreduce-perf: --straggler wants RANK:FACTOR[,RANK:FACTOR...], not '%s'\n",
+			p.straggler);
+		hcl_comm_destroy(c);
+		return 2;
+	}
+	hcl_noise_seed(&p.z, p.seed, p.rank);
+	int64_t *iter_ns = calloc((size_t)p.iters, sizeof(*iter_ns));
+	uint32_t *buf = malloc(p.maxb / 4 * 4 + 4); /* 32-bit words: room for maxb bytes of any type */
+	if (!buf || !iter_ns) {
+		fprintf(stderr, "ina-allreduce-perf: out of memory\n");
+		rc = -ENOMEM;
+	} else if ((rc = run(&p, c, buf, iter_ns)) < 0) {
+		fprintf(stderr, "ina-allreduce-perf rank %d: %s\n", p.rank, hcl_comm_error(c));
+	}
 	free(buf);
 	free(iter_ns);
 	hcl_comm_destroy(c);
 	return rc ? 1 : 0;
-bad:
-	usage(stderr);
-	return 2;
 }

@@ -92,16 +92,16 @@ int hcl_sync_clock(struct hcl_xfer *x, int rank, int world, int samples, int64_t
 			uint32_t tag = 0xc0000000u | (uint32_t)i << 10 | (uint32_t)k << 1;
 			if (rank == 0) {
 				rc = hcl_xfer_exchange(x, tag, -1, NULL, 0, i, b, 8, deadline_ns, err, errlen);
-				put64(b, hcl_now_ns());
+				put64(b, clock_now_ns());
 				if (rc == 0)
 					rc = hcl_xfer_exchange(x, tag | 1, i, b, 8, -1, NULL, 0, deadline_ns, err, errlen);
 				continue;
 			}
-			int64_t t1 = hcl_now_ns();
+			int64_t t1 = clock_now_ns();
 			rc = hcl_xfer_exchange(x, tag, 0, b, 8, -1, NULL, 0, deadline_ns, err, errlen);
 			if (rc == 0)
 				rc = hcl_xfer_exchange(x, tag | 1, -1, NULL, 0, 0, b, 8, deadline_ns, err, errlen);
-			int64_t t4 = hcl_now_ns();
+			int64_t t4 = clock_now_ns();
 			if (rc == 0 && t4 - t1 < best) {
 				best = t4 - t1;
 				*offset_ns = get64(b) - (t1 + t4) / 2;
@@ -213,7 +213,7 @@ struct hcl_sync *hcl_sync_new(const struct hcl_sync_cfg *cfg, struct hcl_xfer *x
 	s->on = cfg->pace || cfg->trace_dir;
 	snprintf(s->algo, sizeof(s->algo), "%s", algo);
 	hcl_pace_init(&s->pace, &cfg->pace_cfg);
-	s->t0 = s->prev_end = hcl_now_ns();
+	s->t0 = s->prev_end = clock_now_ns();
 	if (!s->on)
 		return s;
 	for (int i = 0; i < 2; i++) {
@@ -254,7 +254,7 @@ struct hcl_sync *hcl_sync_new(const struct hcl_sync_cfg *cfg, struct hcl_xfer *x
 	}
 	emit(s, json_pack("{si,si,ss,sf,sf}", "rank", rank, "world", world, "algo", s->algo, "clock_offset_us",
 			  us(s->offset_ns), "clock_rtt_us", us(s->clock_rtt_ns)));
-	s->t0 = s->prev_end = hcl_now_ns();
+	s->t0 = s->prev_end = clock_now_ns();
 	return s;
 }
 
@@ -287,7 +287,7 @@ void hcl_sync_iter_begin(struct hcl_sync *s)
 	if (!hcl_sync_on(s))
 		return;
 	s->marked = s->in_iter = true;
-	s->iter_start = hcl_now_ns();
+	s->iter_start = clock_now_ns();
 	s->it_calls_ns = s->it_delay_ns = s->it_wait_ns = s->it_comm_ns = 0;
 }
 
@@ -296,7 +296,7 @@ void hcl_sync_iter_end(struct hcl_sync *s)
 	if (!hcl_sync_on(s) || !s->in_iter)
 		return;
 	s->in_iter = false;
-	int64_t t = hcl_now_ns() - s->iter_start;
+	int64_t t = clock_now_ns() - s->iter_start;
 	push_iter(s, t, t - s->it_calls_ns);
 }
 
@@ -304,7 +304,7 @@ void hcl_sync_before(struct hcl_sync *s)
 {
 	if (!hcl_sync_on(s))
 		return;
-	s->ready = hcl_now_ns();
+	s->ready = clock_now_ns();
 	s->delay = s->pace_on ? s->pace.delay_ns : 0;
 	uint8_t b[20];
 	uint32_t seq = s->seq;
@@ -315,11 +315,11 @@ void hcl_sync_before(struct hcl_sync *s)
 		if (j != s->rank)
 			hcl_xfer_send_note(s->x, j, b, sizeof(b));
 	on_note(s, s->rank, b, sizeof(b));
-	s->layer_ns += hcl_now_ns() - s->ready;
+	s->layer_ns += clock_now_ns() - s->ready;
 	/* the delay is a bounded wait, not a synchronisation: sleep in 1 ms
 	 * pieces and answer peers (and notes) in between */
 	int64_t until = s->ready + s->delay;
-	for (int64_t now = s->ready; now < until; now = hcl_now_ns())
+	for (int64_t now = s->ready; now < until; now = clock_now_ns())
 		hcl_xfer_poll_wait(s->x, until - now < 1000000 ? until - now : 1000000);
 }
 
@@ -331,14 +331,14 @@ void hcl_sync_after(struct hcl_sync *s, size_t bytes)
 {
 	if (!hcl_sync_on(s))
 		return;
-	int64_t end = hcl_now_ns();
+	int64_t end = clock_now_ns();
 	struct note_slot *sl = &s->slot[s->seq & 1];
 	while (sl->seq == s->seq && sl->have < s->world) {
-		int64_t left = end + NOTE_GRACE_NS - hcl_now_ns();
+		int64_t left = end + NOTE_GRACE_NS - clock_now_ns();
 		if (left <= 0 || hcl_xfer_poll_wait(s->x, left) < 0)
 			break;
 	}
-	int64_t after = hcl_now_ns();
+	int64_t after = clock_now_ns();
 	s->layer_ns += after - end; /* collecting the notes: the layer's own cost */
 	int64_t ready = s->ready, delay = s->delay, call_ns = end - ready;
 	int64_t compute = ready - s->prev_end;

@@ -19,7 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hcl_transport.h"
+#include "clock.h"
+#include "dgram.h"
 
 #define HCL_XFER_HDR 24
 #define HCL_XFER_MAX_PEERS 1024
@@ -61,7 +62,7 @@ struct hcl_xfer;
 
 /* NULL with a reason in err on bad configuration or no memory.  The
  * transport stays the caller's. */
-struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct hcl_transport *t, char *err, size_t errlen);
+struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct dgram_transport *t, char *err, size_t errlen);
 void hcl_xfer_free(struct hcl_xfer *x);
 
 /* Sends slen bytes of sbuf to rank `to` and receives exactly rlen bytes from
@@ -110,6 +111,5 @@ int64_t hcl_xfer_rto_ns(const struct hcl_xfer *x);
  * the long initial one, e.g. for the first exchange of a communicator). */
 int64_t hcl_xfer_quiet_ns(const struct hcl_xfer *x);
 
-int64_t hcl_now_ns(void);
 
 #endif

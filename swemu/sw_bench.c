@@ -149,7 +149,7 @@ static void make_switch(const struct lane *l, int k, struct sw_switch_cfg *s, st
 	s->ina = true;
 	memcpy(s->mac, sw_mac, 6);
 	s->ip = rte_cpu_to_be_32(0x0a0000fe);
-	s->ctrl_port = INA_UDP_PORT_MIN - 1;
+	s->ctrl_port = INA_CTRL_PORT;
 	s->slots = WINDOW;
 	s->max_elems = (uint16_t)b->elems;
 	s->fdb_age_s = 300;

@@ -12,7 +12,7 @@
 
 #include "ina_engine.h"
 #include "sw_cfg.h"
-#include "sw_emu.h"
+#include "sw_netem.h"
 #include "sw_fdb.h"
 #include "sw_frame.h"
 
@@ -66,7 +66,7 @@ struct sw_port {
 	 * peer's lcore), single consumer (ours), which may be two lcores */
 	struct rte_ring *lq;
 	struct rte_eth_dev_tx_buffer *txb;
-	struct sw_emu emu;         /* egress emulation */
+	struct sw_netem netem;       /* egress emulation */
 	/* trunk ports: the tagged VLANs as a 4096-bit set; NULL: an access
 	 * port, which then carries no 512-byte bitmap */
 	uint64_t *tagged;
@@ -113,7 +113,7 @@ struct sw_lsw {
 	int vlans;              /* distinct VLANs among the ports */
 	struct ina_engine *eng; /* NULL when INA is off */
 	struct ina_emits *emits;
-	struct sw_ctrl_cmd *ctrl_cmd; /* a control command being applied (3 KiB) */
+	struct ctl_cmd *ctrl_cmd; /* a control command being applied (3 KiB) */
 	/* the owning lcore's clock, read at the top of each pass */
 	uint64_t now_ns;
 	uint32_t now_s;

@@ -61,7 +61,7 @@ echo "# rate       offered   goodput_Gbps  expected_Gbps  measured/expected"
 ip netns exec $name-h0 ping -c 1 -W 2 10.77.0.2 >/dev/null
 for rate in 100M 500M 1G 2G; do
 	ip netns exec $name-h0 "$top/testbed/swemu-ctl" 10.77.0.254 "op = \"emu\"; port = \"h1\"; rate = \"$rate\"; buffer = \"1M\";" >/dev/null
-	bps=$(/usr/bin/python3 -c "print(int(float('$rate'[:-1]) * {'M':1e6,'G':1e9}['$rate'[-1]]))")
+	bps=$("$top/build/testbed/swemu-trial-cfg" --rate "$rate")
 	offer=$((bps * 3 / 2))
 	read -r g _ _ <<<"$(iperf_udp 8000 $offer)"
 	# the emulator meters Ethernet frames: 8000 B of UDP payload is an 8042 B frame

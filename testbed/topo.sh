@@ -41,14 +41,9 @@ state=/run/swemu-testbed
 
 die() { echo "topo: $*" >&2; exit 2; }
 
-# A rate as swemu reads it ("200M", "1.5G", "10Gb") in bit/s, or "" if it is not one.
-rate_bps() {
-	awk -v r="$1" 'BEGIN {
-		if (!match(r, /^[0-9]+(\.[0-9]+)?[kKmMgGtT]?b?$/)) exit
-		n = r + 0; u = tolower(substr(r, length(r) - (r ~ /b$/), 1))
-		m = u == "k" ? 1e3 : u == "m" ? 1e6 : u == "g" ? 1e9 : u == "t" ? 1e12 : 1
-		printf "%.0f\n", n * m }'
-}
+# A rate as swemu reads it ("200M", "1.5G", "10Gb") in bit/s, or "" if it is
+# not one: swemu's own parser, through the trial checker.
+rate_bps() { "${TRIAL_CFG:-$top/build/testbed/swemu-trial-cfg}" --rate "$1" 2>/dev/null || true; }
 usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
 
 check_name() {
@@ -218,7 +213,7 @@ EOF
 		for ((i = 0; i < n; i++)); do
 			r=$((i / size))
 			local sw=""
-			[ "${rack_ina[r]}" = true ] && sw=" ina_switch = \"$subnet.$((254 - r)):48864\";"
+			[ "${rack_ina[r]}" = true ] && sw=" ina_switch = \"$subnet.$((254 - r))\";"
 			echo "  { addr = \"$subnet.$((i + 1))\"; rack = $r;$sw }$( ((i + 1 < n)) && echo ,)"
 		done
 		echo ");"

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "conf.h"
+#include "hcl_noise.h"
+#include "parse.h"
 
 #define MAX_HOSTS 16 /* what two cores carry: ranks plus software members */
 
@@ -25,40 +27,19 @@ struct trial {
 	char algos[128], sizes[256], rate_buf[32];
 };
 
-static const char *file;
+static char err[512];
+static struct conf_reader rd = { .err = err, .errlen = sizeof(err) };
 
 __attribute__((format(printf, 2, 3))) static int bad(const struct conf_node *s, const char *fmt, ...)
 {
 	va_list ap;
-	unsigned line = s ? s->line : 0;
-	fprintf(stderr, "%s:%u: ", file, line ? line : 1); /* the root has no line: the file's start */
+	int line = s && s->line ? s->line : 1; /* the root has no line: the file's start */
+	int n = snprintf(err, sizeof(err), "%s:%d: ", rd.source, line);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(err + n, sizeof(err) - (size_t)n, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return -1;
 }
-
-/* A number with an optional K/M/G suffix, the suffix a power of `unit`:
- * 1000 for rates and queue sizes as swemu reads them (200M, 64K), 1024 for
- * message sizes as ina-allreduce-perf reads them (256K, 4M). */
-static bool scaled(const char *s, double unit, double *v)
-{
-	char *end;
-	*v = strtod(s, &end);
-	if (end == s || *v <= 0)
-		return false;
-	const char *suf = strchr("KMG", toupper((unsigned char)*end));
-	if (*end && suf) {
-		for (long i = 0; i <= suf - "KMG"; i++)
-			*v *= unit;
-		end++;
-	}
-	return *end == 0;
-}
-
-static bool quantity(const char *s, double *v) { return scaled(s, 1e3, v); }
-static bool byte_size(const char *s, double *v) { return scaled(s, 1024, v); }
 
 /* lists are kept as space-separated words, as the runner reads them */
 static bool has_word(const char *list, const char *w)
@@ -86,46 +67,26 @@ static bool safe(const char *s)
 
 static int get_int(const struct conf_node *t, const char *key, int lo, int hi, int *v)
 {
-	const struct conf_node *s = conf_member(t, key);
-	if (!s)
-		return 0;
-	if (s->type != CONF_INT)
-		return bad(s, "%s must be an integer", key);
-	long long x = s->v.i;
-	if (x < lo || x > hi)
-		return bad(s, "%s = %lld: must be from %d to %d", key, x, lo, hi);
+	long long x = *v;
+	if (conf_get_int(&rd, t, key, lo, hi, false, &x) < 0)
+		return -1;
 	*v = (int)x;
 	return 0;
 }
 
 static int get_num(const struct conf_node *t, const char *key, double lo, double hi, double *v)
 {
-	const struct conf_node *s = conf_member(t, key);
-	if (!s)
-		return 0;
-	int ty = s->type;
-	if (ty != CONF_INT && ty != CONF_FLOAT)
-		return bad(s, "%s must be a number", key);
-	double x = ty == CONF_INT ? (double)s->v.i : s->v.f;
-	if (x < lo || x > hi)
-		return bad(s, "%s = %g: must be from %g to %g", key, x, lo, hi);
-	*v = x;
-	return 0;
+	return conf_get_num(&rd, t, key, lo, hi, v);
 }
 
 static int get_str(const struct conf_node *t, const char *key, const char **v, const struct conf_node **where)
 {
-	const struct conf_node *s = conf_member(t, key);
 	if (where)
-		*where = s;
-	if (!s)
-		return 0;
-	if (s->type != CONF_STRING)
-		return bad(s, "%s must be a string", key);
-	const char *x = conf_string(s);
-	if (!safe(x))
-		return bad(s, "%s = \"%s\": only letters, digits and . : , _ - are allowed", key, x);
-	*v = x;
+		*where = conf_member(t, key);
+	if (conf_get_str(&rd, t, key, false, v) < 0)
+		return -1;
+	if (conf_member(t, key) && !safe(*v))
+		return bad(conf_member(t, key), "%s = \"%s\": only letters, digits and . : , _ - are allowed", key, *v);
 	return 0;
 }
 
@@ -134,10 +95,11 @@ static int get_rate(const struct conf_node *t, const char *key, double lo, doubl
 	const struct conf_node *s;
 	if (get_str(t, key, v, &s) < 0)
 		return -1;
-	double x;
-	if (s && !**v && strstr(key, "buffer"))
+	uint64_t x;
+	bool buffer = strstr(key, "buffer") != NULL; /* a size as swemu reads it (64K = 65536), else a rate */
+	if (s && !**v && buffer)
 		return 0; /* "": the switch's default queue */
-	if (s && (!quantity(*v, &x) || x < lo || x > hi))
+	if (s && ((buffer ? parse_size(*v, &x) : parse_rate(*v, &x)) < 0 || x < lo || x > hi))
 		return bad(s, "%s = \"%s\": want a number with K, M or G, from %g to %g", key, *v, lo, hi);
 	return 0;
 }
@@ -155,8 +117,8 @@ static int check_algo(const struct conf_node *e, const char *a)
 
 static int check_size(const struct conf_node *e, const char *z)
 {
-	double v;
-	if (!z || !safe(z) || !byte_size(z, &v))
+	uint64_t v;
+	if (!z || !safe(z) || parse_size(z, &v) < 0)
 		return bad(e, "size %s: want a byte count such as \"256K\" or \"4M\"", z ? z : "(not a string)");
 	if (v < 4 || v > 256.0 * 1048576)
 		return bad(e, "size \"%s\": must be from 4 bytes to 256M", z);
@@ -223,32 +185,19 @@ static int get_ina(const struct conf_node *t, struct trial *tr)
 
 static int check_jitter(const struct conf_node *t, const char *j)
 {
-	double a, b;
-	char k[16];
-	int n = 0;
-	if (!*j)
+	struct hcl_noise z;
+	if (hcl_noise_parse_jitter(j, &z) == 0)
 		return 0;
-	if (sscanf(j, "%15[a-z]:%lf%n", k, &a, &n) == 2 && a >= 0 &&
-	    (((!strcmp(k, "normal") || !strcmp(k, "exp")) && !j[n]) ||
-	     (!strcmp(k, "hiccup") && sscanf(j + n, ":%lf", &b) == 1 && a <= 1 && b >= 0)))
-		return 0;
-	return bad(conf_member(t, "jitter"),
-		   "jitter = \"%s\": want normal:SD_MS, exp:MEAN_MS or hiccup:PROB:MS", j);
+	return bad(conf_member(t, "jitter"), "jitter = \"%s\": want normal:SD_MS, exp:MEAN_MS or hiccup:PROB:MS", j);
 }
 
 static int check_straggler(const struct conf_node *t, const char *s, int world)
 {
-	for (const char *p = s; *p;) {
-		int r, n;
-		double f;
-		if (sscanf(p, "%d:%lf%n", &r, &f, &n) != 2 || r < 0 || r >= world || f <= 0)
-			return bad(conf_member(t, "straggler"),
-				   "straggler = \"%s\": want RANK:FACTOR[,RANK:FACTOR], ranks 0..%d", s, world - 1);
-		p += n;
-		if (*p == ',')
-			p++;
-	}
-	return 0;
+	double slow;
+	if (hcl_noise_parse_stragglers(s, -1, world, &slow) == 0)
+		return 0;
+	return bad(conf_member(t, "straggler"), "straggler = \"%s\": want RANK:FACTOR[,RANK:FACTOR], ranks 0..%d", s,
+		   world - 1);
 }
 
 static const char *const known_keys[] = { "name", "seed", "racks", "hosts_per_rack", "ina_racks", "host_rate",
@@ -307,10 +256,8 @@ static int load(const struct conf *cf, struct trial *tr)
 		tr->ps_shards = world < 16 ? world : 16;
 	if (check_jitter(t, tr->jitter) < 0 || check_straggler(t, tr->straggler, tr->racks * tr->hosts) < 0)
 		return -1;
-	const struct conf_node *p = conf_member(t, "pace");
-	if (p && p->type != CONF_BOOL)
-		return bad(p, "pace must be true or false");
-	tr->pace = p && p->v.b;
+	if (conf_get_bool(&rd, t, "pace", &tr->pace) < 0)
+		return -1;
 	const struct conf_node *d;
 	if (get_str(t, "dtype", &tr->dtype, &d) < 0)
 		return -1;
@@ -341,9 +288,9 @@ static int load(const struct conf *cf, struct trial *tr)
 	if (o && conf_member(t, "uplink_rate"))
 		return bad(o, "give uplink_rate or oversubscription, not both");
 	if (o) { /* uplink = what the rack's hosts can send, divided */
-		double hr;
-		quantity(tr->host_rate, &hr);
-		double up = hr * tr->hosts / tr->oversub;
+		uint64_t hr;
+		parse_rate(tr->host_rate, &hr);
+		double up = (double)hr * tr->hosts / tr->oversub;
 		if (up >= 1e9 && up == 1e9 * (long long)(up / 1e9))
 			snprintf(tr->rate_buf, sizeof(tr->rate_buf), "%.0fG", up / 1e9);
 		else if (up >= 1e6 && up == 1e6 * (long long)(up / 1e6))
@@ -357,17 +304,28 @@ static int load(const struct conf *cf, struct trial *tr)
 
 int main(int argc, char **argv)
 {
+	/* the rate grammar of swemu, for scripts (testbed/topo.sh) */
+	if (argc == 3 && !strcmp(argv[1], "--rate")) {
+		uint64_t bps;
+		if (parse_rate(argv[2], &bps) < 0) {
+			fprintf(stderr, "swemu-trial-cfg: '%s' is not a rate such as 200M or 10G\n", argv[2]);
+			return 2;
+		}
+		printf("%llu\n", (unsigned long long)bps);
+		return 0;
+	}
 	if (argc != 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		fprintf(argc == 2 ? stdout : stderr,
 			"usage: swemu-trial-cfg TRIAL_FILE\n"
+			"       swemu-trial-cfg --rate RATE\n"
 			"  Checks a trial file (configs/trial.cfg shows every setting) and prints it as\n"
-			"  shell assignments with the defaults filled in; exit 2 and file:line on a mistake.\n");
+			"  shell assignments with the defaults filled in; exit 2 and file:line on a mistake.\n"
+			"  --rate prints RATE (\"200M\", \"2.5G\") in bit/s as swemu reads it.\n");
 		return argc == 2 ? 0 : 2;
 	}
-	file = argv[1];
+	rd.source = argv[1];
 	struct conf cf;
-	char err[512];
-	if (conf_load(file, &cf, err, sizeof(err)) < 0) {
+	if (conf_load(rd.source, &cf, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return 2;
 	}
@@ -377,6 +335,7 @@ int main(int argc, char **argv)
 			    .ina_slots = 8, .ps_shards = 0,
 			    .algos = "ring hier ps ps-ina agent-ring", .sizes = "1M 4M" };
 	if (load(&cf, &tr) < 0) {
+		fprintf(stderr, "%s\n", err);
 		conf_free(&cf);
 		return 2;
 	}

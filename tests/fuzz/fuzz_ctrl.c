@@ -1,13 +1,13 @@
-/* libFuzzer target: swemu's control-message parser (sw_ctrl_parse), which
- * reads every datagram a mgmt host sends to the control port.
+/* libFuzzer target: the control-message parser (nic/ctl_msg.c ctl_parse),
+ * which reads every datagram a mgmt host sends to a switch's control port.
  *
  * Invariants, whatever arrives: the parser returns 0 or -1 and never exits
  * the process (libconfig's scanner used to, on @include "/"); it opens no
  * file (fopen aborts while it runs); LeakSanitizer finds nothing left
  * behind (libconfig 1.5 leaked a string per syntax error); -1 comes with a
  * message naming the channel; an accepted command is one the switch can apply as it stands:
- * a job passes the engine's own check and fits the switch, an emulation
- * names one of the switch's ports, ids are in range. */
+ * a job passes the engine's own check, fits the switch, and what the
+ * agents format for it parses back to the same job. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sw_cfg.h"
+#include "ctl_msg.h"
 
 #define CHECK(c)                 \
 	do {                     \
@@ -38,29 +38,14 @@ FILE *fopen(const char *path, const char *mode)
 	return real(path, mode);
 }
 
-static struct sw_switch_cfg *switch_cfg(void)
-{
-	static struct sw_switch_cfg s;
-	if (!s.nports) {
-		s.ina = true;
-		s.slots = 64;
-		s.max_elems = 1024;
-		s.nports = 3;
-		snprintf(s.name, sizeof(s.name), "tor0");
-		for (int i = 0; i < s.nports; i++)
-			snprintf(s.ports[i].name, sizeof(s.ports[i].name), "h%d", i);
-	}
-	return &s;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct sw_ctrl_cmd cmd;
-	const struct sw_switch_cfg *s = switch_cfg();
+	static struct ctl_cmd cmd;
+	static const struct ctl_limits lim = { 64, 1024 };
 	char err[300] = "";
 
 	parsing = true;
-	int rc = sw_ctrl_parse((const char *)data, size, s, &cmd, err, sizeof(err));
+	int rc = ctl_parse((const char *)data, size, "ctrl", &lim, &cmd, err, sizeof(err));
 	parsing = false;
 	CHECK(rc == 0 || rc == -1);
 	if (rc < 0) {
@@ -68,16 +53,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	switch (cmd.op) {
-	case SW_CTRL_INSTALL:
-		CHECK(ina_job_cfg_check(&cmd.job, s->max_elems) == NULL);
-		CHECK(cmd.job.nslots <= s->slots);
+	case CTL_INSTALL: {
+		CHECK(ina_job_cfg_check(&cmd.job, lim.max_elems) == NULL);
+		CHECK(cmd.job.nslots <= lim.slots);
+		/* what the agents would send for it parses back to it */
+		static char text[CTL_MAX_TEXT];
+		static struct ctl_cmd again;
+		struct ina_job_cfg job = cmd.job;
+		CHECK(ctl_format_install(&job, text, sizeof(text)) == 0);
+		CHECK(ctl_parse(text, strlen(text), "again", &lim, &again, err, sizeof(err)) == 0);
+		for (unsigned i = 0; i < job.fan_in; i++) /* a contributor's MAC is not sent */
+			memset(job.contributors[i].mac, 0, 6);
+		CHECK(memcmp(&again.job, &job, sizeof(job)) == 0);
 		break;
-	case SW_CTRL_EMU:
-		CHECK(cmd.port >= 0 && cmd.port < s->nports);
-		CHECK(cmd.emu.loss >= 0 && cmd.emu.loss <= 1);
+	}
+	case CTL_EMU:
+		CHECK(strlen(cmd.port) > 0 && strlen(cmd.port) < CTL_NAME_LEN);
+		CHECK(cmd.netem.loss >= 0 && cmd.netem.loss <= 1);
 		break;
-	case SW_CTRL_REMOVE:
-	case SW_CTRL_STATS:
+	case CTL_REMOVE:
+	case CTL_STATS:
 		break;
 	default:
 		abort();

@@ -25,10 +25,9 @@ build() {
 	case $1 in
 	engine) clang "${flags[@]}" -I"$top/nic" "$top"/nic/ina_proto.c "$top"/nic/ina_engine.c "$top"/nic/ina_kernels.c \
 		"$top/tests/fuzz/fuzz_engine.c" -o "$out/fuzz_engine";;
-	frame) clang "${flags[@]}" -I"$top/swemu" "$top"/swemu/sw_frame.c "$top/tests/fuzz/fuzz_frame.c" -o "$out/fuzz_frame";;
-	ctrl) clang "${flags[@]}" -I"$top/nic" -I"$top/swemu" "$top"/swemu/sw_cfg.c "$top"/nic/conf.c \
-		"$top"/nic/ina_proto.c "$top"/nic/ina_engine.c "$top"/nic/ina_kernels.c "$top/tests/fuzz/fuzz_ctrl.c" \
-		-o "$out/fuzz_ctrl" -lm -ldl;;
+	frame) clang "${flags[@]}" -I"$top/swemu/datapath" "$top"/swemu/datapath/sw_frame.c "$top/tests/fuzz/fuzz_frame.c" -o "$out/fuzz_frame";;
+	ctrl) clang "${flags[@]}" -I"$top/nic" "$top"/nic/{ctl_msg,conf,conf_read,parse,ina_proto,ina_engine,ina_kernels}.c \
+		"$top/tests/fuzz/fuzz_ctrl.c" -o "$out/fuzz_ctrl" -lm -ldl;;
 	esac
 }
 # -rss_limit_mb: the engine target allocates a small engine per input.

@@ -72,7 +72,7 @@ pids=()
 for i in $(seq 0 7); do
 	r=$((i / 4))
 	sw=""
-	((r == 1)) && sw=HCL_INA_SWITCH=$sub.253:48864
+	((r == 1)) && sw=HCL_INA_SWITCH=$sub.253
 	ip netns exec "$TOPO_NAME-h$i" env RANK=$i WORLD_SIZE=8 MASTER_ADDR=$sub.1 MASTER_PORT=29500 \
 		HCL_DATA_ADDR=$sub.$((i + 1)) HCL_RACK=$r $sw \
 		"$perf" -a agent-ring -b 4M -e 4M -n 200 -w 0 -t 8000 > /tmp/itagr-$i.log 2>&1 &

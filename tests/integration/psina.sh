@@ -94,7 +94,7 @@ topo itpsi 4 --subnet $sub
 pids=()
 for i in 0 1 2 3; do
 	ip netns exec "$TOPO_NAME-h$i" env RANK=$i WORLD_SIZE=4 MASTER_ADDR=$sub.1 MASTER_PORT=29500 \
-		HCL_DATA_ADDR=$sub.$((i + 1)) HCL_INA_SWITCH=$sub.254:48864 \
+		HCL_DATA_ADDR=$sub.$((i + 1)) HCL_INA_SWITCH=$sub.254 \
 		"$perf" -a ps-ina -b 4M -e 4M -n 200 -w 0 -t 4000 > /tmp/itpsi-$i.log 2>&1 &
 	pids+=($!)
 done

@@ -72,8 +72,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char err[256];
-	struct hcl_transport t;
-	if (hcl_udp_open(&t, &peers[rank], NULL, err, sizeof(err)) < 0) {
+	struct dgram_transport t;
+	if (dgram_udp_open(&t, &peers[rank], NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ring_rank %u: %s\n", rank, err);
 		return 1;
 	}
@@ -95,10 +95,10 @@ int main(int argc, char **argv)
 				buf[i] = val(rank, call, i);
 			}
 		}
-		int64_t t0 = hcl_now_ns();
+		int64_t t0 = clock_now_ns();
 		rc = hcl_ring_allreduce(x, rank, n, buf, count, dt, call + 1, t0 + (int64_t)(deadline_s * 1e9), err,
 					sizeof(err));
-		secs += (hcl_now_ns() - t0) * 1e-9;
+		secs += (clock_now_ns() - t0) * 1e-9;
 		if (rc) {
 			fprintf(stderr, "ring_rank %u: call %u: %s\n", rank, call, err);
 			break;
@@ -126,13 +126,13 @@ int main(int argc, char **argv)
 		 * time that outlasts their backed-off timers (a fixed 50 ms was
 		 * shorter than a 10 ms-floor timer after back-off: a neighbour
 		 * whose last ACK was lost waited to its deadline) */
-		hcl_xfer_linger_final(x, hcl_now_ns() + 2000000000ll);
+		hcl_xfer_linger_final(x, clock_now_ns() + 2000000000ll);
 		double bytes = (double)count * 4 * calls;
 		printf("rank %u: %u x %zu elements exact, %.3f s, busbw %.3f GB/s, resent %llu\n", rank, calls, count,
 		       secs, bytes / secs / 1e9 * 2 * (n - 1) / n, (unsigned long long)hcl_xfer_stats(x)->data_resent);
 	}
 	hcl_xfer_free(x);
-	hcl_transport_close(&t);
+	dgram_close(&t);
 	free(buf);
 	return rc ? 1 : 0;
 }

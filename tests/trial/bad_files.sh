@@ -30,7 +30,7 @@ trial = {
   rackz = 3;
 };
 E
-expect 2 'racks = 9' <<'E'
+expect 2 "'racks' must be 1..8, not 9" <<'E'
 trial = {
   racks = 9;
 };
@@ -86,7 +86,7 @@ trial = {
   straggler = "4:2";
 };
 E
-expect 2 'pace must be true or false' <<'E'
+expect 2 "'pace' must be true or false" <<'E'
 trial = {
   pace = 1;
 };
@@ -108,12 +108,12 @@ trial = {
   ina_wire = "fp16";
 };
 E
-expect 2 'ina_elems = 4096: must be from 1 to 2048' <<'E'
+expect 2 "'ina_elems' must be 1..2048, not 4096" <<'E'
 trial = {
   ina_elems = 4096;
 };
 E
-expect 3 'ina_slots must be an integer' <<'E'
+expect 3 "'ina_slots' must be an integer" <<'E'
 trial = {
   ina_elems = 1024;
   ina_slots = "8";

@@ -1,0 +1,110 @@
+#include "psina_plan.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int add_contributor(struct ina_job_cfg *j, const struct ina_addr *a, char *err, size_t errlen)
+{
+	if (j->fan_in >= INA_MAX_FANIN) {
+		snprintf(err, errlen, "plan: more than %d contributors to one aggregator", INA_MAX_FANIN);
+		return -EINVAL;
+	}
+	j->contributors[j->fan_in++] = *a;
+	return 0;
+}
+
+int psina_plan(const struct plan_rank *r, unsigned world, const struct ina_addr *ps, uint16_t job,
+		   uint8_t dtype, uint32_t slots, uint16_t elems, struct psina_plan *p, char *err, size_t errlen)
+{
+	memset(p, 0, sizeof(*p));
+	if (!(p->client = calloc(world, sizeof(*p->client)))) {
+		snprintf(err, errlen, "plan: out of memory");
+		return -ENOMEM;
+	}
+	/* the INA racks, in order of first appearance */
+	for (unsigned i = 0; i < world; i++) {
+		if (!r[i].tor.ip)
+			continue;
+		unsigned t = 0;
+		while (t < p->ntor && p->tor[t].rack != r[i].rack)
+			t++;
+		if (t == p->ntor) {
+			if (p->ntor == PLAN_MAX_RACKS) {
+				snprintf(err, errlen, "plan: more than %d INA racks", PLAN_MAX_RACKS);
+				goto bad;
+			}
+			p->ntor++;
+			p->tor[t].rack = r[i].rack;
+			p->tor[t].agent = (int)i;
+			plan_job_init(&p->tor[t].job, job, dtype, slots, elems, INA_OUT_PS);
+		}
+		const struct ina_addr *first = &r[p->tor[t].agent].tor;
+		if (first->ip != r[i].tor.ip || first->port != r[i].tor.port) {
+			snprintf(err, errlen, "plan: ranks %d and %u of rack %d name different INA switches",
+				 p->tor[t].agent, i, r[i].rack);
+			goto bad;
+		}
+		p->client[i].server = r[i].tor;
+		p->client[i].index = p->tor[t].job.fan_in;
+		if (add_contributor(&p->tor[t].job, &r[i].ina, err, errlen) < 0)
+			goto bad;
+	}
+	/* a rack without a ToR shares a rack id with an INA rack: refuse, its
+	 * ranks would be counted twice or not at all */
+	for (unsigned i = 0; i < world; i++)
+		for (unsigned t = 0; !r[i].tor.ip && t < p->ntor; t++)
+			if (p->tor[t].rack == r[i].rack) {
+				snprintf(err, errlen, "plan: rank %u of rack %d has no INA switch, rank %d has", i,
+					 r[i].rack, p->tor[t].agent);
+				goto bad;
+			}
+
+	if (p->ntor == 1 && p->tor[0].job.fan_in == world) {
+		/* one INA rack holds everybody: the switch alone, as SwitchML */
+		p->tor[0].job.outputs = INA_OUT_MULTICAST;
+		return 0;
+	}
+	p->use_ps = true;
+	plan_job_init(&p->ps, job, dtype, slots, elems, INA_OUT_MULTICAST);
+	for (unsigned t = 0; t < p->ntor; t++) {
+		p->tor[t].job.parent = (struct ina_peer){ .addr = *ps, .job = job, .contributor = p->ps.fan_in };
+		if (add_contributor(&p->ps, &r[p->tor[t].agent].tor, err, errlen) < 0)
+			goto bad;
+	}
+	for (unsigned i = 0; i < world; i++) {
+		if (r[i].tor.ip)
+			continue;
+		p->client[i].server = *ps;
+		p->client[i].index = p->ps.fan_in;
+		p->client[i].to_ps = true;
+		if (add_contributor(&p->ps, &r[i].ina, err, errlen) < 0)
+			goto bad;
+	}
+	return 0;
+bad:
+	psina_plan_free(p);
+	return -EINVAL;
+}
+
+int psina_shard_host(unsigned h, unsigned shards, unsigned world)
+{
+	return (int)((size_t)h * world / shards);
+}
+
+void psina_shard_job(const struct ina_job_cfg *j, uint16_t id, const struct ina_addr *ps, struct ina_job_cfg *out)
+{
+	*out = *j;
+	out->id = id;
+	if (j->outputs & INA_OUT_PS) {
+		out->parent.addr = *ps;
+		out->parent.job = id;
+	}
+}
+
+void psina_plan_free(struct psina_plan *p)
+{
+	free(p->client);
+	p->client = NULL;
+}

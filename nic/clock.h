@@ -1,0 +1,16 @@
+/* The monotonic clock (CLOCK_MONOTONIC, ns) that every deadline and timer
+ * of the host side is measured on. */
+#ifndef CLOCK_H
+#define CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline int64_t clock_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+#endif

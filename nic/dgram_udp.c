@@ -1,0 +1,226 @@
+/* Kernel UDP transport: non-blocking socket, sendmmsg/recvmmsg batches,
+ * large socket buffers, poll() for the waits. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dgram.h"
+
+#define DGRAM_BATCH 64
+
+struct udp_ctx {
+	int fd;
+};
+
+static int udp_send(void *ctx, const struct dgram_pkt *pkts, unsigned n)
+{
+	struct udp_ctx *u = ctx;
+	struct mmsghdr msgs[DGRAM_BATCH];
+	struct iovec iov[DGRAM_BATCH];
+	unsigned done = 0;
+
+	while (done < n) {
+		unsigned k = n - done < DGRAM_BATCH ? n - done : DGRAM_BATCH;
+		for (unsigned i = 0; i < k; i++) {
+			const struct dgram_pkt *p = &pkts[done + i];
+			iov[i] = (struct iovec){ p->buf, p->len };
+			msgs[i].msg_hdr = (struct msghdr){ .msg_name = (void *)&p->peer,
+							   .msg_namelen = sizeof(p->peer),
+							   .msg_iov = &iov[i],
+							   .msg_iovlen = 1 };
+		}
+		int r = sendmmsg(u->fd, msgs, k, MSG_DONTWAIT);
+		if (r < 0) {
+			if (errno == EAGAIN || errno == ENOBUFS)
+				break;
+			if (errno == EINTR)
+				continue;
+			return done ? (int)done : -errno;
+		}
+		done += (unsigned)r;
+		if ((unsigned)r < k)
+			break;
+	}
+	return (int)done;
+}
+
+static int udp_wait(int fd, short events, int64_t timeout_ns)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	/* to the microsecond: a wait for the host's queue to drain is a
+	 * fraction of a millisecond, and poll() would round it up to one */
+	struct timespec ts = { 0, 0 };
+	if (timeout_ns > 0)
+		ts = (struct timespec){ timeout_ns / 1000000000, timeout_ns % 1000000000 };
+	int r;
+	while ((r = ppoll(&pfd, 1, &ts, NULL)) < 0 && errno == EINTR)
+		;
+	return r < 0 ? -errno : r;
+}
+
+static int udp_recv(void *ctx, struct dgram_pkt *pkts, unsigned n, int64_t timeout_ns)
+{
+	struct udp_ctx *u = ctx;
+	struct mmsghdr msgs[DGRAM_BATCH];
+	struct iovec iov[DGRAM_BATCH];
+
+	if (n > DGRAM_BATCH)
+		n = DGRAM_BATCH;
+	for (unsigned i = 0; i < n; i++) {
+		iov[i] = (struct iovec){ pkts[i].buf, pkts[i].len };
+		msgs[i].msg_hdr = (struct msghdr){ .msg_name = &pkts[i].peer,
+						   .msg_namelen = sizeof(pkts[i].peer),
+						   .msg_iov = &iov[i],
+						   .msg_iovlen = 1 };
+	}
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int r = recvmmsg(u->fd, msgs, n, MSG_DONTWAIT, NULL);
+		if (r > 0) {
+			for (int i = 0; i < r; i++)
+				pkts[i].len = msgs[i].msg_len;
+			return r;
+		}
+		if (r < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (attempt == 0 && timeout_ns > 0) {
+			int w = udp_wait(u->fd, POLLIN, timeout_ns);
+			if (w <= 0)
+				return w;
+		}
+	}
+	return 0;
+}
+
+static int udp_wait_send(void *ctx, int64_t timeout_ns)
+{
+	struct udp_ctx *u = ctx;
+	return udp_wait(u->fd, POLLOUT, timeout_ns);
+}
+
+/* For UDP the kernel's output queue count is the memory of the socket's
+ * datagrams not yet sent by the device (qdisc included). */
+static long udp_tx_queued(void *ctx)
+{
+	struct udp_ctx *u = ctx;
+	int q;
+	return ioctl(u->fd, SIOCOUTQ, &q) == 0 ? q : -1;
+}
+
+static void udp_close(void *ctx)
+{
+	struct udp_ctx *u = ctx;
+	close(u->fd);
+	free(u);
+}
+
+static const struct dgram_ops udp_ops = {
+	.send_batch = udp_send,
+	.recv_batch = udp_recv,
+	.wait_send = udp_wait_send,
+	.tx_queued = udp_tx_queued,
+	.close = udp_close,
+};
+
+/* Asks for buf bytes; as root the *FORCE variants pass net.core.*mem_max. */
+static void set_buf(int fd, int opt, int force_opt, uint32_t bytes)
+{
+	int v = (int)bytes;
+	if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof(v)) != 0)
+		setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
+}
+
+static bool avoided(const struct dgram_udp_opts *opts, uint16_t port)
+{
+	for (unsigned i = 0; opts && i < sizeof(opts->avoid_ports) / sizeof(opts->avoid_ports[0]); i++)
+		if (opts->avoid_ports[i] && opts->avoid_ports[i] == port)
+			return true;
+	return false;
+}
+
+/* A socket with the options applied, bound to addr; -errno on failure. */
+static int open_bound(const struct sockaddr_in *addr, const struct dgram_udp_opts *opts, char *err, size_t errlen)
+{
+	char ip[INET_ADDRSTRLEN];
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		int rc = -errno;
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return rc;
+	}
+	uint32_t buf = opts && opts->sock_buf_bytes ? opts->sock_buf_bytes : 8u << 20;
+	set_buf(fd, SO_RCVBUF, SO_RCVBUFFORCE, buf);
+	set_buf(fd, SO_SNDBUF, SO_SNDBUFFORCE, buf);
+	if (opts && opts->zero_checksum) {
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one));
+	}
+	if (bind(fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0) {
+		int rc = -errno;
+		inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip));
+		snprintf(err, errlen, "bind %s:%u: %s", ip, ntohs(addr->sin_port), strerror(errno));
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* The port the kernel gave fd. */
+static uint16_t bound_port(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	return getsockname(fd, (struct sockaddr *)&a, &al) == 0 ? ntohs(a.sin_port) : 0;
+}
+
+int dgram_udp_open(struct dgram_transport *t, const struct sockaddr_in *addr, const struct dgram_udp_opts *opts,
+		 char *err, size_t errlen)
+{
+	struct udp_ctx *u = calloc(1, sizeof(*u));
+	if (!u) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	/* A kernel-chosen port that this process will need itself is held
+	 * open while asking again, so the next choice differs; eight tries
+	 * cover four avoided ports many times over. */
+	int held[8], nheld = 0, fd;
+	for (;;) {
+		fd = open_bound(addr, opts, err, errlen);
+		if (fd < 0 || addr->sin_port || !avoided(opts, bound_port(fd)))
+			break;
+		if (nheld == (int)(sizeof(held) / sizeof(held[0]))) {
+			close(fd);
+			snprintf(err, errlen, "bind: the kernel kept choosing ports reserved for INA");
+			fd = -EADDRINUSE;
+			break;
+		}
+		held[nheld++] = fd;
+	}
+	while (nheld)
+		close(held[--nheld]);
+	if (fd < 0) {
+		free(u);
+		return fd;
+	}
+	u->fd = fd;
+	t->ops = &udp_ops;
+	t->ctx = u;
+	return 0;
+}
+
+int dgram_udp_local(const struct dgram_transport *t, struct sockaddr_in *addr)
+{
+	const struct udp_ctx *u = t->ctx;
+	socklen_t len = sizeof(*addr);
+	return getsockname(u->fd, (struct sockaddr *)addr, &len) == 0 ? 0 : -errno;
+}

@@ -1,0 +1,264 @@
+/* ps and ps-ina (docs/HOSTLIB.md): the plan (agent/psina_plan.h: which
+ * ToRs aggregate, whether a software PS runs, cut in shards over the
+ * ranks), the ToR jobs each INA rack's agent installs (agent/tor.h), the
+ * software PS shard this rank hosts (agent/softsw.h), and an INA client per
+ * data type (ring/hcl_ina.h).  ps is ps-ina with no ToR: everybody at the
+ * software PS. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "hcl_algo.h"
+#include "hcl_ina.h"
+#include "hcl_ring.h"
+#include "psina_plan.h"
+#include "softsw.h"
+#include "tor.h"
+
+struct ps_state {
+	struct dgram_transport ina_t; /* this rank's INA socket */
+	struct hcl_ina *client[2];   /* fp32 (the float wire), int32 */
+	struct softsw *ps;           /* the PS shard this rank hosts, if any */
+	struct ina_addr ps_addr[HCL_INA_MAX_SHARDS]; /* each shard's PS socket */
+	struct psina_plan plan[2];   /* fp32, int32 */
+	struct tor tor;              /* this rank's ToR, if it is a rack's agent */
+};
+
+static int prepare(struct hcl_comm *c, struct dgram_udp_opts *o, bool with_tors, char *err, size_t errlen)
+{
+	struct ps_state *s = calloc(1, sizeof(*s));
+	if (!s)
+		return hcl_fail(-ENOMEM, err, errlen, "out of memory");
+	c->algo_state = s;
+	hcl_ina_prepare(c, o);
+	if (!with_tors) /* ps announces no switch: its plan has none */
+		memset(&c->info[c->rank].tor, 0, sizeof(c->info[c->rank].tor));
+	return 0;
+}
+
+static int ps_prepare(struct hcl_comm *c, struct dgram_udp_opts *o, char *err, size_t errlen)
+{
+	return prepare(c, o, false, err, errlen);
+}
+
+static int ps_ina_prepare(struct hcl_comm *c, struct dgram_udp_opts *o, char *err, size_t errlen)
+{
+	return prepare(c, o, true, err, errlen);
+}
+
+/* Every rank runs the same shard count: one that differs would send its
+ * slices to other aggregators (the sums of the count and of its square
+ * match world x and world x squared only if all counts are equal). */
+static int agree_shards(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen)
+{
+	unsigned n = c->env.ps_shards;
+	int32_t v[2] = { (int32_t)n, (int32_t)(n * n) };
+	int rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, v, 2, HCL_INT32, ++c->epoch, deadline,
+				    err, errlen);
+	if (rc == 0 && (int64_t)v[0] * v[0] != (int64_t)v[1] * c->world)
+		return hcl_fail(-EINVAL, err, errlen, "ranks run different PS shard counts (HCL_PS_SHARDS; this rank %u)", n);
+	return rc;
+}
+
+/* The shards the plan uses: one aggregator (a single INA rack holding
+ * every rank) is never cut. */
+static unsigned shards(const struct hcl_comm *c)
+{
+	const struct ps_state *s = c->algo_state;
+	return s->plan[0].use_ps ? c->env.ps_shards : 1;
+}
+
+/* A shard's slots, which are also its window: the rank's window is dealt
+ * over the shards, so sharding adds aggregators, not bytes in flight (a
+ * full window per shard overflowed the ToR ports in the trial: 8 shards
+ * ran at 0.55-0.8x the speed of one slot each). */
+static uint32_t shard_slots(const struct hcl_comm *c)
+{
+	unsigned n = shards(c);
+	return (c->env.ina_slots + n - 1) / n;
+}
+
+/* Shard h's copy of a plan job of data type d (0 fp32, 1 int32): ids go
+ * fp32, int32 per shard from the first id. */
+static void shard_job(const struct hcl_comm *c, const struct ina_job_cfg *j, unsigned h, unsigned d,
+		      struct ina_job_cfg *out)
+{
+	const struct ps_state *s = c->algo_state;
+	psina_shard_job(j, (uint16_t)(c->env.ina_job + 2 * h + d), &s->ps_addr[h], out);
+	out->nslots = shard_slots(c);
+}
+
+/* This rank is the agent of INA rack t: (re)install the rack's jobs in its
+ * ToR.  -ENOSPC: the ToR has no room; nothing of the rack's stays
+ * installed and the rack can fall back to the software PS. */
+static int install_tor_jobs(struct hcl_comm *c, unsigned t, int64_t deadline, char *err, size_t errlen)
+{
+	struct ps_state *s = c->algo_state;
+	char e2[256];
+	tor_init(&s->tor, &c->peers[c->rank], c->info[c->rank].tor.ip);
+	for (unsigned n = 0; n < 2 * shards(c); n++) {
+		struct ina_job_cfg job;
+		shard_job(c, &s->plan[n % 2].tor[t].job, n / 2, n % 2, &job);
+		int rc = tor_clear(&s->tor, job.id, 1, deadline, e2, sizeof(e2)); /* a crashed run's leftover */
+		if (rc == 0)
+			rc = tor_install(&s->tor, &job, deadline, e2, sizeof(e2));
+		if (rc < 0) {
+			hcl_fail(-EINVAL, err, errlen, "ps-ina: installing job %u: %s", job.id, e2);
+			if (rc == -ENOSPC)
+				tor_remove_all(&s->tor);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Plans, installs, and agrees on which ToRs took their jobs; a ToR without
+ * room sends its rack to the software PS (ATP's fallback), which changes
+ * the others' jobs too: they are planned and installed again.  A second
+ * refusal is an error. */
+static int plan_and_install(struct hcl_comm *c, struct plan_rank *info, int64_t deadline, char *err, size_t errlen)
+{
+	struct ps_state *s = c->algo_state;
+	const struct hcl_env *e = &c->env;
+	int rc = 0;
+	for (int round = 0;; round++) {
+		for (int d = 0; d < 2 && rc == 0; d++)
+			rc = psina_plan(info, (unsigned)c->world, &s->ps_addr[0], (uint16_t)(e->ina_job + d),
+					d ? INA_D_INT32 : e->float_wire, e->ina_slots, e->ina_elems, &s->plan[d], err,
+					errlen);
+		int32_t refused[PLAN_MAX_RACKS] = { 0 };
+		unsigned ntor = rc == 0 ? s->plan[0].ntor : 0;
+		for (unsigned t = 0; t < ntor && rc == 0; t++)
+			if (s->plan[0].tor[t].agent == c->rank &&
+			    (rc = install_tor_jobs(c, t, deadline, err, errlen)) == -ENOSPC && round == 0) {
+				fprintf(stderr, "hcl: rack %d: %s; the rack uses the software PS%s\n",
+					s->plan[0].tor[t].rack, err, e->ps_shards > 1 ? " shards" : " on rank 0");
+				refused[t] = 1;
+				rc = 0;
+			}
+		/* everybody learns the outcome (an agent that failed otherwise
+		 * does not join: the others' call ends at the deadline) */
+		if (rc == 0 && ntor)
+			rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, refused, ntor, HCL_INT32,
+						++c->epoch, deadline, err, errlen);
+		bool again = false;
+		for (unsigned t = 0; rc == 0 && t < ntor; t++)
+			for (int i = 0; refused[t] && i < c->world; i++)
+				if (info[i].rack == s->plan[0].tor[t].rack) {
+					memset(&info[i].tor, 0, sizeof(info[i].tor));
+					again = true;
+				}
+		if (rc < 0 || !again)
+			return rc;
+		tor_remove_all(&s->tor); /* planned for the old layout */
+		for (int d = 0; d < 2; d++)
+			psina_plan_free(&s->plan[d]);
+	}
+}
+
+/* The software PS shards this rank hosts, and a client per data type. */
+static int start_aggregators(struct hcl_comm *c, char *err, size_t errlen)
+{
+	struct ps_state *s = c->algo_state;
+	const unsigned n = shards(c);
+	for (unsigned h = 0; h < n; h++) {
+		if (!s->plan[0].use_ps || psina_shard_host(h, n, (unsigned)c->world) != c->rank)
+			continue;
+		struct ina_job_cfg jobs[2];
+		for (unsigned d = 0; d < 2; d++)
+			shard_job(c, &s->plan[d].ps, h, d, &jobs[d]);
+		struct sockaddr_in at = { .sin_family = AF_INET, .sin_addr.s_addr = s->ps_addr[h].ip,
+					  .sin_port = s->ps_addr[h].port };
+		if (!(s->ps = softsw_start(&at, jobs, 2, err, errlen)))
+			return -EADDRINUSE;
+	}
+	for (unsigned d = 0; d < 2; d++) {
+		const struct psina_plan *p = &s->plan[d];
+		struct hcl_ina_cfg ic = { .shards = n, .index = p->client[c->rank].index, .slots = shard_slots(c),
+					  .elems = c->env.ina_elems, .poll = hcl_comm_poll_xfer, .poll_ctx = c };
+		for (unsigned h = 0; h < n; h++) {
+			const struct ina_addr *a = p->client[c->rank].to_ps ? &s->ps_addr[h] : &p->client[c->rank].server;
+			ic.job[h] = (uint16_t)(c->env.ina_job + 2 * h + d);
+			ic.sw[h] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = a->ip, .sin_port = a->port };
+		}
+		if (!(s->client[d] = hcl_ina_new(&ic, &s->ina_t, err, errlen)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int ps_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen)
+{
+	struct ps_state *s = c->algo_state;
+	const struct hcl_env *e = &c->env;
+	const char *name = c->algo->name;
+	if (e->ina_job > 65535 - (2 * (int)e->ps_shards - 1))
+		return hcl_fail(-EINVAL, err, errlen, "%s: job id %u out of range (it uses id to id+%u)", name, e->ina_job,
+				2 * e->ps_shards - 1);
+	int rc = hcl_ina_mtu_check(c, name, err, errlen);
+	if (rc < 0 || (rc = agree_shards(c, deadline, err, errlen)) < 0 ||
+	    (rc = hcl_ina_socket(c, &s->ina_t, err, errlen)) < 0)
+		return rc;
+	struct plan_rank *info = malloc((size_t)c->world * sizeof(*info));
+	if (!info)
+		return hcl_fail(-ENOMEM, err, errlen, "out of memory");
+	memcpy(info, c->info, (size_t)c->world * sizeof(*info));
+	for (unsigned h = 0; h < e->ps_shards; h++) {
+		s->ps_addr[h] = c->info[psina_shard_host(h, e->ps_shards, (unsigned)c->world)].ina;
+		s->ps_addr[h].port = htons((uint16_t)(e->ps_port + h));
+	}
+	c->wire_bf16 = e->float_wire == INA_D_BF16;
+	rc = plan_and_install(c, info, deadline, err, errlen);
+	free(info);
+	if (rc == 0)
+		rc = start_aggregators(c, err, errlen);
+	/* nobody sends before every aggregator is in place */
+	return rc < 0 ? rc : hcl_comm_barrier(c, deadline, err, errlen);
+}
+
+static int ps_allreduce(struct hcl_comm *c, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline)
+{
+	struct ps_state *s = c->algo_state;
+	if (dt == HCL_FP32 && c->env.float_wire == INA_D_BFP32)
+		return hcl_ina_allreduce_bfp(s->client[0], buf, count, (unsigned)c->world, deadline, c->err,
+					     sizeof(c->err));
+	return hcl_ina_allreduce(s->client[dt == HCL_INT32], buf, count, dt, deadline, c->err, sizeof(c->err));
+}
+
+static void ps_teardown(struct hcl_comm *c)
+{
+	struct ps_state *s = c->algo_state;
+	if (!s)
+		return;
+	tor_remove_all(&s->tor);
+	for (int d = 0; d < 2; d++) {
+		hcl_ina_free(s->client[d]);
+		psina_plan_free(&s->plan[d]);
+	}
+	softsw_stop(s->ps);
+	dgram_close(&s->ina_t);
+	free(s);
+	c->algo_state = NULL;
+}
+
+const struct hcl_algo_ops hcl_algo_ps = {
+	.name = "ps",
+	.prepare = ps_prepare,
+	.setup = ps_setup,
+	.allreduce = ps_allreduce,
+	.teardown = ps_teardown,
+	.serves_others = true,
+};
+
+const struct hcl_algo_ops hcl_algo_ps_ina = {
+	.name = "ps-ina",
+	.prepare = ps_ina_prepare,
+	.setup = ps_setup,
+	.allreduce = ps_allreduce,
+	.teardown = ps_teardown,
+	.serves_others = true,
+};

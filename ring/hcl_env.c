@@ -1,0 +1,248 @@
+#include "hcl_env.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hcl_hostfile.h"
+#include "hcl_pace.h"
+#include "hcl_xfer.h"
+#include "ina_proto.h"
+#include "parse.h"
+
+__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static const char *env(const char *name)
+{
+	const char *s = getenv(name);
+	return s && *s ? s : NULL;
+}
+
+/* An integer setting: cfg's value if not 0, else the environment's, else
+ * dflt; in lo..hi either way. */
+static int int_setting(long long cfg, const char *cfg_name, const char *name, long long lo, long long hi,
+		       long long dflt, long long *v, char *err, size_t errlen)
+{
+	const char *s = env(name);
+	if (cfg) {
+		if (cfg < lo || cfg > hi)
+			return bad(err, errlen, "cfg.%s = %lld: want %lld to %lld", cfg_name, cfg, lo, hi);
+		*v = cfg;
+	} else if (s) {
+		if (parse_int(s, lo, hi, v) < 0)
+			return bad(err, errlen, "%s=%s: want an integer from %lld to %lld", name, s, lo, hi);
+	} else {
+		*v = dflt;
+	}
+	return 0;
+}
+
+/* A pacing parameter: unset gives 0 (the pacing layer's default). */
+static int pace_param(const char *name, double lo, double hi, double *v, char *err, size_t errlen)
+{
+	const char *s = env(name);
+	*v = 0;
+	if (s && parse_double(s, lo, hi, v) < 0)
+		return bad(err, errlen, "%s='%s': must be a number from %g to %g", name, s, lo, hi);
+	return 0;
+}
+
+static int sync_settings(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err, size_t errlen)
+{
+	const char *trace = k->trace_dir ? k->trace_dir : env("HCL_TRACE");
+	if (trace && *trace) {
+		if (strlen(trace) >= sizeof(e->trace_dir))
+			return bad(err, errlen, "trace directory '%.40s...' is too long", trace);
+		snprintf(e->trace_dir, sizeof(e->trace_dir), "%s", trace);
+		e->sync.trace_dir = e->trace_dir;
+	}
+	const char *p = env("HCL_PACE");
+	if (k->pace) {
+		e->sync.pace = k->pace > 0;
+	} else if (p) {
+		if (strcmp(p, "0") && strcmp(p, "off") && strcmp(p, "1") && strcmp(p, "on"))
+			return bad(err, errlen, "HCL_PACE='%s': must be 1, on, 0 or off", p);
+		e->sync.pace = !strcmp(p, "1") || !strcmp(p, "on");
+	}
+	double thr, rel, frac, max, win;
+	if (pace_param("HCL_PACE_THRESHOLD_US", 1, 1e7, &thr, err, errlen) < 0 ||
+	    pace_param("HCL_PACE_REL_THRESHOLD", 0, 1, &rel, err, errlen) < 0 ||
+	    pace_param("HCL_PACE_FRACTION", 0.01, 1, &frac, err, errlen) < 0 ||
+	    pace_param("HCL_PACE_MAX_US", 1, 1e7, &max, err, errlen) < 0 ||
+	    pace_param("HCL_PACE_WINDOW", 1, HCL_PACE_MAX_WINDOW, &win, err, errlen) < 0)
+		return -EINVAL;
+	if (env("HCL_PACE_REL_THRESHOLD") && rel == 0)
+		rel = -1; /* set to 0: no relative threshold */
+	e->sync.pace_cfg = (struct hcl_pace_cfg){ .threshold_ns = (int64_t)(thr * 1e3), .rel_threshold = rel,
+						  .fraction = frac, .max_delay_ns = (int64_t)(max * 1e3),
+						  .window = (unsigned)win };
+	return 0;
+}
+
+/* Who and where: rank, world, master, this rank's data address and rack,
+ * from cfg, a host file or the environment. */
+static int placement(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err, size_t errlen)
+{
+	long long v;
+	const char *master = k->master_addr, *data = k->data_addr, *sw = k->ina_switch;
+	int port = k->master_port, world = k->world, rack = k->rack;
+	struct hcl_hostfile hf;
+	if (k->rank >= 0)
+		e->rank = k->rank;
+	else if (!env("RANK"))
+		return bad(err, errlen, "no rank: set cfg.rank or RANK");
+	else if (parse_int(env("RANK"), 0, HCL_XFER_MAX_PEERS - 1, &v) < 0)
+		return bad(err, errlen, "RANK=%s: want an integer from 0 to %d", env("RANK"), HCL_XFER_MAX_PEERS - 1);
+	else
+		e->rank = (int)v;
+	const char *hostfile = k->hostfile ? k->hostfile : env("HCL_HOSTFILE");
+	if (hostfile && *hostfile) {
+		int rc = hcl_hostfile_load(hostfile, e->rank, &hf, err, errlen);
+		if (rc < 0)
+			return rc;
+		world = hf.world;
+		master = hf.master_addr;
+		port = hf.master_port;
+		data = hf.data_addr;
+		rack = hf.rack;
+		sw = hf.ina_switch[0] ? hf.ina_switch : NULL;
+	}
+	if (world < 0 && !env("WORLD_SIZE"))
+		return bad(err, errlen, "no world size: set cfg.world or WORLD_SIZE");
+	if (world < 0 && parse_int(env("WORLD_SIZE"), 1, HCL_XFER_MAX_PEERS, &v) < 0)
+		return bad(err, errlen, "WORLD_SIZE=%s: want an integer from 1 to %d", env("WORLD_SIZE"), HCL_XFER_MAX_PEERS);
+	if (world < 0)
+		world = (int)v;
+	if (!master && !(master = env("MASTER_ADDR")))
+		return bad(err, errlen, "no master address: set cfg.master_addr or MASTER_ADDR");
+	if (!port && !env("MASTER_PORT"))
+		return bad(err, errlen, "no master port: set cfg.master_port or MASTER_PORT");
+	if (!port && parse_int(env("MASTER_PORT"), 1, 65535, &v) < 0)
+		return bad(err, errlen, "MASTER_PORT=%s: want an integer from 1 to 65535", env("MASTER_PORT"));
+	if (!port)
+		port = (int)v;
+	if (world < 1 || world > HCL_XFER_MAX_PEERS || e->rank >= world || port < 1 || port > 65535)
+		return bad(err, errlen, "rank %d of world %d, master port %d: out of range", e->rank, world, port);
+	e->world = world;
+	e->master = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (inet_pton(AF_INET, master, &e->master.sin_addr) != 1)
+		return bad(err, errlen, "master address '%s' is not an IPv4 address", master);
+	snprintf(e->master_ip, sizeof(e->master_ip), "%s", master);
+	if (!data)
+		data = env("HCL_DATA_ADDR");
+	e->data = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(k->data_port) };
+	if (data && inet_pton(AF_INET, data, &e->data.sin_addr) != 1)
+		return bad(err, errlen, "data address '%s' is not an IPv4 address", data);
+	if (data)
+		snprintf(e->data_ip, sizeof(e->data_ip), "%s", data);
+	if (rack < 0 && int_setting(0, "rack", "HCL_RACK", 0, 1 << 20, 0, &v, err, errlen) < 0)
+		return -EINVAL;
+	e->rack = rack >= 0 ? rack : (int)v;
+	if (!sw)
+		sw = env("HCL_INA_SWITCH");
+	if (sw && parse_endpoint(sw, INA_HOST_PORT, &e->ina_switch) < 0)
+		return bad(err, errlen, "the INA switch must be \"a.b.c.d[:port]\", not '%s'", sw);
+	return 0;
+}
+
+/* The float job's wire format of ps, ps-ina and agent-ring. */
+static int float_wire(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err, size_t errlen)
+{
+	const char *m = env("HCL_INA_FP32");
+	if (k->ina_bfp < 0 || k->ina_bfp > 3)
+		return bad(err, errlen, "cfg.ina_bfp must be 0..3, not %d", k->ina_bfp);
+	if (!k->ina_bfp && m && strcmp(m, "bfp") && strcmp(m, "native") && strcmp(m, "bf16"))
+		return bad(err, errlen, "HCL_INA_FP32 must be bfp, native or bf16, not '%s'", m);
+	int mode = k->ina_bfp ? k->ina_bfp : !m ? 2 : !strcmp(m, "bfp") ? 1 : !strcmp(m, "bf16") ? 3 : 2;
+	e->float_wire = mode == 1 ? INA_D_BFP32 : mode == 3 ? INA_D_BF16 : INA_D_FP32;
+	return 0;
+}
+
+/* 2048 elements (8 KiB of fp32 in a jumbo frame, as the transfer's
+ * datagrams) and 8 in flight per job: the 64 KiB that 1024 x 16 had, in
+ * half the packets, which is what hosts and software members pay for
+ * (BENCHMARKS.md, "The default trial").  swemu's max_elems default is
+ * 2048. */
+#define INA_ELEMS_DEFAULT 2048
+#define INA_SLOTS_DEFAULT 8
+
+static int ina_settings(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err, size_t errlen)
+{
+	long long port, job, slots, elems, ps_port, shards;
+	int most = e->world < HCL_INA_MAX_SHARDS ? e->world : HCL_INA_MAX_SHARDS;
+	if (int_setting(k->ina_port, "ina_port", "HCL_INA_PORT", 1, 65535, INA_HOST_PORT, &port, err, errlen) < 0 ||
+	    int_setting(k->ina_job, "ina_job", "HCL_INA_JOB", 0, 65535, 1, &job, err, errlen) < 0 ||
+	    int_setting(k->ina_slots, "ina_slots", "HCL_INA_SLOTS", 1, 1 << 20, INA_SLOTS_DEFAULT, &slots, err,
+			errlen) < 0 ||
+	    int_setting(k->ina_elems, "ina_elems", "HCL_INA_ELEMS", 1, INA_MAX_ELEMS, INA_ELEMS_DEFAULT, &elems, err,
+			errlen) < 0 ||
+	    int_setting(0, "", "HCL_PS_PORT", 1, 65535, INA_PS_PORT, &ps_port, err, errlen) < 0 ||
+	    float_wire(k, e, err, errlen) < 0)
+		return -EINVAL;
+	if (k->ps_shards && (k->ps_shards < 1 || k->ps_shards > most))
+		return bad(err, errlen, "PS shards %d (cfg.ps_shards, HCL_PS_SHARDS): want 1 to %d (at most the world size and %d)",
+			   k->ps_shards, most, HCL_INA_MAX_SHARDS);
+	if (int_setting(k->ps_shards, "ps_shards", "HCL_PS_SHARDS", 1, most, 1, &shards, err, errlen) < 0)
+		return -EINVAL;
+	e->ina_port = (uint16_t)port;
+	e->ina_job = (uint16_t)job;
+	e->ina_slots = (uint32_t)slots;
+	e->ina_elems = (uint16_t)elems;
+	e->ps_port = (uint16_t)ps_port;
+	e->ps_shards = (unsigned)shards;
+	if (ps_port + shards - 1 > 65535)
+		return bad(err, errlen, "HCL_PS_PORT %lld: the %lld shards use it to +%lld, past 65535", ps_port, shards,
+			   shards - 1);
+	return 0;
+}
+
+static int xfer_settings(struct hcl_env *e, char *err, size_t errlen)
+{
+	long long payload, window, lq = 0;
+	const char *q = env("HCL_XFER_LOCAL_QUEUE");
+	if (int_setting(0, "", "HCL_XFER_PAYLOAD", 0, 8976, 0, &payload, err, errlen) < 0 ||
+	    int_setting(0, "", "HCL_XFER_WINDOW", 0, 4096, 0, &window, err, errlen) < 0)
+		return -EINVAL;
+	if (q && strcmp(q, "off") && parse_int(q, 0, 1 << 20, &lq) < 0)
+		return bad(err, errlen, "HCL_XFER_LOCAL_QUEUE=%s: want bytes (0..1048576) or off", q);
+	e->xfer_payload = (uint32_t)payload;
+	e->xfer_window = (uint32_t)window;
+	e->xfer_local_queue = q && !strcmp(q, "off") ? UINT32_MAX : (uint32_t)lq;
+	return 0;
+}
+
+int hcl_env_resolve(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err, size_t errlen)
+{
+	memset(e, 0, sizeof(*e));
+	long long channels;
+	if (placement(k, e, err, errlen) < 0)
+		return -EINVAL;
+	e->algo = k->algo ? k->algo : HCL_ALGO_RING;
+	if (e->algo < HCL_ALGO_RING || e->algo > HCL_ALGO_AGENT_RING)
+		return bad(err, errlen, "unknown algorithm %d", (int)e->algo);
+	/* a negative one would be a deadline already passed (or, in ns, an overflow) */
+	if (k->timeout_ms < 0 || k->timeout_ms > 86400000)
+		return bad(err, errlen, "timeout %lld ms: want 0 (default) to 86400000", (long long)k->timeout_ms);
+	e->timeout_ns = (k->timeout_ms ? k->timeout_ms : 30000) * 1000000;
+	if (k->ring_channels && (k->ring_channels < 1 || k->ring_channels > HCL_RING_MAX_CHANNELS))
+		return bad(err, errlen, "ring channels %d: want 1 to %d", k->ring_channels, HCL_RING_MAX_CHANNELS);
+	if (int_setting(k->ring_channels, "ring_channels", "HCL_RING_CHANNELS", 1, HCL_RING_MAX_CHANNELS, 1, &channels,
+			err, errlen) < 0 ||
+	    ina_settings(k, e, err, errlen) < 0 || xfer_settings(e, err, errlen) < 0 ||
+	    sync_settings(k, e, err, errlen) < 0)
+		return -EINVAL;
+	e->ring_channels = (unsigned)channels;
+	e->agent_report = env("HCL_AGENT_REPORT") != NULL;
+	e->debug = env("HCL_DEBUG") != NULL;
+	return 0;
+}

@@ -1,0 +1,131 @@
+#include "hcl_ina_win.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int hcl_inaw_init(struct hcl_inaw *w, uint32_t slots, int64_t rto_floor_ns, int64_t rto_cap_ns)
+{
+	*w = (struct hcl_inaw){ .slots = slots };
+	hcl_rtt_init(&w->rtt, rto_floor_ns, rto_cap_ns);
+	return (w->s = calloc(slots ? slots : 1, sizeof(*w->s))) ? 0 : -ENOMEM;
+}
+
+void hcl_inaw_free(struct hcl_inaw *w)
+{
+	free(w->s);
+	w->s = NULL;
+}
+
+void hcl_inaw_reset(struct hcl_inaw *w)
+{
+	for (uint32_t i = 0; i < w->slots; i++)
+		w->s[i].busy = false;
+}
+
+struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t slice, int64_t sent_at, bool early)
+{
+	struct hcl_inaw_slot *s = &w->s[slot];
+	*s = (struct hcl_inaw_slot){ .busy = true, .early = early, .set = s->set, .slice = slice, .sent_at = sent_at };
+	return s;
+}
+
+static int64_t timer(const struct hcl_inaw *w, const struct hcl_inaw_slot *s, int64_t floor_ns)
+{
+	int64_t rto = hcl_rtt_rto(&w->rtt, s->tries);
+	if (floor_ns) {
+		int64_t f = floor_ns << (s->tries < 4 ? s->tries : 4);
+		if (rto < f)
+			rto = f;
+	}
+	return rto;
+}
+
+void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*send)(void *ctx, uint32_t slot),
+		     void *ctx, int64_t *wake, uint64_t *resent)
+{
+	for (uint32_t i = 0; i < w->slots; i++) {
+		struct hcl_inaw_slot *s = &w->s[i];
+		if (!s->busy)
+			continue;
+		int64_t due = s->sent_at + timer(w, s, floor_ns);
+		if (due <= now) {
+			if (!send(ctx, i))
+				return; /* socket full: the next round */
+			if (!floor_ns) /* a slice that waits for others says nothing of the round trip */
+				hcl_rtt_expired(&w->rtt, s->sent_at, now);
+			s->sent_at = now;
+			if (s->tries < 255)
+				s->tries++;
+			(*resent)++;
+			due = now + timer(w, s, floor_ns);
+		}
+		if (due < *wake)
+			*wake = due;
+	}
+}
+
+struct hcl_inaw_slot *hcl_inaw_match(struct hcl_inaw *w, const struct ina_hdr *h, uint32_t epoch)
+{
+	uint32_t i = ina_slot_index(h->slot);
+	struct hcl_inaw_slot *s = i < w->slots ? &w->s[i] : NULL;
+	if (!s || !s->busy || h->epoch != epoch || h->seq != (uint32_t)s->slice || ina_slot_set(h->slot) != s->set)
+		return NULL;
+	return s;
+}
+
+void hcl_inaw_done(struct hcl_inaw *w, struct hcl_inaw_slot *s, int64_t now)
+{
+	if (s->tries == 0 && s->sent_at && !s->early)
+		hcl_rtt_sample(&w->rtt, now - s->sent_at);
+	s->set ^= 1;
+	s->busy = false;
+}
+
+#define RXBUF (INA_HDR_LEN + INA_MAX_PAYLOAD + 64)
+
+int hcl_ina_rx_init(struct hcl_ina_rx *r)
+{
+	for (int i = 0; i < HCL_INA_BATCH; i++)
+		if (!(r->buf[i] = malloc(RXBUF)))
+			return -ENOMEM;
+	return 0;
+}
+
+void hcl_ina_rx_free(struct hcl_ina_rx *r)
+{
+	for (int i = 0; i < HCL_INA_BATCH; i++) {
+		free(r->buf[i]);
+		r->buf[i] = NULL;
+	}
+}
+
+int hcl_ina_rx_batch(struct hcl_ina_rx *r, struct dgram_transport *t, struct dgram_pkt in[HCL_INA_BATCH], int64_t now,
+		     int64_t wake, int64_t deadline_ns)
+{
+	if (wake > deadline_ns)
+		wake = deadline_ns;
+	for (int i = 0; i < HCL_INA_BATCH; i++)
+		in[i] = (struct dgram_pkt){ .buf = r->buf[i], .len = RXBUF };
+	return t->ops->recv_batch(t->ctx, in, HCL_INA_BATCH, wake > now ? wake - now : 0);
+}
+
+void hcl_ina_swap_elems(void *dst, const void *src, size_t n, size_t esz)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+	for (size_t i = 0; i < n; i++) {
+		if (esz == 2) {
+			uint16_t v;
+			memcpy(&v, s + 2 * i, 2);
+			v = htons(v);
+			memcpy(d + 2 * i, &v, 2);
+		} else {
+			uint32_t v;
+			memcpy(&v, s + 4 * i, 4);
+			v = htonl(v);
+			memcpy(d + 4 * i, &v, 4);
+		}
+	}
+}

@@ -1,0 +1,75 @@
+/* What the two INA clients share (ps-ina's ring/hcl_ina.c and agent-ring's
+ * ring/hcl_aring.c): a window of slots towards one switch job, each with
+ * the slice it has in flight, the shadow set its next slice uses (kept for
+ * the life of the window, as the engine requires: docs/ENGINE.md), and a
+ * retransmission timer that follows the round trip (ring/hcl_rtt.h); the
+ * receive buffers; the byte order of elements on the wire. */
+#ifndef HCL_INA_WIN_H
+#define HCL_INA_WIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dgram.h"
+#include "hcl_rtt.h"
+#include "ina_proto.h"
+
+struct hcl_inaw_slot {
+	bool busy;       /* a slice is in flight */
+	bool early;      /* sent before the switch could answer it: no round-trip sample */
+	uint8_t tries;   /* re-sends of the slice */
+	uint8_t set;     /* the shadow set of the slice (flips when it is done) */
+	uint8_t got;     /* the caller's: what of the answer has come */
+	size_t slice;
+	int64_t sent_at; /* 0: not sent yet (the socket was full): due at once */
+};
+
+struct hcl_inaw {
+	uint32_t slots;
+	struct hcl_inaw_slot *s;
+	struct hcl_rtt rtt;
+};
+
+/* 0, or -ENOMEM. */
+int hcl_inaw_init(struct hcl_inaw *w, uint32_t slots, int64_t rto_floor_ns, int64_t rto_cap_ns);
+void hcl_inaw_free(struct hcl_inaw *w);
+/* A new pass: nothing in flight (the sets and the timer are kept). */
+void hcl_inaw_reset(struct hcl_inaw *w);
+
+/* Slot `slot` takes slice `slice`, sent at now (0 if the socket was full). */
+struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t slice, int64_t sent_at, bool early);
+
+/* Re-sends every busy slot whose timer (at least floor_ns, doubled per
+ * try; floor_ns 0: the round trip's alone) has run out, by send(ctx, slot
+ * index) — false when the socket is full, which ends the round.  Lowers
+ * *wake to the next expiry; counts the re-sends in *resent. */
+void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*send)(void *ctx, uint32_t slot),
+		     void *ctx, int64_t *wake, uint64_t *resent);
+
+/* The busy slot that h (a RESULT or ACK of this window's job) answers:
+ * its slot index, shadow set, epoch and slice must all match; else NULL
+ * (a duplicate, or an answer to a slice already done). */
+struct hcl_inaw_slot *hcl_inaw_match(struct hcl_inaw *w, const struct ina_hdr *h, uint32_t epoch);
+
+/* The slot's slice is done: a round-trip sample if it went once and not
+ * early; its next slice uses the other set. */
+void hcl_inaw_done(struct hcl_inaw *w, struct hcl_inaw_slot *s, int64_t now);
+
+/* The clients' receive buffers. */
+#define HCL_INA_BATCH 64
+struct hcl_ina_rx {
+	uint8_t *buf[HCL_INA_BATCH];
+};
+int hcl_ina_rx_init(struct hcl_ina_rx *r); /* 0 or -ENOMEM (then free it) */
+void hcl_ina_rx_free(struct hcl_ina_rx *r);
+/* One batch of datagrams into in[], waiting until `wake` at the latest (never
+ * past deadline_ns): how many arrived, or -errno from the transport. */
+int hcl_ina_rx_batch(struct hcl_ina_rx *r, struct dgram_transport *t, struct dgram_pkt in[HCL_INA_BATCH], int64_t now,
+		     int64_t wake, int64_t deadline_ns);
+
+/* n elements of esz bytes (4, or 2 for bf16) between host order and the
+ * wire's big-endian; its own inverse, so one function serves both ways. */
+void hcl_ina_swap_elems(void *dst, const void *src, size_t n, size_t esz);
+
+#endif

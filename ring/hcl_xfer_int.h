@@ -1,0 +1,168 @@
+/* The reliable transfer's insides, shared by its three files: the API
+ * and the exchange loop (hcl_xfer.c), the sending side with congestion
+ * control and timers (hcl_xfer_tx.c), the receiving side with staging and
+ * acknowledgements (hcl_xfer_rx.c).  Not installed. */
+#ifndef HCL_XFER_INT_H
+#define HCL_XFER_INT_H
+
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "hcl_xfer.h"
+
+#define MAGIC 0x48
+#define T_DATA 1
+#define T_ACK 2
+#define T_FIN 3 /* "all of tag acknowledged": the receiver may stop lingering */
+#define T_NOTE 4 /* unreliable side datagram for the note handler (payload after the header) */
+/* Receiver-driven flow control.  A rank that is not yet at the exchange a
+ * neighbour sends for, and holds another early message already, drops the
+ * data and says WAIT; when it reaches that exchange it says READY.  The
+ * sender meanwhile only probes.  Without them, a rank two steps ahead of
+ * its slow neighbour (a scheduling hiccup on a busy host) saw only time-outs:
+ * its window collapsed to one packet and it waited a timer per step. */
+#define T_WAIT 5
+#define T_READY 6
+#define BATCH 64
+#define PKT_MAX 9000
+
+/* Wire header, all fields big-endian:
+ *   0 magic  1 type  2 src rank(16)  4 tag  8 seq|cum  12 total
+ *  16 msg_len | sack low   20 reserved | sack high */
+
+struct txs {
+	bool active;
+	int to;
+	uint32_t tag, total;
+	const uint8_t *buf;
+	size_t len;
+	uint8_t *acked;    /* per packet */
+	int64_t *sent_at;  /* 0 = not sent */
+	uint8_t *tries;
+	uint8_t *lost;     /* declared lost, waiting to be sent again */
+	uint32_t next_new, nacked, inflight; /* inflight: sent, neither acknowledged nor lost */
+	int64_t delivered_sent_at; /* latest send time among packets acknowledged */
+	int64_t progress_at;       /* last time an ACK acknowledged something new */
+	bool peer_waits;           /* the receiver said WAIT: probe only */
+	int64_t probe_at;
+	uint8_t probes;
+};
+
+struct rxs {
+	bool active;
+	int from;
+	uint32_t tag, total;
+	uint8_t *buf;
+	size_t len;
+	uint8_t *got;
+	uint32_t ngot, cum;
+};
+
+/* Early data of the exchange to come. */
+struct stage {
+	bool used;
+	int from;
+	uint32_t tag, total;
+	size_t len;
+	uint8_t *buf, *got;
+	size_t cap, gcap;
+	uint32_t ngot;
+	bool fin; /* its sender's FIN came already */
+};
+
+/* Congestion window towards one peer (RFC 5681 in packets): slow start
+ * to ssthresh, then one packet per window acknowledged; halved once per
+ * round trip when a loss is detected, back to one packet on a timeout.
+ * Without it the fixed window of 64 jumbo packets overran the switch
+ * queues of the testbed (256 KiB uplinks), and every timeout resent the
+ * whole window into the same full queue. */
+struct hcl_xfer_cc {
+	double cwnd, ssthresh;
+	int64_t recover_at; /* losses of packets sent before this do not halve again */
+	/* F-RTO (RFC 5682): the window before a time-out, restored when the
+	 * ACKs show that everything it declared lost arrived without being
+	 * resent — the receiver was only busy (computing between calls: no one
+	 * reads its socket), the network lost nothing. */
+	double undo_cwnd, undo_ssthresh;
+	int64_t rto_at; /* of the time-out that may be undone; 0: none */
+};
+
+struct hcl_xfer {
+	struct hcl_xfer_cfg cfg;
+	struct sockaddr_in *peers;
+	struct dgram_transport *t;
+	struct txs tx;
+	struct rxs rx;
+	struct stage st;
+	/* completed receives, to acknowledge again in full when their sender
+	 * repeats itself (its last ACK was lost); several, because a rank's
+	 * exchanges alternate between peers (hier: gather, then ring) */
+	struct {
+		bool valid;
+		bool fin;      /* its sender confirmed our last ACK arrived */
+		bool unlinger; /* completed since the last linger: linger waits for its FIN */
+		int from;
+		uint32_t tag, total;
+	} done[8];
+	unsigned done_next;
+	bool rx_fin; /* the current receive's FIN came before it completed */
+	uint8_t *rxbuf[BATCH];
+	struct hcl_xfer_stats stats;
+	size_t cap_pk; /* per-packet arrays sized for this many */
+	void (*note_cb)(void *ctx, int src, const void *p, size_t len);
+	void *note_ctx;
+	/* round-trip estimate (RFC 6298), kept across exchanges */
+	int64_t srtt_ns, rttvar_ns, rto_base_ns, rto_initial_ns;
+	struct hcl_xfer_cc *cc; /* per peer, kept across exchanges */
+	struct {
+		bool valid;
+		uint32_t tag;
+	} *refused; /* per peer: the tag we told to WAIT */
+	/* the host's queue as last seen full (local_queue_wait) */
+	int64_t lq_at;
+	long lq_bytes;
+	double lq_rate; /* its drain rate, bytes per ns (0: not measured yet) */
+};
+
+static inline void put32(uint8_t *p, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(p, &v, 4);
+}
+
+static inline uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return ntohl(v);
+}
+
+static inline uint32_t npackets(const struct hcl_xfer *x, size_t len)
+{
+	return len ? (uint32_t)((len + x->cfg.payload - 1) / x->cfg.payload) : 1; /* an empty message is one packet */
+}
+
+/* Bytes packet seq of a len-byte message carries. */
+static inline size_t seg_len(const struct hcl_xfer *x, size_t len, uint32_t seq)
+{
+	size_t off = (size_t)seq * x->cfg.payload;
+	return off >= len ? 0 : (len - off < x->cfg.payload ? len - off : x->cfg.payload);
+}
+
+/* hcl_xfer_tx.c */
+int64_t xfer_rto_ns(const struct hcl_xfer *x, uint8_t tries);
+/* Sends what is due; returns when to look again (the earliest expiry). */
+int64_t xfer_pump_tx(struct hcl_xfer *x, int64_t now, uint8_t *pkt);
+void xfer_on_ack(struct hcl_xfer *x, int src, const uint8_t *p);
+void xfer_on_flow(struct hcl_xfer *x, int src, uint8_t type, uint32_t tag);
+
+/* hcl_xfer_rx.c */
+/* A header-only WAIT or READY for tag. */
+void xfer_send_flow(struct hcl_xfer *x, int to, uint8_t type, uint32_t tag);
+/* Receives one batch (waiting at most wait_ns), handles it, and sends one
+ * ACK per (peer, tag) that sent data.  Returns the datagrams seen or -errno. */
+int xfer_service(struct hcl_xfer *x, int64_t wait_ns);
+
+#endif

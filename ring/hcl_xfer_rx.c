@@ -1,0 +1,235 @@
+/* The reliable transfer's receiving side: placing packets, early data of
+ * the next exchange (staged), acknowledgements, and the batch loop that
+ * dispatches every datagram type. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "clock.h"
+#include "hcl_xfer_int.h"
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	void *q = realloc(*p, need * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = need;
+	return 0;
+}
+
+static int rank_of(const struct hcl_xfer *x, const struct sockaddr_in *a)
+{
+	for (unsigned i = 0; i < x->cfg.nranks; i++)
+		if (x->peers[i].sin_addr.s_addr == a->sin_addr.s_addr && x->peers[i].sin_port == a->sin_port)
+			return (int)i;
+	return -1;
+}
+
+static void send_ack(struct hcl_xfer *x, int to, uint32_t tag, uint32_t cum, const uint8_t *got, uint32_t total)
+{
+	uint8_t b[HCL_XFER_HDR] = { MAGIC, T_ACK };
+	uint64_t sack = 0;
+	for (uint32_t i = 0; i < 64 && cum + i < total; i++)
+		if (got[cum + i])
+			sack |= 1ull << i;
+	b[2] = (uint8_t)(x->cfg.rank >> 8);
+	b[3] = (uint8_t)x->cfg.rank;
+	put32(b + 4, tag);
+	put32(b + 8, cum);
+	put32(b + 16, (uint32_t)sack);
+	put32(b + 20, (uint32_t)(sack >> 32));
+	struct dgram_pkt p = { b, sizeof(b), x->peers[to] };
+	if (x->t->ops->send_batch(x->t->ctx, &p, 1) == 1)
+		x->stats.acks_sent++;
+}
+
+void xfer_send_flow(struct hcl_xfer *x, int to, uint8_t type, uint32_t tag)
+{
+	uint8_t b[HCL_XFER_HDR] = { MAGIC, type, (uint8_t)(x->cfg.rank >> 8), (uint8_t)x->cfg.rank };
+	put32(b + 4, tag);
+	struct dgram_pkt p = { b, sizeof(b), x->peers[to] };
+	x->t->ops->send_batch(x->t->ctx, &p, 1); /* best effort: the sender probes */
+}
+
+/* A full ACK for a message we already have in full. */
+static void send_full_ack(struct hcl_xfer *x, int to, uint32_t tag, uint32_t total)
+{
+	uint8_t b[HCL_XFER_HDR] = { MAGIC, T_ACK };
+	b[2] = (uint8_t)(x->cfg.rank >> 8);
+	b[3] = (uint8_t)x->cfg.rank;
+	put32(b + 4, tag);
+	put32(b + 8, total);
+	struct dgram_pkt p = { b, sizeof(b), x->peers[to] };
+	if (x->t->ops->send_batch(x->t->ctx, &p, 1) == 1)
+		x->stats.acks_sent++;
+}
+
+static void place(uint8_t *dst, size_t len, uint32_t payload, uint32_t seq, const uint8_t *data, size_t dlen)
+{
+	size_t off = (size_t)seq * payload;
+	if (off < len)
+		memcpy(dst + off, data, dlen);
+}
+
+/* Returns the peer that needs an ACK for tag (or -1). */
+static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint32_t *ack_tag, bool *refuse)
+{
+	uint32_t tag = get32(p + 4), seq = get32(p + 8), total = get32(p + 12), mlen = get32(p + 16);
+	const uint8_t *data = p + HCL_XFER_HDR;
+	size_t dlen = n - HCL_XFER_HDR;
+
+	if (total != npackets(x, mlen) || seq >= total || dlen != seg_len(x, mlen, seq)) {
+		x->stats.malformed++;
+		return -1;
+	}
+	*ack_tag = tag;
+	struct rxs *r = &x->rx;
+	if (r->active && tag == r->tag && src == r->from) {
+		if (mlen != r->len) {
+			x->stats.malformed++;
+			return -1;
+		}
+		if (r->got[seq]) {
+			x->stats.duplicates++;
+		} else {
+			place(r->buf, r->len, x->cfg.payload, seq, data, dlen);
+			r->got[seq] = 1;
+			r->ngot++;
+			while (r->cum < r->total && r->got[r->cum])
+				r->cum++;
+			x->stats.data_received++;
+		}
+		return src;
+	}
+	for (unsigned i = 0; i < 8; i++)
+		if (x->done[i].valid && tag == x->done[i].tag && src == x->done[i].from) {
+			x->stats.stale++;
+			return src; /* acknowledged in full again */
+		}
+	/* early: keep it for the exchange to come (one at a time) */
+	struct stage *s = &x->st;
+	if (s->used && (s->tag != tag || s->from != src || s->len != mlen)) {
+		x->stats.early++; /* dropped: WAIT, and READY when we get there */
+		x->refused[src].valid = true;
+		x->refused[src].tag = tag;
+		*refuse = true;
+		return src;
+	}
+	if (!s->used) {
+		if (grow((void **)&s->buf, &s->cap, mlen ? mlen : 1, 1) || grow((void **)&s->got, &s->gcap, total, 1))
+			return -1;
+		memset(s->got, 0, total);
+		*s = (struct stage){ .used = true, .from = src, .tag = tag, .total = total, .len = mlen,
+				     .buf = s->buf, .got = s->got, .cap = s->cap, .gcap = s->gcap };
+	}
+	x->stats.early++;
+	if (!s->got[seq]) {
+		place(s->buf, s->len, x->cfg.payload, seq, data, dlen);
+		s->got[seq] = 1;
+		s->ngot++;
+	}
+	return src;
+}
+
+/* What the ACK of the current or staged or previous receive says. */
+static void ack_for(struct hcl_xfer *x, int src, uint32_t tag)
+{
+	for (unsigned i = 0; i < 8; i++)
+		if (x->done[i].valid && tag == x->done[i].tag && src == x->done[i].from) {
+			send_full_ack(x, src, tag, x->done[i].total);
+			return;
+		}
+	if (x->rx.active && tag == x->rx.tag && src == x->rx.from)
+		send_ack(x, src, tag, x->rx.cum, x->rx.got, x->rx.total);
+	else if (x->st.used && tag == x->st.tag && src == x->st.from) {
+		uint32_t cum = 0;
+		while (cum < x->st.total && x->st.got[cum])
+			cum++;
+		send_ack(x, src, tag, cum, x->st.got, x->st.total);
+	}
+}
+
+/* Adds (who, tag) to a batch's list of answers unless it is there. */
+static void answer_once(int *src, uint32_t *tag, int *n, int who, uint32_t t)
+{
+	for (int k = 0; k < *n; k++)
+		if (src[k] == who && tag[k] == t)
+			return;
+	src[*n] = who;
+	tag[(*n)++] = t;
+}
+
+int xfer_service(struct hcl_xfer *x, int64_t wait_ns)
+{
+	struct dgram_pkt in[BATCH];
+	for (int i = 0; i < BATCH; i++)
+		in[i] = (struct dgram_pkt){ .buf = x->rxbuf[i], .len = PKT_MAX };
+	int n = x->t->ops->recv_batch(x->t->ctx, in, BATCH, wait_ns);
+	if (n <= 0)
+		return n;
+	int ack_src[BATCH], wait_src[BATCH];
+	uint32_t ack_tag[BATCH], wait_tag[BATCH];
+	int nack = 0, nwait = 0;
+	for (int i = 0; i < n; i++) {
+		const uint8_t *p = in[i].buf;
+		int src = rank_of(x, &in[i].peer);
+		if (in[i].len < HCL_XFER_HDR || p[0] != MAGIC || src < 0 || (unsigned)(p[2] << 8 | p[3]) != (unsigned)src) {
+			x->stats.malformed++;
+			continue;
+		}
+		if (p[1] == T_ACK) {
+			xfer_on_ack(x, src, p);
+			continue;
+		}
+		if (p[1] == T_FIN) {
+			uint32_t ftag = get32(p + 4);
+			for (unsigned d = 0; d < 8; d++)
+				if (x->done[d].valid && src == x->done[d].from && ftag == x->done[d].tag)
+					x->done[d].fin = true;
+			if (x->rx.active && src == x->rx.from && ftag == x->rx.tag)
+				x->rx_fin = true; /* the sender finished before we did */
+			else if (x->st.used && src == x->st.from && ftag == x->st.tag)
+				x->st.fin = true; /* ... before our exchange even began */
+			continue;
+		}
+		if (p[1] == T_WAIT || p[1] == T_READY) {
+			xfer_on_flow(x, src, p[1], get32(p + 4));
+			continue;
+		}
+		if (p[1] == T_NOTE) {
+			if (x->note_cb) {
+				x->stats.notes_received++;
+				x->note_cb(x->note_ctx, src, p + HCL_XFER_HDR, in[i].len - HCL_XFER_HDR);
+			} else {
+				x->stats.malformed++;
+			}
+			continue;
+		}
+		if (p[1] != T_DATA) {
+			x->stats.malformed++;
+			continue;
+		}
+		uint32_t atag;
+		bool refuse = false;
+		int who = on_data(x, src, p, in[i].len, &atag, &refuse);
+		if (who < 0)
+			continue;
+		/* one answer per (peer, tag) and batch: one per datagram would
+		 * be a window of them */
+		if (refuse)
+			answer_once(wait_src, wait_tag, &nwait, who, atag);
+		else
+			answer_once(ack_src, ack_tag, &nack, who, atag);
+	}
+	for (int k = 0; k < nack; k++)
+		ack_for(x, ack_src[k], ack_tag[k]);
+	for (int k = 0; k < nwait; k++) {
+		xfer_send_flow(x, wait_src[k], T_WAIT, wait_tag[k]);
+		x->stats.waits_sent++;
+	}
+	return n;
+}
+

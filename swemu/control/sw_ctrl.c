@@ -1,0 +1,111 @@
+/* The control channel: plain-text commands (nic/conf.h syntax, see
+ * sw_ctrl_parse) in UDP datagrams to the switch's address and ctrl_port,
+ * accepted only from the configured mgmt sources.  They run on the datapath
+ * lcore between two packets, so no locking is needed; the answer, "ok" or
+ * "error: ...", goes back to the sender. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_mbuf.h>
+
+#include "sw_rt.h"
+
+static void reply(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
+		  const struct sw_udp_view *v, const char *text)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(rt->pool);
+	if (!m) {
+		in->st.drops[SW_D_NO_MBUF]++;
+		return;
+	}
+	struct sw_udp_hdrs h = { .src_ip = sw->cfg->ip, .dst_ip = v->src_ip,
+				 .src_port = v->dst_port, .dst_port = v->src_port };
+	memcpy(h.src_mac, sw->cfg->mac, 6);
+	memcpy(h.dst_mac, v->src_mac, 6);
+	size_t n = strlen(text);
+	size_t len = sw_frame_build_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &h, "", 0, text, n,
+					sw_csum_partial(text, n, 0));
+	m->data_len = m->pkt_len = (uint32_t)len;
+	/* straight back out of the port it came in on: the sender is there */
+	sw_send_port(rt, in, m, vlan);
+}
+
+/* Parses a command for this switch: the grammar's own checks, then the
+ * switch's (the port of an emu command).  0, or -1 with why in err. */
+static int parse_for(const struct sw_lsw *sw, const struct sw_udp_view *v, struct ctl_cmd *cmd, int *port,
+		     char *err, size_t errlen)
+{
+	const struct ctl_limits lim = { sw->cfg->slots, sw->cfg->max_elems };
+	if (ctl_parse((const char *)v->payload, v->payload_len, "ctrl", &lim, cmd, err, errlen) < 0)
+		return -1;
+	if (cmd->op == CTL_EMU && (*port = sw_cfg_find_port(sw->cfg, cmd->port)) < 0) {
+		snprintf(err, errlen, "ctrl:1: switch '%s' has no port '%s'", sw->cfg->name, cmd->port);
+		return -1;
+	}
+	return 0;
+}
+
+void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
+		    const struct sw_udp_view *v)
+{
+	struct ctl_cmd *cmd = sw->ctrl_cmd; /* a job config is 3 KiB: not on the stack */
+	char err[300], msg[320];
+	bool allowed = false;
+	int port = -1;
+
+	for (int i = 0; i < sw->cfg->nmgmt; i++)
+		allowed |= sw->cfg->mgmt[i] == v->src_ip;
+	if (!allowed) {
+		in->st.drops[SW_D_CTRL_DENIED]++;
+		return;
+	}
+	if (parse_for(sw, v, cmd, &port, err, sizeof(err)) < 0) {
+		in->st.drops[SW_D_CTRL_BAD]++;
+		snprintf(msg, sizeof(msg), "error: %s\n", err);
+		reply(rt, sw, in, vlan, v, msg);
+		return;
+	}
+	const char *why = NULL;
+	int rc = 0;
+	switch (cmd->op) {
+	case CTL_INSTALL:
+		rc = ina_job_install(sw->eng, &cmd->job, &why);
+		break;
+	case CTL_REMOVE:
+		rc = ina_job_remove(sw->eng, cmd->id);
+		why = "no job with this id";
+		break;
+	case CTL_EMU:
+		sw_netem_set(&sw->ports[port].netem, &cmd->netem);
+		break;
+	case CTL_STATS: {
+		/* an agent's view of its rack's progress: the job's counters */
+		const struct ina_job_stats *js = ina_job_stats(sw->eng, cmd->id);
+		if (!js) {
+			rc = -ENOENT;
+			why = "no job with this id";
+			break;
+		}
+		struct ctl_job_report r = { .id = cmd->id, .completions = js->completions,
+					    .contributions = js->contributions, .retransmits = js->retransmits,
+					    .slots_busy = ina_job_slots_busy(sw->eng, cmd->id) };
+		for (int k = 1; k < INA_R_MAX_; k++)
+			r.drops += js->drops[k];
+		ctl_format_report(&r, msg, sizeof(msg));
+		sw->st.ctrl_ok++;
+		reply(rt, sw, in, vlan, v, msg);
+		return;
+	}
+	}
+	if (rc < 0) {
+		/* a valid command the switch answers with a refusal (no such
+		 * job, no room): not a dropped packet */
+		sw->st.ctrl_refused++;
+		snprintf(msg, sizeof(msg), "error: ctrl: %s\n", why);
+	} else {
+		sw->st.ctrl_ok++;
+		snprintf(msg, sizeof(msg), "ok\n");
+	}
+	reply(rt, sw, in, vlan, v, msg);
+}

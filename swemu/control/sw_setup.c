@@ -1,0 +1,351 @@
+/* Builds the run-time fabric from a loaded config, and takes it down.  On
+ * any failure everything made so far is released: never a half-started
+ * switch. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include <rte_lcore.h>
+#include <rte_ring.h>
+
+#include "sw_rt.h"
+
+#define SW_RING_DESC 1024
+#define SW_LINK_QUEUE 4096
+#define SW_MTU 9000
+/* A jumbo frame in one segment; af_packet wants room for its whole
+ * frame (framesz=10240 in the testbed). */
+#define SW_MBUF_DATA (RTE_PKTMBUF_HEADROOM + 10240)
+/* every frame swemu builds (the largest INA result) fits one mbuf */
+_Static_assert(SW_MBUF_DATA - RTE_PKTMBUF_HEADROOM >= SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN + INA_HDR_LEN + INA_MAX_PAYLOAD,
+	       "an INA frame must fit one mbuf");
+/* The kernel caps an AF_XDP umem chunk at a page: mbuf, headroom and
+ * frame must fit 4 KiB (frames up to ~3.5 KB; veth's XDP MTU is 3498). */
+#define SW_XDP_MBUF_DATA 3712
+
+/* An af_xdp port parks a fill ring of receive buffers (the driver's default
+ * ring size) in the kernel at queue setup, and its transmit copies come
+ * from the same pool: the shared pool holds that much per af_xdp device on
+ * top of the frames in flight (`mbufs`).  Sized by `mbufs` alone, an
+ * 8191-mbuf pool ran dry at the fourth port ("Failed to configure xdp
+ * socket"). */
+static unsigned xdp_pool_mbufs(const struct sw_rt *rt, const struct rte_eth_dev_info *info, uint16_t nrx,
+			       uint16_t ntx)
+{
+	unsigned ndev = 0;
+	uint16_t id;
+	RTE_ETH_FOREACH_DEV(id)
+	{
+		struct rte_eth_dev_info di;
+		if (rte_eth_dev_info_get(id, &di) == 0 && !strcmp(di.driver_name, "net_af_xdp"))
+			ndev++;
+	}
+	return rt->cfg.mbufs + ndev * ((unsigned)info->default_rxportconf.ring_size + nrx + ntx);
+}
+
+static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t errlen)
+{
+	struct rte_eth_conf conf;
+	struct rte_eth_dev_info info;
+	int rc;
+
+	memset(&conf, 0, sizeof(conf));
+	if ((rc = rte_eth_dev_info_get(p->dev, &info)) != 0)
+		goto fail;
+	/* af_packet advertises a 1518-byte frame whatever its framesz: start
+	 * within what the device says, then ask for jumbo frames */
+	uint32_t dev_mtu = info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN
+				   ? info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN
+				   : RTE_ETHER_MTU;
+	conf.rxmode.mtu = dev_mtu < SW_MTU ? dev_mtu : SW_MTU;
+	p->tx_multi_seg = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+	if (p->tx_multi_seg)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	/* a NIC that verifies IPv4/UDP checksums saves the switch a pass over
+	 * every INA payload (rx_csum_verdict) */
+	const uint64_t csum = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+	conf.rxmode.offloads |= info.rx_offload_capa & csum;
+	p->rx_csum_offload = (info.rx_offload_capa & csum) == csum;
+	if ((rc = rte_eth_dev_configure(p->dev, 1, 1, &conf)) != 0)
+		goto fail;
+	/* af_packet's frames are bounded by its framesz devarg, not by the
+	 * MTU: ethdev refuses to raise it past the 1518 advertised, and the
+	 * warning (two lines per port) only misled */
+	if (conf.rxmode.mtu < SW_MTU && strcmp(info.driver_name, "net_af_packet") != 0 &&
+	    rte_eth_dev_set_mtu(p->dev, SW_MTU) != 0)
+		fprintf(stderr, "swemu: port %s.%s: MTU stays %u (device refuses %d)\n", p->sw->cfg->name,
+			p->cfg->name, conf.rxmode.mtu, SW_MTU);
+	uint16_t nrx = SW_RING_DESC, ntx = SW_RING_DESC;
+	if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->dev, &nrx, &ntx)) != 0)
+		goto fail;
+	struct rte_mempool *rxpool = rt->pool;
+	if (!strcmp(info.driver_name, "net_af_xdp")) {
+		if (!rt->xdp_pool) { /* the first af_xdp port sizes it for all */
+			unsigned n = xdp_pool_mbufs(rt, &info, nrx, ntx);
+			rt->xdp_pool = rte_pktmbuf_pool_create("swemu_xdp_pool", n, 256, 0, SW_XDP_MBUF_DATA,
+							       (int)rte_socket_id());
+			if (!rt->xdp_pool) {
+				snprintf(err, errlen,
+					 "%s:%d: port '%s': cannot allocate %u af_xdp mbufs (%s): give EAL more memory with -m",
+					 rt->cfg_path, p->cfg->line, p->cfg->name, n, rte_strerror(rte_errno));
+				return -1;
+			}
+		}
+		rxpool = rt->xdp_pool;
+	}
+	p->txb = rte_zmalloc_socket("swemu_txb", RTE_ETH_TX_BUFFER_SIZE(rt->cfg.burst), 0,
+				    rte_eth_dev_socket_id(p->dev));
+	if (!p->txb) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rte_eth_tx_buffer_init(p->txb, (uint16_t)rt->cfg.burst);
+	if ((rc = rte_eth_rx_queue_setup(p->dev, 0, nrx, rte_eth_dev_socket_id(p->dev), NULL, rxpool)) != 0 ||
+	    (rc = rte_eth_tx_queue_setup(p->dev, 0, ntx, rte_eth_dev_socket_id(p->dev), NULL)) != 0)
+		goto fail;
+	sw_port_tx_callback_init(p);
+	if ((rc = rte_eth_dev_start(p->dev)) != 0)
+		goto fail;
+	rte_eth_promiscuous_enable(p->dev); /* a switch port takes every frame */
+	return 0;
+fail:
+	snprintf(err, errlen, "%s:%d: port '%s' (device %s) does not start: %s", rt->cfg_path, p->cfg->line,
+		 p->cfg->name, p->cfg->dev, rte_strerror(rc < 0 ? -rc : rc));
+	return -1;
+}
+
+static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
+{
+	const struct sw_switch_cfg *c = &rt->cfg.sw[idx];
+	struct sw_lsw *sw = calloc(1, sizeof(*sw));
+	if (!sw) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	rt->sw[idx] = sw;
+	rt->nsw = idx + 1;
+	sw->index = idx;
+	sw->cfg = c;
+	sw->nports = c->nports;
+	/* the VLANs the ports carry, untagged or tagged */
+	uint64_t seen[64] = { 0 };
+	for (int i = 0; i < c->nports; i++) {
+		const struct sw_port_cfg *pc = &c->ports[i];
+		if (pc->ntrunk && !(sw->ports[i].tagged = calloc(64, sizeof(uint64_t)))) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		for (int t = 0; t < pc->ntrunk; t++) {
+			sw->ports[i].tagged[pc->trunk[t] >> 6] |= 1ull << (pc->trunk[t] & 63);
+			seen[pc->trunk[t] >> 6] |= 1ull << (pc->trunk[t] & 63);
+		}
+		if (pc->vlan)
+			seen[pc->vlan >> 6] |= 1ull << (pc->vlan & 63);
+	}
+	for (int w = 0; w < 64; w++)
+		sw->vlans += __builtin_popcountll(seen[w]);
+	sw_fdb_init(&sw->fdb, c->fdb_age_s);
+	for (int i = 0; i < c->nfdb; i++)
+		sw_fdb_add_static(&sw->fdb, c->fdb[i].mac, c->ports[c->fdb[i].port].vlan, c->fdb[i].port);
+	if (c->ina) {
+		sw->eng = ina_engine_create(c->slots, c->max_elems);
+		sw->emits = malloc(sizeof(*sw->emits));
+		sw->ctrl_cmd = malloc(sizeof(*sw->ctrl_cmd));
+		if (!sw->eng || !sw->emits || !sw->ctrl_cmd) {
+			snprintf(err, errlen, "switch '%s': no memory for %u slots of %u elements", c->name, c->slots,
+				 c->max_elems);
+			return -1;
+		}
+		for (int j = 0; j < c->njobs; j++) {
+			const char *why;
+			if (ina_job_install(sw->eng, &c->jobs[j], &why) < 0) {
+				snprintf(err, errlen, "%s: switch '%s' job %u: %s", rt->cfg_path, c->name, c->jobs[j].id, why);
+				return -1;
+			}
+		}
+	}
+	for (int i = 0; i < c->nports; i++) {
+		struct sw_port *p = &sw->ports[i];
+		p->sw = sw;
+		p->index = i;
+		p->cfg = &c->ports[i];
+		/* an emulator holds at most its share of the mempool (a queue that
+		 * took it all would starve every other port, ACKs and ARP too) */
+		int nports = 0;
+		for (int k = 0; k < rt->cfg.nswitches; k++)
+			nports += rt->cfg.sw[k].nports;
+		uint32_t share = rt->cfg.mbufs / (uint32_t)(nports ? nports : 1);
+		if (sw_netem_init(&p->netem, &p->cfg->netem, share > 256 ? share : 256, (uint64_t)idx * 64 + (uint64_t)i + 1) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		if (!p->cfg->dev[0]) {
+			char name[RTE_RING_NAMESIZE];
+			snprintf(name, sizeof(name), "swemu_lq_%d_%d", idx, i);
+			p->lq = rte_ring_create(name, SW_LINK_QUEUE, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+			if (!p->lq) {
+				snprintf(err, errlen, "link queue of %s.%s: %s", c->name, p->cfg->name,
+					 rte_strerror(rte_errno));
+				return -1;
+			}
+			continue;
+		}
+		p->ext = true;
+		if (rte_eth_dev_get_port_by_name(p->cfg->dev, &p->dev) != 0) {
+			snprintf(err, errlen,
+				 "%s:%d: port '%s': no DPDK device '%s' (create it with --vdev or allow its PCI address)",
+				 rt->cfg_path, p->cfg->line, p->cfg->name, p->cfg->dev);
+			p->ext = false;
+			return -2;
+		}
+		if (port_start(rt, p, err, errlen) < 0)
+			return -1; /* teardown stops and closes it */
+	}
+	return 0;
+}
+
+static struct sw_worker *worker_on(struct sw_rt *rt, unsigned lcore)
+{
+	for (int i = 0; i < rt->nworkers; i++)
+		if (rt->workers[i].lcore == lcore)
+			return &rt->workers[i];
+	struct sw_worker *w = &rt->workers[rt->nworkers++];
+	*w = (struct sw_worker){ .rt = rt, .lcore = lcore };
+	return w;
+}
+
+/* Whole switches to lcores: a switch's own `lcore`, else EAL's lcores in
+ * turn (main first) in config order.  workers[0] is the main lcore's,
+ * switches or not: it also writes the stats. */
+static int assign_workers(struct sw_rt *rt, char *err, size_t errlen)
+{
+	unsigned lcores[RTE_MAX_LCORE], n = 0, l;
+	lcores[n++] = rte_get_main_lcore();
+	RTE_LCORE_FOREACH_WORKER(l)
+		lcores[n++] = l;
+	rt->nworkers = 0;
+	worker_on(rt, lcores[0]);
+	for (int i = 0; i < rt->nsw; i++) {
+		const struct sw_switch_cfg *c = rt->sw[i]->cfg;
+		if (c->lcore >= 0 && (c->lcore >= RTE_MAX_LCORE || !rte_lcore_is_enabled((unsigned)c->lcore))) {
+			snprintf(err, errlen, "%s:%d: switch '%s': lcore %d is not one of EAL's (give it with -l)",
+				 rt->cfg_path, c->line, c->name, c->lcore);
+			return -2;
+		}
+		struct sw_worker *w = worker_on(rt, c->lcore >= 0 ? (unsigned)c->lcore : lcores[(unsigned)i % n]);
+		w->sw[w->nsw++] = rt->sw[i];
+	}
+	return 0;
+}
+
+int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen)
+{
+	rt->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
+	rt->pool = rte_pktmbuf_pool_create("swemu_pool", rt->cfg.mbufs, 256, 0, SW_MBUF_DATA, (int)rte_socket_id());
+	if (!rt->pool) {
+		snprintf(err, errlen, "cannot allocate %u mbufs of %d bytes (%s): give EAL more memory with -m",
+			 rt->cfg.mbufs, SW_MBUF_DATA, rte_strerror(rte_errno));
+		return -1;
+	}
+	/* two small mbufs (header + clone) per result frame of a multicast */
+	rt->small_pool = rte_pktmbuf_pool_create("swemu_small", rt->cfg.mbufs * 2 + 1, 256, 0,
+						 RTE_PKTMBUF_HEADROOM + 128, (int)rte_socket_id());
+	if (!rt->small_pool) {
+		snprintf(err, errlen, "cannot allocate %u small mbufs (%s): give EAL more memory with -m",
+			 rt->cfg.mbufs * 2 + 1, rte_strerror(rte_errno));
+		sw_rt_teardown(rt);
+		return -1;
+	}
+	for (int i = 0; i < rt->cfg.nswitches; i++) {
+		int rc = lsw_build(rt, i, err, errlen);
+		if (rc < 0) {
+			sw_rt_teardown(rt);
+			return rc;
+		}
+	}
+	for (int i = 0; i < rt->nsw; i++)
+		for (int k = 0; k < rt->sw[i]->nports; k++) {
+			struct sw_port *p = &rt->sw[i]->ports[k];
+			if (!p->ext)
+				p->peer = &rt->sw[p->cfg->peer_switch]->ports[p->cfg->peer_port];
+		}
+	int rc = assign_workers(rt, err, errlen);
+	if (rc < 0)
+		sw_rt_teardown(rt);
+	return rc;
+}
+
+static void free_held(struct sw_port *p)
+{
+	void *held[64];
+	unsigned n;
+	while ((n = sw_netem_dequeue(&p->netem, UINT64_MAX, held, 64)))
+		rte_pktmbuf_free_bulk((struct rte_mbuf **)held, n);
+	while (p->lq && (n = rte_ring_sc_dequeue_burst(p->lq, held, 64, NULL)))
+		rte_pktmbuf_free_bulk((struct rte_mbuf **)held, n);
+}
+
+void sw_rt_teardown(struct sw_rt *rt)
+{
+	for (int i = 0; i < rt->nsw; i++) {
+		struct sw_lsw *sw = rt->sw[i];
+		if (!sw)
+			continue;
+		for (int k = 0; k < sw->nports; k++) {
+			struct sw_port *p = &sw->ports[k];
+			free_held(p);
+			if (p->ext) {
+				if (p->txb)
+					rte_eth_tx_buffer_flush(p->dev, 0, p->txb);
+				rte_eth_dev_stop(p->dev);
+				rte_eth_dev_close(p->dev);
+			}
+			rte_free(p->txb);
+			rte_ring_free(p->lq);
+			sw_netem_free(&p->netem);
+			free(p->tagged);
+		}
+		ina_engine_destroy(sw->eng);
+		free(sw->emits);
+		free(sw->ctrl_cmd);
+		free(sw);
+		rt->sw[i] = NULL;
+	}
+	rt->nsw = 0;
+	rte_mempool_free(rt->pool);
+	rte_mempool_free(rt->xdp_pool);
+	rte_mempool_free(rt->small_pool);
+	rt->pool = rt->xdp_pool = rt->small_pool = NULL;
+}
+
+/* EAL leaves its runtime directory (config, fbarrays, sockets) behind after
+ * rte_eal_cleanup; the prefix is this process's own, so remove it. */
+void sw_eal_cleanup(void)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+	rte_eal_cleanup();
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char f[PATH_MAX + 256];
+		snprintf(f, sizeof(f), "%s/%s", dir, e->d_name);
+		unlink(f);
+	}
+	closedir(d);
+	rmdir(dir);
+}

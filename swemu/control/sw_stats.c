@@ -1,0 +1,259 @@
+/* Counters out: a JSON document (Jansson) written to a file on a timer, on
+ * SIGUSR1 and at exit, and DPDK telemetry commands under /swemu/ for
+ * dpdk-telemetry.py.  Telemetry callbacks run on DPDK's telemetry thread
+ * and only read 64-bit counters, which x86-64 loads whole. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <rte_telemetry.h>
+
+#include "sw_rt.h"
+
+static json_t *drops_json(const uint64_t *d, unsigned n, const char *(*name)(unsigned))
+{
+	json_t *o = json_object();
+	for (unsigned i = 0; i < n; i++)
+		json_object_set_new(o, name(i), json_integer((json_int_t)d[i]));
+	return o;
+}
+
+static const char *ina_name(unsigned r) { return ina_reason_name((enum ina_reason)r); }
+
+static json_t *port_json(const struct sw_port *p)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "kind", json_string(p->ext ? "device" : "link"));
+	json_object_set_new(o, p->ext ? "dev" : "link", json_string(p->ext ? p->cfg->dev : p->cfg->link));
+	/* whether INA payloads are checksummed by the NIC or by the switch */
+	json_object_set_new(o, "rx_checksum_offload", json_boolean(p->rx_csum_offload));
+	json_object_set_new(o, "vlan", json_integer(p->cfg->vlan)); /* on a trunk: native, 0 for none */
+	if (p->cfg->ntrunk) {
+		json_t *t = json_array();
+		for (int i = 0; i < p->cfg->ntrunk; i++)
+			json_array_append_new(t, json_integer(p->cfg->trunk[i]));
+		json_object_set_new(o, "trunk", t);
+	}
+	json_object_set_new(o, "rx_packets", json_integer((json_int_t)p->st.rx_packets));
+	json_object_set_new(o, "rx_bytes", json_integer((json_int_t)p->st.rx_bytes));
+	json_object_set_new(o, "tx_packets", json_integer((json_int_t)p->st.tx_packets));
+	json_object_set_new(o, "tx_bytes", json_integer((json_int_t)p->st.tx_bytes));
+	json_object_set_new(o, "emu_held", json_integer(sw_netem_held(&p->netem)));
+	json_object_set_new(o, "drops", drops_json(p->st.drops, SW_D_MAX_, sw_drop_name));
+	return o;
+}
+
+static json_t *ina_json(const struct sw_lsw *sw)
+{
+	const struct ina_engine_stats *es = ina_engine_stats(sw->eng);
+	json_t *o = json_object(), *jobs = json_object();
+	json_object_set_new(o, "rx_packets", json_integer((json_int_t)es->rx_packets));
+	json_object_set_new(o, "accepted", json_integer((json_int_t)es->accepted));
+	json_object_set_new(o, "emits_sent", json_integer((json_int_t)sw->st.ina_emits));
+	json_object_set_new(o, "drops", drops_json(es->drops, INA_R_MAX_, ina_name));
+	for (unsigned id = 0; id < 65536; id++) {
+		const struct ina_job_stats *js = ina_job_stats(sw->eng, (uint16_t)id);
+		if (!js)
+			continue;
+		char key[8];
+		snprintf(key, sizeof(key), "%u", id);
+		json_t *j = json_object();
+		json_object_set_new(j, "slot_base", json_integer(ina_job_slot_base(sw->eng, (uint16_t)id)));
+		json_object_set_new(j, "slots_busy", json_integer(ina_job_slots_busy(sw->eng, (uint16_t)id)));
+		json_object_set_new(j, "rx_packets", json_integer((json_int_t)js->rx_packets));
+		json_object_set_new(j, "contributions", json_integer((json_int_t)js->contributions));
+		json_object_set_new(j, "completions", json_integer((json_int_t)js->completions));
+		json_object_set_new(j, "retransmits", json_integer((json_int_t)js->retransmits));
+		json_object_set_new(j, "emits", json_integer((json_int_t)js->emits));
+		json_object_set_new(j, "overflows", json_integer((json_int_t)js->overflows));
+		json_object_set_new(j, "drops", drops_json(js->drops, INA_R_MAX_, ina_name));
+		json_object_set_new(jobs, key, j);
+	}
+	json_object_set_new(o, "jobs", jobs);
+	return o;
+}
+
+char *sw_stats_json(const struct sw_rt *rt)
+{
+	json_t *root = json_object(), *sws = json_object();
+	json_object_set_new(root, "time_s", json_real((double)time(NULL)));
+	/* per lcore, read while the workers run (64-bit counters: torn reads
+	 * cannot happen on the 64-bit machines DPDK supports) */
+	json_t *workers = json_array();
+	uint64_t loops = 0, sleeps = 0;
+	for (int i = 0; i < rt->nworkers; i++) {
+		const struct sw_worker *w = &rt->workers[i];
+		json_t *o = json_object(), *names = json_array();
+		json_object_set_new(o, "lcore", json_integer(w->lcore));
+		for (int k = 0; k < w->nsw; k++)
+			json_array_append_new(names, json_string(w->sw[k]->cfg->name));
+		json_object_set_new(o, "switches", names);
+		json_object_set_new(o, "loops", json_integer((json_int_t)w->loops));
+		json_object_set_new(o, "idle_sleeps", json_integer((json_int_t)w->idle_sleeps));
+		json_array_append_new(workers, o);
+		loops += w->loops;
+		sleeps += w->idle_sleeps;
+	}
+	json_object_set_new(root, "loops", json_integer((json_int_t)loops));
+	json_object_set_new(root, "idle_sleeps", json_integer((json_int_t)sleeps));
+	json_object_set_new(root, "workers", workers);
+	for (int i = 0; i < rt->nsw; i++) {
+		const struct sw_lsw *sw = rt->sw[i];
+		json_t *s = json_object(), *ports = json_object();
+		for (int k = 0; k < sw->nports; k++)
+			json_object_set_new(ports, sw->ports[k].cfg->name, port_json(&sw->ports[k]));
+		json_object_set_new(s, "ports", ports);
+		json_object_set_new(s, "fdb_entries", json_integer(sw->fdb.n));
+		json_object_set_new(s, "fdb_full_drops", json_integer((json_int_t)sw->fdb.full_drops));
+		json_object_set_new(s, "flooded", json_integer((json_int_t)sw->st.flooded));
+		json_object_set_new(s, "arp_replies", json_integer((json_int_t)sw->st.arp_replies));
+		json_object_set_new(s, "ctrl_ok", json_integer((json_int_t)sw->st.ctrl_ok));
+		json_object_set_new(s, "ctrl_refused", json_integer((json_int_t)sw->st.ctrl_refused));
+		if (sw->eng)
+			json_object_set_new(s, "ina", ina_json(sw));
+		json_object_set_new(sws, sw->cfg->name, s);
+	}
+	json_object_set_new(root, "switches", sws);
+	char *text = json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS);
+	json_decref(root);
+	return text;
+}
+
+/* Written to a temporary file and renamed, so a reader never sees half. */
+int sw_stats_write(const struct sw_rt *rt, const char *path)
+{
+	char tmp[300];
+	char *text = sw_stats_json(rt);
+	if (!text)
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	int rc = -1;
+	if (f) {
+		rc = fputs(text, f) < 0 ? -1 : 0;
+		rc |= fclose(f);
+		if (rc == 0)
+			rc = rename(tmp, path);
+	}
+	free(text);
+	return rc;
+}
+
+/* ---- telemetry ---- */
+
+static struct sw_rt *tel_rt; /* the telemetry API takes no user argument */
+
+static const struct sw_lsw *find_sw(const char *name)
+{
+	for (int i = 0; name && i < tel_rt->nsw; i++)
+		if (!strcmp(tel_rt->sw[i]->cfg->name, name))
+			return tel_rt->sw[i];
+	return NULL;
+}
+
+static int tel_switches(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	(void)cmd;
+	(void)params;
+	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+	for (int i = 0; i < tel_rt->nsw; i++)
+		rte_tel_data_add_array_string(d, tel_rt->sw[i]->cfg->name);
+	return 0;
+}
+
+static void add_nonzero_drops(struct rte_tel_data *d, const uint64_t *v, unsigned n,
+			      const char *(*name)(unsigned))
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i])
+			rte_tel_data_add_dict_u64(d, name(i), v[i]);
+}
+
+/* Parameters "SWITCH.REST": the switch, and REST in *rest (inside buf). */
+static const struct sw_lsw *split_param(const char *params, char *buf, size_t n, const char **rest)
+{
+	if (!params || strlen(params) >= n)
+		return NULL;
+	strcpy(buf, params);
+	char *dot = strchr(buf, '.');
+	if (!dot)
+		return NULL;
+	*dot = 0;
+	*rest = dot + 1;
+	return find_sw(buf);
+}
+
+/* /swemu/port,SWITCH.PORT */
+static int tel_port(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	(void)cmd;
+	char buf[2 * SW_NAME_LEN + 2];
+	const char *name = NULL;
+	const struct sw_lsw *sw = split_param(params, buf, sizeof(buf), &name);
+	for (int k = 0; sw && k < sw->nports; k++) {
+		const struct sw_port *p = &sw->ports[k];
+		if (strcmp(p->cfg->name, name))
+			continue;
+		rte_tel_data_start_dict(d);
+		rte_tel_data_add_dict_u64(d, "rx_packets", p->st.rx_packets);
+		rte_tel_data_add_dict_u64(d, "rx_bytes", p->st.rx_bytes);
+		rte_tel_data_add_dict_u64(d, "tx_packets", p->st.tx_packets);
+		rte_tel_data_add_dict_u64(d, "tx_bytes", p->st.tx_bytes);
+		add_nonzero_drops(d, p->st.drops, SW_D_MAX_, sw_drop_name);
+		return 0;
+	}
+	return -1;
+}
+
+/* /swemu/ina,SWITCH: engine totals and drops by reason */
+static int tel_ina(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	(void)cmd;
+	const struct sw_lsw *sw = find_sw(params);
+	if (!sw || !sw->eng)
+		return -1;
+	const struct ina_engine_stats *es = ina_engine_stats(sw->eng);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "rx_packets", es->rx_packets);
+	rte_tel_data_add_dict_u64(d, "accepted", es->accepted);
+	rte_tel_data_add_dict_u64(d, "emits_sent", sw->st.ina_emits);
+	add_nonzero_drops(d, es->drops, INA_R_MAX_, ina_name);
+	return 0;
+}
+
+/* /swemu/job,SWITCH.ID */
+static int tel_job(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	(void)cmd;
+	char buf[2 * SW_NAME_LEN + 8];
+	const char *num = "";
+	const struct sw_lsw *sw = split_param(params, buf, sizeof(buf), &num);
+	char *end;
+	unsigned long id = strtoul(num, &end, 10);
+	const struct ina_job_stats *js =
+		sw && sw->eng && *num && !*end && id < 65536 ? ina_job_stats(sw->eng, (uint16_t)id) : NULL;
+	if (!js)
+		return -1;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "slots_busy", ina_job_slots_busy(sw->eng, (uint16_t)id));
+	rte_tel_data_add_dict_u64(d, "rx_packets", js->rx_packets);
+	rte_tel_data_add_dict_u64(d, "contributions", js->contributions);
+	rte_tel_data_add_dict_u64(d, "completions", js->completions);
+	rte_tel_data_add_dict_u64(d, "retransmits", js->retransmits);
+	rte_tel_data_add_dict_u64(d, "emits", js->emits);
+	rte_tel_data_add_dict_u64(d, "overflows", js->overflows);
+	add_nonzero_drops(d, js->drops, INA_R_MAX_, ina_name);
+	return 0;
+}
+
+int sw_telemetry_register(struct sw_rt *rt)
+{
+	tel_rt = rt;
+	return rte_telemetry_register_cmd("/swemu/switches", tel_switches, "Logical switches. No parameters") |
+	       rte_telemetry_register_cmd("/swemu/port", tel_port, "Port counters. Parameters: switch.port") |
+	       rte_telemetry_register_cmd("/swemu/ina", tel_ina, "Aggregation engine counters. Parameters: switch") |
+	       rte_telemetry_register_cmd("/swemu/job", tel_job, "Job counters. Parameters: switch.job_id");
+}

@@ -1,0 +1,669 @@
+/* The datapath: one poll loop per worker lcore over every port of its
+ * logical switches.  Per packet: learn the source, then either the
+ * switch's own endpoint (ARP, INA, control) or L2 forwarding within the
+ * port's VLAN; every egress goes through the port's link emulation when it
+ * has one.  A link between logical switches is a queue into the peer port,
+ * drained by the peer's loop: a switch is never entered from inside
+ * another's processing (its emit list stays intact), even on one lcore. */
+#include <string.h>
+#include <time.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include <rte_ring.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+
+#include "sw_rt.h"
+
+static const char *const drop_names[SW_D_FRAME_BASE] = {
+	[SW_D_RUNT] = "runt",
+	[SW_D_MULTI_SEGMENT] = "multi_segment",
+	[SW_D_SAME_PORT] = "same_port",
+	[SW_D_TX_FULL] = "tx_full",
+	[SW_D_EMULATED_LOSS] = "emulated_loss",
+	[SW_D_BUFFER_OVERFLOW] = "buffer_overflow",
+	[SW_D_EMULATOR_FULL] = "emulator_full",
+	[SW_D_NO_MBUF] = "no_mbuf",
+	[SW_D_NO_NEIGHBOR] = "no_neighbor",
+	[SW_D_TO_SWITCH] = "to_switch_unhandled",
+	[SW_D_INA_OFF] = "ina_off",
+	[SW_D_CTRL_DENIED] = "ctrl_denied",
+	[SW_D_CTRL_BAD] = "ctrl_bad",
+	[SW_D_VLAN_NOT_ALLOWED] = "vlan_not_allowed",
+	[SW_D_UNTAGGED] = "untagged_on_trunk",
+};
+
+const char *sw_drop_name(unsigned d)
+{
+	if (d < SW_D_FRAME_BASE)
+		return drop_names[d];
+	if (d < SW_D_MAX_)
+		return sw_frame_err_name(d - SW_D_FRAME_BASE);
+	return "invalid";
+}
+
+static void drop(struct sw_port *p, enum sw_drop why, struct rte_mbuf *m)
+{
+	p->st.drops[why]++;
+	rte_pktmbuf_free(m);
+}
+
+/* ---- neighbours ---- */
+
+static unsigned neigh_home(uint32_t ip) { return (ip * 2654435761u) >> 22; }
+
+/* Where results for ip go: its MAC and the VLAN it spoke from. */
+static void neigh_learn(struct sw_neigh *n, uint32_t ip, const uint8_t *mac, uint16_t vlan)
+{
+	unsigned i = neigh_home(ip);
+	for (unsigned k = 0; k < SW_NEIGH_SIZE; k++, i = (i + 1) % SW_NEIGH_SIZE) {
+		if (n->ip[i] == ip || n->ip[i] == 0) {
+			/* write only on change */
+			if (n->ip[i] != ip || memcmp(n->mac[i], mac, 6) || n->vlan[i] != vlan) {
+				n->ip[i] = ip;
+				memcpy(n->mac[i], mac, 6);
+				n->vlan[i] = vlan;
+			}
+			return;
+		}
+	}
+}
+
+/* The entry of ip, or -1. */
+static int neigh_lookup(const struct sw_neigh *n, uint32_t ip)
+{
+	unsigned i = neigh_home(ip);
+	for (unsigned k = 0; k < SW_NEIGH_SIZE; k++, i = (i + 1) % SW_NEIGH_SIZE) {
+		if (n->ip[i] == ip)
+			return (int)i;
+		if (n->ip[i] == 0)
+			return -1;
+	}
+	return -1;
+}
+
+/* ---- egress ---- */
+
+/* A chained frame (header + shared payload of a multicast) as one segment,
+ * for a device that cannot send chains and for switches that read frames
+ * whole.  NULL (frame freed, drop counted at blame) if that cannot be done. */
+static struct rte_mbuf *flatten(struct rte_mempool *pool, struct rte_mbuf *m, struct sw_port *blame)
+{
+	if (m->nb_segs == 1)
+		return m;
+	struct rte_mbuf *f = NULL;
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+	if (len + RTE_PKTMBUF_HEADROOM > rte_pktmbuf_data_room_size(pool)) {
+		blame->st.drops[SW_D_MULTI_SEGMENT]++;
+	} else if (!(f = rte_pktmbuf_alloc(pool))) {
+		blame->st.drops[SW_D_NO_MBUF]++;
+	} else {
+		uint8_t *d = rte_pktmbuf_mtod(f, uint8_t *);
+		const void *src = rte_pktmbuf_read(m, 0, len, d);
+		if (src != d)
+			memcpy(d, src, len);
+		f->data_len = f->pkt_len = len;
+	}
+	rte_pktmbuf_free(m);
+	return f;
+}
+
+/* Past the emulation: onto the device, or into the peer port's queue. */
+static void deliver(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
+{
+	if (p->ext) {
+		if (m->nb_segs > 1 && !p->tx_multi_seg && !(m = flatten(rt->pool, m, p)))
+			return;
+		p->st.tx_packets++;
+		p->st.tx_bytes += rte_pktmbuf_pkt_len(m);
+		rte_eth_tx_buffer(p->dev, 0, p->txb, m); /* failures: tx_full callback */
+		return;
+	}
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+	if (rte_ring_sp_enqueue(p->peer->lq, m) != 0) {
+		drop(p, SW_D_TX_FULL, m);
+		return;
+	}
+	p->st.tx_packets++;
+	p->st.tx_bytes += len; /* m may be the peer's already */
+}
+
+/* The 802.1Q tag of a frame leaving a trunk port.  A frame others still
+ * read (flooded, a shared payload's owner) is copied first; a private one
+ * gets the tag in its headroom. NULL when out of mbufs (counted). */
+static __attribute__((noinline)) struct rte_mbuf *add_tag(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m,
+							  uint16_t vlan)
+{
+	if (rte_mbuf_refcnt_read(m) > 1 || !RTE_MBUF_DIRECT(m) || rte_pktmbuf_headroom(m) < sizeof(struct rte_vlan_hdr)) {
+		struct rte_mbuf *c = rte_pktmbuf_copy(m, rt->pool, 0, UINT32_MAX);
+		rte_pktmbuf_free(m); /* this port's reference */
+		if (!c) {
+			p->st.drops[SW_D_NO_MBUF]++;
+			return NULL;
+		}
+		m = c;
+	}
+	m->vlan_tci = vlan;
+	if (rte_vlan_insert(&m) != 0) {
+		drop(p, SW_D_NO_MBUF, m);
+		return NULL;
+	}
+	return m;
+}
+
+void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint16_t vlan)
+{
+	if (p->tagged && vlan != p->cfg->vlan && !(m = add_tag(rt, p, m, vlan)))
+		return;
+	if (!sw_netem_active(&p->netem)) {
+		deliver(rt, p, m);
+		return;
+	}
+	switch (sw_netem_enqueue(&p->netem, m, rte_pktmbuf_pkt_len(m), p->sw->now_ns)) {
+	case SW_NETEM_QUEUED:
+		break;
+	case SW_NETEM_DROP_LOSS:
+		drop(p, SW_D_EMULATED_LOSS, m);
+		break;
+	case SW_NETEM_DROP_BUFFER:
+		drop(p, SW_D_BUFFER_OVERFLOW, m);
+		break;
+	case SW_NETEM_DROP_INFLIGHT:
+		drop(p, SW_D_EMULATOR_FULL, m);
+		break;
+	}
+}
+
+/* Every other port of the VLAN gets the same (read-only) mbuf. */
+static void flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m)
+{
+	int n = 0;
+	for (int i = 0; i < sw->nports; i++)
+		n += &sw->ports[i] != in && sw_port_carries(&sw->ports[i], vlan);
+	sw->st.flooded++;
+	if (n <= 0) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	/* every segment: a multicast result is a header chained to a shared
+	 * payload, and each copy's free drops one reference of each segment */
+	rte_pktmbuf_refcnt_update(m, (int16_t)(n - 1));
+	for (int i = 0; i < sw->nports; i++)
+		if (&sw->ports[i] != in && sw_port_carries(&sw->ports[i], vlan))
+			sw_send_port(rt, &sw->ports[i], m, vlan);
+}
+
+/* in is NULL for a frame of the switch's own endpoint. */
+static void forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m,
+		       const uint8_t *dst)
+{
+	int out = dst[0] & 1 ? -1 : sw_fdb_lookup(&sw->fdb, dst, vlan, sw->now_s);
+	if (out < 0) {
+		flood(rt, sw, in, vlan, m);
+		return;
+	}
+	if (in && out == in->index) {
+		drop(in, SW_D_SAME_PORT, m);
+		return;
+	}
+	sw_send_port(rt, &sw->ports[out], m, vlan);
+}
+
+/* ---- the switch's own endpoint ---- */
+
+static struct rte_mbuf *new_mbuf(struct sw_rt *rt, struct sw_port *blame)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(rt->pool);
+	if (!m)
+		blame->st.drops[SW_D_NO_MBUF]++;
+	return m;
+}
+
+/* Below this a payload is copied into each frame; above it a multicast
+ * shares one copy (the copies were the largest cost left in profiles). */
+#define SW_SHARE_MIN 512
+
+/* What the frames of one group of emits (a multicast: same slot, header
+ * and payload; only address and contributor differ) have in common. */
+struct emit_group {
+	const struct ina_emit *first;
+	uint8_t head[INA_HDR_LEN]; /* encoded with contributor 0 */
+	uint32_t sum;              /* partial of head + payload */
+	struct rte_mbuf *shared;   /* payload segment, or NULL: copied */
+};
+
+static bool same_group(const struct ina_emit *a, const struct ina_emit *b)
+{
+	const struct ina_hdr *x = &a->hdr, *y = &b->hdr;
+	return a->payload == b->payload && a->payload_len == b->payload_len && x->type == y->type &&
+	       x->dtype == y->dtype && x->flags == y->flags && x->job == y->job && x->slot == y->slot &&
+	       x->epoch == y->epoch && x->seq == y->seq && x->count == y->count && x->exponent == y->exponent;
+}
+
+/* The header, its sum and the payload's, once per group (a multicast of
+ * 32 summed and encoded its header 32 times before). */
+static void group_start(struct sw_rt *rt, struct sw_port *in, struct emit_group *g, const struct ina_emit *e,
+			unsigned n_emits)
+{
+	struct ina_hdr h = e->hdr;
+	h.contributor = 0;
+	ina_hdr_encode(&h, g->head);
+	g->first = e;
+	g->sum = sw_csum_partial(g->head, sizeof(g->head), sw_csum_partial(e->payload, e->payload_len, 0));
+	rte_pktmbuf_free(g->shared);
+	g->shared = NULL;
+	if (n_emits > 1 && e->payload_len >= SW_SHARE_MIN && (g->shared = new_mbuf(rt, in))) {
+		memcpy(rte_pktmbuf_mtod(g->shared, void *), e->payload, e->payload_len);
+		g->shared->data_len = g->shared->pkt_len = (uint32_t)e->payload_len;
+	}
+}
+
+/* One result frame: headers in a small mbuf followed by a clone of the
+ * shared payload segment, or headers and payload copied into one mbuf.
+ * The UDP checksum comes from the group's sum plus the contributor field.
+ * NULL when out of mbufs (counted). */
+static struct rte_mbuf *result_frame(struct sw_rt *rt, struct sw_port *in, const struct emit_group *g,
+				     const struct ina_emit *e, const struct sw_udp_hdrs *h)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(g->shared ? rt->small_pool : rt->pool);
+	struct rte_mbuf *c = NULL;
+	if (!m || (g->shared && (!(c = rte_pktmbuf_clone(g->shared, rt->small_pool)) || rte_pktmbuf_chain(m, c) != 0))) {
+		in->st.drops[SW_D_NO_MBUF]++;
+		rte_pktmbuf_free(c);
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+	const size_t hlen = SW_UDP_PREFIX_LEN + INA_HDR_LEN;
+	sw_frame_udp_prefix(d, h, SW_UDP_HLEN + INA_HDR_LEN + e->payload_len, sw_csum_add(g->sum, e->hdr.contributor));
+	memcpy(d + SW_UDP_PREFIX_LEN, g->head, INA_HDR_LEN);
+	d[SW_UDP_PREFIX_LEN + 6] = (uint8_t)(e->hdr.contributor >> 8);
+	d[SW_UDP_PREFIX_LEN + 7] = (uint8_t)e->hdr.contributor;
+	m->data_len = (uint16_t)hlen;
+	if (!g->shared) {
+		memcpy(d + hlen, e->payload, e->payload_len);
+		m->data_len = (uint16_t)(hlen + e->payload_len);
+	}
+	m->pkt_len = hlen + e->payload_len;
+	return m;
+}
+
+/* Turns the engine's emits into frames from the switch's address. */
+static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t in_vlan, uint16_t src_port)
+{
+	const struct ina_emits *em = sw->emits;
+	struct emit_group g = { .first = NULL, .shared = NULL };
+	struct sw_udp_hdrs h = { .src_ip = sw->cfg->ip, .src_port = src_port };
+	memcpy(h.src_mac, sw->cfg->mac, 6);
+
+	for (unsigned i = 0; i < em->n; i++) {
+		const struct ina_emit *e = &em->e[i];
+		const uint8_t *mac = e->dst.mac;
+		/* the switch's endpoint is in every VLAN: a result goes out in
+		 * the one its destination spoke from, else the trigger's */
+		const bool no_mac = !(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]);
+		int nb = no_mac || sw->vlans > 1 ? neigh_lookup(&sw->neigh, e->dst.ip) : -1;
+		uint16_t vlan = nb >= 0 ? sw->neigh.vlan[nb] : in_vlan;
+		if (no_mac) {
+			if (nb < 0) {
+				in->st.drops[SW_D_NO_NEIGHBOR]++;
+				continue;
+			}
+			mac = sw->neigh.mac[nb];
+		}
+		if (!g.first || !same_group(g.first, e))
+			group_start(rt, in, &g, e, em->n);
+		memcpy(h.dst_mac, mac, 6);
+		h.dst_ip = e->dst.ip;
+		h.dst_port = e->dst.port;
+		struct rte_mbuf *m = result_frame(rt, in, &g, e, &h);
+		if (!m)
+			continue;
+		sw->st.ina_emits++;
+		forward_l2(rt, sw, NULL, vlan, m, mac);
+	}
+	rte_pktmbuf_free(g.shared); /* the clones hold it now */
+}
+
+/* What the device found of the frame's checksums, on ports that were
+ * asked to verify them (sw_setup): good ones are not summed again, a bad
+ * one is that drop.  Ring and af_packet ports report nothing. */
+static unsigned rx_csum_verdict(const struct rte_mbuf *m, enum sw_frame_err *bad)
+{
+	const uint64_t ip = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+	const uint64_t l4 = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+	unsigned verified = 0;
+	if (ip == RTE_MBUF_F_RX_IP_CKSUM_BAD)
+		*bad = SW_FRAME_BAD_IP_CSUM;
+	else if (l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD)
+		*bad = SW_FRAME_BAD_UDP_CSUM;
+	if (ip == RTE_MBUF_F_RX_IP_CKSUM_GOOD)
+		verified |= SW_CSUM_IP_VERIFIED;
+	if (l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
+		verified |= SW_CSUM_UDP_VERIFIED;
+	return verified;
+}
+
+static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m)
+{
+	struct sw_udp_view v;
+	enum sw_frame_err fe = SW_FRAME_OK;
+	unsigned verified = rx_csum_verdict(m, &fe);
+	if (fe == SW_FRAME_OK)
+		fe = sw_frame_parse_udp(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), verified, &v);
+	if (fe != SW_FRAME_OK) {
+		drop(in, (enum sw_drop)(SW_D_FRAME_BASE + fe), m);
+		return;
+	}
+	uint16_t dport = rte_be_to_cpu_16(v.dst_port);
+	if (dport == sw->cfg->ctrl_port && sw->eng) {
+		sw_ctrl_handle(rt, sw, in, vlan, &v);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (dport < INA_UDP_PORT_MIN || dport > INA_UDP_PORT_MAX) {
+		drop(in, SW_D_TO_SWITCH, m);
+		return;
+	}
+	if (!sw->eng) {
+		drop(in, SW_D_INA_OFF, m);
+		return;
+	}
+	struct ina_addr src = { .ip = v.src_ip, .port = v.src_port };
+	neigh_learn(&sw->neigh, v.src_ip, v.src_mac, vlan);
+	sw->st.ina_packets++;
+	/* the engine counts its own drops; emits point into slot memory */
+	ina_engine_rx(sw->eng, v.payload, v.payload_len, &src, sw->emits);
+	rte_pktmbuf_free(m);
+	send_emits(rt, sw, in, vlan, v.dst_port);
+}
+
+static bool is_mine(const struct sw_lsw *sw, const uint8_t *dst)
+{
+	return sw->cfg->ip && memcmp(dst, sw->cfg->mac, 6) == 0;
+}
+
+/* A frame in on a trunk port: its VLAN from its tag, which comes off here
+ * (or the native VLAN); 0 when it is dropped.  Out of line, so access
+ * ports' path stays as small as it was: inlined into sw_input, forwarding
+ * measured 10-20% slower in alternating runs (swemu-bench -m l2). */
+static __attribute__((noinline)) uint16_t trunk_ingress(struct sw_port *in, struct rte_mbuf *m)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = rte_pktmbuf_data_len(m);
+	if (sw_frame_ethertype(f, len) != RTE_ETHER_TYPE_VLAN) {
+		if (!in->cfg->vlan)
+			drop(in, SW_D_UNTAGGED, m);
+		return in->cfg->vlan;
+	}
+	if (len < SW_ETH_HLEN + sizeof(struct rte_vlan_hdr)) {
+		drop(in, SW_D_RUNT, m);
+		return 0;
+	}
+	uint16_t vlan = (uint16_t)((f[14] << 8 | f[15]) & 0xfff);
+	if (!sw_port_carries(in, vlan) || vlan == in->cfg->vlan) {
+		drop(in, SW_D_VLAN_NOT_ALLOWED, m);
+		return 0;
+	}
+	rte_vlan_strip(m);
+	return vlan;
+}
+
+static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
+{
+	struct sw_lsw *sw = in->sw;
+	uint32_t len;
+	const uint8_t *f;
+
+	in->st.rx_packets++;
+	in->st.rx_bytes += rte_pktmbuf_pkt_len(m);
+	if (m->nb_segs != 1 && !(m = flatten(rt->pool, m, in)))
+		return; /* a multicast result over a link: read whole below */
+	len = rte_pktmbuf_data_len(m);
+	f = rte_pktmbuf_mtod(m, const uint8_t *);
+	if (len < SW_ETH_HLEN) {
+		drop(in, SW_D_RUNT, m);
+		return;
+	}
+	uint16_t vlan = in->cfg->vlan;
+	if (in->tagged) {
+		if (!(vlan = trunk_ingress(in, m)))
+			return;
+		len = rte_pktmbuf_data_len(m);
+		f = rte_pktmbuf_mtod(m, const uint8_t *);
+	}
+	if (memcmp(in->last_src, f + 6, 6) || in->last_src_vlan != vlan || in->last_src_s != sw->now_s) {
+		sw_fdb_learn(&sw->fdb, f + 6, vlan, in->index, sw->now_s);
+		memcpy(in->last_src, f + 6, 6);
+		in->last_src_vlan = vlan;
+		in->last_src_s = sw->now_s;
+	}
+
+	if (sw->cfg->ip) {
+		uint16_t et = sw_frame_ethertype(f, len);
+		if (et == SW_ETHERTYPE_ARP && (f[0] & 1 || is_mine(sw, f))) {
+			struct rte_mbuf *r = NULL;
+			size_t n = 0;
+			if ((r = new_mbuf(rt, in)) &&
+			    (n = sw_frame_arp_reply(f, len, sw->cfg->mac, sw->cfg->ip, rte_pktmbuf_mtod(r, uint8_t *),
+						    rte_pktmbuf_tailroom(r)))) {
+				r->data_len = r->pkt_len = (uint32_t)n;
+				sw->st.arp_replies++;
+				rte_pktmbuf_free(m); /* a request for us: answered, not flooded */
+				sw_send_port(rt, in, r, vlan);
+				return;
+			}
+			rte_pktmbuf_free(r);
+		} else if (et == SW_ETHERTYPE_IPV4 && is_mine(sw, f)) {
+			to_switch_ipv4(rt, sw, in, vlan, m);
+			return;
+		} else if (is_mine(sw, f)) {
+			drop(in, SW_D_TO_SWITCH, m);
+			return;
+		}
+	}
+	forward_l2(rt, sw, in, vlan, m, f);
+}
+
+/* ---- the loop ---- */
+
+static void tx_full(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
+{
+	struct sw_port *p = arg;
+	for (uint16_t i = 0; i < unsent; i++) {
+		p->st.tx_packets--;
+		p->st.tx_bytes -= rte_pktmbuf_pkt_len(pkts[i]);
+	}
+	p->st.drops[SW_D_TX_FULL] += unsent;
+	rte_pktmbuf_free_bulk(pkts, unsent);
+}
+
+void sw_port_tx_callback_init(struct sw_port *p)
+{
+	rte_eth_tx_buffer_set_err_callback(p->txb, tx_full, p);
+}
+
+static uint64_t clock_ns(const struct sw_rt *rt) { return (uint64_t)((double)rte_rdtsc() * rt->ns_per_tsc); }
+
+static void clock_tick(const struct sw_rt *rt, struct sw_lsw *sw)
+{
+	sw->now_ns = clock_ns(rt);
+	sw->now_s = (uint32_t)(sw->now_ns / 1000000000ull);
+}
+
+/* Releases what the switch's emulators hold and is due; returns how many. */
+static unsigned pump_emulators(struct sw_rt *rt, struct sw_lsw *sw, uint64_t *next_due)
+{
+	void *due[64];
+	unsigned total = 0;
+	for (int i = 0; i < sw->nports; i++) {
+		struct sw_port *p = &sw->ports[i];
+		if (!sw_netem_active(&p->netem))
+			continue;
+		unsigned n;
+		while ((n = sw_netem_dequeue(&p->netem, sw->now_ns, due, 64))) {
+			total += n;
+			for (unsigned k = 0; k < n; k++)
+				deliver(rt, p, due[k]);
+		}
+		uint64_t t = sw_netem_next_ns(&p->netem);
+		if (t < *next_due)
+			*next_due = t;
+	}
+	return total;
+}
+
+static void flush_switches(struct sw_lsw *const *sws, int nsw)
+{
+	for (int s = 0; s < nsw; s++)
+		for (int i = 0; i < sws[s]->nports; i++) {
+			struct sw_port *p = &sws[s]->ports[i];
+			if (p->ext)
+				rte_eth_tx_buffer_flush(p->dev, 0, p->txb);
+		}
+}
+
+/* Grows 1, 2, 4 ... us up to the cap while idle, and never past the next
+ * emulated release, so a delayed packet leaves on time. */
+static void idle_sleep(struct sw_worker *w, unsigned *idle, uint64_t now_ns, uint64_t next_due)
+{
+	uint64_t cap_ns = (uint64_t)w->rt->cfg.idle_sleep_max_us * 1000;
+	uint64_t ns = 1000ull << (*idle < 16 ? *idle : 16);
+	if (ns > cap_ns)
+		ns = cap_ns;
+	if (next_due != UINT64_MAX) {
+		if (next_due <= now_ns)
+			return;
+		if (next_due - now_ns < ns)
+			ns = next_due - now_ns;
+	}
+	if (ns == 0)
+		return;
+	(*idle)++;
+	w->idle_sleeps++;
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ns };
+	nanosleep(&ts, NULL);
+}
+
+/* An INA frame is read whole (checksum, add): fetching its lines while the
+ * previous frame is handled removes a stall per line (l2fwd prefetches only
+ * headers, which is all that forwarding reads). */
+static inline void prefetch_frame(const struct rte_mbuf *m)
+{
+	const char *d = rte_pktmbuf_mtod(m, const char *);
+	uint32_t len = rte_pktmbuf_data_len(m);
+	for (uint32_t off = 0; off < len; off += RTE_CACHE_LINE_SIZE)
+		rte_prefetch0(d + off);
+}
+
+/* One pass over the switches' ports and emulators; returns the packets
+ * handled.  *next_due gets the earliest pending emulated release. */
+static unsigned poll_switches(struct sw_rt *rt, struct sw_lsw *const *sws, int nsw, uint64_t *next_due)
+{
+	struct rte_mbuf *pkts[512];
+	const uint16_t burst = (uint16_t)rt->cfg.burst;
+	unsigned work = 0;
+
+	*next_due = UINT64_MAX;
+	for (int s = 0; s < nsw; s++) {
+		struct sw_lsw *sw = sws[s];
+		clock_tick(rt, sw);
+		for (int i = 0; i < sw->nports; i++) {
+			struct sw_port *p = &sw->ports[i];
+			uint16_t n;
+			if (p->ext)
+				n = rte_eth_rx_burst(p->dev, 0, pkts, burst);
+			else
+				n = (uint16_t)rte_ring_sc_dequeue_burst(p->lq, (void **)pkts, burst, NULL);
+			work += n;
+			/* two stages, as in l3fwd: the header two frames ahead; the
+			 * whole frame one ahead if it is for the switch itself */
+			for (uint16_t k = 0; k < n && k < 2; k++)
+				rte_prefetch0(rte_pktmbuf_mtod(pkts[k], void *));
+			for (uint16_t k = 0; k < n; k++) {
+				if (k + 2 < n)
+					rte_prefetch0(rte_pktmbuf_mtod(pkts[k + 2], void *));
+				if (k + 1 < n && sw->cfg->ip && is_mine(sw, rte_pktmbuf_mtod(pkts[k + 1], const uint8_t *)))
+					prefetch_frame(pkts[k + 1]);
+				sw_input(rt, p, pkts[k]);
+			}
+		}
+		work += pump_emulators(rt, sw, next_due);
+	}
+	return work;
+}
+
+unsigned sw_dp_poll(struct sw_rt *rt, uint64_t *next_due) { return poll_switches(rt, rt->sw, rt->nsw, next_due); }
+
+void sw_dp_flush(struct sw_rt *rt) { flush_switches(rt->sw, rt->nsw); }
+
+unsigned sw_dp_poll_worker(struct sw_worker *w, uint64_t *next_due)
+{
+	return poll_switches(w->rt, w->sw, w->nsw, next_due);
+}
+
+void sw_dp_flush_worker(struct sw_worker *w) { flush_switches(w->sw, w->nsw); }
+
+/* A worker's loop; the main lcore's (is_main) also writes the stats. */
+static void run_worker(struct sw_worker *w, bool is_main)
+{
+	struct sw_rt *rt = w->rt;
+	uint64_t next_flush = 0, next_age = 0, next_stats;
+	const uint64_t stats_every = (uint64_t)rt->cfg.stats_interval_ms * 1000000;
+	unsigned idle = 0;
+
+	next_stats = clock_ns(rt) + stats_every;
+	while (!*rt->quit) {
+		uint64_t next_due;
+		unsigned work = poll_switches(rt, w->sw, w->nsw, &next_due);
+		uint64_t now = w->nsw ? w->sw[0]->now_ns : clock_ns(rt);
+		w->loops++;
+
+		if (now >= next_flush) { /* a lone packet waits at most 100 us */
+			flush_switches(w->sw, w->nsw);
+			next_flush = now + 100000;
+		}
+		if (now >= next_age) {
+			for (int s = 0; s < w->nsw; s++)
+				sw_fdb_age(&w->sw[s]->fdb, w->sw[s]->now_s);
+			next_age = now + 1000000000ull;
+		}
+		if (is_main && ((stats_every && now >= next_stats) || *rt->dump_stats)) {
+			*rt->dump_stats = 0;
+			if (rt->cfg.stats_file[0])
+				sw_stats_write(rt, rt->cfg.stats_file);
+			next_stats = now + stats_every;
+		}
+		if (work) {
+			idle = 0;
+		} else if (rt->cfg.idle_sleep_max_us || !w->nsw) {
+			flush_switches(w->sw, w->nsw);
+			if (rt->cfg.idle_sleep_max_us)
+				idle_sleep(w, &idle, now, next_due);
+			else /* a main lcore without switches has nothing to poll */
+				nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+		}
+	}
+	flush_switches(w->sw, w->nsw);
+}
+
+static int worker_main(void *arg)
+{
+	run_worker(arg, false);
+	return 0;
+}
+
+void sw_dp_run(struct sw_rt *rt)
+{
+	for (int i = 1; i < rt->nworkers; i++)
+		if (rte_eal_remote_launch(worker_main, &rt->workers[i], rt->workers[i].lcore) != 0) {
+			/* setup checked the lcores: this is a bug, not a config error */
+			fprintf(stderr, "swemu: lcore %u does not start; stopping\n", rt->workers[i].lcore);
+			*rt->quit = 1;
+		}
+	run_worker(&rt->workers[0], true);
+	rte_eal_mp_wait_lcore();
+}

@@ -1,0 +1,120 @@
+#include "sw_netem.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool cfg_active(const struct netem_cfg *c)
+{
+	return c->rate_bps || c->delay_us || c->jitter_us || c->loss > 0 || c->ge_p_gb > 0;
+}
+
+int sw_netem_init(struct sw_netem *e, const struct netem_cfg *cfg, uint32_t cap_pkts, uint64_t seed)
+{
+	uint32_t cap = 1;
+	memset(e, 0, sizeof(*e));
+	while (cap < cap_pkts)
+		cap <<= 1;
+	e->ring = calloc(cap, sizeof(*e->ring));
+	if (!e->ring)
+		return -ENOMEM;
+	e->cap = cap;
+	e->rng = seed * 0x9E3779B97F4A7C15ull + 1;
+	sw_netem_set(e, cfg);
+	return 0;
+}
+
+void sw_netem_free(struct sw_netem *e)
+{
+	free(e->ring);
+	e->ring = NULL;
+}
+
+void sw_netem_set(struct sw_netem *e, const struct netem_cfg *cfg)
+{
+	e->cfg = *cfg;
+	/* once active, stay active while packets are held, so they drain */
+	e->active = cfg_active(cfg) || e->head != e->tail;
+}
+
+static double uniform(struct sw_netem *e)
+{
+	e->rng ^= e->rng >> 12;
+	e->rng ^= e->rng << 25;
+	e->rng ^= e->rng >> 27;
+	return (double)((e->rng * 0x2545F4914F6CDD1Dull) >> 11) * 0x1.0p-53;
+}
+
+static bool lose(struct sw_netem *e)
+{
+	const struct netem_cfg *c = &e->cfg;
+	if (c->ge_p_gb > 0) {
+		/* Gilbert-Elliott: move between states, then lose by the state */
+		if (e->ge_bad ? uniform(e) < c->ge_p_bg : uniform(e) < c->ge_p_gb)
+			e->ge_bad = !e->ge_bad;
+		if (e->ge_bad && uniform(e) < c->ge_loss_bad)
+			return true;
+	}
+	return c->loss > 0 && uniform(e) < c->loss;
+}
+
+enum sw_netem_verdict sw_netem_enqueue(struct sw_netem *e, void *pkt, uint32_t len, uint64_t now_ns)
+{
+	const struct netem_cfg *c = &e->cfg;
+	uint32_t mask = e->cap - 1;
+
+	if (lose(e))
+		return SW_NETEM_DROP_LOSS;
+	/* bytes that departed by now leave the buffer */
+	while (e->backlog != e->tail && e->ring[e->backlog & mask].depart_ns <= now_ns) {
+		e->backlog_bytes -= e->ring[e->backlog & mask].len;
+		e->backlog++;
+	}
+	if (c->rate_bps && c->buffer_bytes && e->backlog_bytes + len > c->buffer_bytes)
+		return SW_NETEM_DROP_BUFFER;
+	if (e->tail - e->head == e->cap)
+		return SW_NETEM_DROP_INFLIGHT;
+
+	uint64_t depart = now_ns;
+	if (c->rate_bps) {
+		uint64_t start = e->last_depart_ns > now_ns ? e->last_depart_ns : now_ns;
+		depart = start + (uint64_t)len * 8 * 1000000000ull / c->rate_bps;
+	}
+	uint64_t release = depart + (uint64_t)c->delay_us * 1000;
+	if (c->jitter_us)
+		release += (uint64_t)(uniform(e) * c->jitter_us * 1000.0);
+	if (release < e->last_release_ns)
+		release = e->last_release_ns;
+	e->last_depart_ns = depart;
+	e->last_release_ns = release;
+	e->ring[e->tail & mask] = (struct sw_netem_item){ pkt, len, depart, release };
+	e->tail++;
+	e->backlog_bytes += len;
+	e->active = true;
+	return SW_NETEM_QUEUED;
+}
+
+unsigned sw_netem_dequeue(struct sw_netem *e, uint64_t now_ns, void **out, unsigned max)
+{
+	uint32_t mask = e->cap - 1;
+	unsigned n = 0;
+	while (n < max && e->head != e->tail && e->ring[e->head & mask].release_ns <= now_ns) {
+		struct sw_netem_item *it = &e->ring[e->head & mask];
+		if (e->backlog == e->head) { /* released implies departed */
+			e->backlog_bytes -= it->len;
+			e->backlog++;
+		}
+		out[n++] = it->pkt;
+		e->head++;
+	}
+	if (e->head == e->tail && !cfg_active(&e->cfg))
+		e->active = false;
+	return n;
+}
+
+uint64_t sw_netem_next_ns(const struct sw_netem *e)
+{
+	return e->head == e->tail ? UINT64_MAX : e->ring[e->head & (e->cap - 1)].release_ns;
+}
+
+uint32_t sw_netem_held(const struct sw_netem *e) { return e->tail - e->head; }

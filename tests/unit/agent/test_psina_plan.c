@@ -1,0 +1,178 @@
+/* The ps-ina plan: which aggregator each rank uses, as which index, and the
+ * jobs the agents install, for every mix of INA and plain racks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <arpa/inet.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "psina_plan.h"
+
+static struct ina_addr A(uint32_t host, uint16_t port)
+{
+	return (struct ina_addr){ .ip = htonl(0x0a000000u | host), .port = htons(port) };
+}
+
+/* n ranks in racks of size; racks listed in ina have ToR 10.0.0.(250-r) */
+static void ranks(struct plan_rank *r, unsigned n, unsigned size, unsigned ina_mask)
+{
+	for (unsigned i = 0; i < n; i++) {
+		unsigned rack = i / size;
+		r[i] = (struct plan_rank){ .ina = A(i + 1, 48864), .rack = (int)rack };
+		if (ina_mask >> rack & 1)
+			r[i].tor = A(250 - rack, 48864);
+	}
+}
+
+static const struct ina_addr ps = { .ip = 0x0100000a, .port = 0xe6be }; /* 10.0.0.1:48870 */
+
+static void test_one_ina_rack_is_switchml(void **st)
+{
+	(void)st;
+	struct plan_rank r[4];
+	struct psina_plan p;
+	char err[200];
+	ranks(r, 4, 4, 1);
+	assert_int_equal(psina_plan(r, 4, &ps, 7, INA_D_FP32, 16, 1024, &p, err, sizeof(err)), 0);
+	assert_false(p.use_ps);
+	assert_int_equal(p.ntor, 1);
+	assert_int_equal(p.tor[0].agent, 0);
+	assert_int_equal(p.tor[0].job.outputs, INA_OUT_MULTICAST);
+	assert_int_equal(p.tor[0].job.fan_in, 4);
+	assert_null(ina_job_cfg_check(&p.tor[0].job, 2048));
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(p.client[i].server.ip, r[i].tor.ip);
+		assert_int_equal(p.client[i].index, i);
+		assert_int_equal(p.tor[0].job.contributors[i].ip, r[i].ina.ip);
+	}
+	psina_plan_free(&p);
+}
+
+static void test_mixed_racks_fall_back_to_ps(void **st)
+{
+	(void)st;
+	struct plan_rank r[12];
+	struct psina_plan p;
+	char err[200];
+	ranks(r, 12, 4, 0x2 | 0x4); /* rack 0 plain, racks 1 and 2 INA */
+	assert_int_equal(psina_plan(r, 12, &ps, 3, INA_D_INT32, 8, 512, &p, err, sizeof(err)), 0);
+	assert_true(p.use_ps);
+	assert_int_equal(p.ntor, 2);
+	/* PS contributors: the two ToRs, then rack 0's four ranks */
+	assert_int_equal(p.ps.fan_in, 6);
+	assert_int_equal(p.ps.outputs, INA_OUT_MULTICAST);
+	assert_null(ina_job_cfg_check(&p.ps, 2048));
+	for (unsigned t = 0; t < 2; t++) {
+		assert_int_equal(p.tor[t].rack, (int)t + 1);
+		assert_int_equal(p.tor[t].agent, 4 * (t + 1));
+		assert_int_equal(p.tor[t].job.outputs, INA_OUT_PS);
+		assert_int_equal(p.tor[t].job.parent.contributor, t);
+		assert_int_equal(p.tor[t].job.parent.addr.ip, ps.ip);
+		assert_int_equal(p.tor[t].job.id, 3);
+		assert_int_equal(p.ps.contributors[t].ip, r[4 * (t + 1)].tor.ip);
+		assert_null(ina_job_cfg_check(&p.tor[t].job, 2048));
+	}
+	for (unsigned i = 0; i < 12; i++) {
+		if (i < 4) {
+			assert_int_equal(p.client[i].server.ip, ps.ip);
+			assert_int_equal(p.client[i].server.port, ps.port);
+			assert_int_equal(p.client[i].index, 2 + i);
+			assert_int_equal(p.ps.contributors[2 + i].ip, r[i].ina.ip);
+		} else {
+			assert_int_equal(p.client[i].server.ip, r[i].tor.ip);
+			assert_int_equal(p.client[i].index, i % 4);
+		}
+	}
+	psina_plan_free(&p);
+}
+
+static void test_no_ina_is_plain_ps(void **st)
+{
+	(void)st;
+	struct plan_rank r[5];
+	struct psina_plan p;
+	char err[200];
+	ranks(r, 5, 5, 0);
+	assert_int_equal(psina_plan(r, 5, &ps, 1, INA_D_FP32, 4, 256, &p, err, sizeof(err)), 0);
+	assert_true(p.use_ps);
+	assert_int_equal(p.ntor, 0);
+	assert_int_equal(p.ps.fan_in, 5);
+	for (unsigned i = 0; i < 5; i++)
+		assert_int_equal(p.client[i].index, i);
+	psina_plan_free(&p);
+}
+
+static void test_inconsistent_racks_refused(void **st)
+{
+	(void)st;
+	struct plan_rank r[4];
+	struct psina_plan p;
+	char err[200];
+	ranks(r, 4, 4, 1);
+	r[2].tor = A(249, 48864); /* another switch in the same rack */
+	assert_int_equal(psina_plan(r, 4, &ps, 1, INA_D_FP32, 4, 256, &p, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "different INA switches"));
+	ranks(r, 4, 4, 1);
+	memset(&r[3].tor, 0, sizeof(r[3].tor)); /* one rank of an INA rack without it */
+	assert_int_equal(psina_plan(r, 4, &ps, 1, INA_D_FP32, 4, 256, &p, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "has no INA switch"));
+}
+
+/* Shards spread evenly over the ranks, each on a rank of its own; a
+ * shard's job is the plan's with its own id, and a ToR job's parent is
+ * that shard's PS under that id. */
+static void test_shards(void **st)
+{
+	(void)st;
+	int hosts8[8], hosts3[3];
+	for (unsigned h = 0; h < 8; h++)
+		hosts8[h] = psina_shard_host(h, 8, 8);
+	for (unsigned h = 0; h < 3; h++)
+		hosts3[h] = psina_shard_host(h, 3, 8);
+	for (int h = 0; h < 8; h++)
+		assert_int_equal(hosts8[h], h);
+	assert_int_equal(hosts3[0], 0);
+	assert_int_equal(hosts3[1], 2);
+	assert_int_equal(hosts3[2], 5);
+	assert_int_equal(psina_shard_host(0, 1, 5), 0);
+
+	struct plan_rank r[8];
+	struct psina_plan p;
+	char err[200];
+	ranks(r, 8, 4, 2); /* rack 1 INA, rack 0 plain */
+	assert_int_equal(psina_plan(r, 8, &ps, 5, INA_D_FP32, 8, 1024, &p, err, sizeof(err)), 0);
+	assert_true(p.use_ps);
+	const struct ina_addr ps3 = A(6, 48873);
+	struct ina_job_cfg tor, pj;
+	psina_shard_job(&p.tor[0].job, 11, &ps3, &tor);
+	psina_shard_job(&p.ps, 11, &ps3, &pj);
+	assert_int_equal(tor.id, 11);
+	assert_int_equal(tor.parent.job, 11);
+	assert_int_equal(tor.parent.addr.ip, ps3.ip);
+	assert_int_equal(tor.parent.addr.port, ps3.port);
+	assert_int_equal(tor.parent.contributor, p.tor[0].job.parent.contributor);
+	assert_int_equal(tor.fan_in, 4);
+	assert_int_equal(pj.id, 11);
+	assert_int_equal(pj.outputs, INA_OUT_MULTICAST);
+	assert_int_equal(pj.fan_in, p.ps.fan_in);
+	assert_memory_equal(pj.contributors, p.ps.contributors, sizeof(pj.contributors));
+	for (unsigned i = 0; i < 8; i++)
+		assert_int_equal(p.client[i].to_ps, i < 4);
+	psina_plan_free(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_ina_rack_is_switchml),
+		cmocka_unit_test(test_mixed_racks_fall_back_to_ps),
+		cmocka_unit_test(test_no_ina_is_plain_ps),
+		cmocka_unit_test(test_inconsistent_racks_refused),
+		cmocka_unit_test(test_shards),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

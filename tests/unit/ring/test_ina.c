@@ -1,0 +1,237 @@
+/* The INA clients over the fake network, against software aggregators
+ * (agent/softsw on fake endpoints): ps-ina's client through one switch,
+ * through PS shards, and through ToRs under a parent PS as the ps-ina plan
+ * lays them out; every result exact (int32) or bit-equal to the
+ * reference (fp32 in a fixed order, bf16) under loss, duplication and
+ * reordering; a rank that never comes names the switch it waited for. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "fake_transport.h"
+#include "hcl_ina.h"
+#include "psina_plan.h"
+#include "softsw.h"
+#include "testlib.h"
+
+#define MAXW 6
+#define ELEMS 128
+#define SLOTS 4
+
+struct worker {
+	struct fake_hub *hub;
+	unsigned ep;             /* its endpoint */
+	struct hcl_ina_cfg cfg;
+	enum hcl_dtype dt;
+	size_t count;
+	unsigned calls, world, rank;
+	int64_t timeout_ns;
+	int rc;
+	char err[256];
+};
+
+static int32_t ival(unsigned rank, unsigned call, size_t i) { return (int32_t)(rank * 1000003u + call * 7919u + i * 31u); }
+
+/* Small integers times a power of two: every fp32 sum is exact, in any order. */
+static float fval(unsigned rank, unsigned call, size_t i) { return (float)((ival(rank, call, i) % 2001) - 1000) / 8; }
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct dgram_transport t;
+	fake_hub_endpoint(w->hub, w->ep, &t);
+	struct hcl_ina *a = hcl_ina_new(&w->cfg, &t, w->err, sizeof(w->err));
+	if (!a) {
+		w->rc = -ENOMEM;
+		return NULL;
+	}
+	int32_t *buf = malloc(w->count * 4);
+	for (unsigned call = 0; call < w->calls && w->rc == 0; call++) {
+		for (size_t i = 0; i < w->count; i++) {
+			float f = fval(w->rank, call, i);
+			if (w->dt == HCL_FP32)
+				memcpy(&buf[i], &f, 4);
+			else
+				buf[i] = ival(w->rank, call, i);
+		}
+		w->rc = hcl_ina_allreduce(a, buf, w->count, w->dt, clock_now_ns() + w->timeout_ns, w->err, sizeof(w->err));
+		for (size_t i = 0; w->rc == 0 && i < w->count; i++) {
+			int32_t want = 0;
+			float fwant = 0;
+			for (unsigned r = 0; r < w->world; r++) {
+				want = (int32_t)((uint32_t)want + (uint32_t)ival(r, call, i));
+				fwant += fval(r, call, i);
+			}
+			float f;
+			memcpy(&f, &buf[i], 4);
+			if (w->dt == HCL_FP32 ? f != fwant : buf[i] != want) {
+				snprintf(w->err, sizeof(w->err), "call %u element %zu: %d (%g) != %d (%g)", call, i, buf[i], f, want,
+					 fwant);
+				w->rc = -EBADMSG;
+			}
+		}
+	}
+	free(buf);
+	hcl_ina_free(a);
+	return NULL;
+}
+
+static struct softsw *aggregator(struct fake_hub *hub, unsigned ep, const struct ina_job_cfg *jobs, unsigned n)
+{
+	struct dgram_transport t;
+	char err[256];
+	fake_hub_endpoint(hub, ep, &t);
+	struct softsw *s = softsw_start_on(&t, jobs, n, err, sizeof(err));
+	if (!s)
+		fail_msg("aggregator on endpoint %u: %s", ep, err);
+	return s;
+}
+
+static struct ina_addr ep_addr(unsigned ep)
+{
+	struct sockaddr_in a = fake_addr(ep);
+	return (struct ina_addr){ .ip = a.sin_addr.s_addr, .port = a.sin_port };
+}
+
+/* Runs world workers (endpoints 0..world-1; skip: one that never starts). */
+static void run_workers(struct worker *w, unsigned world, int skip)
+{
+	pthread_t th[MAXW];
+	for (unsigned i = 0; i < world; i++)
+		if ((int)i != skip)
+			pthread_create(&th[i], NULL, worker_main, &w[i]);
+	for (unsigned i = 0; i < world; i++)
+		if ((int)i != skip)
+			pthread_join(th[i], NULL);
+}
+
+/* world workers through one software switch (endpoint `world`), one job. */
+static void one_switch(unsigned world, const struct fake_net *net, uint8_t dtype, enum hcl_dtype dt, size_t count,
+		       int skip)
+{
+	struct fake_hub *hub = fake_hub_new(world + 1, net);
+	struct ina_job_cfg job;
+	plan_job_init(&job, 5, dtype, SLOTS, ELEMS, INA_OUT_MULTICAST);
+	for (unsigned i = 0; i < world; i++)
+		job.contributors[job.fan_in++] = ep_addr(i);
+	struct softsw *sw = aggregator(hub, world, &job, 1);
+	struct worker w[MAXW];
+	for (unsigned i = 0; i < world; i++) {
+		w[i] = (struct worker){ .hub = hub, .ep = i, .dt = dt, .count = count, .calls = 3, .world = world, .rank = i,
+					.timeout_ns = skip >= 0 ? 300000000 : 10000000000,
+					.cfg = { .shards = 1, .index = (uint16_t)i, .slots = SLOTS, .elems = ELEMS, .rto_us = 2000,
+						 .job = { 5 }, .sw = { fake_addr(world) } } };
+	}
+	run_workers(w, world, skip);
+	for (unsigned i = 0; i < world; i++) {
+		if ((int)i == skip)
+			continue;
+		if (skip < 0 && w[i].rc)
+			fail_msg("world %u rank %u: %s", world, i, w[i].err);
+		if (skip >= 0 && (w[i].rc != -ETIMEDOUT || !strstr(w[i].err, "127.0.0.1") ||
+				  !strstr(w[i].err, "did not answer in time")))
+			fail_msg("rank %u without rank %d: rc %d '%s'", i, skip, w[i].rc, w[i].err);
+	}
+	softsw_stop(sw);
+	fake_hub_free(hub);
+}
+
+static void test_one_switch(void **state)
+{
+	(void)state;
+	const struct fake_net clean = { .seed = 1 }, lossy = { .loss = 0.05, .dup = 0.05, .reorder = 0.1, .seed = 2 };
+	/* counts: below a slice, not a multiple of the slice, many windows */
+	static const size_t counts[] = { 1, ELEMS + 3, 20 * ELEMS + 77 };
+	for (unsigned k = 0; k < 3; k++) {
+		one_switch(4, &clean, INA_D_INT32, HCL_INT32, counts[k], -1);
+		one_switch(3, &lossy, INA_D_INT32, HCL_INT32, counts[k], -1);
+		one_switch(4, &lossy, INA_D_FP32, HCL_FP32, counts[k], -1);
+	}
+}
+
+/* A rank that never comes: the others fail within their deadline, naming
+ * the switch that owes them results. */
+static void test_dead_member(void **state)
+{
+	(void)state;
+	const struct fake_net clean = { .seed = 3 };
+	one_switch(4, &clean, INA_D_INT32, HCL_INT32, 5 * ELEMS, 2);
+}
+
+/* ps-ina as its plan lays it out: two racks behind ToRs (software here)
+ * whose jobs forward to a PS cut in shards over two more endpoints, and a
+ * rack-less rank straight at the PS; lossy. */
+static void test_psina_plan_shards(void **state)
+{
+	(void)state;
+	enum { WORLD = 5, TOR0 = WORLD, TOR1, PS0, PS1, EPS };
+	const unsigned shards = 2;
+	const struct fake_net lossy = { .loss = 0.03, .dup = 0.03, .reorder = 0.05, .seed = 4 };
+	struct fake_hub *hub = fake_hub_new(EPS, &lossy);
+	struct plan_rank info[WORLD];
+	for (unsigned i = 0; i < WORLD; i++) {
+		info[i] = (struct plan_rank){ .ina = ep_addr(i), .rack = i < 2 ? 0 : i < 4 ? 1 : 2 };
+		if (i < 4)
+			info[i].tor = ep_addr(i < 2 ? TOR0 : TOR1);
+	}
+	struct ina_addr ps_addr[2] = { ep_addr(PS0), ep_addr(PS1) };
+	struct psina_plan plan;
+	char err[256];
+	if (psina_plan(info, WORLD, &ps_addr[0], 10, INA_D_INT32, SLOTS, ELEMS, &plan, err, sizeof(err)) < 0)
+		fail_msg("plan: %s", err);
+	assert_true(plan.use_ps);
+	assert_int_equal(plan.ntor, 2);
+	struct softsw *agg[4];
+	for (unsigned t = 0; t < 2; t++) {
+		struct ina_job_cfg jobs[2];
+		for (unsigned h = 0; h < shards; h++)
+			psina_shard_job(&plan.tor[t].job, (uint16_t)(10 + h), &ps_addr[h], &jobs[h]);
+		agg[t] = aggregator(hub, TOR0 + t, jobs, shards);
+	}
+	for (unsigned h = 0; h < shards; h++) {
+		struct ina_job_cfg job;
+		psina_shard_job(&plan.ps, (uint16_t)(10 + h), &ps_addr[h], &job);
+		agg[2 + h] = aggregator(hub, PS0 + h, &job, 1);
+	}
+	struct worker w[WORLD];
+	for (unsigned i = 0; i < WORLD; i++) {
+		w[i] = (struct worker){ .hub = hub, .ep = i, .dt = HCL_INT32, .count = 9 * ELEMS + 5, .calls = 3,
+					.world = WORLD, .rank = i, .timeout_ns = 10000000000,
+					.cfg = { .shards = shards, .index = plan.client[i].index, .slots = SLOTS,
+						 .elems = ELEMS, .rto_us = 2000 } };
+		for (unsigned h = 0; h < shards; h++) {
+			struct ina_addr a = plan.client[i].to_ps ? ps_addr[h] : plan.client[i].server;
+			w[i].cfg.job[h] = (uint16_t)(10 + h);
+			w[i].cfg.sw[h] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = a.ip, .sin_port = a.port };
+		}
+	}
+	run_workers(w, WORLD, -1);
+	for (unsigned i = 0; i < WORLD; i++)
+		if (w[i].rc)
+			fail_msg("rank %u: %s", i, w[i].err);
+	/* the ToRs aggregated their racks (their PS jobs saw 2 contributors) */
+	assert_true(softsw_stats(agg[0])->accepted > 0 && softsw_stats(agg[1])->accepted > 0);
+	for (unsigned k = 0; k < 4; k++)
+		softsw_stop(agg[k]);
+	psina_plan_free(&plan);
+	fake_hub_free(hub);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_switch),
+		cmocka_unit_test(test_dead_member),
+		cmocka_unit_test(test_psina_plan_shards),
+	};
+	return cmocka_run_group_tests_name("ina", tests, NULL, NULL);
+}

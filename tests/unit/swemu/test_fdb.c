@@ -1,0 +1,115 @@
+/* swemu's FDB: learning, moves, ageing, VLANs, a full table. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sw_fdb.h"
+
+static void mac_of(uint32_t i, uint8_t m[6])
+{
+	m[0] = 0x02;
+	m[1] = 0;
+	m[2] = (uint8_t)(i >> 24);
+	m[3] = (uint8_t)(i >> 16);
+	m[4] = (uint8_t)(i >> 8);
+	m[5] = (uint8_t)i;
+}
+
+static void test_fdb_learn_move_age(void **state)
+{
+	(void)state;
+	static struct sw_fdb f;
+	uint8_t a[6], b[6], grp[6] = { 0x01, 0x00, 0x5e, 0, 0, 1 }, st[6];
+	mac_of(1, a);
+	mac_of(2, b);
+	mac_of(3, st);
+	sw_fdb_init(&f, 10);
+	assert_int_equal(sw_fdb_lookup(&f, a, 1, 0), -1);
+	sw_fdb_learn(&f, a, 1, 3, 100);
+	assert_int_equal(sw_fdb_lookup(&f, a, 1, 100), 3);
+	sw_fdb_learn(&f, a, 1, 5, 101); /* station moved */
+	assert_int_equal(sw_fdb_lookup(&f, a, 1, 101), 5);
+	sw_fdb_learn(&f, grp, 1, 1, 101);
+	assert_int_equal(sw_fdb_lookup(&f, grp, 1, 101), -1);
+	assert_int_equal(sw_fdb_add_static(&f, st, 1, 7), 0);
+	sw_fdb_learn(&f, st, 1, 1, 101); /* static entries do not move */
+	assert_int_equal(sw_fdb_lookup(&f, st, 1, 101), 7);
+	sw_fdb_learn(&f, b, 1, 2, 105);
+	/* a is idle for 10 s: still there; 11 s: gone, before and after the sweep */
+	assert_int_equal(sw_fdb_lookup(&f, a, 1, 111), 5);
+	assert_int_equal(sw_fdb_lookup(&f, a, 1, 112), -1);
+	assert_int_equal(sw_fdb_age(&f, 112), 1);
+	assert_int_equal(sw_fdb_lookup(&f, b, 1, 112), 2);
+	assert_int_equal(sw_fdb_lookup(&f, st, 1, 100000), 7);
+	assert_int_equal(f.n, 2);
+	sw_fdb_flush_port(&f, 2);
+	assert_int_equal(sw_fdb_lookup(&f, b, 1, 112), -1);
+	assert_int_equal(f.n, 1);
+}
+
+/* The same station in two VLANs: two entries, each found only in its own
+ * VLAN, learned and aged apart; a static entry belongs to one VLAN. */
+static void test_fdb_vlans(void **state)
+{
+	(void)state;
+	static struct sw_fdb f;
+	uint8_t a[6], st[6];
+	mac_of(1, a);
+	mac_of(3, st);
+	sw_fdb_init(&f, 10);
+	sw_fdb_learn(&f, a, 1, 2, 100);
+	assert_int_equal(sw_fdb_lookup(&f, a, 1, 100), 2);
+	assert_int_equal(sw_fdb_lookup(&f, a, 2, 100), -1);
+	sw_fdb_learn(&f, a, 2, 5, 105);
+	assert_int_equal(sw_fdb_lookup(&f, a, 1, 105), 2); /* not a move */
+	assert_int_equal(sw_fdb_lookup(&f, a, 2, 105), 5);
+	assert_int_equal(f.n, 2);
+	assert_int_equal(sw_fdb_age(&f, 111), 1); /* VLAN 1's entry idle 11 s */
+	assert_int_equal(sw_fdb_lookup(&f, a, 1, 111), -1);
+	assert_int_equal(sw_fdb_lookup(&f, a, 2, 111), 5);
+	assert_int_equal(sw_fdb_add_static(&f, st, 4094, 7), 0);
+	assert_int_equal(sw_fdb_lookup(&f, st, 4094, 111), 7);
+	assert_int_equal(sw_fdb_lookup(&f, st, 1, 111), -1);
+	sw_fdb_learn(&f, st, 1, 3, 111); /* learned in VLAN 1, the static one stays */
+	assert_int_equal(sw_fdb_lookup(&f, st, 1, 111), 3);
+	assert_int_equal(sw_fdb_lookup(&f, st, 4094, 111), 7);
+}
+
+/* Fill the table, age out every other entry, and check that all the rest
+ * are still found: deletion must not break probe chains. */
+static void test_fdb_full_and_chains(void **state)
+{
+	(void)state;
+	static struct sw_fdb f;
+	uint8_t m[6];
+	sw_fdb_init(&f, 5);
+	for (uint32_t i = 0; i < SW_FDB_SIZE - 1; i++) {
+		mac_of(i * 2654435761u, m);
+		sw_fdb_learn(&f, m, 1, (int)(i % 16), i % 2 ? 100 : 50);
+	}
+	assert_int_equal(f.n, SW_FDB_SIZE - 1);
+	mac_of(0xdeadbeef, m);
+	sw_fdb_learn(&f, m, 1, 1, 100);
+	assert_int_equal(f.full_drops, 1);
+	assert_int_equal(sw_fdb_lookup(&f, m, 1, 100), -1);
+	assert_int_equal(sw_fdb_age(&f, 100), SW_FDB_SIZE / 2);
+	for (uint32_t i = 0; i < SW_FDB_SIZE - 1; i++) {
+		mac_of(i * 2654435761u, m);
+		assert_int_equal(sw_fdb_lookup(&f, m, 1, 100), i % 2 ? (int)(i % 16) : -1);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fdb_learn_move_age),
+		cmocka_unit_test(test_fdb_vlans),
+		cmocka_unit_test(test_fdb_full_and_chains),
+	};
+	return cmocka_run_group_tests_name("fdb", tests, NULL, NULL);
+}

@@ -1,0 +1,132 @@
+/* swemu's link emulation: rate, buffer, delay, jitter with order kept,
+ * random and bursty loss, against synthetic time. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sw_netem.h"
+
+static void test_emu_rate_and_buffer(void **state)
+{
+	(void)state;
+	struct sw_netem e;
+	struct netem_cfg c = { .rate_bps = 1000000000, .buffer_bytes = 3000, .delay_us = 50 };
+	void *out[8];
+	assert_int_equal(sw_netem_init(&e, &c, 16, 1), 0);
+	assert_true(sw_netem_active(&e));
+	/* 1500 B at 1 Gbit/s = 12 us each; the buffer holds two */
+	assert_int_equal(sw_netem_enqueue(&e, (void *)1, 1500, 0), SW_NETEM_QUEUED);
+	assert_int_equal(sw_netem_enqueue(&e, (void *)2, 1500, 0), SW_NETEM_QUEUED);
+	assert_int_equal(sw_netem_enqueue(&e, (void *)3, 1500, 0), SW_NETEM_DROP_BUFFER);
+	assert_int_equal(sw_netem_next_ns(&e), 12000 + 50000);
+	/* after the first departed (12 us) there is room again */
+	assert_int_equal(sw_netem_enqueue(&e, (void *)3, 1500, 12000), SW_NETEM_QUEUED);
+	assert_int_equal(sw_netem_dequeue(&e, 61999, out, 8), 0);
+	assert_int_equal(sw_netem_dequeue(&e, 62000, out, 8), 1);
+	assert_ptr_equal(out[0], (void *)1);
+	assert_int_equal(sw_netem_dequeue(&e, 86000, out, 8), 2);
+	assert_ptr_equal(out[1], (void *)3);
+	assert_int_equal(sw_netem_next_ns(&e), UINT64_MAX);
+	sw_netem_free(&e);
+}
+
+/* Back-to-back packets leave at exactly the configured rate. */
+static void test_emu_rate_exact(void **state)
+{
+	(void)state;
+	static const uint64_t rates[] = { 10000000, 1000000000, 2500000000ull, 40000000000ull };
+	for (size_t r = 0; r < 4; r++) {
+		struct sw_netem e;
+		struct netem_cfg c = { .rate_bps = rates[r] };
+		void *out[1];
+		uint64_t last = 0;
+		assert_int_equal(sw_netem_init(&e, &c, 4096, 2), 0);
+		for (int i = 0; i < 4000; i++)
+			assert_int_equal(sw_netem_enqueue(&e, (void *)(uintptr_t)(i + 1), 9000, 0), SW_NETEM_QUEUED);
+		while (sw_netem_next_ns(&e) != UINT64_MAX) {
+			last = sw_netem_next_ns(&e);
+			assert_int_equal(sw_netem_dequeue(&e, last, out, 1), 1);
+		}
+		double rate = 4000.0 * 9000 * 8 / (last * 1e-9);
+		assert_true(rate / rates[r] > 0.9999 && rate / rates[r] < 1.0001);
+		sw_netem_free(&e);
+	}
+}
+
+static void test_emu_jitter_order_inflight(void **state)
+{
+	(void)state;
+	struct sw_netem e;
+	struct netem_cfg c = { .delay_us = 100, .jitter_us = 50 };
+	void *out[64];
+	assert_int_equal(sw_netem_init(&e, &c, 64, 3), 0);
+	uint64_t prev = 0;
+	for (uint64_t i = 0; i < 64; i++) {
+		assert_int_equal(sw_netem_enqueue(&e, (void *)(uintptr_t)(i + 1), 100, i * 1000), SW_NETEM_QUEUED);
+		uint64_t rel = e.ring[i].release_ns;
+		assert_true(rel >= i * 1000 + 100000 && rel >= prev);
+		assert_true(rel <= i * 1000 + 150000 || rel == prev);
+		prev = rel;
+	}
+	assert_int_equal(sw_netem_enqueue(&e, (void *)99, 100, 64000), SW_NETEM_DROP_INFLIGHT);
+	assert_int_equal(sw_netem_dequeue(&e, UINT64_MAX - 1, out, 64), 64);
+	for (uintptr_t i = 0; i < 64; i++)
+		assert_ptr_equal(out[i], (void *)(i + 1));
+	sw_netem_free(&e);
+	struct netem_cfg off = { 0 };
+	assert_int_equal(sw_netem_init(&e, &off, 4, 1), 0);
+	assert_false(sw_netem_active(&e));
+	sw_netem_free(&e);
+}
+
+static void test_emu_loss(void **state)
+{
+	(void)state;
+	struct sw_netem e;
+	void *out[1];
+	struct netem_cfg c = { .loss = 0.05 };
+	assert_int_equal(sw_netem_init(&e, &c, 4, 9), 0);
+	int lost = 0;
+	for (int i = 0; i < 200000; i++) {
+		if (sw_netem_enqueue(&e, (void *)1, 100, 0) == SW_NETEM_DROP_LOSS)
+			lost++;
+		else
+			sw_netem_dequeue(&e, 0, out, 1);
+	}
+	assert_true(lost > 200000 * 0.047 && lost < 200000 * 0.053);
+	sw_netem_free(&e);
+
+	/* bursty: stationary loss p_gb/(p_gb+p_bg) * loss_bad = 0.0476; bursts long */
+	struct netem_cfg g = { .ge_p_gb = 0.01, .ge_p_bg = 0.2, .ge_loss_bad = 1.0 };
+	assert_int_equal(sw_netem_init(&e, &g, 4, 9), 0);
+	int runs = 0, prev = 0;
+	lost = 0;
+	for (int i = 0; i < 200000; i++) {
+		int l = sw_netem_enqueue(&e, (void *)1, 100, 0) == SW_NETEM_DROP_LOSS;
+		if (!l)
+			sw_netem_dequeue(&e, 0, out, 1);
+		lost += l;
+		runs += l && !prev;
+		prev = l;
+	}
+	double frac = lost / 200000.0, mean_run = (double)lost / runs;
+	assert_true(frac > 0.040 && frac < 0.056);
+	assert_true(mean_run > 4.0 && mean_run < 6.0); /* 1 / p_bg = 5 */
+	sw_netem_free(&e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_emu_rate_and_buffer),
+		cmocka_unit_test(test_emu_rate_exact),
+		cmocka_unit_test(test_emu_jitter_order_inflight),
+		cmocka_unit_test(test_emu_loss),
+	};
+	return cmocka_run_group_tests_name("netem", tests, NULL, NULL);
+}
