@@ -124,4 +124,16 @@ struct hcl_sync_summary {
 /* -ENODATA when neither pacing nor tracing is on. */
 int hcl_comm_sync_summary(const struct hcl_comm *c, struct hcl_sync_summary *out);
 
+/* What this rank's side of the network saw since the communicator began:
+ * its reliable transfer, its INA client (ps, ps-ina, agent-ring) and the
+ * software aggregator it hosts, if any (a PS shard, a ring member). */
+struct hcl_comm_stats {
+	unsigned long long xfer_sent, xfer_resent, xfer_timeouts;
+	unsigned long long ina_sent, ina_resent, ina_results;
+	unsigned long long ina_stale;   /* answers that matched nothing in flight (duplicates, late) */
+	unsigned long long agg_packets, agg_accepted;
+	unsigned long long agg_dropped; /* refused by the software aggregator, every reason */
+};
+int hcl_comm_stats(const struct hcl_comm *c, struct hcl_comm_stats *out);
+
 #endif

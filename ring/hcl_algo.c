@@ -6,6 +6,7 @@
 #include "hcl_xfer.h"
 #include "ina_proto.h"
 #include "psina_plan.h"
+#include "softsw.h"
 
 const struct hcl_algo_ops *hcl_algo_of(enum hcl_algo id)
 {
@@ -47,4 +48,15 @@ void hcl_comm_xfer_cfg(const struct hcl_comm *c, struct hcl_xfer_cfg *xc)
 	*xc = (struct hcl_xfer_cfg){ .rank = (unsigned)c->rank, .nranks = (unsigned)c->world, .peers = c->peers,
 				     .payload = c->env.xfer_payload, .window = c->env.xfer_window,
 				     .local_queue = c->env.xfer_local_queue };
+}
+
+void hcl_softsw_stats(const struct softsw *s, struct hcl_comm_stats *out)
+{
+	if (!s)
+		return;
+	const struct ina_engine_stats *e = softsw_stats(s);
+	out->agg_packets += e->rx_packets;
+	out->agg_accepted += e->accepted;
+	for (int r = 1; r < INA_R_MAX_; r++)
+		out->agg_dropped += e->drops[r];
 }

@@ -35,6 +35,8 @@ struct hcl_algo_ops {
 	int (*allreduce)(struct hcl_comm *c, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline);
 	/* After a call, with HCL_AGENT_REPORT: what the rack's switch saw.  May be NULL. */
 	void (*report)(struct hcl_comm *c, enum hcl_dtype dt, size_t count);
+	/* Adds its INA client's and software aggregator's counters.  May be NULL. */
+	void (*stats)(const struct hcl_comm *c, struct hcl_comm_stats *out);
 	/* Frees what prepare and setup made (also after a failed start). */
 	void (*teardown)(struct hcl_comm *c);
 	/* Ranks serve others (a PS, a ring member): everyone meets at a
@@ -54,5 +56,7 @@ struct hcl_xfer_cfg;
 int hcl_ina_prepare(struct hcl_comm *c, struct dgram_udp_opts *o);
 int hcl_ina_socket(const struct hcl_comm *c, struct dgram_transport *t, char *err, size_t errlen);
 void hcl_comm_xfer_cfg(const struct hcl_comm *c, struct hcl_xfer_cfg *xc);
+struct softsw;
+void hcl_softsw_stats(const struct softsw *s, struct hcl_comm_stats *out);
 
 #endif

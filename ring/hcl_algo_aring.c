@@ -204,6 +204,22 @@ static void aring_report(struct hcl_comm *c, enum hcl_dtype dt, size_t count)
 		sum[4]);
 }
 
+static void aring_stats(const struct hcl_comm *c, struct hcl_comm_stats *out)
+{
+	const struct aring_state *s = c->algo_state;
+	for (int d = 0; d < 2 && s; d++) {
+		const struct hcl_aring_stats *st = s->worker[d] ? hcl_aring_stats(s->worker[d]) : NULL;
+		if (st) {
+			out->ina_sent += st->sent;
+			out->ina_resent += st->resent;
+			out->ina_results += st->results + st->acks;
+			out->ina_stale += st->stale;
+		}
+	}
+	if (s)
+		hcl_softsw_stats(s->member, out);
+}
+
 static void aring_teardown(struct hcl_comm *c)
 {
 	struct aring_state *s = c->algo_state;
@@ -226,6 +242,7 @@ const struct hcl_algo_ops hcl_algo_aring = {
 	.setup = aring_setup,
 	.allreduce = aring_allreduce,
 	.report = aring_report,
+	.stats = aring_stats,
 	.teardown = aring_teardown,
 	.serves_others = true,
 };

@@ -229,6 +229,22 @@ static int ps_allreduce(struct hcl_comm *c, void *buf, size_t count, enum hcl_dt
 	return hcl_ina_allreduce(s->client[dt == HCL_INT32], buf, count, dt, deadline, c->err, sizeof(c->err));
 }
 
+static void ps_stats(const struct hcl_comm *c, struct hcl_comm_stats *out)
+{
+	const struct ps_state *s = c->algo_state;
+	for (int d = 0; d < 2 && s; d++) {
+		const struct hcl_ina_stats *st = s->client[d] ? hcl_ina_stats(s->client[d]) : NULL;
+		if (st) {
+			out->ina_sent += st->sent;
+			out->ina_resent += st->resent;
+			out->ina_results += st->results;
+			out->ina_stale += st->duplicates + st->foreign;
+		}
+	}
+	if (s)
+		hcl_softsw_stats(s->ps, out);
+}
+
 static void ps_teardown(struct hcl_comm *c)
 {
 	struct ps_state *s = c->algo_state;
@@ -250,6 +266,7 @@ const struct hcl_algo_ops hcl_algo_ps = {
 	.prepare = ps_prepare,
 	.setup = ps_setup,
 	.allreduce = ps_allreduce,
+	.stats = ps_stats,
 	.teardown = ps_teardown,
 	.serves_others = true,
 };
@@ -259,6 +276,7 @@ const struct hcl_algo_ops hcl_algo_ps_ina = {
 	.prepare = ps_ina_prepare,
 	.setup = ps_setup,
 	.allreduce = ps_allreduce,
+	.stats = ps_stats,
 	.teardown = ps_teardown,
 	.serves_others = true,
 };

@@ -153,6 +153,11 @@ void hcl_comm_destroy(struct hcl_comm *c)
 		int64_t t = c->env.timeout_ns < 10000000000 ? c->env.timeout_ns : 10000000000;
 		hcl_comm_barrier(c, clock_now_ns() + t, e, sizeof(e));
 	}
+	if (c->ready && hcl_sync_on(c->sync)) {
+		struct hcl_comm_stats st;
+		hcl_comm_stats(c, &st);
+		hcl_sync_trace_host(c->sync, &st);
+	}
 	if (c->algo && c->algo->teardown) /* also after a failed start: leaves the switches clean */
 		c->algo->teardown(c);
 	if (c->x) /* our last ACKs may be lost: answer re-sends before leaving */
@@ -165,6 +170,22 @@ void hcl_comm_destroy(struct hcl_comm *c)
 	free(c->extra);
 	free(c->scratch);
 	free(c);
+}
+
+int hcl_comm_stats(const struct hcl_comm *c, struct hcl_comm_stats *out)
+{
+	if (!c || !out)
+		return -EINVAL;
+	*out = (struct hcl_comm_stats){ 0 };
+	if (c->x) {
+		const struct hcl_xfer_stats *x = hcl_xfer_stats(c->x);
+		out->xfer_sent = x->data_sent;
+		out->xfer_resent = x->data_resent;
+		out->xfer_timeouts = x->timeouts;
+	}
+	if (c->algo->stats)
+		c->algo->stats(c, out);
+	return 0;
 }
 
 int hcl_comm_rank(const struct hcl_comm *c) { return c->rank; }

@@ -281,6 +281,12 @@ int main(int argc, char **argv)
 	} else if ((rc = run(&p, c, buf, iter_ns)) < 0) {
 		fprintf(stderr, "ina-allreduce-perf rank %d: %s\n", p.rank, hcl_comm_error(c));
 	}
+	struct hcl_comm_stats st;
+	if (rc == 0 && hcl_comm_stats(c, &st) == 0)
+		printf("# host of rank %d: transfer %llu sent %llu re-sent %llu time-outs; INA client %llu sent %llu re-sent "
+		       "%llu answers %llu stale; software aggregator %llu packets %llu accepted %llu dropped\n",
+		       p.rank, st.xfer_sent, st.xfer_resent, st.xfer_timeouts, st.ina_sent, st.ina_resent, st.ina_results,
+		       st.ina_stale, st.agg_packets, st.agg_accepted, st.agg_dropped);
 	free(buf);
 	free(iter_ns);
 	hcl_comm_destroy(c);

@@ -410,6 +410,18 @@ void hcl_sync_summary(const struct hcl_sync *s, struct hcl_sync_summary *o)
 	o->layer_share = tot > 0 ? (double)s->layer_ns / tot : 0;
 }
 
+void hcl_sync_trace_host(struct hcl_sync *s, const struct hcl_comm_stats *st)
+{
+	if (!s || !s->trace)
+		return;
+	emit(s, json_pack("{si,s{sI,sI,sI,sI,sI,sI,sI,sI,sI,sI}}", "rank", s->rank, "host", "xfer_sent",
+			  (json_int_t)st->xfer_sent, "xfer_resent", (json_int_t)st->xfer_resent, "xfer_timeouts",
+			  (json_int_t)st->xfer_timeouts, "ina_sent", (json_int_t)st->ina_sent, "ina_resent",
+			  (json_int_t)st->ina_resent, "ina_results", (json_int_t)st->ina_results, "ina_stale",
+			  (json_int_t)st->ina_stale, "agg_packets", (json_int_t)st->agg_packets, "agg_accepted",
+			  (json_int_t)st->agg_accepted, "agg_dropped", (json_int_t)st->agg_dropped));
+}
+
 void hcl_sync_free(struct hcl_sync *s)
 {
 	if (!s)

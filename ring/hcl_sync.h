@@ -93,5 +93,7 @@ void hcl_sync_after(struct hcl_sync *s, size_t bytes);
 void hcl_sync_iter_begin(struct hcl_sync *s);
 void hcl_sync_iter_end(struct hcl_sync *s);
 void hcl_sync_summary(const struct hcl_sync *s, struct hcl_sync_summary *out);
+/* Writes this rank's network counters into the trace (one "host" line). */
+void hcl_sync_trace_host(struct hcl_sync *s, const struct hcl_comm_stats *st);
 
 #endif

@@ -54,7 +54,8 @@ def traces(d, nbytes, warmup, iters):
             it = [x for x in lines if "call" in x and x["bytes"] == nbytes][warmup:warmup + iters]
             it = [dict(x, time_us=x["compute_us"] + x["delay_us"] + x["wait_us"] + x["comm_us"]) for x in it]
         calls = [x for x in lines if "call" in x]
-        ranks[lines[0]["rank"]] = {"iters": it, "calls": calls}
+        host = next((x["host"] for x in lines if "host" in x), {})
+        ranks[lines[0]["rank"]] = {"iters": it, "calls": calls, "host": host}
     if not ranks:
         return None
     n = min(len(r["iters"]) for r in ranks.values())
@@ -71,7 +72,11 @@ def traces(d, nbytes, warmup, iters):
            "paced_calls": sum(x["paced"] for r in ranks.values() for x in r["calls"]),
            "incomplete_calls": sum(not x["complete"] for r in ranks.values() for x in r["calls"]),
            "spread_mean_us": statistics.mean(spreads) if spreads else 0,
-           "call_mean_us": statistics.mean(calls_us) if calls_us else 0}
+           "call_mean_us": statistics.mean(calls_us) if calls_us else 0,
+           # the hosts' side: what software aggregators refused, what the clients re-sent
+           "host": {k: sum(r["host"].get(k, 0) for r in ranks.values())
+                    for k in ("agg_dropped", "agg_accepted", "ina_sent", "ina_resent", "ina_stale", "xfer_resent",
+                              "xfer_timeouts")}}
     if n:
         s = sorted(times)
         mean = statistics.mean(s)
@@ -332,6 +337,17 @@ def main():
                 any_drop = True
     if not any_drop:
         md.append("None counted by any switch.")
+    md += ["", "## The hosts' side (whole run, all ranks)", "",
+           "Refused by the ranks' software aggregators (PS shards, ring members), INA slices re-sent on time-out, "
+           "answers that matched nothing in flight, and the reliable transfer's re-sent packets and time-outs.", "",
+           "| algorithm | size | aggregators refused | INA re-sent | INA stale | transfer re-sent | transfer time-outs |",
+           "|---|---|---|---|---|---|---|"]
+    for a in algos:
+        for s in sizes:
+            h = results[a][s].get("timing", {}).get("host")
+            if h:
+                md.append("| %s | %s | %d | %d | %d | %d | %d |" % (a, s, h["agg_dropped"], h["ina_resent"],
+                                                                   h["ina_stale"], h["xfer_resent"], h["xfer_timeouts"]))
     md += ["", "## Plots", ""]
     if note:
         md.append(note)

@@ -53,6 +53,13 @@ for a in ("ps-ina", "agent-ring"):
     ina = res["results"][a]["256K"]["ina"]
     assert any(k.startswith("tor1 ") and v > 0 for k, v in ina.items()), "%s: tor1 counted no INA work: %s" % (a, ina)
     assert not any(k.startswith("tor0 ") for k in ina), "%s: the plain ToR did INA work" % a
+# the hosts' side, from every rank's trace: INA clients sent only for the
+# algorithms that have them, and the software PS took ps's slices
+assert "## The hosts' side" in md
+for a in algos:
+    h = res["results"][a]["256K"]["timing"]["host"]
+    assert (h["ina_sent"] > 0) == (a in ("ps", "ps-ina", "agent-ring")), "%s: %s" % (a, h)
+assert res["results"]["ps"]["256K"]["timing"]["host"]["agg_accepted"] > 0
 # ps is a baseline: no switch aggregates for it
 assert not any(v > 0 and k.endswith(" accepted") for k, v in res["results"]["ps"]["256K"]["ina"].items()), "ps used INA"
 for p in ("throughput", "itertime", "links"):
