@@ -27,7 +27,7 @@ enum sw_drop {
 	SW_D_RUNT,            /* shorter than an Ethernet header */
 	SW_D_MULTI_SEGMENT,   /* chained frame longer than one mbuf */
 	SW_D_SAME_PORT,       /* destination learned on the ingress port */
-	SW_D_TX_FULL,         /* device queue full after retries */
+	SW_D_TX_FULL,         /* device queue (or link queue) full: what a burst could not place */
 	SW_D_EMULATED_LOSS,   /* link emulation: random or bursty loss */
 	SW_D_BUFFER_OVERFLOW, /* link emulation: tail drop */
 	SW_D_EMULATOR_FULL,   /* link emulation: more in flight than it holds */

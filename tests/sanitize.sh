@@ -9,7 +9,7 @@
 # assertions are about timing (test_xfer's local-queue test) skips itself
 # here (it passes with a "# ... skipped" line): sanitized code runs 2-3x
 # slower.  Ends with one line
-# "sanitizers: N tests passed, N failed, N reports".
+# "sanitizers: N tests passed, N skipped, N failed, N reports".
 set -uo pipefail
 case "${1:-}" in -h|--help) sed -n 2,12p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,7 +39,7 @@ export SWEMU_SANITIZED=1
 meson test -C "$san" --no-rebuild --print-errorlogs --logbase san-unit --suite unit "$@"
 rc=$?
 meson test -C "$san" --no-rebuild --print-errorlogs --logbase san-netns \
-	netns-config netns-l2 netns-ina netns-hostile netns-fabric netns-ring netns-pacing "$@" || rc=1
+	netns-config netns-ctrl netns-l2 netns-ina netns-hostile netns-fabric netns-ring netns-pacing "$@" || rc=1
 n=0
 for f in "$reports"/asan.* "$reports"/ubsan.*; do
 	[ -f "$f" ] || continue
@@ -50,7 +50,8 @@ done
 python3 - "$n" "$san"/meson-logs/san-{unit,netns}.json <<'PY'
 import json, os, sys
 res = [json.loads(l)["result"] for f in sys.argv[2:] if os.path.exists(f) for l in open(f) if l.strip()]
-ok = sum(r in ("OK", "EXPECTEDFAIL", "SKIP") for r in res)
-print(f"sanitizers: {ok} tests passed, {len(res) - ok} failed, {sys.argv[1]} reports")
+ok = sum(r in ("OK", "EXPECTEDFAIL") for r in res)
+skipped = sum(r == "SKIP" for r in res)
+print(f"sanitizers: {ok} tests passed, {skipped} skipped, {len(res) - ok - skipped} failed, {sys.argv[1]} reports")
 PY
 ((rc == 0 && n == 0))

@@ -7,7 +7,7 @@
 # offload, ping and an INA job work through them, and frames with a bad UDP
 # or IP checksum are dropped under their counters, exactly as many as sent.
 # (That the verdict, not a second software pass, decides is shown by
-# tests/dp/test_dp.c.)  The tap PMD caps frames at 1522 bytes: no jumbo here.
+# tests/unit/swemu/test_dp.c.)  The tap PMD caps frames at 1522 bytes: no jumbo here.
 . "$(dirname "$0")/lib.sh"
 subnet=10.84.0
 TOPO_NAME=itap

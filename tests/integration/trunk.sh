@@ -6,7 +6,7 @@
 # of h0 and h2 exactly, h2's results crossing the trunk tagged.  2. Toward
 # a host (af_packet trunk port): this kernel has no VLAN interfaces, so
 # raw frames (vlan_probe.py) go tagged into the trunk and are read back
-# with their tags.  tests/dp covers tags against crafted frames too.
+# with their tags.  tests/unit/swemu/test_dp.c covers tags against crafted frames too.
 . "$(dirname "$0")/lib.sh"
 subnet=10.89.0
 TOPO_NAME=ittr
