@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The agent-ring plan (Rina, docs/AGENTRING.md): who is a ring member, which
  * chunk each member aggregates at each step, and the switch job every
  * member runs for every step.  A pure function of the rendezvous table, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the plans of the algorithms that use switches (ps-ina: agent/
  * psina_plan.h, agent-ring: agent/aring_plan.h) start from: the rendezvous
  * table.  Plans are pure functions of it, so every rank derives the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The ps-ina plan: who aggregates where, and the job every aggregator
  * runs, computed from the rendezvous table (agent/plan.h). */
 #ifndef PSINA_PLAN_H

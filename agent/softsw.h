@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A software aggregator: the aggregation engine of the switch
  * (nic/ina_engine) behind a datagram transport, in a thread: the software
  * PS of ps and ps-ina, and the ring member of a host whose rack has no INA

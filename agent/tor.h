@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A rack agent's hold on its rack's INA ToR: commands over the switch's
  * control channel (nic/ctl_msg.h), the jobs this agent installed there (so
  * it removes those and only those), their progress, and the MAC addresses

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The monotonic clock (CLOCK_MONOTONIC, ns) that every deadline and timer
  * of the host side is measured on. */
 #ifndef CLOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A recursive-descent parser of libconfig's syntax (nic/conf.h): one token
  * of lookahead, every node and string in an arena of chunks that conf_free
  * (or a failed parse) releases at once. */

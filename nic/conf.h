@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Configuration text in libconfig's syntax, parsed into a tree: swemu's
  * config files and control datagrams, trial files and host files.
  *

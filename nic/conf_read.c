@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Typed getters over a parsed text (nic/conf.h), with the checks and the
  * messages every reader of configuration text shares. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "ctl_msg.h"
 
 #include <arpa/inet.h>

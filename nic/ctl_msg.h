@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu's control messages: the one grammar of the commands a switch takes
  * on its control channel (docs/SWEMU.md, "Control channel"), and of the
  * job and link-emulation settings its config files share with them.  The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host transports: how the host collective library (hcl) moves datagrams.
  * A transport is an ops table, so the algorithms run unchanged over kernel
  * UDP (dgram_udp_open) or, in unit tests, over a fake that loses, duplicates

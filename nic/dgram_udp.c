@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Kernel UDP transport: non-blocking socket, sendmmsg/recvmmsg batches,
  * large socket buffers, poll() for the waits. */
 #define _GNU_SOURCE

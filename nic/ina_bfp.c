@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "ina_bfp.h"
 
 #include <errno.h>

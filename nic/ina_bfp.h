@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Block floating point: fp32 sent over the exact int32 aggregation.  All
  * contributors quantise a slice with one shared exponent e (every |x| <
  * 2^e) and a scale that leaves room for fan_in addends, so the int32 sum

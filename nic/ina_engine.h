@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The slot-based aggregation engine: pure C, no DPDK, no sockets.  A parsed
  * packet goes in; a list of emits (header + payload + destination) comes
  * out.  swemu wraps it with mbufs, the host library with UDP sockets, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "ina_kernels.h"
 
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The element loops of the engine: byte-order conversion fused with the
  * add.  Slot memory holds host-order partial sums; the last contribution
  * stores the sum back in wire order, so a complete slot is sent (and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* INA wire protocol v1: the header every aggregation packet carries after
  * Ethernet/IPv4/UDP, its encoding and its validation.  docs/PROTOCOL.md is
  * the normative description; this file must match it field for field. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The small value parsers every part shares, one per kind of value: rates,
  * sizes, integers and numbers in a range, MAC and IPv4 addresses, and
  * "ip:port[@mac]".  Each returns 0, or -1 when the whole string is not one

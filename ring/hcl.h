@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hcl: the host collective library — public C API.
  *
  *   struct hcl_comm *c;

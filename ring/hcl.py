@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Python binding of the host collective library (libhcl), for training
 scripts: an all-reduce over plain buffers or CPU tensors, and a DDP
 communication hook that sends PyTorch's gradient buckets through it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The registry of algorithms, and what the ones that use INA share. */
 #include "hcl_algo.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The interface every all-reduce algorithm of the communicator provides,
  * one file each (l3fwd keeps one file per lookup method the same way):
  * ring (hcl_algo_ring.c), hier (hcl_algo_hier.c), ps and ps-ina

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* agent-ring (Rina, docs/AGENTRING.md), run by every rank:
  *  - the plan (agent/aring_plan.h) from the rendezvous table;
  *  - each INA rack's agent (its lowest rank) installs the rack's step jobs

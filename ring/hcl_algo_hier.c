@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hier: the two-level all-reduce over the racks (ring/hcl_hier.c). */
 #include <errno.h>
 #include <stdlib.h>

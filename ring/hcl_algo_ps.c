@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ps and ps-ina (docs/HOSTLIB.md): the plan (agent/psina_plan.h: which
  * ToRs aggregate, whether a software PS runs, cut in shards over the
  * ranks), the ToR jobs each INA rack's agent installs (agent/tor.h), the

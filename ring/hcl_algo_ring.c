@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ring: the flat ring all-reduce (ring/hcl_ring.c), a large call split
  * over 2-4 rings on sockets of their own when HCL_RING_CHANNELS asks
  * (ring/hcl_chan.c).  The channels' ports travel in the rendezvous. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The agent-ring worker: what every rank runs for an agent-ring all-reduce
  * (docs/AGENTRING.md).  It talks to its member's aggregator only — the
  * rack's INA ToR, or the rank's own software member — through every step

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring channels: a large ring all-reduce split into parts, each run as its
  * own ring on its own socket and transfer, in its own thread (NCCL's
  * channels).  A ring step starts only when the previous step's whole chunk

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The communicator: settings (hcl_env.c), the algorithm's preparation,
  * the rendezvous (hcl_rendezvous.c), the reliable transfer, the
  * algorithm's setup; then every call through the timing layer to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The communicator's insides, shared by ring/hcl_comm.c (the public API),
  * the rendezvous and the algorithms (ring/hcl_algo.h).  Not installed. */
 #ifndef HCL_COMM_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Every setting of a communicator in one place: from struct hcl_comm_cfg,
  * or where that leaves a field 0/NULL, from a host file (HCL_HOSTFILE) or
  * the environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT as torchrun

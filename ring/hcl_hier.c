@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Hierarchical all-reduce in two levels (the hierarchical mode of Horovod
  * and NCCL): a ring reduce-scatter inside each rack, then for each shard a
  * ring all-reduce among the ranks that hold it (one per rack), then a ring

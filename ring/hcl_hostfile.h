@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The job's host file (nic/conf.h syntax), the alternative to RANK/WORLD_SIZE/
  * MASTER_ADDR/MASTER_PORT for launchers that know the hosts in advance:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The INA worker client: a SwitchML-style all-reduce through an INA switch
  * (swemu) for the ranks of one rack.  Slice k of the tensor goes to slot
  * k % slots; each slot alternates its two sets for the life of the job

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "hcl_ina_win.h"
 
 #include <arpa/inet.h>

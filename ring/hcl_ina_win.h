@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the two INA clients share (ps-ina's ring/hcl_ina.c and agent-ring's
  * ring/hcl_aring.c): a window of slots towards one switch job, each with
  * the slice it has in flight, the shadow set its next slice uses (kept for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Injected compute noise for ina-allreduce-perf's iterations (and the
  * trial file's jitter and straggler settings, checked by the same
  * parsers): a base compute time, a noise model, and a factor per rank.

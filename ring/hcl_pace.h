@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The pacing decision (issue 6, DESIGN.md section 6): how long a rank that
  * keeps reaching the synchronisation point early should wait before it
  * starts sending, so that arrivals line up and early senders do not fill

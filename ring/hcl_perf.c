@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ina-allreduce-perf: all-reduce bandwidth in the form of nccl-tests.
  *   RANK=.. WORLD_SIZE=.. MASTER_ADDR=.. MASTER_PORT=.. ina-allreduce-perf -b 1M -e 64M -f 2
  * One line per size on rank 0:  size count type redop time algbw busbw #wrong

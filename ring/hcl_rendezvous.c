@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rendezvous over TCP at the master (rank 0).  Lines of text:
  *   rank r -> master:  "HCL1 <rank> <world> <data ip> <data port> <ina port> <rack> <mac> <tor> <extra>\n"
  *   master -> rank r:  "OK\n" then world lines "<ip> <port> <ina port> <rack> <mac> <tor> <extra>\n"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "hcl_ring.h"
 
 #include <errno.h>

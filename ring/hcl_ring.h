@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring all-reduce (Patarasuk & Yuan): ScatterReduce then AllGather over N
  * ranks, 2(N-1) exchanges of one chunk (count/N elements, the first
  * count % N chunks one larger) with the next and previous rank.  Each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A retransmission timer that follows the measured round trip (RFC 6298
  * smoothing), for the INA clients: a slot's "round trip" includes the
  * wait for the other contributors and for queues on rate-limited links,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "hcl_sync.h"
 #include "hcl_xfer.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Synchronisation visibility and pacing around every collective call
  * (issue 6, docs/PACING.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "hcl_xfer.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reliable point-to-point transfer over a datagram transport, as the ring
  * algorithms use it: one *exchange* sends a buffer to one peer and receives
  * one from another at the same time, under a tag (collective epoch, step).

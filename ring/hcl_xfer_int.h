@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The reliable transfer's insides, shared by its three files: the API
  * and the exchange loop (hcl_xfer.c), the sending side with congestion
  * control and timers (hcl_xfer_tx.c), the receiving side with staging and

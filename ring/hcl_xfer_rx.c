@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The reliable transfer's receiving side: placing packets, early data of
  * the next exchange (staged), acknowledgements, and the batch loop that
  * dispatches every datagram type. */

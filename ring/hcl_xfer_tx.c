@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The reliable transfer's sending side: the window of packets in flight,
  * losses found by RACK or the timer, the congestion window per peer
  * (TCP's), and the limit on our own data queued in the host. */

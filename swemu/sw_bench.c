@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu-bench: swemu's own datapath (sw_rt_setup + sw_dp_poll) on in-memory
  * ports (rte_eth_from_rings), one lcore, no idle back-off.  The same frames
  * go through as plain L2 forwarding (addressed to another host) and as INA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu's run-time state: the fabric of logical switches built from the
  * config, their ports, and the counters.  Each logical switch belongs to
  * one lcore (a worker), which alone changes it; other lcores reach it only

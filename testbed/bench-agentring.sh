@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The agent-ring trial (issue 5): every algorithm side by side on one
 # emulated fabric, with 0, 1, half and all racks INA-capable.
 #   testbed/bench-agentring.sh [--racks R] [--hosts H] [--rate RATE] [--uplink RATE]
@@ -11,7 +12,7 @@
 # per run: busbw, the busiest host link and uplink in MB, and the longest
 # dependency chain of one chunk in hops.  Needs root.
 set -euo pipefail
-case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) awk 'NR > 2 && !/^#/ {exit} NR > 2' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 racks=4 hosts=2 rate=100M uplink=100M size=4M iters=3 algos="ring hier ps ps-ina agent-ring"
 while (($#)); do
 	case $1 in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A PyTorch DDP training step with its gradients averaged by each of the
 # host library's algorithms (ring/hcl.py's DDP hook) and by DDP's own Gloo
 # all-reduce, on the default trial's fabric: 2 racks of 4 hosts, rack 1
@@ -13,7 +14,7 @@
 # the rounds, its speed-up against gloo and ring, and rank 0's CPU time per
 # step (all its threads).
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,14p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 3,15p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 algos="gloo ring hier ps ps-ina agent-ring" steps=8 rounds=3 width=1024
 while (($#)); do

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Pacing (issue 6) side by side: the same injected noise with pacing off and
 # on, and a balanced run for the layer's overhead.
 #   testbed/bench-pacing.sh [--racks R] [--hosts H] [--rate RATE] [--uplink RATE] [--uplink-buffer B]
@@ -15,7 +16,7 @@
 # the calls paced over all ranks and the layer's own share of the time),
 # then per round and on average the ratios pacing/plain.  Needs root.
 set -euo pipefail
-case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) awk 'NR > 2 && !/^#/ {exit} NR > 2' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 racks=2 hosts=4 rate=200M uplink=200M ubuf=64K size=1M compute=100 straggler=3:1.5 jitter=normal:10
 iters=40 reps=4 seed=7 algo=ring pairs="balanced noisy"
 while (($#)); do

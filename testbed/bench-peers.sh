@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Our ring all-reduce beside Gloo (torch.distributed) and Open MPI (TCP), on
 # the same four hosts in namespaces through the same swemu (plain switch), in
 # one run.  mpirun talks to its ranks over a management bridge; all data goes
@@ -8,7 +9,7 @@
 # that none always goes first; prints every nccl-tests-style table and, per
 # size, each library's median busbw over the rounds and ours / the best peer.
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,10p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 3,11p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 min=1M max=64M iters=10 rounds=3
 while getopts "b:e:n:r:" o; do

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # What swemu carries on the veth testbed, and how exact its emulated rate is.
 #   testbed/bench-veth.sh [SECONDS]     (default 4 per figure; needs root)
 # 1. Two hosts in namespaces through swemu (plain forwarding) on af_packet
@@ -8,7 +9,7 @@
 #    2G over the control channel; iperf3 UDP offered at 1.5x; the receiver's
 #    goodput against the configured rate less the header share.
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,10p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 3,11p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 secs=${1:-4}
 top=$(cd "$(dirname "$0")/.." && pwd)
 name=bv

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One rank of a data-parallel training run with PyTorch DDP whose gradient
 buckets are averaged through libhcl (ring/hcl.py's DDP hook), or through
 DDP's own Gloo all-reduce for comparison.  Launch it like any rank, e.g.

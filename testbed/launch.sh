@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Starts one rank per host of a testbed topology and waits for all of them.
 #   testbed/launch.sh NAME [--ranks N] [--port P] [--rack-size S] [--hostfile] -- COMMAND [ARGS...]
 # Rank i runs COMMAND in namespace NAME-hi with RANK=i, WORLD_SIZE=N,
@@ -10,7 +11,7 @@
 # succeeded; otherwise the failing ranks' last lines are shown.  With
 # --hostfile a rank gets only RANK and HCL_HOSTFILE=NAME/hosts.cfg.
 set -euo pipefail
-case "${1:-}" in -h|--help|"") awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help|"") awk 'NR > 2 && !/^#/ {exit} NR > 2' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 name=$1
 shift
 d=/run/swemu-testbed/$name

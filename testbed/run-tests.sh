@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Sets up the machine (testbed/setup.sh --tests), builds, and runs the whole test
 # suite with meson, then the unit and the datapath/ring namespace tests
 # again under ASan + UBSan (tests/sanitize.sh, about two minutes; skipped
@@ -7,7 +8,7 @@
 # another user, is not a pass).
 #   testbed/run-tests.sh [meson test args...]
 set -uo pipefail
-case "${1:-}" in -h|--help) sed -n 2,8p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 3,9p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/testbed/setup.sh" --tests || exit 1
 cd "$top"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs every Debian 12 package the project needs (idempotent: apt runs
 # only when something is missing) and builds the project into build/.
 #   testbed/setup.sh [--no-build] [--peers] [--tests]
@@ -7,7 +8,7 @@
 # --tests also installs python3-torch for the PyTorch DDP test.
 # With CI set in the environment, warnings are errors.
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,8p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 3,9p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 build=1
 for a in "$@"; do
 	case $a in

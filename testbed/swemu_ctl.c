@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu-ctl: sends one command to a swemu switch's control channel and
  * prints its answer.  The command is checked first with the grammar the
  * switch itself uses (nic/ctl_msg.h), so a mistake is reported with its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Racks of hosts in network namespaces around swemu ToRs (one process).
 #
 #   testbed/topo.sh up NAME HOSTS [--subnet 10.A.B] [--no-ina] [--loss P] [--rate R]
@@ -44,7 +45,7 @@ die() { echo "topo: $*" >&2; exit 2; }
 # A rate as swemu reads it ("200M", "1.5G", "10Gb") in bit/s, or "" if it is
 # not one: swemu's own parser, through the trial checker.
 rate_bps() { "${TRIAL_CFG:-$top/build/testbed/swemu-trial-cfg}" --rate "$1" 2>/dev/null || true; }
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,33p' "$0" | sed 's/^# \{0,1\}//'; }
 
 check_name() {
 	[[ "$1" =~ ^[a-z][a-z0-9]{0,5}$ ]] || die "NAME must be 1-6 lower-case letters/digits (interface names are short)"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The PoC trial: a trial file in, a side-by-side report out.
 #   testbed/trial.sh [-c TRIAL_FILE] [-o REPORT_DIR] [--fast]
 # Reads the trial file (default configs/trial.cfg; every setting is shown
@@ -10,7 +11,7 @@
 # outputs.  Prints the summary table at the end.  --fast: one 256K size,
 # 3 iterations (the test suite's variant).  Needs root.
 set -euo pipefail
-case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) awk 'NR > 2 && !/^#/ {exit} NR > 2' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 cfgfile=$top/configs/trial.cfg out="" fast=0
 while (($#)); do

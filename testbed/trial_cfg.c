@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu-trial-cfg: reads a trial file (configs/trial.cfg, nic/conf.h syntax) and
  * prints it as shell assignments for testbed/trial.sh, with every default
  * filled in.  Any mistake ends with exit status 2 and "file:line: what is

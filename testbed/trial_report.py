@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Turns a trial directory (testbed/trial.sh) into results.json, report.md
 and PNG plots, and prints the summary table.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds the project with AddressSanitizer and UndefinedBehaviorSanitizer
 # into build-san/ and runs the unit tests and the integration tests that
 # exercise swemu's datapath and the host library's ring under them.
@@ -11,7 +12,7 @@
 # slower.  Ends with one line
 # "sanitizers: N tests passed, N skipped, N failed, N reports".
 set -uo pipefail
-case "${1:-}" in -h|--help) sed -n 2,12p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 3,13p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 san=$top/build-san
 cd "$top"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu's configuration, as read from a config file (configs/NAME.cfg).
  * Plain data, no DPDK: the loader is unit-tested on its own.  The format is
  * documented in docs/SWEMU.md. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The control channel: plain-text commands (nic/conf.h syntax, see
  * sw_ctrl_parse) in UDP datagrams to the switch's address and ctrl_port,
  * accepted only from the configured mgmt sources.  They run on the datapath

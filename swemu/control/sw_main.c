@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu: a software top-of-rack switch with in-network aggregation.
  *   swemu [EAL args] -- -c CONFIG [--stats FILE]
  * The config is read and checked before EAL starts, so a bad file costs no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Builds the run-time fabric from a loaded config, and takes it down.  On
  * any failure everything made so far is released: never a half-started
  * switch. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Counters out: a JSON document (Jansson) written to a file on a timer, on
  * SIGUSR1 and at exit, and DPDK telemetry commands under /swemu/ for
  * dpdk-telemetry.py.  Telemetry callbacks run on DPDK's telemetry thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The datapath: one poll loop per worker lcore over every port of its
  * logical switches.  Per packet: learn the source, then either the
  * switch's own endpoint (ARP, INA, control) or L2 forwarding within the

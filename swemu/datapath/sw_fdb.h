@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The forwarding database of one logical switch: (VLAN, MAC) -> port,
  * learned from source addresses, aged out after a configured idle time;
  * static entries never age and never move.  The same MAC in two VLANs is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "sw_frame.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

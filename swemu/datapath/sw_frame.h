@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ethernet / IPv4 / UDP framing for the switch's own endpoint: parse and
  * verify an ingress datagram, build an egress one with correct checksums,
  * answer ARP.  Pure C over byte buffers (no mbufs), unit-tested. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Link emulation for one egress port: rate, buffer with tail drop,
  * propagation delay, jitter, random and bursty loss.  Pure C with the clock
  * passed in (ns), so tests drive it with synthetic time.

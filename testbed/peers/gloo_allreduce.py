@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Gloo all-reduce bandwidth in the form of nccl-tests, as ina-allreduce-perf
 prints it, so the two tables compare line by line.
 

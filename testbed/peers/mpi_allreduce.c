@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Open MPI all-reduce bandwidth in the form of nccl-tests, as
  * ina-allreduce-perf prints it.  Built and run by testbed/bench-peers.sh:
  *   mpi_allreduce MIN_BYTES MAX_BYTES ITERS WARMUP */

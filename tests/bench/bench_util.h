@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the benchmark programs share: they report medians of alternating
  * rounds, so that a slow spell of a shared machine hits every figure of a
  * row alike. */

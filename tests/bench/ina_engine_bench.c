@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ina-engine-bench: packets/s and gradient Gbit/s through the aggregation
  * engine on one core, beside the ceiling measured in the same run: the
  * bare byte-order conversion + add of the same packets into the same slot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: the control-message parser (nic/ctl_msg.c ctl_parse),
  * which reads every datagram a mgmt host sends to a switch's control port.
  *

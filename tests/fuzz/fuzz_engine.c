@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: decode + validate + engine processing.
  *
  * Input: 4 bytes of configuration, then records.  A record starts with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: swemu's frame parser and ARP responder on hostile
  * frames (sw_frame.c reads every byte a host sends to the switch's own
  * address).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds the fuzz targets with clang (libFuzzer + AddressSanitizer +
 # UndefinedBehaviorSanitizer) and runs them for the given number of seconds:
 # half to the engine, a quarter each to swemu's frame parser and its
@@ -8,7 +9,7 @@
 # Exit status: 0 when no crash was found, non-zero (libFuzzer's) otherwise;
 # crashing inputs are left as crash-* in $FUZZ_OUT (default build-fuzz/).
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,7p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 3,8p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 seconds=${1:-60}
 shift || true
 top=$(cd "$(dirname "$0")/../.." && pwd)

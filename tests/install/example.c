@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program as a user writes it: only <hcl.h>, built with pkg-config
  * against the installed library.  One rank on loopback: the result must
  * equal the input, in place and out of place. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # meson install into a scratch root, then build tests/install/example.c the
 # way a user would (pkg-config hcl) and run it as one rank on loopback.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Agent-ring (docs/AGENTRING.md) through swemu, launched like a job: 8 ranks
 # in two racks of four with 0, 1 and 2 INA ToRs, 5% loss on every port and
 # link; int32 and fp32 at 1, 7 and 100003 elements, #wrong = 0 everywhere;

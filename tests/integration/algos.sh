@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Every algorithm of the host library through swemu, launched like a job:
 # 8 ranks in two racks of four (rack 1 behind an INA ToR, rack 0 behind a
 # plain one), 5% loss on every port and link; int32 and fp32 at counts

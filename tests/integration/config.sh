@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Bad input to swemu: a bad config file, a config naming a device or an
 # lcore that does not exist all end with exit status 2 and "file:line: what", and
 # leave no DPDK runtime directory, no hugepage file and no process behind.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Hostile datagrams on swemu's control channel, from a mgmt host: a file
 # directive (@include) in any spelling or hiding place is refused before
 # the text is parsed, with one answer whatever the path names (no oracle

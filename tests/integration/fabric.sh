@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Three logical switches in one swemu process: two INA ToRs (h0,h1 | h2,h3)
 # and a spine, joined by in-memory links with emulated 1 Gbit/s and 20 us.
 # Hosts talk across the spine; each rack aggregates in its own ToR at the

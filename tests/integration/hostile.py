@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Sends hostile packets at a swemu INA endpoint as raw Ethernet frames,
 COUNT of each kind (or of the listed kinds only), and prints the kinds sent
 as JSON {kind: count}; a kind's name is the counter that must count it.

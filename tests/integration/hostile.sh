@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Hostile packets at the switch (truncated, wrong version, unknown job,
 # non-member source, slot out of range, oversize counts, bad UDP and IP
 # checksums): each is dropped under its own counter, exactly as many as were

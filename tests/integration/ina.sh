@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Aggregation of fan-in 4 through the real switch: exact int32 sums, fp32
 # sums and bf16 sums (2-byte elements on the wire), then int32 with 5%
 # emulated loss on every port.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """One worker of an all-reduce through an INA switch, for integration tests.
 
 SwitchML-style: a window of --slots outstanding slices, slice k in slot

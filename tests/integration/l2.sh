@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Ordinary traffic through swemu: ARP, ping (also jumbo), a TCP transfer
 # whose bytes are checked end to end, and counters that agree with it.
 . "$(dirname "$0")/lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by the integration tests: a topology per test, torn down on any
 # exit.  Needs root (namespaces); exits 77 (meson: skipped) otherwise.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # net_memif ports: two swemu processes, each a switch with one host (a
 # namespace on af_packet), joined by a memif link (a is the server, b the
 # client; 10 KiB buffers, so a jumbo frame is one descriptor).  Ping and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The timing and pacing layer through swemu: 8 ranks in two racks (rack 1
 # INA), a training loop of ina-allreduce-perf with rank 5 computing four
 # times as long as the others.  For ring and ps-ina, the traces of all

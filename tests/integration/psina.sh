@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ps-ina through the real switch, launched like a training job: each INA
 # rack's lowest rank installs the rack's jobs in its ToR over the control
 # channel and removes them at the end; racks without INA (and, with more

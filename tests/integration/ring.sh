@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Ring all-reduce over kernel UDP between four hosts in namespaces through
 # swemu (plain switch): exact int32 and fp32 results, also with 5% loss on
 # every port; a rank killed mid-run makes every other rank fail within the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One rank of a ring all-reduce over kernel UDP, for the namespace tests:
  *   ring_rank --rank R --peers IP:PORT,IP:PORT,... [--count N] [--calls K]
  *             [--dtype int32|fp32] [--deadline-s S]

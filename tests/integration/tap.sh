@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # swemu on net_tap ports: of the devices this machine has, the tap PMD is the
 # one that verifies IPv4/UDP checksums on receive (in software, inside the
 # driver) and marks each mbuf, so swemu asks it to and uses its verdict

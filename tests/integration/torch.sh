@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # PyTorch training through swemu: 4 ranks of a DDP model whose gradient
 # buckets go through libhcl's DDP hook (ring/hcl.py), with ring and with
 # ps-ina (the ToR aggregates), 2% loss on every port; each rank checks its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job, fast: the default trial (configs/trial.cfg) with --fast
 # through testbed/trial.sh.  The report must name every algorithm with a
 # result and no wrong element, its byte counts must agree with swemu's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # 802.1Q trunks.  1. Between switches: tor0 has h0 in VLAN 10 and h1 in
 # VLAN 20, tor1 has h2 in VLAN 10 and h3 in VLAN 20, and one link joins
 # them as a trunk carrying both VLANs tagged.  Hosts reach their VLAN

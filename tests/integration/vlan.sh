@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Access VLANs: h0, h1 in VLAN 1 and h2, h3 in VLAN 2 on one swemu.  Hosts
 # reach each other within a VLAN and not across (not even a flooded ARP
 # request crosses); the switch's INA endpoint serves both VLANs, so a job of

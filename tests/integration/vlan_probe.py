@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Tagged frames without VLAN interfaces (this kernel has no 8021q): raw
 AF_PACKET sends a frame with or without an 802.1Q tag, and receives one,
 reading its tag from the packet's auxiliary data (veth takes tags off into

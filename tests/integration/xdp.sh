@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The testbed on af_xdp ports (topo.sh --pmd af_xdp): six hosts, more than
 # the three that fit before the shared receive pool was sized per af_xdp
 # port.  Ping between the outer ports, an exact fan-in 6 aggregation (512

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The house rules that keep the layout easy to change (docs/LAYOUT.md):
 
   - the folders depend one way: nic <- swemu, nic <- agent <- ring; a file

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # swemu-trial-cfg on broken trial files: each must fail with exit 2 and
 # "file:LINE: reason" naming the line of the mistake; the default trial
 # must pass.  No root needed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The agent-ring plan: ring members for every mix of INA and plain racks,
  * and the schedule's invariants — each member adds its data to every chunk
  * exactly once, forwards go to the next member's next step on the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The ps-ina plan: which aggregator each rank uses, as which index, and the
  * jobs the agents install, for every mix of INA and plain racks. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "fake_transport.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A transport for unit tests: endpoints joined by an in-memory hub that
  * loses, duplicates and reorders datagrams with given probabilities, from a
  * seed (reproducible), and may put a bottleneck before each receiver: a

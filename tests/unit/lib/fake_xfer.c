@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reliable transfers on a fake hub, for the host library's unit tests. */
 #include "fake_transport.h"
 #include "hcl_xfer.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers shared by the unit tests: addresses, packet building, a seeded
  * RNG (tests are reproducible: the seed is printed on failure paths). */
 #ifndef TESTLIB_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nic/conf: the libconfig-syntax parser behind swemu's config files and
  * control datagrams, trial files and host files.  Values against what the
  * text says; each error with its line; nothing read from disk. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nic/ctl_msg: the control grammar both ends use.  Each command parses to
  * what its text says; what the agents format parses back to the same job;
  * a bad command is told what is wrong; no directive reaches a file. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The aggregation engine against reference sums. */
 #include <setjmp.h>
 #include <stdarg.h>

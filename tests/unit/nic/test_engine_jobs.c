@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The aggregation engine's jobs: isolation, installation checks, removal,
  * every refusal under its reason, overflow, and the outputs that chain
  * aggregators (forward with hop-by-hop ACKs, a parent PS). */

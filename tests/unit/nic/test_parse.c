@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nic/parse: the one parser of each kind of value. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Wire protocol v1: encode/decode round trip and one packet for every
  * validation reason. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host transports: kernel UDP on loopback (batches, contents, sources,
  * timeouts, errors) and the fake hub the algorithm tests run on. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The agent-ring worker over the fake network: two INA racks (their ToRs
  * software aggregators running the plan's step jobs) and a host of a rack
  * without INA (its own software member), exact int32 sums and bf16 sums

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The public API: ranks as threads rendezvous at a master on loopback and
  * all-reduce; configuration from the environment; the errors a user meets
  * (world mismatch, no master, missing settings) are named. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The INA clients over the fake network, against software aggregators
  * (agent/softsw on fake endpoints): ps-ina's client through one switch,
  * through PS shards, and through ToRs under a parent PS as the ps-ina plan

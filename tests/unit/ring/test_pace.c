@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The pacing decision on synthetic arrival traces: the documented rule
  * (ring/hcl_pace.h) for balanced ranks, a persistent straggler, hiccups,
  * the bound, switching off, and a window that is not full yet. */

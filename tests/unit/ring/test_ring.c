@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring all-reduce against a reference sum: ranks as threads over the fake
  * hub, clean and lossy, counts that do not divide, several calls in a row;
  * int32 exact, fp32 within the rounding bound of N additions. */

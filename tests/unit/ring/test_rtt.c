@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The INA clients' retransmission timer: follows the samples, backs off
  * per re-send, and keeps a back-off for new slices after an expiry until a
  * sample comes (Karn), growing once per round of expiries, not per slot. */

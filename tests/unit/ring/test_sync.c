@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The timing layer (ring/hcl_sync.h): the arithmetic of one
  * synchronisation point, the iteration statistics, and the whole layer
  * on four ranks (threads over the fake transport, a ring all-reduce as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reliable transfer: ranks as threads over the fake hub run ring steps of
  * varying sizes through loss, duplication and reordering; every byte
  * arrives; a dead peer is named within the deadline.  Congestion: a timer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu's own datapath (sw_rt_setup, sw_dp_poll) on in-memory ring ports,
  * with frames made here: what comes out of the switch is read back and
  * checked against the sum computed here and against sw_frame_parse_udp's

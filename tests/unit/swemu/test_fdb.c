@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu's FDB: learning, moves, ageing, VLANs, a full table. */
 #include <setjmp.h>
 #include <stdarg.h>

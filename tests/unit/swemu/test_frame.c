@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu's frames: building and parsing against an independent checksum,
  * every malformed kind under its reason, ARP. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu's link emulation: rate, buffer, delay, jitter with order kept,
  * random and bursty loss, against synthetic time. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu config loading: a complete good file, and bad files whose every
  * error names the file, the line and what is wrong. */
 #include <setjmp.h>
