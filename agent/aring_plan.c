@@ -35,9 +35,11 @@ int aring_plan_build(const struct plan_rank *r, const struct ina_addr *soft, uns
 		for (unsigned j = i; j < world; j++) {
 			if (placed[j] || r[j].rack != r[i].rack)
 				continue;
-			if ((r[j].tor.ip != 0) != ina || (ina && (r[j].tor.ip != r[i].tor.ip || r[j].tor.port != r[i].tor.port))) {
-				snprintf(err, errlen, "agent-ring: ranks %u and %u of rack %d name different INA switches", i,
-					 j, r[i].rack);
+			if ((r[j].tor.ip != 0) != ina ||
+			    (ina && (r[j].tor.ip != r[i].tor.ip || r[j].tor.port != r[i].tor.port))) {
+				snprintf(err, errlen,
+					 "agent-ring: ranks %u and %u of rack %d name different INA switches", i, j,
+					 r[i].rack);
 				goto bad;
 			}
 			if (!ina && j != i)
@@ -45,13 +47,16 @@ int aring_plan_build(const struct plan_rank *r, const struct ina_addr *soft, uns
 			if (ina && j == i) {
 				if (p->m == ARING_MAX_MEMBERS)
 					goto too_many;
-				p->mem[p->m++] = (struct aring_member){ .ina = true, .rack = r[i].rack, .agg = r[i].tor,
-									 .first = nw };
+				p->mem[p->m++] = (struct aring_member){
+					.ina = true, .rack = r[i].rack, .agg = r[i].tor, .first = nw
+				};
 			}
 			if (!ina) {
 				if (p->m == ARING_MAX_MEMBERS)
 					goto too_many;
-				p->mem[p->m++] = (struct aring_member){ .rack = r[i].rack, .agg = soft[i], .first = nw };
+				p->mem[p->m++] = (struct aring_member){ .rack = r[i].rack,
+									.agg = soft[i],
+									.first = nw };
 			}
 			struct aring_member *mb = &p->mem[p->m - 1];
 			if (mb->n == INA_MAX_FANIN - 1) {
@@ -113,7 +118,8 @@ void aring_job(const struct aring_plan *p, unsigned k, unsigned s, struct ina_jo
 		c->upstream_job = (uint16_t)(p->job0 + s - 1);
 	}
 	if (c->outputs & INA_OUT_FORWARD)
-		c->forward = (struct ina_peer){ .addr = p->mem[(k + 1) % p->m].agg, .job = (uint16_t)(p->job0 + s + 1),
+		c->forward = (struct ina_peer){ .addr = p->mem[(k + 1) % p->m].agg,
+						.job = (uint16_t)(p->job0 + s + 1),
 						.contributor = INA_CONTRIB_UPSTREAM };
 }
 

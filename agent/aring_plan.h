@@ -33,19 +33,19 @@
 #define ARING_MAX_MEMBERS 16 /* 2 data types x (2m-1) jobs must fit a switch's 64 */
 
 struct aring_member {
-	bool ina;               /* an INA rack, or an autonomous host */
+	bool ina; /* an INA rack, or an autonomous host */
 	int rack;
-	struct ina_addr agg;    /* its aggregator: the ToR, or the host's software member */
-	unsigned first, n;      /* its workers: worker_rank[first .. first+n-1] */
+	struct ina_addr agg; /* its aggregator: the ToR, or the host's software member */
+	unsigned first, n;   /* its workers: worker_rank[first .. first+n-1] */
 };
 
 struct aring_plan {
 	unsigned m, world;
 	struct aring_member mem[ARING_MAX_MEMBERS];
-	unsigned *worker_rank;  /* world entries, member by member */
+	unsigned *worker_rank;	      /* world entries, member by member */
 	struct ina_addr *worker_addr; /* their INA addresses, same order */
-	unsigned *member_of;    /* per rank */
-	unsigned *index_of;     /* per rank: its contributor index in its member's jobs */
+	unsigned *member_of;	      /* per rank */
+	unsigned *index_of;	      /* per rank: its contributor index in its member's jobs */
 	uint16_t job0;
 	uint8_t dtype;
 	uint32_t slots;
@@ -55,9 +55,8 @@ struct aring_plan {
 /* ranks[i].tor.ip != 0 marks an INA rack (its ToR's address and MAC in
  * .tor); soft[i] is where rank i's software member listens (used when its
  * rack has no INA).  0, or -EINVAL with err. */
-int aring_plan_build(const struct plan_rank *ranks, const struct ina_addr *soft, unsigned world,
-		     uint16_t job0, uint8_t dtype, uint32_t slots, uint16_t elems, struct aring_plan *p, char *err,
-		     size_t errlen);
+int aring_plan_build(const struct plan_rank *ranks, const struct ina_addr *soft, unsigned world, uint16_t job0,
+		     uint8_t dtype, uint32_t slots, uint16_t elems, struct aring_plan *p, char *err, size_t errlen);
 void aring_plan_free(struct aring_plan *p);
 
 static inline unsigned aring_steps(const struct aring_plan *p) { return 2 * p->m - 1; }

@@ -16,8 +16,8 @@ static int add_contributor(struct ina_job_cfg *j, const struct ina_addr *a, char
 	return 0;
 }
 
-int psina_plan(const struct plan_rank *r, unsigned world, const struct ina_addr *ps, uint16_t job,
-		   uint8_t dtype, uint32_t slots, uint16_t elems, struct psina_plan *p, char *err, size_t errlen)
+int psina_plan(const struct plan_rank *r, unsigned world, const struct ina_addr *ps, uint16_t job, uint8_t dtype,
+	       uint32_t slots, uint16_t elems, struct psina_plan *p, char *err, size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
 	if (!(p->client = calloc(world, sizeof(*p->client)))) {
@@ -89,10 +89,7 @@ bad:
 	return -EINVAL;
 }
 
-int psina_shard_host(unsigned h, unsigned shards, unsigned world)
-{
-	return (int)((size_t)h * world / shards);
-}
+int psina_shard_host(unsigned h, unsigned shards, unsigned world) { return (int)((size_t)h * world / shards); }
 
 void psina_shard_job(const struct ina_job_cfg *j, uint16_t id, const struct ina_addr *ps, struct ina_job_cfg *out)
 {

@@ -15,28 +15,28 @@
  * also adds up the ToRs' partial sums when there is more than one rack. */
 struct psina_tor {
 	int rack;
-	int agent;               /* lowest rank of the rack: installs and removes the job */
-	struct ina_job_cfg job;  /* contributors: the rack's ranks in rank order */
+	int agent;		/* lowest rank of the rack: installs and removes the job */
+	struct ina_job_cfg job; /* contributors: the rack's ranks in rank order */
 };
 
 struct psina_plan {
-	bool use_ps;             /* a software PS at rank 0 */
-	struct ina_job_cfg ps;   /* contributors: the INA ToRs, then every rank without one */
+	bool use_ps;	       /* a software PS at rank 0 */
+	struct ina_job_cfg ps; /* contributors: the INA ToRs, then every rank without one */
 	unsigned ntor;
 	struct psina_tor tor[PLAN_MAX_RACKS];
-	struct {                 /* per rank: where its client sends, as which index */
+	struct { /* per rank: where its client sends, as which index */
 		struct ina_addr server;
 		uint16_t index;
-		bool to_ps;          /* server is the software PS (not the rack's ToR) */
-	} *client;               /* world entries, owned by the plan */
+		bool to_ps; /* server is the software PS (not the rack's ToR) */
+	} * client;	    /* world entries, owned by the plan */
 };
 
 /* job: the id on every aggregator (a PS and its children share it, as the
  * engine's PS output requires).  ps: rank 0's PS socket.  0, or -EINVAL
  * with err (two ranks of a rack name different ToRs, too many racks or
  * contributors). */
-int psina_plan(const struct plan_rank *ranks, unsigned world, const struct ina_addr *ps, uint16_t job,
-		   uint8_t dtype, uint32_t slots, uint16_t elems, struct psina_plan *plan, char *err, size_t errlen);
+int psina_plan(const struct plan_rank *ranks, unsigned world, const struct ina_addr *ps, uint16_t job, uint8_t dtype,
+	       uint32_t slots, uint16_t elems, struct psina_plan *plan, char *err, size_t errlen);
 void psina_plan_free(struct psina_plan *plan);
 
 /* A sharded PS (BytePS-style): the tensor cut into `shards` runs of
@@ -49,6 +49,6 @@ void psina_plan_free(struct psina_plan *plan);
  * at ps with that id. */
 int psina_shard_host(unsigned h, unsigned shards, unsigned world);
 void psina_shard_job(const struct ina_job_cfg *plan_job, uint16_t id, const struct ina_addr *ps,
-			 struct ina_job_cfg *out);
+		     struct ina_job_cfg *out);
 
 #endif

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define BATCH 64
-#define PKT (INA_HDR_LEN + INA_MAX_PAYLOAD + 64)
+#define PKT   (INA_HDR_LEN + INA_MAX_PAYLOAD + 64)
 
 struct softsw {
 	struct dgram_transport t;
@@ -41,9 +41,11 @@ static void *serve(void *arg)
 				uint8_t *f = ps->tx + (size_t)e * PKT;
 				ina_hdr_encode(&em->hdr, f);
 				memcpy(f + INA_HDR_LEN, em->payload, em->payload_len);
-				out[k++] = (struct dgram_pkt){ f, (uint32_t)(INA_HDR_LEN + em->payload_len),
-							     { .sin_family = AF_INET, .sin_port = em->dst.port,
-							       .sin_addr.s_addr = em->dst.ip } };
+				out[k++] = (struct dgram_pkt){ f,
+							       (uint32_t)(INA_HDR_LEN + em->payload_len),
+							       { .sin_family = AF_INET,
+								 .sin_port = em->dst.port,
+								 .sin_addr.s_addr = em->dst.ip } };
 			}
 			/* best effort: a result lost here is asked for again */
 			for (unsigned sent = 0; sent < k;) {
@@ -109,8 +111,8 @@ fail:
 	return NULL;
 }
 
-struct softsw *softsw_start(const struct sockaddr_in *addr, const struct ina_job_cfg *jobs, unsigned njobs,
-			    char *err, size_t errlen)
+struct softsw *softsw_start(const struct sockaddr_in *addr, const struct ina_job_cfg *jobs, unsigned njobs, char *err,
+			    size_t errlen)
 {
 	struct dgram_transport t;
 	if (dgram_udp_open(&t, addr, &(struct dgram_udp_opts){ .zero_checksum = 1 }, err, errlen) < 0)

@@ -18,8 +18,8 @@ struct softsw;
 
 /* Binds a UDP socket to addr, installs the jobs, starts serving.  NULL
  * with err on failure. */
-struct softsw *softsw_start(const struct sockaddr_in *addr, const struct ina_job_cfg *jobs, unsigned njobs,
-			    char *err, size_t errlen);
+struct softsw *softsw_start(const struct sockaddr_in *addr, const struct ina_job_cfg *jobs, unsigned njobs, char *err,
+			    size_t errlen);
 /* The same on a transport of the caller's (unit tests: a fake network),
  * which the aggregator then owns and closes. */
 struct softsw *softsw_start_on(struct dgram_transport *t, const struct ina_job_cfg *jobs, unsigned njobs, char *err,

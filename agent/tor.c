@@ -60,7 +60,8 @@ static int exchange(const struct sockaddr_in *from, const struct sockaddr_in *sw
 out:
 	close(fd);
 	if (rc == -ETIMEDOUT)
-		snprintf(err, errlen, "switch %s:%u: no answer on the control channel in time", ip, ntohs(sw->sin_port));
+		snprintf(err, errlen, "switch %s:%u: no answer on the control channel in time", ip,
+			 ntohs(sw->sin_port));
 	else if (rc == -EIO)
 		snprintf(err, errlen, "switch %s: %s", ip, answer);
 	return rc;
@@ -68,8 +69,10 @@ out:
 
 void tor_init(struct tor *t, const struct sockaddr_in *from, uint32_t sw_ip)
 {
-	*t = (struct tor){ .from = *from,
-			   .ctl = { .sin_family = AF_INET, .sin_addr.s_addr = sw_ip, .sin_port = htons(INA_CTRL_PORT) } };
+	*t = (struct tor){
+		.from = *from,
+		.ctl = { .sin_family = AF_INET, .sin_addr.s_addr = sw_ip, .sin_port = htons(INA_CTRL_PORT) }
+	};
 }
 
 int tor_command(const struct tor *t, const char *text, const char *ok_on_resend, char *answer, size_t alen,

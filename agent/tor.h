@@ -18,7 +18,7 @@
 
 struct tor {
 	struct sockaddr_in from; /* the agent's address: a mgmt source of the switch */
-	struct sockaddr_in ctl;  /* the switch's control channel */
+	struct sockaddr_in ctl;	 /* the switch's control channel */
 	unsigned njobs;
 	uint16_t jobs[TOR_MAX_JOBS]; /* installed by this agent, to remove */
 };

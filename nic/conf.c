@@ -54,13 +54,13 @@ static void arena_free(void *arena)
 enum tok_kind { T_EOF = 256, T_NAME, T_INT, T_FLOAT, T_BOOL, T_STRING, T_BAD };
 
 struct tok {
-	int kind;        /* enum tok_kind or a punctuation character */
-	const char *at;  /* first byte */
+	int kind;	/* enum tok_kind or a punctuation character */
+	const char *at; /* first byte */
 	size_t len;
 	int line;
 	long long i;
 	double f;
-	const char *s;   /* T_STRING: decoded, in the arena */
+	const char *s; /* T_STRING: decoded, in the arena */
 };
 
 struct parser {
@@ -71,8 +71,8 @@ struct parser {
 	char *err;
 	size_t errlen;
 	int depth;
-	struct tok tok;  /* the lookahead */
-	char *scratch;   /* strings being decoded; freed at the end */
+	struct tok tok; /* the lookahead */
+	char *scratch;	/* strings being decoded; freed at the end */
 	size_t scratch_cap;
 };
 
@@ -122,7 +122,9 @@ static bool name_char(char c) { return isalnum((unsigned char)c) || c == '_' || 
 
 static int hex_digit(char c)
 {
-	return isdigit((unsigned char)c) ? c - '0' : isxdigit((unsigned char)c) ? tolower((unsigned char)c) - 'a' + 10 : -1;
+	return isdigit((unsigned char)c)    ? c - '0'
+	       : isxdigit((unsigned char)c) ? tolower((unsigned char)c) - 'a' + 10
+					    : -1;
 }
 
 static int scratch_put(struct parser *p, size_t at, char c)
@@ -167,7 +169,8 @@ static int lex_string(struct parser *p, struct tok *t)
 					int hi = p->s + 2 < p->end ? hex_digit(p->s[1]) : -1;
 					int lo = hi >= 0 ? hex_digit(p->s[2]) : -1;
 					if (lo < 0 || (hi | lo) == 0)
-						return fail(p, p->line, "syntax error: \\x needs two hex digits, not 00");
+						return fail(p, p->line,
+							    "syntax error: \\x needs two hex digits, not 00");
 					c = (char)(hi << 4 | lo);
 					p->s += 2;
 					break;
@@ -296,7 +299,8 @@ static int advance(struct parser *p)
 			e++;
 		t->len = (size_t)(e - p->s);
 		p->s = e;
-		if ((t->len == 4 && !strncasecmp(t->at, "true", 4)) || (t->len == 5 && !strncasecmp(t->at, "false", 5))) {
+		if ((t->len == 4 && !strncasecmp(t->at, "true", 4)) ||
+		    (t->len == 5 && !strncasecmp(t->at, "false", 5))) {
 			t->kind = T_BOOL;
 			t->i = t->len == 4;
 		} else {
@@ -441,7 +445,11 @@ static struct conf_node *value(struct parser *p)
 			fail(p, t.line, "values nested more than %d deep", CONF_MAX_DEPTH);
 			return NULL;
 		}
-		if (!(n = new_node(p, t.kind == '{' ? CONF_GROUP : t.kind == '[' ? CONF_ARRAY : CONF_LIST, t.line)) ||
+		if (!(n = new_node(p,
+				   t.kind == '{'   ? CONF_GROUP
+				   : t.kind == '[' ? CONF_ARRAY
+						   : CONF_LIST,
+				   t.line)) ||
 		    advance(p) < 0)
 			return NULL;
 		p->depth++;
@@ -449,9 +457,7 @@ static struct conf_node *value(struct parser *p)
 		rc = t.kind == '{' ? settings(p, n, closing) : elements(p, n, closing);
 		p->depth--;
 		break;
-	default:
-		unexpected(p, "a value");
-		return NULL;
+	default: unexpected(p, "a value"); return NULL;
 	}
 	if (!n || rc < 0 || advance(p) < 0)
 		return NULL;

@@ -35,15 +35,15 @@ enum conf_type {
 
 struct conf_node {
 	enum conf_type type;
-	int line;          /* where the value starts; 0 for the root group */
-	const char *name;  /* a setting's name; NULL for elements and the root */
+	int line;	  /* where the value starts; 0 for the root group */
+	const char *name; /* a setting's name; NULL for elements and the root */
 	union {
 		long long i;
 		double f;
 		bool b;
 		const char *s; /* NUL-terminated, escapes resolved */
 	} v;
-	unsigned n;                    /* aggregates: children */
+	unsigned n;			/* aggregates: children */
 	struct conf_node *child, *next; /* aggregates: first child; every node: next sibling */
 };
 
@@ -69,10 +69,7 @@ const struct conf_node *conf_member(const struct conf_node *g, const char *name)
 const struct conf_node *conf_elem(const struct conf_node *a, unsigned i);
 
 /* The string of a string node, else NULL. */
-static inline const char *conf_string(const struct conf_node *n)
-{
-	return n && n->type == CONF_STRING ? n->v.s : NULL;
-}
+static inline const char *conf_string(const struct conf_node *n) { return n && n->type == CONF_STRING ? n->v.s : NULL; }
 
 static inline bool conf_is_aggregate(const struct conf_node *n)
 {
@@ -94,16 +91,16 @@ __attribute__((format(printf, 3, 4))) int conf_fail(const struct conf_reader *r,
 /* Every setting of g is one of the NULL-terminated names in allowed: a
  * misspelt key is an error, not a silently ignored line. */
 int conf_only_keys(const struct conf_reader *r, const struct conf_node *g, const char *const *allowed);
-int conf_get_int(const struct conf_reader *r, const struct conf_node *g, const char *name, long long lo,
-		 long long hi, bool required, long long *v);
-int conf_get_u32(const struct conf_reader *r, const struct conf_node *g, const char *name, long long lo,
-		 long long hi, bool required, uint32_t *v);
+int conf_get_int(const struct conf_reader *r, const struct conf_node *g, const char *name, long long lo, long long hi,
+		 bool required, long long *v);
+int conf_get_u32(const struct conf_reader *r, const struct conf_node *g, const char *name, long long lo, long long hi,
+		 bool required, uint32_t *v);
 int conf_get_str(const struct conf_reader *r, const struct conf_node *g, const char *name, bool required,
 		 const char **v);
 int conf_get_bool(const struct conf_reader *r, const struct conf_node *g, const char *name, bool *v);
 /* An integer or a float in lo..hi. */
-int conf_get_num(const struct conf_reader *r, const struct conf_node *g, const char *name, double lo,
-		 double hi, double *v);
+int conf_get_num(const struct conf_reader *r, const struct conf_node *g, const char *name, double lo, double hi,
+		 double *v);
 /* A quantity: an integer, or a string parse() takes ("1G", "64K");
  * `what` says which in the error ("a rate such as \"10G\""). */
 int conf_get_scaled(const struct conf_reader *r, const struct conf_node *g, const char *name,

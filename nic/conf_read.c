@@ -41,8 +41,8 @@ static const struct conf_node *member(const struct conf_reader *r, const struct 
 	return s;
 }
 
-int conf_get_int(const struct conf_reader *r, const struct conf_node *g, const char *name, long long lo,
-		 long long hi, bool required, long long *v)
+int conf_get_int(const struct conf_reader *r, const struct conf_node *g, const char *name, long long lo, long long hi,
+		 bool required, long long *v)
 {
 	int rc;
 	const struct conf_node *s = member(r, g, name, required, &rc);
@@ -56,8 +56,8 @@ int conf_get_int(const struct conf_reader *r, const struct conf_node *g, const c
 	return 0;
 }
 
-int conf_get_u32(const struct conf_reader *r, const struct conf_node *g, const char *name, long long lo,
-		 long long hi, bool required, uint32_t *v)
+int conf_get_u32(const struct conf_reader *r, const struct conf_node *g, const char *name, long long lo, long long hi,
+		 bool required, uint32_t *v)
 {
 	long long x = *v;
 	if (conf_get_int(r, g, name, lo, hi, required, &x) < 0)
@@ -90,8 +90,8 @@ int conf_get_bool(const struct conf_reader *r, const struct conf_node *g, const 
 	return 0;
 }
 
-int conf_get_num(const struct conf_reader *r, const struct conf_node *g, const char *name, double lo,
-		 double hi, double *v)
+int conf_get_num(const struct conf_reader *r, const struct conf_node *g, const char *name, double lo, double hi,
+		 double *v)
 {
 	const struct conf_node *s = conf_member(g, name);
 	if (!s)

@@ -9,7 +9,6 @@
 
 #include "parse.h"
 
-
 static int get_prob(const struct conf_reader *r, const struct conf_node *g, const char *name, double *v)
 {
 	return conf_get_num(r, g, name, 0, 1, v);
@@ -78,8 +77,9 @@ static const struct {
 static const struct {
 	unsigned bit;
 	const char *name;
-} outputs[] = { { INA_OUT_MULTICAST, "multicast" }, { INA_OUT_FORWARD, "forward" }, { INA_OUT_PS, "ps" },
-		{ INA_OUT_ACK, "ack" } };
+} outputs[] = {
+	{ INA_OUT_MULTICAST, "multicast" }, { INA_OUT_FORWARD, "forward" }, { INA_OUT_PS, "ps" }, { INA_OUT_ACK, "ack" }
+};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -145,7 +145,7 @@ static int read_outputs(const struct conf_reader *r, const struct conf_node *j, 
 int ctl_job_read(const struct conf_reader *r, const struct conf_node *j, const struct ctl_limits *lim,
 		 struct ina_job_cfg *c)
 {
-	static const char *const keys[] = { "id", "fan_in", "dtype", "slots", "elems", "outputs",
+	static const char *const keys[] = { "id",	    "fan_in",	"dtype",	"slots",   "elems",  "outputs",
 					    "contributors", "upstream", "upstream_job", "forward", "parent", NULL };
 	long long v = 0;
 	const char *dtype = NULL;
@@ -162,7 +162,8 @@ int ctl_job_read(const struct conf_reader *r, const struct conf_node *j, const s
 	while (k < COUNT(dtypes) && strcmp(dtype, dtypes[k].name))
 		k++;
 	if (k == COUNT(dtypes))
-		return conf_fail(r, conf_member(j, "dtype"), "dtype must be \"int32\", \"fp32\", \"bfp32\" or \"bf16\"");
+		return conf_fail(r, conf_member(j, "dtype"),
+				 "dtype must be \"int32\", \"fp32\", \"bfp32\" or \"bf16\"");
 	c->dtype = dtypes[k].dtype;
 	if (conf_get_u32(r, j, "slots", 1, lim->slots, true, &c->nslots) < 0 ||
 	    conf_get_int(r, j, "elems", 1, lim->max_elems, true, &v) < 0)
@@ -176,8 +177,8 @@ int ctl_job_read(const struct conf_reader *r, const struct conf_node *j, const s
 	return 0;
 }
 
-int ctl_parse(const char *text, size_t len, const char *source, const struct ctl_limits *lim,
-	      struct ctl_cmd *cmd, char *err, size_t errlen)
+int ctl_parse(const char *text, size_t len, const char *source, const struct ctl_limits *lim, struct ctl_cmd *cmd,
+	      char *err, size_t errlen)
 {
 	static const char *const install_keys[] = { "op", "job", NULL };
 	static const char *const id_keys[] = { "op", "id", NULL };
@@ -246,7 +247,8 @@ static void put_addr(struct out *o, const struct ina_addr *a, bool with_mac)
 	inet_ntop(AF_INET, &a->ip, ip, sizeof(ip));
 	const uint8_t *m = a->mac;
 	if (with_mac)
-		put(o, "\"%s:%u@%02x:%02x:%02x:%02x:%02x:%02x\"", ip, ntohs(a->port), m[0], m[1], m[2], m[3], m[4], m[5]);
+		put(o, "\"%s:%u@%02x:%02x:%02x:%02x:%02x:%02x\"", ip, ntohs(a->port), m[0], m[1], m[2], m[3], m[4],
+		    m[5]);
 	else
 		put(o, "\"%s:%u\"", ip, ntohs(a->port));
 }

@@ -29,12 +29,12 @@
 
 /* Emulation of the link behind one egress port.  Zero = off. */
 struct netem_cfg {
-	uint64_t rate_bps;     /* token bucket rate; 0 = line rate */
-	uint64_t buffer_bytes; /* queue in front of the rate limiter (tail drop) */
+	uint64_t rate_bps;		  /* token bucket rate; 0 = line rate */
+	uint64_t buffer_bytes;		  /* queue in front of the rate limiter (tail drop) */
 #define NETEM_DEFAULT_BUFFER (512 * 1024) /* with a rate and no buffer setting */
-	uint32_t delay_us;     /* propagation delay */
-	uint32_t jitter_us;    /* uniform extra delay 0..jitter (order kept) */
-	double loss;           /* independent loss probability */
+	uint32_t delay_us;		  /* propagation delay */
+	uint32_t jitter_us;		  /* uniform extra delay 0..jitter (order kept) */
+	double loss;			  /* independent loss probability */
 	/* Gilbert-Elliott bursty loss: P(good->bad), P(bad->good), loss in bad */
 	double ge_p_gb, ge_p_bg, ge_loss_bad;
 };
@@ -43,22 +43,22 @@ enum ctl_op { CTL_INSTALL, CTL_REMOVE, CTL_EMU, CTL_STATS };
 
 struct ctl_cmd {
 	enum ctl_op op;
-	uint16_t id;               /* remove, stats */
-	char port[CTL_NAME_LEN];   /* emu: the port's name */
-	struct netem_cfg netem;    /* emu: the complete new setting */
-	struct ina_job_cfg job;    /* install */
+	uint16_t id;		 /* remove, stats */
+	char port[CTL_NAME_LEN]; /* emu: the port's name */
+	struct netem_cfg netem;	 /* emu: the complete new setting */
+	struct ina_job_cfg job;	 /* install */
 };
 
 /* What a job may ask of the switch it is for. */
 struct ctl_limits {
-	uint32_t slots;     /* slot indices of the switch's engine */
+	uint32_t slots;	    /* slot indices of the switch's engine */
 	uint16_t max_elems; /* elements per slot */
 };
 
 /* Parses a command: 0, or -1 with "SOURCE:LINE: what" in err.  A job is
  * checked against lim; the port of an emu command is only a name here. */
-int ctl_parse(const char *text, size_t len, const char *source, const struct ctl_limits *lim,
-	      struct ctl_cmd *cmd, char *err, size_t errlen);
+int ctl_parse(const char *text, size_t len, const char *source, const struct ctl_limits *lim, struct ctl_cmd *cmd,
+	      char *err, size_t errlen);
 
 /* The settings shared with config files, from a group of them: a job
  * group, and the link-emulation keys of a port group (rate, buffer,

@@ -12,7 +12,7 @@
 
 struct dgram_pkt {
 	void *buf;
-	uint32_t len;  /* send: bytes to send; recv: capacity in, bytes received out */
+	uint32_t len;		 /* send: bytes to send; recv: capacity in, bytes received out */
 	struct sockaddr_in peer; /* send: destination; recv: source */
 };
 
@@ -39,7 +39,7 @@ struct dgram_transport {
 
 struct dgram_udp_opts {
 	uint32_t sock_buf_bytes; /* SO_RCVBUF/SO_SNDBUF; 0 = 8 MiB */
-	int zero_checksum;       /* send with UDP checksum 0 (as SwitchML hosts do) */
+	int zero_checksum;	 /* send with UDP checksum 0 (as SwitchML hosts do) */
 	/* With port 0: ports (host order, 0 = unused) the kernel's choice must
 	 * not be, because this process binds them itself later on the same
 	 * address (an ephemeral port can be any of them). */
@@ -49,7 +49,7 @@ struct dgram_udp_opts {
 /* Opens a non-blocking UDP socket bound to addr (port 0: any but
  * opts->avoid_ports).  0, or -errno with the reason in err. */
 int dgram_udp_open(struct dgram_transport *t, const struct sockaddr_in *addr, const struct dgram_udp_opts *opts,
-		 char *err, size_t errlen);
+		   char *err, size_t errlen);
 /* The bound address (port resolved). */
 int dgram_udp_local(const struct dgram_transport *t, struct sockaddr_in *addr);
 

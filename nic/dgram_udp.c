@@ -184,7 +184,7 @@ static uint16_t bound_port(int fd)
 }
 
 int dgram_udp_open(struct dgram_transport *t, const struct sockaddr_in *addr, const struct dgram_udp_opts *opts,
-		 char *err, size_t errlen)
+		   char *err, size_t errlen)
 {
 	struct udp_ctx *u = calloc(1, sizeof(*u));
 	if (!u) {

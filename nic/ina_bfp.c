@@ -5,10 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-static double bfp_scale(int8_t e, unsigned fan_in)
-{
-	return ldexp((double)INT32_MAX / fan_in, -e);
-}
+static double bfp_scale(int8_t e, unsigned fan_in) { return ldexp((double)INT32_MAX / fan_in, -e); }
 
 int ina_bfp_exponent(const float *x, size_t n, int8_t *e)
 {

@@ -8,10 +8,10 @@
 #include "ina_kernels.h"
 
 enum slot_state {
-	SLOT_EMPTY = 0,   /* never used since the job was installed */
-	SLOT_PARTIAL,     /* some contributions added, host order */
+	SLOT_EMPTY = 0,	  /* never used since the job was installed */
+	SLOT_PARTIAL,	  /* some contributions added, host order */
 	SLOT_WAIT_PARENT, /* aggregate complete (wire order), sent to the parent */
-	SLOT_COMPLETE,    /* result stored (wire order) and emitted */
+	SLOT_COMPLETE,	  /* result stored (wire order) and emitted */
 };
 
 /* State of one (slot index, set).  The slice key (epoch, seq) it holds is
@@ -26,9 +26,9 @@ struct slot {
 	uint16_t ndata; /* ... of them with elements (not joins) */
 	uint16_t nelem;
 	uint8_t state;
-	uint8_t acked; /* INA_OUT_ACK with FORWARD: the downstream acknowledged */
+	uint8_t acked;	 /* INA_OUT_ACK with FORWARD: the downstream acknowledged */
 	uint8_t resends; /* re-sends answered while waiting for that ACK */
-	uint8_t flags; /* INA_F_OVERFLOW */
+	uint8_t flags;	 /* INA_F_OVERFLOW */
 	int8_t exponent;
 };
 
@@ -71,8 +71,7 @@ static void clear_slots(struct ina_engine *eng, uint32_t base, uint32_t n)
 
 struct ina_engine *ina_engine_create(uint32_t nslots, uint16_t max_elems)
 {
-	if (nslots == 0 || nslots > INA_SLOT_INDEX_MASK || max_elems == 0 ||
-	    max_elems > INA_MAX_ELEMS)
+	if (nslots == 0 || nslots > INA_SLOT_INDEX_MASK || max_elems == 0 || max_elems > INA_MAX_ELEMS)
 		return NULL;
 
 	struct ina_engine *eng = calloc(1, sizeof(*eng));
@@ -104,10 +103,7 @@ static struct job *find_job(const struct ina_engine *eng, uint16_t id)
 	return i ? (struct job *)&eng->jobs[i - 1] : NULL;
 }
 
-static bool addr_eq(const struct ina_addr *a, const struct ina_addr *b)
-{
-	return a->ip == b->ip && a->port == b->port;
-}
+static bool addr_eq(const struct ina_addr *a, const struct ina_addr *b) { return a->ip == b->ip && a->port == b->port; }
 
 const char *ina_job_cfg_check(const struct ina_job_cfg *c, uint16_t max_elems)
 {
@@ -238,17 +234,11 @@ uint32_t ina_job_slots_busy(const struct ina_engine *eng, uint16_t id)
 	return busy;
 }
 
-const struct ina_engine_stats *ina_engine_stats(const struct ina_engine *eng)
-{
-	return &eng->st;
-}
+const struct ina_engine_stats *ina_engine_stats(const struct ina_engine *eng) { return &eng->st; }
 
 /* ---- datapath ---- */
 
-static bool bit_test(const struct slot *s, unsigned c)
-{
-	return s->bitmap[c / 64] >> (c % 64) & 1;
-}
+static bool bit_test(const struct slot *s, unsigned c) { return s->bitmap[c / 64] >> (c % 64) & 1; }
 
 static void bit_set(struct slot *s, unsigned c) { s->bitmap[c / 64] |= 1ull << (c % 64); }
 static void bit_clear(struct slot *s, unsigned c) { s->bitmap[c / 64] &= ~(1ull << (c % 64)); }
@@ -282,8 +272,8 @@ struct ctx {
 	uint32_t *data;
 };
 
-static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16_t job,
-		 uint16_t contributor, uint8_t extra_flags)
+static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16_t job, uint16_t contributor,
+		 uint8_t extra_flags)
 {
 	const struct slot *s = x->slot;
 	struct ina_emit *e = &x->out->e[x->out->n++];
@@ -486,14 +476,11 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 	/* A contributor uses the other set only after that set finished for
 	 * it; while its contribution there is still pending, refuse this one
 	 * (clearing its bit there would let it be counted twice). */
-	if (bit_test(x->other, c) &&
-	    (x->other->state == SLOT_PARTIAL || x->other->state == SLOT_WAIT_PARENT))
+	if (bit_test(x->other, c) && (x->other->state == SLOT_PARTIAL || x->other->state == SLOT_WAIT_PARENT))
 		return INA_R_SLOT_BUSY;
 
 	switch (s->state) {
-	case SLOT_EMPTY:
-		start_round(x);
-		break;
+	case SLOT_EMPTY: start_round(x); break;
 	case SLOT_PARTIAL:
 		if (cmp < 0)
 			return INA_R_STALE;
@@ -595,8 +582,8 @@ static enum ina_reason on_pull(struct ctx *x, unsigned c)
 }
 
 /* Maps the header's contributor id to an index and checks the source. */
-static enum ina_reason member_index(const struct job *j, const struct ina_hdr *h,
-				    const struct ina_addr *src, unsigned *c)
+static enum ina_reason member_index(const struct job *j, const struct ina_hdr *h, const struct ina_addr *src,
+				    unsigned *c)
 {
 	unsigned i = h->contributor;
 
@@ -641,8 +628,8 @@ static enum ina_reason dispatch(struct ctx *x, const struct ina_addr *src)
 	return h->type == INA_T_DATA ? on_data(x, c) : on_pull(x, c);
 }
 
-enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt *pkt,
-				   const struct ina_addr *src, struct ina_emits *out)
+enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt *pkt, const struct ina_addr *src,
+				   struct ina_emits *out)
 {
 	struct ctx x; /* filled field by field: zeroing it showed in profiles */
 	enum ina_reason r;
@@ -670,8 +657,8 @@ enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt 
 	return INA_OK;
 }
 
-enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t len,
-			      const struct ina_addr *src, struct ina_emits *out)
+enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t len, const struct ina_addr *src,
+			      struct ina_emits *out)
 {
 	struct ina_pkt pkt;
 	enum ina_reason r = ina_parse(buf, len, &pkt);

@@ -12,11 +12,11 @@
 
 #include "ina_proto.h"
 
-#define INA_MAX_FANIN 256
-#define INA_MAX_JOBS 64
+#define INA_MAX_FANIN	 256
+#define INA_MAX_JOBS	 64
 #define INA_BITMAP_WORDS (INA_MAX_FANIN / 64)
 /* A multicast to every contributor plus one forward. */
-#define INA_MAX_EMITS (INA_MAX_FANIN + 1)
+#define INA_MAX_EMITS	 (INA_MAX_FANIN + 1)
 
 /* A peer as the engine sees it.  Members are matched on ip and port (both
  * network byte order); mac is carried for swemu's packet builder. */
@@ -30,7 +30,7 @@ struct ina_addr {
 enum ina_output {
 	INA_OUT_MULTICAST = 1, /* RESULT to every contributor (not the upstream) */
 	INA_OUT_FORWARD = 2,   /* DATA to a downstream member (ring) */
-	INA_OUT_PS = 4,        /* DATA to a parent aggregator; its RESULT is multicast */
+	INA_OUT_PS = 4,	       /* DATA to a parent aggregator; its RESULT is multicast */
 	/* Ring hop-by-hop acknowledgement (agent-ring, docs/AGENTRING.md): a
 	 * complete slot sends ACK to the upstream member; with FORWARD it is
 	 * finished for its contributors only when the downstream member's ACK
@@ -47,27 +47,27 @@ struct ina_peer {
 
 struct ina_job_cfg {
 	uint16_t id;
-	uint16_t fan_in;          /* 1..INA_MAX_FANIN */
-	uint8_t dtype;            /* INA_D_INT32, INA_D_FP32, INA_D_BFP32 or INA_D_BF16 */
-	uint32_t nslots;          /* slot indices reserved (each has two sets) */
-	uint16_t elems_per_slot;  /* 1..engine's max_elems */
-	unsigned outputs;         /* enum ina_output bits, at least one */
+	uint16_t fan_in;	 /* 1..INA_MAX_FANIN */
+	uint8_t dtype;		 /* INA_D_INT32, INA_D_FP32, INA_D_BFP32 or INA_D_BF16 */
+	uint32_t nslots;	 /* slot indices reserved (each has two sets) */
+	uint16_t elems_per_slot; /* 1..engine's max_elems */
+	unsigned outputs;	 /* enum ina_output bits, at least one */
 	/* index -> address; fan_in entries */
 	struct ina_addr contributors[INA_MAX_FANIN];
 	/* index that contributor id INA_CONTRIB_UPSTREAM stands for, or -1 */
 	int upstream_index;
-	uint16_t upstream_job;   /* INA_OUT_ACK: the upstream member's job, which ACKs name */
+	uint16_t upstream_job;	 /* INA_OUT_ACK: the upstream member's job, which ACKs name */
 	struct ina_peer forward; /* INA_OUT_FORWARD */
-	struct ina_peer parent;  /* INA_OUT_PS */
+	struct ina_peer parent;	 /* INA_OUT_PS */
 };
 
 struct ina_job_stats {
 	uint64_t rx_packets;
-	uint64_t contributions;   /* accepted and added */
-	uint64_t completions;     /* slots that reached fan_in */
-	uint64_t retransmits;     /* re-sends answered from a stored slot */
-	uint64_t emits;           /* packets emitted */
-	uint64_t overflows;       /* int32 completions that wrapped */
+	uint64_t contributions; /* accepted and added */
+	uint64_t completions;	/* slots that reached fan_in */
+	uint64_t retransmits;	/* re-sends answered from a stored slot */
+	uint64_t emits;		/* packets emitted */
+	uint64_t overflows;	/* int32 completions that wrapped */
 	uint64_t drops[INA_R_MAX_];
 };
 
@@ -115,12 +115,12 @@ const struct ina_engine_stats *ina_engine_stats(const struct ina_engine *eng);
 /* Processes one validated packet from src.  Returns INA_OK when it was
  * taken (out may hold emits) or the reason it was dropped (out->n == 0,
  * no state changed). */
-enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt *pkt,
-				   const struct ina_addr *src, struct ina_emits *out);
+enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt *pkt, const struct ina_addr *src,
+				   struct ina_emits *out);
 
 /* Parse + validate + process a raw UDP payload; validation failures are
  * counted in the engine stats. */
-enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t len,
-			      const struct ina_addr *src, struct ina_emits *out);
+enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t len, const struct ina_addr *src,
+			      struct ina_emits *out);
 
 #endif

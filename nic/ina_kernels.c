@@ -8,10 +8,7 @@
  * offset 66 of the frame, so they are only 2-byte aligned. */
 typedef uint32_t u32_any __attribute__((aligned(1), may_alias));
 
-static inline uint32_t ld(const uint8_t *src, unsigned i)
-{
-	return __builtin_bswap32(((const u32_any *)src)[i]);
-}
+static inline uint32_t ld(const uint8_t *src, unsigned i) { return __builtin_bswap32(((const u32_any *)src)[i]); }
 
 static inline float as_f32(uint32_t v)
 {
@@ -129,7 +126,7 @@ enum { BF16_BLOCK = 64 };
 typedef uint16_t u16_out __attribute__((may_alias));
 
 static inline __attribute__((always_inline)) void bf16_run(u16_out *restrict out, const uint32_t *restrict in,
-							 const uint8_t *restrict src, unsigned m, bool add)
+							   const uint8_t *restrict src, unsigned m, bool add)
 {
 	for (unsigned i = 0; i < m; i++) {
 		uint32_t v = add ? as_u32(as_f32(in[i]) + as_f32(ld_bf16(src, i))) : in[i];
@@ -137,8 +134,7 @@ static inline __attribute__((always_inline)) void bf16_run(u16_out *restrict out
 	}
 }
 
-static inline __attribute__((always_inline)) void bf16_finish(uint32_t *dst, const uint8_t *src, unsigned n,
-							    bool add)
+static inline __attribute__((always_inline)) void bf16_finish(uint32_t *dst, const uint8_t *src, unsigned n, bool add)
 {
 	u16_out *out = (u16_out *)dst;
 	uint16_t blk[BF16_BLOCK];
@@ -146,8 +142,8 @@ static inline __attribute__((always_inline)) void bf16_finish(uint32_t *dst, con
 	bf16_run(blk, dst, src, (unsigned)first, add);
 	memcpy(out, blk, 2 * first);
 	for (size_t k = first; k < n; k += BF16_BLOCK)
-		bf16_run(out + k, dst + k, add ? src + 2 * k : NULL, n - k < BF16_BLOCK ? (unsigned)(n - k) : BF16_BLOCK,
-			 add);
+		bf16_run(out + k, dst + k, add ? src + 2 * k : NULL,
+			 n - k < BF16_BLOCK ? (unsigned)(n - k) : BF16_BLOCK, add);
 }
 
 void ina_k_to_wire_bf16(uint32_t *dst, unsigned n) { bf16_finish(dst, NULL, n, false); }

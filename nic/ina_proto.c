@@ -31,32 +31,23 @@ static const char *const reason_names[INA_R_MAX_] = {
 };
 
 static const char *const type_names[INA_T_MAX_] = {
-	[INA_T_DATA] = "data",   [INA_T_RESULT] = "result", [INA_T_ACK] = "ack",
-	[INA_T_PULL] = "pull",   [INA_T_NACK] = "nack",     [INA_T_CONTROL] = "control",
+	[INA_T_DATA] = "data", [INA_T_RESULT] = "result", [INA_T_ACK] = "ack",
+	[INA_T_PULL] = "pull", [INA_T_NACK] = "nack",	  [INA_T_CONTROL] = "control",
 };
 
 static const char *const dtype_names[INA_D_MAX_] = {
-	[INA_D_NONE] = "none",
-	[INA_D_INT32] = "int32",
-	[INA_D_FP32] = "fp32",
-	[INA_D_BFP32] = "bfp32",
-	[INA_D_BF16] = "bf16",
+	[INA_D_NONE] = "none",	 [INA_D_INT32] = "int32", [INA_D_FP32] = "fp32",
+	[INA_D_BFP32] = "bfp32", [INA_D_BF16] = "bf16",
 };
 
-const char *ina_reason_name(enum ina_reason r)
-{
-	return (unsigned)r < INA_R_MAX_ ? reason_names[r] : "invalid";
-}
+const char *ina_reason_name(enum ina_reason r) { return (unsigned)r < INA_R_MAX_ ? reason_names[r] : "invalid"; }
 
 const char *ina_type_name(enum ina_type t)
 {
 	return (unsigned)t < INA_T_MAX_ && type_names[t] ? type_names[t] : "invalid";
 }
 
-const char *ina_dtype_name(enum ina_dtype d)
-{
-	return (unsigned)d < INA_D_MAX_ ? dtype_names[d] : "invalid";
-}
+const char *ina_dtype_name(enum ina_dtype d) { return (unsigned)d < INA_D_MAX_ ? dtype_names[d] : "invalid"; }
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -106,14 +97,10 @@ static int is_element_dtype(uint8_t d)
 static size_t expected_payload(uint8_t type, uint8_t flags, uint8_t dtype, uint16_t count)
 {
 	switch (type) {
-	case INA_T_DATA:
-		return flags & INA_F_JOIN ? 0 : (size_t)count * ina_wire_elem_size(dtype);
-	case INA_T_RESULT:
-		return (size_t)count * ina_wire_elem_size(dtype);
-	case INA_T_CONTROL:
-		return count; /* count is the byte length of the message */
-	default:
-		return 0; /* ACK, PULL, NACK name a slice but carry no data */
+	case INA_T_DATA: return flags & INA_F_JOIN ? 0 : (size_t)count * ina_wire_elem_size(dtype);
+	case INA_T_RESULT: return (size_t)count * ina_wire_elem_size(dtype);
+	case INA_T_CONTROL: return count; /* count is the byte length of the message */
+	default: return 0;		  /* ACK, PULL, NACK name a slice but carry no data */
 	}
 }
 

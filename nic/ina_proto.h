@@ -15,41 +15,41 @@
 #define INA_UDP_PORT_MIN 0xBEE0
 #define INA_UDP_PORT_MAX 0xBEEF
 /* Ports with a fixed role, the defaults of every part (docs/PROTOCOL.md). */
-#define INA_CTRL_PORT (INA_UDP_PORT_MIN - 1) /* 48863: a switch's control channel */
-#define INA_HOST_PORT INA_UDP_PORT_MIN       /* 48864: a host's INA socket */
-#define INA_PS_PORT (INA_UDP_PORT_MIN + 6)   /* 48870: a host's software PS (shard h: + h) or ring member */
+#define INA_CTRL_PORT	 (INA_UDP_PORT_MIN - 1) /* 48863: a switch's control channel */
+#define INA_HOST_PORT	 INA_UDP_PORT_MIN	/* 48864: a host's INA socket */
+#define INA_PS_PORT	 (INA_UDP_PORT_MIN + 6) /* 48870: a host's software PS (shard h: + h) or ring member */
 
 /* Largest payload that fits a 9000-byte MTU: 9000 - IPv4(20) - UDP(8) - 24. */
 #define INA_MAX_PAYLOAD (9000 - 20 - 8 - INA_HDR_LEN)
 /* Bytes of a slot element (every dtype accumulates in 32 bits) and of the
  * widest wire element; bf16 travels in 2 (ina_wire_elem_size).  The element
  * count limit is the same for every dtype. */
-#define INA_ELEM_SIZE 4
-#define INA_MAX_ELEMS (INA_MAX_PAYLOAD / INA_ELEM_SIZE) /* 2237 */
+#define INA_ELEM_SIZE	4
+#define INA_MAX_ELEMS	(INA_MAX_PAYLOAD / INA_ELEM_SIZE) /* 2237 */
 
 /* Contributor id meaning "the ring upstream member" rather than an index. */
 #define INA_CONTRIB_UPSTREAM 0xFFFF
 
 /* Bit 31 of the slot field selects the shadow set. */
-#define INA_SLOT_SET_BIT 0x80000000u
+#define INA_SLOT_SET_BIT    0x80000000u
 #define INA_SLOT_INDEX_MASK 0x7FFFFFFFu
 
 enum ina_type {
-	INA_T_DATA = 1,    /* a contribution to a slot */
+	INA_T_DATA = 1,	   /* a contribution to a slot */
 	INA_T_RESULT = 2,  /* the aggregate of a slot */
-	INA_T_ACK = 3,     /* slot completion seen downstream */
-	INA_T_PULL = 4,    /* ask for a slot's result without contributing */
-	INA_T_NACK = 5,    /* refusal that asks the sender to retry later */
+	INA_T_ACK = 3,	   /* slot completion seen downstream */
+	INA_T_PULL = 4,	   /* ask for a slot's result without contributing */
+	INA_T_NACK = 5,	   /* refusal that asks the sender to retry later */
 	INA_T_CONTROL = 6, /* control channel message, opaque payload */
 	INA_T_MAX_
 };
 
 enum ina_dtype {
-	INA_D_NONE = 0,  /* only for CONTROL */
+	INA_D_NONE = 0,	 /* only for CONTROL */
 	INA_D_INT32 = 1, /* exact two's-complement int32 */
-	INA_D_FP32 = 2,  /* IEEE 754 binary32, added natively */
+	INA_D_FP32 = 2,	 /* IEEE 754 binary32, added natively */
 	INA_D_BFP32 = 3, /* int32 mantissas sharing a block exponent */
-	INA_D_BF16 = 4,  /* bfloat16 on the wire, added in binary32, rounded once */
+	INA_D_BF16 = 4,	 /* bfloat16 on the wire, added in binary32, rounded once */
 	INA_D_MAX_
 };
 
@@ -69,30 +69,30 @@ enum ina_flag {
 enum ina_reason {
 	INA_OK = 0,
 	/* validation (ina_parse) */
-	INA_R_TRUNCATED,           /* shorter than the header */
-	INA_R_BAD_VERSION,         /* version != 1 */
-	INA_R_BAD_TYPE,            /* unknown message type */
-	INA_R_BAD_DTYPE,           /* unknown data type, or wrong for the type */
-	INA_R_BAD_FLAGS,           /* undefined flag bit set */
-	INA_R_RESERVED_NONZERO,    /* reserved byte not zero */
-	INA_R_BAD_EXPONENT,        /* exponent set outside BFP32 */
-	INA_R_COUNT_ZERO,          /* DATA/RESULT without elements */
-	INA_R_COUNT_TOO_LARGE,     /* count > INA_MAX_ELEMS */
+	INA_R_TRUNCATED,	     /* shorter than the header */
+	INA_R_BAD_VERSION,	     /* version != 1 */
+	INA_R_BAD_TYPE,		     /* unknown message type */
+	INA_R_BAD_DTYPE,	     /* unknown data type, or wrong for the type */
+	INA_R_BAD_FLAGS,	     /* undefined flag bit set */
+	INA_R_RESERVED_NONZERO,	     /* reserved byte not zero */
+	INA_R_BAD_EXPONENT,	     /* exponent set outside BFP32 */
+	INA_R_COUNT_ZERO,	     /* DATA/RESULT without elements */
+	INA_R_COUNT_TOO_LARGE,	     /* count > INA_MAX_ELEMS */
 	INA_R_COUNT_EXCEEDS_PAYLOAD, /* count needs more bytes than follow */
-	INA_R_PAYLOAD_TRAILING,    /* bytes after the elements */
+	INA_R_PAYLOAD_TRAILING,	     /* bytes after the elements */
 	/* engine (ina_engine_process) */
-	INA_R_UNKNOWN_JOB,         /* no job with this id */
-	INA_R_DTYPE_MISMATCH,      /* packet dtype != job dtype */
-	INA_R_COUNT_EXCEEDS_SLOT,  /* count > the job's elements per slot */
-	INA_R_SLOT_OUT_OF_RANGE,   /* slot index >= the job's slot count */
-	INA_R_BAD_CONTRIBUTOR,     /* contributor id not in the job */
-	INA_R_NOT_MEMBER,          /* source address is not that contributor */
-	INA_R_UNEXPECTED_TYPE,     /* type the receiver does not take */
-	INA_R_DUPLICATE,           /* contribution already counted */
-	INA_R_STALE,               /* older slice than the slot holds */
-	INA_R_SLOT_BUSY,           /* newer slice while the slot is in use */
-	INA_R_COUNT_MISMATCH,      /* same slice, different element count */
-	INA_R_NOT_READY,           /* PULL of a slot that is not complete */
+	INA_R_UNKNOWN_JOB,	  /* no job with this id */
+	INA_R_DTYPE_MISMATCH,	  /* packet dtype != job dtype */
+	INA_R_COUNT_EXCEEDS_SLOT, /* count > the job's elements per slot */
+	INA_R_SLOT_OUT_OF_RANGE,  /* slot index >= the job's slot count */
+	INA_R_BAD_CONTRIBUTOR,	  /* contributor id not in the job */
+	INA_R_NOT_MEMBER,	  /* source address is not that contributor */
+	INA_R_UNEXPECTED_TYPE,	  /* type the receiver does not take */
+	INA_R_DUPLICATE,	  /* contribution already counted */
+	INA_R_STALE,		  /* older slice than the slot holds */
+	INA_R_SLOT_BUSY,	  /* newer slice while the slot is in use */
+	INA_R_COUNT_MISMATCH,	  /* same slice, different element count */
+	INA_R_NOT_READY,	  /* PULL of a slot that is not complete */
 	INA_R_MAX_
 };
 

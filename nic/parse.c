@@ -19,10 +19,22 @@ static int parse_scaled(const char *s, double unit_k, uint64_t *v)
 		return -1;
 	double mul = 1;
 	switch (tolower((unsigned char)*end)) {
-	case 'k': mul = unit_k; end++; break;
-	case 'm': mul = unit_k * unit_k; end++; break;
-	case 'g': mul = unit_k * unit_k * unit_k; end++; break;
-	case 't': mul = unit_k * unit_k * unit_k * unit_k; end++; break;
+	case 'k':
+		mul = unit_k;
+		end++;
+		break;
+	case 'm':
+		mul = unit_k * unit_k;
+		end++;
+		break;
+	case 'g':
+		mul = unit_k * unit_k * unit_k;
+		end++;
+		break;
+	case 't':
+		mul = unit_k * unit_k * unit_k * unit_k;
+		end++;
+		break;
 	}
 	if (*end == 'b' && unit_k == 1000) /* "10Gb" */
 		end++;

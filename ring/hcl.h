@@ -28,22 +28,22 @@ enum hcl_op { HCL_SUM = 1, HCL_AVG = 2 };
 
 enum hcl_algo {
 	HCL_ALGO_RING = 1,
-	HCL_ALGO_HIER,       /* two levels: in each rack, then each shard across racks (needs racks) */
-	HCL_ALGO_PS,         /* software parameter server on rank 0 (HCL_PS_PORT, 48870), or in shards */
+	HCL_ALGO_HIER,	     /* two levels: in each rack, then each shard across racks (needs racks) */
+	HCL_ALGO_PS,	     /* software parameter server on rank 0 (HCL_PS_PORT, 48870), or in shards */
 	HCL_ALGO_PS_INA,     /* through the racks' INA switches; racks without one use the software PS */
 	HCL_ALGO_AGENT_RING, /* racks behind INA ToRs as ring members (docs/AGENTRING.md) */
 };
 
 struct hcl_comm_cfg {
-	int rank, world;          /* -1: from RANK / WORLD_SIZE */
-	const char *master_addr;  /* NULL: from MASTER_ADDR */
-	int master_port;          /* 0: from MASTER_PORT */
-	const char *data_addr;    /* this rank's data IPv4 address; NULL: HCL_DATA_ADDR, else the
+	int rank, world;	 /* -1: from RANK / WORLD_SIZE */
+	const char *master_addr; /* NULL: from MASTER_ADDR */
+	int master_port;	 /* 0: from MASTER_PORT */
+	const char *data_addr;	 /* this rank's data IPv4 address; NULL: HCL_DATA_ADDR, else the
 				   * address this host uses to reach the master */
-	uint16_t data_port;       /* 0: any free port */
-	enum hcl_algo algo;       /* 0: ring */
-	int rack;                 /* this rank's rack id for hier; -1: HCL_RACK, else 0 */
-	int64_t timeout_ms;       /* deadline of each call, rendezvous included; 0: 30000 */
+	uint16_t data_port;	 /* 0: any free port */
+	enum hcl_algo algo;	 /* 0: ring */
+	int rack;		 /* this rank's rack id for hier; -1: HCL_RACK, else 0 */
+	int64_t timeout_ms;	 /* deadline of each call, rendezvous included; 0: 30000 */
 	/* ps-ina: the switch job this rank contributes to as index `rank`.
 	 * NULL/0: HCL_INA_SWITCH ("ip" or "ip:port"), HCL_INA_JOB, HCL_INA_SLOTS (8),
 	 * HCL_INA_ELEMS (2048; a packet must fit the MTU), HCL_INA_PORT (48864: this rank's INA port, as
@@ -84,7 +84,10 @@ struct hcl_comm_cfg {
 	int ps_shards;
 };
 
-#define HCL_COMM_CFG_ENV { .rank = -1, .world = -1, .rack = -1 }
+#define HCL_COMM_CFG_ENV                            \
+	{                                           \
+		.rank = -1, .world = -1, .rack = -1 \
+	}
 
 /* sizeof(struct hcl_comm_cfg) in this library: a binding that mirrors the
  * struct (ring/hcl.py) checks its copy against it. */
@@ -105,8 +108,7 @@ int hcl_comm_world(const struct hcl_comm *c);
 const char *hcl_comm_error(const struct hcl_comm *c);
 
 /* recv = sum (or average) over ranks of send; send == recv is in place. */
-int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op,
-		  struct hcl_comm *c);
+int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op, struct hcl_comm *c);
 
 /* Optional iteration marks for the timing layer: without them every call
  * ends an iteration (compute = the time since the previous call ended). */
@@ -115,7 +117,7 @@ void hcl_iter_end(struct hcl_comm *c);
 
 struct hcl_sync_summary {
 	unsigned long iterations, calls, paced_calls;
-	unsigned long incomplete_calls; /* a note was missing: not measured, not paced on */
+	unsigned long incomplete_calls;				/* a note was missing: not measured, not paced on */
 	double iter_mean_us, iter_p50_us, iter_p99_us, iter_cv; /* cv = stddev / mean */
 	/* shares of the iterations' time (they add up to 1) */
 	double compute_share, delay_share, wait_share, comm_share;
@@ -131,7 +133,7 @@ int hcl_comm_sync_summary(const struct hcl_comm *c, struct hcl_sync_summary *out
 struct hcl_comm_stats {
 	unsigned long long xfer_sent, xfer_resent, xfer_timeouts;
 	unsigned long long ina_sent, ina_resent, ina_results;
-	unsigned long long ina_stale;   /* answers that matched nothing in flight (duplicates, late) */
+	unsigned long long ina_stale; /* answers that matched nothing in flight (duplicates, late) */
 	unsigned long long agg_packets, agg_accepted;
 	unsigned long long agg_dropped; /* refused by the software aggregator, every reason */
 };

@@ -12,10 +12,10 @@
 const struct hcl_algo_ops *hcl_algo_of(enum hcl_algo id)
 {
 	static const struct hcl_algo_ops *const all[] = { [HCL_ALGO_RING] = &hcl_algo_ring,
-						      [HCL_ALGO_HIER] = &hcl_algo_hier,
-						      [HCL_ALGO_PS] = &hcl_algo_ps,
-						      [HCL_ALGO_PS_INA] = &hcl_algo_ps_ina,
-						      [HCL_ALGO_AGENT_RING] = &hcl_algo_aring };
+							  [HCL_ALGO_HIER] = &hcl_algo_hier,
+							  [HCL_ALGO_PS] = &hcl_algo_ps,
+							  [HCL_ALGO_PS_INA] = &hcl_algo_ps_ina,
+							  [HCL_ALGO_AGENT_RING] = &hcl_algo_aring };
 	return id > 0 && (size_t)id < sizeof(all) / sizeof(all[0]) ? all[id] : NULL;
 }
 
@@ -46,8 +46,11 @@ int hcl_ina_socket(const struct hcl_comm *c, struct dgram_transport *t, char *er
 
 void hcl_comm_xfer_cfg(const struct hcl_comm *c, struct hcl_xfer_cfg *xc)
 {
-	*xc = (struct hcl_xfer_cfg){ .rank = (unsigned)c->rank, .nranks = (unsigned)c->world, .peers = c->peers,
-				     .payload = c->env.xfer_payload, .window = c->env.xfer_window,
+	*xc = (struct hcl_xfer_cfg){ .rank = (unsigned)c->rank,
+				     .nranks = (unsigned)c->world,
+				     .peers = c->peers,
+				     .payload = c->env.xfer_payload,
+				     .window = c->env.xfer_window,
 				     .local_queue = c->env.xfer_local_queue };
 }
 

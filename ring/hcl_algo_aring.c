@@ -24,11 +24,11 @@
 
 struct aring_state {
 	struct dgram_transport ina_t;
-	struct aring_plan plan[2];     /* the float ring, the int32 ring */
+	struct aring_plan plan[2]; /* the float ring, the int32 ring */
 	struct hcl_aring *worker[2];
-	struct softsw *member;         /* this host's software member, in a rack without INA */
-	struct tor tor;                /* this rank's ToR, if it is a rack's agent */
-	unsigned long long expect[2];  /* slices the ToR should have completed so far (reports) */
+	struct softsw *member;	      /* this host's software member, in a rack without INA */
+	struct tor tor;		      /* this rank's ToR, if it is a rack's agent */
+	unsigned long long expect[2]; /* slices the ToR should have completed so far (reports) */
 };
 
 static int aring_prepare(struct hcl_comm *c, struct dgram_udp_opts *o, char *err, size_t errlen)
@@ -108,7 +108,8 @@ static int learn_tor_macs(struct hcl_comm *c, bool agent, int64_t deadline, char
 	for (int d = 0; rc == 0 && d < 2; d++)
 		for (unsigned m = 0; m < s->plan[d].m; m++)
 			if (s->plan[d].mem[m].ina)
-				memcpy(s->plan[d].mem[m].agg.mac, macs[s->plan[d].worker_rank[s->plan[d].mem[m].first]], 6);
+				memcpy(s->plan[d].mem[m].agg.mac, macs[s->plan[d].worker_rank[s->plan[d].mem[m].first]],
+				       6);
 	free(macs);
 	return rc;
 }
@@ -133,7 +134,9 @@ static int start_member(struct hcl_comm *c, bool agent, int64_t deadline, char *
 			hcl_fail(-EINVAL, err, errlen, "agent-ring: installing job %u: %s", jobs[i].id, e2);
 	}
 	if (!mine->ina) {
-		struct sockaddr_in at = { .sin_family = AF_INET, .sin_addr.s_addr = mine->agg.ip, .sin_port = mine->agg.port };
+		struct sockaddr_in at = { .sin_family = AF_INET,
+					  .sin_addr.s_addr = mine->agg.ip,
+					  .sin_port = mine->agg.port };
 		if (!(s->member = softsw_start(&at, jobs, 2 * steps, err, errlen)))
 			rc = -EADDRINUSE;
 	}

@@ -21,12 +21,12 @@
 #include "tor.h"
 
 struct ps_state {
-	struct dgram_transport ina_t; /* this rank's INA socket */
-	struct hcl_ina *client[2];   /* fp32 (the float wire), int32 */
-	struct softsw *ps;           /* the PS shard this rank hosts, if any */
+	struct dgram_transport ina_t;		     /* this rank's INA socket */
+	struct hcl_ina *client[2];		     /* fp32 (the float wire), int32 */
+	struct softsw *ps;			     /* the PS shard this rank hosts, if any */
 	struct ina_addr ps_addr[HCL_INA_MAX_SHARDS]; /* each shard's PS socket */
-	struct psina_plan plan[2];   /* fp32, int32 */
-	struct tor tor;              /* this rank's ToR, if it is a rack's agent */
+	struct psina_plan plan[2];		     /* fp32, int32 */
+	struct tor tor;				     /* this rank's ToR, if it is a rack's agent */
 };
 
 static int prepare(struct hcl_comm *c, struct dgram_udp_opts *o, bool with_tors, char *err, size_t errlen)
@@ -61,7 +61,8 @@ static int agree_shards(struct hcl_comm *c, int64_t deadline, char *err, size_t 
 	int rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, v, 2, HCL_INT32, ++c->epoch, deadline,
 				    err, errlen);
 	if (rc == 0 && (int64_t)v[0] * v[0] != (int64_t)v[1] * c->world)
-		return hcl_fail(-EINVAL, err, errlen, "ranks run different PS shard counts (HCL_PS_SHARDS; this rank %u)", n);
+		return hcl_fail(-EINVAL, err, errlen,
+				"ranks run different PS shard counts (HCL_PS_SHARDS; this rank %u)", n);
 	return rc;
 }
 
@@ -172,19 +173,27 @@ static int start_aggregators(struct hcl_comm *c, char *err, size_t errlen)
 		struct ina_job_cfg jobs[2];
 		for (unsigned d = 0; d < 2; d++)
 			shard_job(c, &s->plan[d].ps, h, d, &jobs[d]);
-		struct sockaddr_in at = { .sin_family = AF_INET, .sin_addr.s_addr = s->ps_addr[h].ip,
+		struct sockaddr_in at = { .sin_family = AF_INET,
+					  .sin_addr.s_addr = s->ps_addr[h].ip,
 					  .sin_port = s->ps_addr[h].port };
 		if (!(s->ps = softsw_start(&at, jobs, 2, err, errlen)))
 			return -EADDRINUSE;
 	}
 	for (unsigned d = 0; d < 2; d++) {
 		const struct psina_plan *p = &s->plan[d];
-		struct hcl_ina_cfg ic = { .shards = n, .index = p->client[c->rank].index, .slots = shard_slots(c),
-					  .elems = c->env.ina_elems, .poll = hcl_comm_poll_xfer, .poll_ctx = c };
+		struct hcl_ina_cfg ic = { .shards = n,
+					  .index = p->client[c->rank].index,
+					  .slots = shard_slots(c),
+					  .elems = c->env.ina_elems,
+					  .poll = hcl_comm_poll_xfer,
+					  .poll_ctx = c };
 		for (unsigned h = 0; h < n; h++) {
-			const struct ina_addr *a = p->client[c->rank].to_ps ? &s->ps_addr[h] : &p->client[c->rank].server;
+			const struct ina_addr *a = p->client[c->rank].to_ps ? &s->ps_addr[h]
+									    : &p->client[c->rank].server;
 			ic.job[h] = (uint16_t)(c->env.ina_job + 2 * h + d);
-			ic.sw[h] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = a->ip, .sin_port = a->port };
+			ic.sw[h] = (struct sockaddr_in){ .sin_family = AF_INET,
+							 .sin_addr.s_addr = a->ip,
+							 .sin_port = a->port };
 		}
 		if (!(s->client[d] = hcl_ina_new(&ic, &s->ina_t, err, errlen)))
 			return -ENOMEM;
@@ -198,8 +207,8 @@ static int ps_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t errl
 	const struct hcl_env *e = &c->env;
 	const char *name = c->algo->name;
 	if (e->ina_job > 65535 - (2 * (int)e->ps_shards - 1))
-		return hcl_fail(-EINVAL, err, errlen, "%s: job id %u out of range (it uses id to id+%u)", name, e->ina_job,
-				2 * e->ps_shards - 1);
+		return hcl_fail(-EINVAL, err, errlen, "%s: job id %u out of range (it uses id to id+%u)", name,
+				e->ina_job, 2 * e->ps_shards - 1);
 	int rc = hcl_ina_mtu_check(c, name, err, errlen);
 	if (rc < 0 || (rc = agree_shards(c, deadline, err, errlen)) < 0 ||
 	    (rc = hcl_ina_socket(c, &s->ina_t, err, errlen)) < 0)

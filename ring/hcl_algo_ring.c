@@ -29,8 +29,7 @@ static int ring_announce(struct hcl_comm *c, const struct dgram_udp_opts *opts, 
 static const char *ring_check_peer(const struct hcl_comm *c, const char *extra)
 {
 	const struct hcl_chan *ch = c->algo_state;
-	return hcl_chan_count(extra) == (int)ch->n ? NULL
-						   : "another number of ring channels (HCL_RING_CHANNELS)";
+	return hcl_chan_count(extra) == (int)ch->n ? NULL : "another number of ring channels (HCL_RING_CHANNELS)";
 }
 
 static int ring_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen)
@@ -40,8 +39,9 @@ static int ring_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t er
 	struct hcl_xfer_cfg xc;
 	for (int i = 0; i < c->world; i++)
 		if (hcl_chan_parse(ch, i, c->extra[i]) < 0)
-			return hcl_fail(-EPROTO, err, errlen, "rank %d runs another number of ring channels (HCL_RING_CHANNELS: %u here)",
-					i, ch->n);
+			return hcl_fail(-EPROTO, err, errlen,
+					"rank %d runs another number of ring channels (HCL_RING_CHANNELS: %u here)", i,
+					ch->n);
 	hcl_comm_xfer_cfg(c, &xc);
 	return hcl_chan_start(ch, c->peers, &xc, err, errlen);
 }

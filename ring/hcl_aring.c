@@ -12,7 +12,7 @@
 #include "hcl_ina_win.h"
 #include "ina_proto.h"
 
-#define RTO_FLOOR_NS 5000000 /* the timer follows the round trip, never below this */
+#define RTO_FLOOR_NS  5000000 /* the timer follows the round trip, never below this */
 /* A slice sent before the chain has reached its step waits for the
  * members upstream, not for the network: until the step before it has
  * finished a slice here, its timer is at least this long (doubled per
@@ -22,13 +22,14 @@
  * packet must never hang the ring. */
 #define CHAIN_WAIT_NS 100000000
 
-#define GOT_ACK 1
+#define GOT_ACK	   1
 #define GOT_RESULT 2
 
 struct step_state {
 	struct aring_step st;
 	size_t nslices, done;
-	struct hcl_inaw win; /* its job's slots; steps differ: a reduce step waits for its downstream, a gather for the chain */
+	struct hcl_inaw
+		win; /* its job's slots; steps differ: a reduce step waits for its downstream, a gather for the chain */
 };
 
 struct hcl_aring {
@@ -111,11 +112,16 @@ static bool send_slice(struct hcl_aring *a, unsigned step, uint32_t slot, size_t
 {
 	struct step_state *ss = &a->s[step];
 	size_t n = slice_n(a, ss, k), lo = slice_lo(a, ss, k);
-	struct ina_hdr h = { .version = INA_VERSION, .type = INA_T_DATA, .dtype = a->p->dtype,
+	struct ina_hdr h = { .version = INA_VERSION,
+			     .type = INA_T_DATA,
+			     .dtype = a->p->dtype,
 			     .flags = (uint8_t)((retx ? INA_F_RETX : 0) | (ss->st.join ? INA_F_JOIN : 0)),
-			     .job = (uint16_t)(a->p->job0 + step), .contributor = (uint16_t)a->index,
-			     .slot = slot | (ss->win.s[slot].set ? INA_SLOT_SET_BIT : 0), .epoch = a->epoch,
-			     .seq = (uint32_t)k, .count = (uint16_t)n };
+			     .job = (uint16_t)(a->p->job0 + step),
+			     .contributor = (uint16_t)a->index,
+			     .slot = slot | (ss->win.s[slot].set ? INA_SLOT_SET_BIT : 0),
+			     .epoch = a->epoch,
+			     .seq = (uint32_t)k,
+			     .count = (uint16_t)n };
 	ina_hdr_encode(&h, a->tx);
 	size_t len = INA_HDR_LEN, esz = ina_wire_elem_size(a->p->dtype);
 	if (!ss->st.join) {
@@ -182,8 +188,8 @@ void hcl_aring_dump(const struct hcl_aring *a, FILE *f)
 		for (uint32_t i = 0; i < a->p->slots; i++) {
 			const struct hcl_inaw_slot *o = &a->s[k].win.s[i];
 			if (o->busy)
-				fprintf(f, "  step %u slot %u set %u slice %zu/%zu got %u tries %u epoch %u\n", k, i, o->set,
-					o->slice, a->s[k].nslices, o->got, o->tries, a->epoch);
+				fprintf(f, "  step %u slot %u set %u slice %zu/%zu got %u tries %u epoch %u\n", k, i,
+					o->set, o->slice, a->s[k].nslices, o->got, o->tries, a->epoch);
 		}
 }
 
@@ -253,8 +259,8 @@ static const uint8_t *input(struct hcl_aring *a, const uint8_t *src, const uint8
 	return a->scratch;
 }
 
-int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_t count, int64_t deadline_ns,
-			char *err, size_t errlen)
+int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_t count, int64_t deadline_ns, char *err,
+			size_t errlen)
 {
 	uint8_t *dst = vdst;
 	size_t esz = ina_wire_elem_size(a->p->dtype);
@@ -286,8 +292,8 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 			return timed_out(a, left, err, errlen);
 		for (unsigned k = 0; k < a->nsteps; k++) {
 			struct resend_ctx r = { a, k };
-			hcl_inaw_resend(&a->s[k].win, now, chain_reached(a, k) ? 0 : CHAIN_WAIT_NS, resend_one, &r, &wake,
-					&a->st.resent);
+			hcl_inaw_resend(&a->s[k].win, now, chain_reached(a, k) ? 0 : CHAIN_WAIT_NS, resend_one, &r,
+					&wake, &a->st.resent);
 		}
 		struct dgram_pkt in[HCL_INA_BATCH];
 		int n = hcl_ina_rx_batch(&a->rx, a->t, in, now, wake, deadline_ns);

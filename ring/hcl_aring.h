@@ -30,8 +30,8 @@ void hcl_aring_set_poll(struct hcl_aring *a, void (*fn)(void *ctx), void *ctx);
 /* dst = sum over ranks of src (count elements of the plan's dtype);
  * src == dst is in place.  0 or a negative errno, err naming the member
  * the worker was waiting for. */
-int hcl_aring_allreduce(struct hcl_aring *a, const void *src, void *dst, size_t count, int64_t deadline_ns,
-			char *err, size_t errlen);
+int hcl_aring_allreduce(struct hcl_aring *a, const void *src, void *dst, size_t count, int64_t deadline_ns, char *err,
+			size_t errlen);
 
 /* What is still in flight (for HCL_DEBUG after a failed call). */
 void hcl_aring_dump(const struct hcl_aring *a, FILE *f);

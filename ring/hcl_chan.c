@@ -133,9 +133,14 @@ int hcl_chan_ring_allreduce(struct hcl_chan *ch, struct hcl_xfer *x0, uint32_t e
 	for (unsigned k = 0; k < use; k++) {
 		size_t off, len;
 		hcl_ring_chunk(count, use, k, &off, &len);
-		parts[k] = (struct part){ .x = k ? ch->x[k - 1] : x0, .rank = (unsigned)ch->rank,
-					  .world = (unsigned)ch->world, .buf = (uint8_t *)buf + off * 4, .count = len,
-					  .dtype = dtype, .epoch = k ? e : epoch0, .deadline = deadline };
+		parts[k] = (struct part){ .x = k ? ch->x[k - 1] : x0,
+					  .rank = (unsigned)ch->rank,
+					  .world = (unsigned)ch->world,
+					  .buf = (uint8_t *)buf + off * 4,
+					  .count = len,
+					  .dtype = dtype,
+					  .epoch = k ? e : epoch0,
+					  .deadline = deadline };
 	}
 	/* a channel whose thread cannot start runs here after channel 0: the
 	 * parts are independent, only slower */

@@ -18,7 +18,7 @@
 #include "hcl_env.h"
 #include "dgram.h"
 
-#define HCL_CHAN_MAX HCL_RING_MAX_CHANNELS
+#define HCL_CHAN_MAX	   HCL_RING_MAX_CHANNELS
 /* A channel gets at least this much of a call: below it the thread and the
  * extra exchanges cost more than the overlap gains (BENCHMARKS.md). */
 #define HCL_CHAN_MIN_BYTES (1u << 20)

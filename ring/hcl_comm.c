@@ -57,7 +57,8 @@ int hcl_ina_mtu_check(const struct hcl_comm *c, const char *name, char *err, siz
 	 * on the af_xdp testbed (MTU 3000) 4 KiB packets made every call time
 	 * out, with nothing said */
 	const struct plan_rank *me = &c->info[c->rank];
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_addr.s_addr = me->tor.ip,
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = me->tor.ip,
 				   .sin_port = me->tor.port ? me->tor.port : htons(9) };
 	if (!dst.sin_addr.s_addr) {
 		if (c->world < 2)
@@ -217,7 +218,8 @@ static void *scratch(struct hcl_comm *c, size_t bytes)
 	if (bytes > c->scratch_bytes) {
 		void *p = realloc(c->scratch, bytes);
 		if (!p) {
-			snprintf(c->err, sizeof(c->err), "allreduce: no memory for a %zu-byte conversion buffer", bytes);
+			snprintf(c->err, sizeof(c->err), "allreduce: no memory for a %zu-byte conversion buffer",
+				 bytes);
 			return NULL;
 		}
 		c->scratch = p;
@@ -309,8 +311,8 @@ static int allreduce_checked(const void *send, void *recv, size_t count, enum hc
 			     struct hcl_comm *c)
 {
 	if ((op != HCL_SUM && op != HCL_AVG) || (count && (!send || !recv))) {
-		snprintf(c->err, sizeof(c->err), "allreduce: op %d: want HCL_SUM or HCL_AVG, and buffers for %zu elements",
-			 (int)op, count);
+		snprintf(c->err, sizeof(c->err),
+			 "allreduce: op %d: want HCL_SUM or HCL_AVG, and buffers for %zu elements", (int)op, count);
 		return -EINVAL;
 	}
 	if (dtype != HCL_INT32 && dtype != HCL_FP32 && dtype != HCL_BF16) {
@@ -324,8 +326,7 @@ static int allreduce_checked(const void *send, void *recv, size_t count, enum hc
 }
 
 /* The algorithm, inside the timing and pacing layer when that is on. */
-int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op,
-		  struct hcl_comm *c)
+int hcl_allreduce(const void *send, void *recv, size_t count, enum hcl_dtype dtype, enum hcl_op op, struct hcl_comm *c)
 {
 	if (!c)
 		return -EINVAL;

@@ -23,20 +23,20 @@ struct hcl_sync;
 
 struct hcl_comm {
 	int rank, world;
-	struct hcl_env env;          /* every setting, resolved (ring/hcl_env.h) */
+	struct hcl_env env; /* every setting, resolved (ring/hcl_env.h) */
 	const struct hcl_algo_ops *algo;
-	void *algo_state;            /* the algorithm's own, from prepare to teardown */
-	struct dgram_transport t;    /* the data socket */
-	struct sockaddr_in *peers;   /* per rank: its data address */
-	struct plan_rank *info;      /* per rank: INA address (ip, port, MAC), rack, ToR */
+	void *algo_state;	      /* the algorithm's own, from prepare to teardown */
+	struct dgram_transport t;     /* the data socket */
+	struct sockaddr_in *peers;    /* per rank: its data address */
+	struct plan_rank *info;	      /* per rank: INA address (ip, port, MAC), rack, ToR */
 	char (*extra)[HCL_EXTRA_LEN]; /* per rank: the algorithm's rendezvous field */
-	struct hcl_xfer *x;          /* the reliable transfer over t */
-	uint32_t epoch;              /* collectives run on x so far */
-	bool wire_bf16;              /* the algorithm sums floats as bf16: its allreduce takes HCL_BF16 */
-	bool ready;                  /* hcl_comm_create finished: the others meet us at destroy's barrier */
-	void *scratch;               /* bf16 calls widened, fp32 calls narrowed */
+	struct hcl_xfer *x;	      /* the reliable transfer over t */
+	uint32_t epoch;		      /* collectives run on x so far */
+	bool wire_bf16;		      /* the algorithm sums floats as bf16: its allreduce takes HCL_BF16 */
+	bool ready;		      /* hcl_comm_create finished: the others meet us at destroy's barrier */
+	void *scratch;		      /* bf16 calls widened, fp32 calls narrowed */
 	size_t scratch_bytes;
-	struct hcl_sync *sync;       /* timing and pacing around each call (ring/hcl_sync.h) */
+	struct hcl_sync *sync; /* timing and pacing around each call (ring/hcl_sync.h) */
 	char err[320];
 };
 

@@ -84,8 +84,10 @@ static int sync_settings(const struct hcl_comm_cfg *k, struct hcl_env *e, char *
 		return -EINVAL;
 	if (env("HCL_PACE_REL_THRESHOLD") && rel == 0)
 		rel = -1; /* set to 0: no relative threshold */
-	e->sync.pace_cfg = (struct hcl_pace_cfg){ .threshold_ns = (int64_t)(thr * 1e3), .rel_threshold = rel,
-						  .fraction = frac, .max_delay_ns = (int64_t)(max * 1e3),
+	e->sync.pace_cfg = (struct hcl_pace_cfg){ .threshold_ns = (int64_t)(thr * 1e3),
+						  .rel_threshold = rel,
+						  .fraction = frac,
+						  .max_delay_ns = (int64_t)(max * 1e3),
 						  .window = (unsigned)win };
 	return 0;
 }
@@ -121,7 +123,8 @@ static int placement(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err,
 	if (world < 0 && !env("WORLD_SIZE"))
 		return bad(err, errlen, "no world size: set cfg.world or WORLD_SIZE");
 	if (world < 0 && parse_int(env("WORLD_SIZE"), 1, HCL_XFER_MAX_PEERS, &v) < 0)
-		return bad(err, errlen, "WORLD_SIZE=%s: want an integer from 1 to %d", env("WORLD_SIZE"), HCL_XFER_MAX_PEERS);
+		return bad(err, errlen, "WORLD_SIZE=%s: want an integer from 1 to %d", env("WORLD_SIZE"),
+			   HCL_XFER_MAX_PEERS);
 	if (world < 0)
 		world = (int)v;
 	if (!master && !(master = env("MASTER_ADDR")))
@@ -191,7 +194,8 @@ static int ina_settings(const struct hcl_comm_cfg *k, struct hcl_env *e, char *e
 	    float_wire(k, e, err, errlen) < 0)
 		return -EINVAL;
 	if (k->ps_shards && (k->ps_shards < 1 || k->ps_shards > most))
-		return bad(err, errlen, "PS shards %d (cfg.ps_shards, HCL_PS_SHARDS): want 1 to %d (at most the world size and %d)",
+		return bad(err, errlen,
+			   "PS shards %d (cfg.ps_shards, HCL_PS_SHARDS): want 1 to %d (at most the world size and %d)",
 			   k->ps_shards, most, HCL_INA_MAX_SHARDS);
 	if (int_setting(k->ps_shards, "ps_shards", "HCL_PS_SHARDS", 1, most, 1, &shards, err, errlen) < 0)
 		return -EINVAL;
@@ -202,8 +206,8 @@ static int ina_settings(const struct hcl_comm_cfg *k, struct hcl_env *e, char *e
 	e->ps_port = (uint16_t)ps_port;
 	e->ps_shards = (unsigned)shards;
 	if (ps_port + shards - 1 > 65535)
-		return bad(err, errlen, "HCL_PS_PORT %lld: the %lld shards use it to +%lld, past 65535", ps_port, shards,
-			   shards - 1);
+		return bad(err, errlen, "HCL_PS_PORT %lld: the %lld shards use it to +%lld, past 65535", ps_port,
+			   shards, shards - 1);
 	return 0;
 }
 

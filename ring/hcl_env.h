@@ -17,30 +17,30 @@
 #include "hcl_sync.h"
 #include "ina_engine.h"
 
-#define HCL_INA_MAX_SHARDS 16
+#define HCL_INA_MAX_SHARDS    16
 #define HCL_RING_MAX_CHANNELS 4
 
 struct hcl_env {
 	int rank, world;
-	struct sockaddr_in master;  /* rank 0's rendezvous address */
-	struct sockaddr_in data;    /* this rank's data address; ip 0: the one that reaches the master */
+	struct sockaddr_in master; /* rank 0's rendezvous address */
+	struct sockaddr_in data;   /* this rank's data address; ip 0: the one that reaches the master */
 	enum hcl_algo algo;
 	int rack;
-	int64_t timeout_ns;         /* deadline of each call, rendezvous included */
+	int64_t timeout_ns;	    /* deadline of each call, rendezvous included */
 	struct ina_addr ina_switch; /* this rank's INA ToR; ip 0: none (HCL_INA_SWITCH, "ip[:port]") */
-	uint16_t ina_port;          /* this rank's INA socket (HCL_INA_PORT) */
-	uint16_t ina_job;           /* the first switch job id (HCL_INA_JOB) */
-	uint32_t ina_slots;         /* slots in flight per job (HCL_INA_SLOTS) */
-	uint16_t ina_elems;         /* elements per INA packet (HCL_INA_ELEMS) */
-	uint8_t float_wire;         /* INA_D_FP32, INA_D_BFP32 or INA_D_BF16 (cfg.ina_bfp, HCL_INA_FP32) */
-	uint16_t ps_port;           /* the software PS or ring member (HCL_PS_PORT; shard h: + h) */
-	unsigned ps_shards;         /* 1..HCL_INA_MAX_SHARDS (HCL_PS_SHARDS) */
-	unsigned ring_channels;     /* 1..HCL_RING_MAX_CHANNELS (HCL_RING_CHANNELS) */
+	uint16_t ina_port;	    /* this rank's INA socket (HCL_INA_PORT) */
+	uint16_t ina_job;	    /* the first switch job id (HCL_INA_JOB) */
+	uint32_t ina_slots;	    /* slots in flight per job (HCL_INA_SLOTS) */
+	uint16_t ina_elems;	    /* elements per INA packet (HCL_INA_ELEMS) */
+	uint8_t float_wire;	    /* INA_D_FP32, INA_D_BFP32 or INA_D_BF16 (cfg.ina_bfp, HCL_INA_FP32) */
+	uint16_t ps_port;	    /* the software PS or ring member (HCL_PS_PORT; shard h: + h) */
+	unsigned ps_shards;	    /* 1..HCL_INA_MAX_SHARDS (HCL_PS_SHARDS) */
+	unsigned ring_channels;	    /* 1..HCL_RING_MAX_CHANNELS (HCL_RING_CHANNELS) */
 	uint32_t xfer_payload, xfer_window, xfer_local_queue; /* HCL_XFER_*; 0: the transfer's default */
-	struct hcl_sync_cfg sync;   /* pacing and tracing (HCL_PACE*, HCL_TRACE) */
-	bool agent_report;          /* HCL_AGENT_REPORT: agents print their ToR's progress */
-	bool debug;                 /* HCL_DEBUG: more detail when a call fails */
-	char master_ip[16], data_ip[16], trace_dir[256]; /* the strings above came from */
+	struct hcl_sync_cfg sync;			      /* pacing and tracing (HCL_PACE*, HCL_TRACE) */
+	bool agent_report;				      /* HCL_AGENT_REPORT: agents print their ToR's progress */
+	bool debug;					      /* HCL_DEBUG: more detail when a call fails */
+	char master_ip[16], data_ip[16], trace_dir[256];      /* the strings above came from */
 };
 
 /* 0, or -EINVAL with what is wrong (which setting, which value) in err. */

@@ -32,10 +32,10 @@
 
 struct hier_plan {
 	unsigned nracks, kmax;
-	unsigned *rack_of;   /* rank -> rack index (racks ordered by lowest rank) */
-	unsigned *size;      /* rack index -> ranks in it */
-	unsigned *first;     /* rack index -> offset into by_rack */
-	unsigned *by_rack;   /* ranks grouped by rack, ascending in each */
+	unsigned *rack_of;	 /* rank -> rack index (racks ordered by lowest rank) */
+	unsigned *size;		 /* rack index -> ranks in it */
+	unsigned *first;	 /* rack index -> offset into by_rack */
+	unsigned *by_rack;	 /* ranks grouped by rack, ascending in each */
 	unsigned my_rack, me, g; /* this rank's rack, index in it, its size */
 	size_t count;
 };
@@ -157,9 +157,8 @@ static int rack_ring(struct hcl_xfer *x, const struct hier_plan *p, bool gather,
 	return rc;
 }
 
-int hcl_hier_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, const int *rack, void *buf,
-		       size_t count, enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err,
-		       size_t errlen)
+int hcl_hier_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, const int *rack, void *buf, size_t count,
+		       enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err, size_t errlen)
 {
 	if (!x || !rack || nranks == 0 || rank >= nranks || (count && !buf) ||
 	    (dtype != HCL_INT32 && dtype != HCL_FP32)) {

@@ -28,8 +28,8 @@ static int read_ranks(const struct conf_reader *r, const struct conf_node *ranks
 		if (parse_ipv4(addr, &ip) < 0)
 			return conf_fail(r, conf_member(e, "addr"), "'addr' must be an IPv4 address, not '%s'", addr);
 		if (sw && (parse_endpoint(sw, INA_HOST_PORT, &a) < 0 || strlen(sw) >= sizeof(o->ina_switch)))
-			return conf_fail(r, conf_member(e, "ina_switch"), "'ina_switch' must be \"a.b.c.d[:port]\", not '%s'",
-					 sw);
+			return conf_fail(r, conf_member(e, "ina_switch"),
+					 "'ina_switch' must be \"a.b.c.d[:port]\", not '%s'", sw);
 		if (i == 0)
 			snprintf(o->master_addr, sizeof(o->master_addr), "%s", addr);
 		if (i == rank) {
@@ -55,7 +55,8 @@ int hcl_hostfile_load(const char *path, int rank, struct hcl_hostfile *o, char *
 	if (conf_only_keys(&r, root, keys) < 0 || conf_get_int(&r, root, "master_port", 1, 65535, false, &port) < 0)
 		goto out;
 	if (!ranks || ranks->type != CONF_LIST || ranks->n < 1) {
-		conf_fail(&r, ranks ? ranks : root, "'ranks' must be a non-empty list ( { addr = \"a.b.c.d\"; ... }, ... )");
+		conf_fail(&r, ranks ? ranks : root,
+			  "'ranks' must be a non-empty list ( { addr = \"a.b.c.d\"; ... }, ... )");
 		goto out;
 	}
 	o->world = (int)ranks->n;

@@ -26,7 +26,8 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transpor
 {
 	if (!cfg || !t || !t->ops || cfg->slots == 0 || cfg->slots > INA_SLOT_INDEX_MASK || cfg->elems == 0 ||
 	    cfg->elems > INA_MAX_ELEMS || cfg->shards > HCL_INA_MAX_SHARDS) {
-		snprintf(err, errlen, "ina: need a transport, slots >= 1, 1..%d elements per packet and at most %d shards",
+		snprintf(err, errlen,
+			 "ina: need a transport, slots >= 1, 1..%d elements per packet and at most %d shards",
 			 INA_MAX_ELEMS, HCL_INA_MAX_SHARDS);
 		return NULL;
 	}
@@ -71,11 +72,11 @@ enum pass_kind {
 
 struct pass {
 	enum pass_kind kind;
-	uint8_t dtype;     /* on the wire */
-	void *buf;         /* the caller's elements */
+	uint8_t dtype; /* on the wire */
+	void *buf;     /* the caller's elements */
 	size_t count;
-	int8_t *exp;       /* BFP: per slice, local exponent, then the agreed one */
-	unsigned addends;  /* BFP: ranks whose values are summed (the scale leaves room for them) */
+	int8_t *exp;	  /* BFP: per slice, local exponent, then the agreed one */
+	unsigned addends; /* BFP: ranks whose values are summed (the scale leaves room for them) */
 };
 
 static size_t slice_len(const struct hcl_ina *a, const struct pass *ps, size_t k)
@@ -86,19 +87,22 @@ static size_t slice_len(const struct hcl_ina *a, const struct pass *ps, size_t k
 
 /* The first slice of shard h among nslices: shards are runs of
  * consecutive slices, as even as whole slices allow. */
-static size_t shard_first(size_t nslices, unsigned shards, unsigned h)
-{
-	return nslices * h / shards;
-}
+static size_t shard_first(size_t nslices, unsigned shards, unsigned h) { return nslices * h / shards; }
 
 /* Slice k of shard h through slot `slot` of its window. */
 static bool send_slice(struct hcl_ina *a, const struct pass *ps, unsigned h, uint32_t slot, size_t k, bool retx)
 {
 	size_t first = k * a->cfg.elems, n = ps->kind == PASS_EXPONENT ? 1 : slice_len(a, ps, k);
-	struct ina_hdr hd = { .version = INA_VERSION, .type = INA_T_DATA, .dtype = ps->dtype,
-			      .flags = retx ? INA_F_RETX : 0, .job = a->cfg.job[h], .contributor = a->cfg.index,
-			      .slot = slot | (a->win[h].s[slot].set ? INA_SLOT_SET_BIT : 0), .epoch = a->epoch,
-			      .seq = (uint32_t)k, .count = (uint16_t)n,
+	struct ina_hdr hd = { .version = INA_VERSION,
+			      .type = INA_T_DATA,
+			      .dtype = ps->dtype,
+			      .flags = retx ? INA_F_RETX : 0,
+			      .job = a->cfg.job[h],
+			      .contributor = a->cfg.index,
+			      .slot = slot | (a->win[h].s[slot].set ? INA_SLOT_SET_BIT : 0),
+			      .epoch = a->epoch,
+			      .seq = (uint32_t)k,
+			      .count = (uint16_t)n,
 			      .exponent = ps->kind == PASS_RAW ? 0 : ps->exp[k] };
 	ina_hdr_encode(&hd, a->tx);
 	uint8_t *out = a->tx + INA_HDR_LEN;
@@ -263,8 +267,8 @@ static int check_count(size_t count, const struct hcl_ina *a, char *err, size_t 
 	return 0;
 }
 
-int hcl_ina_allreduce(struct hcl_ina *a, void *vbuf, size_t count, enum hcl_dtype dt, int64_t deadline_ns,
-		      char *err, size_t errlen)
+int hcl_ina_allreduce(struct hcl_ina *a, void *vbuf, size_t count, enum hcl_dtype dt, int64_t deadline_ns, char *err,
+		      size_t errlen)
 {
 	if (dt != HCL_INT32 && dt != HCL_FP32 && dt != HCL_BF16) {
 		snprintf(err, errlen, "ina: data type must be int32, fp32 or bf16");
@@ -272,13 +276,14 @@ int hcl_ina_allreduce(struct hcl_ina *a, void *vbuf, size_t count, enum hcl_dtyp
 	}
 	if (check_count(count, a, err, errlen) < 0)
 		return -EINVAL;
-	struct pass ps = { PASS_RAW, dt == HCL_FP32 ? INA_D_FP32 : dt == HCL_BF16 ? INA_D_BF16 : INA_D_INT32, vbuf,
-			   count, NULL, 0 };
+	struct pass ps = { PASS_RAW, dt == HCL_FP32 ? INA_D_FP32 : dt == HCL_BF16 ? INA_D_BF16 : INA_D_INT32,
+			   vbuf,     count,
+			   NULL,     0 };
 	return run_pass(a, &ps, deadline_ns, err, errlen);
 }
 
-int hcl_ina_allreduce_bfp(struct hcl_ina *a, float *buf, size_t count, unsigned addends, int64_t deadline_ns,
-			  char *err, size_t errlen)
+int hcl_ina_allreduce_bfp(struct hcl_ina *a, float *buf, size_t count, unsigned addends, int64_t deadline_ns, char *err,
+			  size_t errlen)
 {
 	if (addends < 1 || check_count(count, a, err, errlen) < 0) {
 		snprintf(err, errlen, "ina: bfp needs addends >= 1 and a countable tensor");
@@ -293,8 +298,8 @@ int hcl_ina_allreduce_bfp(struct hcl_ina *a, float *buf, size_t count, unsigned 
 	for (size_t k = 0; k < nslices; k++) {
 		size_t first = k * a->cfg.elems, n = count - first < a->cfg.elems ? count - first : a->cfg.elems;
 		if (ina_bfp_exponent(buf + first, n, &exp[k]) < 0) {
-			snprintf(err, errlen, "ina: bfp: a value in elements %zu..%zu is not finite or too large", first,
-				 first + n - 1);
+			snprintf(err, errlen, "ina: bfp: a value in elements %zu..%zu is not finite or too large",
+				 first, first + n - 1);
 			free(exp);
 			return -EDOM;
 		}

@@ -24,15 +24,14 @@
 #include "hcl_env.h" /* HCL_INA_MAX_SHARDS */
 #include "hcl_ina_win.h"
 
-
 struct hcl_ina_cfg {
-	unsigned shards;       /* 0 or 1: one aggregator; at most HCL_INA_MAX_SHARDS */
+	unsigned shards;			   /* 0 or 1: one aggregator; at most HCL_INA_MAX_SHARDS */
 	struct sockaddr_in sw[HCL_INA_MAX_SHARDS]; /* per shard: the aggregator's INA address */
-	uint16_t job[HCL_INA_MAX_SHARDS];          /* per shard: the job there */
-	uint16_t index;        /* contributor index of this rank in the job */
-	uint32_t slots;        /* each job's slot count = each shard's window */
-	uint16_t elems;        /* elements per packet (<= the job's elems) */
-	uint32_t rto_us;       /* first resend timeout; 0 = 5000 */
+	uint16_t job[HCL_INA_MAX_SHARDS];	   /* per shard: the job there */
+	uint16_t index;				   /* contributor index of this rank in the job */
+	uint32_t slots;				   /* each job's slot count = each shard's window */
+	uint16_t elems;				   /* elements per packet (<= the job's elems) */
+	uint32_t rto_us;			   /* first resend timeout; 0 = 5000 */
 	/* called on every turn of the wait loop (the communicator's reliable
 	 * transfer answers late re-sends from there); may be NULL */
 	void (*poll)(void *ctx);
@@ -46,8 +45,8 @@ void hcl_ina_free(struct hcl_ina *a);
 
 /* In place over buf (count int32 or fp32 elements); 0 or a negative errno
  * with err naming the switch. */
-int hcl_ina_allreduce(struct hcl_ina *a, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline_ns,
-		      char *err, size_t errlen);
+int hcl_ina_allreduce(struct hcl_ina *a, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline_ns, char *err,
+		      size_t errlen);
 
 /* fp32 over a BFP32 job (int32 mantissas: what a switch without floating
  * point adds): a first pass agrees on each slice's exponent (the switch
@@ -55,8 +54,8 @@ int hcl_ina_allreduce(struct hcl_ina *a, void *buf, size_t count, enum hcl_dtype
  * addends: the number of ranks whose values the job sums in total (the
  * scale leaves room for all of them, so the int32 sum cannot wrap).  Error
  * bound per element: docs/PROTOCOL.md.  -EDOM for a NaN/inf input. */
-int hcl_ina_allreduce_bfp(struct hcl_ina *a, float *buf, size_t count, unsigned addends, int64_t deadline_ns,
-			  char *err, size_t errlen);
+int hcl_ina_allreduce_bfp(struct hcl_ina *a, float *buf, size_t count, unsigned addends, int64_t deadline_ns, char *err,
+			  size_t errlen);
 
 struct hcl_ina_stats {
 	uint64_t sent, resent, results, duplicates, foreign;

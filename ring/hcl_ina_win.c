@@ -54,7 +54,7 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 		if (due <= now) {
 			if (!send(ctx, i))
 				return; /* socket full: the next round */
-			if (!floor_ns) /* a slice that waits for others says nothing of the round trip */
+			if (!floor_ns)	/* a slice that waits for others says nothing of the round trip */
 				hcl_rtt_expired(&w->rtt, s->sent_at, now);
 			s->sent_at = now;
 			if (s->tries < 255)

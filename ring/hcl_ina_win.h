@@ -17,11 +17,11 @@
 #include "ina_proto.h"
 
 struct hcl_inaw_slot {
-	bool busy;       /* a slice is in flight */
-	bool early;      /* sent before the switch could answer it: no round-trip sample */
-	uint8_t tries;   /* re-sends of the slice */
-	uint8_t set;     /* the shadow set of the slice (flips when it is done) */
-	uint8_t got;     /* the caller's: what of the answer has come */
+	bool busy;     /* a slice is in flight */
+	bool early;    /* sent before the switch could answer it: no round-trip sample */
+	uint8_t tries; /* re-sends of the slice */
+	uint8_t set;   /* the shadow set of the slice (flips when it is done) */
+	uint8_t got;   /* the caller's: what of the answer has come */
 	size_t slice;
 	int64_t sent_at; /* 0: not sent yet (the socket was full): due at once */
 };

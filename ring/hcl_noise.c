@@ -15,10 +15,7 @@ static double uniform(struct hcl_noise *z)
 	return ((double)(v >> 11) + 0.5) / 9007199254740992.0;
 }
 
-void hcl_noise_seed(struct hcl_noise *z, uint64_t seed, int rank)
-{
-	z->rng = seed * 0x100000001b3ull + (uint64_t)rank;
-}
+void hcl_noise_seed(struct hcl_noise *z, uint64_t seed, int rank) { z->rng = seed * 0x100000001b3ull + (uint64_t)rank; }
 
 double hcl_noise_compute_ms(struct hcl_noise *z)
 {
@@ -61,7 +58,8 @@ int hcl_noise_parse_stragglers(const char *s, int rank, int world, double *slow)
 	for (const char *p = s; *p;) {
 		int r, n;
 		double f;
-		if (sscanf(p, "%d:%lf%n", &r, &f, &n) != 2 || r < 0 || (world && r >= world) || !(f > 0) || !isfinite(f))
+		if (sscanf(p, "%d:%lf%n", &r, &f, &n) != 2 || r < 0 || (world && r >= world) || !(f > 0) ||
+		    !isfinite(f))
 			return -1;
 		if (r == rank)
 			*slow = f;

@@ -11,9 +11,9 @@
 
 struct hcl_noise {
 	double compute_ms; /* base compute time per iteration */
-	char kind;         /* 0 none, 'n' normal(a = sd), 'e' exponential(a = mean), 'h' hiccup(a = p, b = ms) */
+	char kind;	   /* 0 none, 'n' normal(a = sd), 'e' exponential(a = mean), 'h' hiccup(a = p, b = ms) */
 	double a, b;
-	double slow;       /* this rank's compute factor (stragglers) */
+	double slow; /* this rank's compute factor (stragglers) */
 	uint64_t rng;
 };
 

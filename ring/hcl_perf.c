@@ -79,7 +79,10 @@ static int option(struct perf *p, int o, const char *v)
 	case O_TRACE: p->cfg.trace_dir = v; return 0;
 	case O_COMPUTE: p->iterate = true; return parse_double(v, 0, 1e6, &p->z.compute_ms);
 	case O_JITTER: p->iterate = true; return hcl_noise_parse_jitter(v, &p->z);
-	case O_STRAGGLER: p->iterate = true; p->straggler = v; return 0;
+	case O_STRAGGLER:
+		p->iterate = true;
+		p->straggler = v;
+		return 0;
 	case O_SEED: return parse_int(v, 0, INT64_MAX, &x) < 0 ? -1 : (p->seed = (unsigned long long)x, 0);
 	case 'b': return parse_size(v, &p->minb);
 	case 'e': return parse_size(v, &p->maxb);
@@ -89,12 +92,12 @@ static int option(struct perf *p, int o, const char *v)
 	case 'c': return parse_int(v, 0, 1, &p->check);
 	case 't': return parse_int(v, 0, 86400000, &x) < 0 ? -1 : (p->cfg.timeout_ms = x, 0);
 	case 'd':
-		p->dt = !strcmp(v, "int32") ? HCL_INT32 : !strcmp(v, "float") || !strcmp(v, "fp32") ? HCL_FP32
-			: !strcmp(v, "bf16") ? HCL_BF16 : 0;
+		p->dt = !strcmp(v, "int32")			    ? HCL_INT32
+			: !strcmp(v, "float") || !strcmp(v, "fp32") ? HCL_FP32
+			: !strcmp(v, "bf16")			    ? HCL_BF16
+								    : 0;
 		return p->dt ? 0 : -1;
-	case 'o':
-		p->op = !strcmp(v, "sum") ? HCL_SUM : !strcmp(v, "avg") ? HCL_AVG : 0;
-		return p->op ? 0 : -1;
+	case 'o': p->op = !strcmp(v, "sum") ? HCL_SUM : !strcmp(v, "avg") ? HCL_AVG : 0; return p->op ? 0 : -1;
 	case 'a': return hcl_algo_from_name(v, &p->cfg.algo);
 	default: return -1;
 	}
@@ -103,12 +106,14 @@ static int option(struct perf *p, int o, const char *v)
 /* 0, 1 after --help, -1 on a bad command line. */
 static int parse_args(int argc, char **argv, struct perf *p)
 {
-	static const struct option longopts[] = {
-		{ "pace", no_argument, NULL, 'P' },		 { "trace", required_argument, NULL, 256 },
-		{ "compute", required_argument, NULL, 257 },	 { "jitter", required_argument, NULL, 258 },
-		{ "straggler", required_argument, NULL, 259 }, { "seed", required_argument, NULL, 260 },
-		{ "help", no_argument, NULL, 'h' },		 { 0 }
-	};
+	static const struct option longopts[] = { { "pace", no_argument, NULL, 'P' },
+						  { "trace", required_argument, NULL, 256 },
+						  { "compute", required_argument, NULL, 257 },
+						  { "jitter", required_argument, NULL, 258 },
+						  { "straggler", required_argument, NULL, 259 },
+						  { "seed", required_argument, NULL, 260 },
+						  { "help", no_argument, NULL, 'h' },
+						  { 0 } };
 	int o;
 	while ((o = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:a:t:Ph", longopts, NULL)) != -1) {
 		if (o == 'h') {
@@ -123,7 +128,8 @@ static int parse_args(int argc, char **argv, struct perf *p)
 	}
 	double no_rank;
 	return p->minb < 4 || p->maxb < p->minb || p->maxb > 1ull << 40 || optind < argc ||
-			       (p->straggler && hcl_noise_parse_stragglers(p->straggler, -1, 0, &no_rank)) /* before any rendezvous */
+			       (p->straggler &&
+				hcl_noise_parse_stragglers(p->straggler, -1, 0, &no_rank)) /* before any rendezvous */
 		       ? -1
 		       : 0;
 }
@@ -209,7 +215,8 @@ static void print_summary(struct hcl_comm *c)
 	struct hcl_sync_summary m;
 	if (hcl_comm_sync_summary(c, &m) == 0)
 		printf("# timing layer (rank 0, all calls): %lu iterations, cv %.3f, compute %.1f%% delay %.1f%% "
-		       "wait %.1f%% comm %.1f%%, paced %lu of %lu calls, mean spread %.1f us, layer's own cost %.3f%%\n",
+		       "wait %.1f%% comm %.1f%%, paced %lu of %lu calls, mean spread %.1f us, layer's own cost "
+		       "%.3f%%\n",
 		       m.iterations, m.iter_cv, 100 * m.compute_share, 100 * m.delay_share, 100 * m.wait_share,
 		       100 * m.comm_share, m.paced_calls, m.calls, m.spread_mean_us, 100 * m.layer_share);
 }
@@ -222,8 +229,8 @@ static int run(struct perf *p, struct hcl_comm *c, uint32_t *buf, int64_t *iter_
 	int lines = 0, rc = 0;
 	if (p->rank == 0)
 		print_header(p);
-	for (size_t bytes = p->minb;; bytes = bytes * p->factor < (double)p->maxb ? (size_t)ceil(bytes * p->factor)
-										     : p->maxb) {
+	for (size_t bytes = p->minb;;
+	     bytes = bytes * p->factor < (double)p->maxb ? (size_t)ceil(bytes * p->factor) : p->maxb) {
 		size_t count = bytes / esz;
 		double us;
 		int32_t wrong = 0;
@@ -235,7 +242,9 @@ static int run(struct perf *p, struct hcl_comm *c, uint32_t *buf, int64_t *iter_
 		lines++;
 		if (p->rank == 0) {
 			printf(" %11zu %12zu %8s %6s %10.1f %8.3f %8.3f %7d\n", count * esz, count,
-			       p->dt == HCL_FP32 ? "float" : p->dt == HCL_BF16 ? "bf16" : "int32",
+			       p->dt == HCL_FP32   ? "float"
+			       : p->dt == HCL_BF16 ? "bf16"
+						   : "int32",
 			       p->op == HCL_AVG ? "avg" : "sum", us, algbw, busbw, wrong);
 			fflush(stdout);
 		}
@@ -251,8 +260,17 @@ static int run(struct perf *p, struct hcl_comm *c, uint32_t *buf, int64_t *iter_
 
 int main(int argc, char **argv)
 {
-	struct perf p = { .minb = 1 << 20, .maxb = 64 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1,
-			  .dt = HCL_FP32, .op = HCL_SUM, .cfg = HCL_COMM_CFG_ENV, .z = { .slow = 1 }, .seed = 1 };
+	struct perf p = { .minb = 1 << 20,
+			  .maxb = 64 << 20,
+			  .factor = 2,
+			  .iters = 20,
+			  .warmup = 5,
+			  .check = 1,
+			  .dt = HCL_FP32,
+			  .op = HCL_SUM,
+			  .cfg = HCL_COMM_CFG_ENV,
+			  .z = { .slow = 1 },
+			  .seed = 1 };
 	int rc = parse_args(argc, argv, &p);
 	if (rc) {
 		if (rc < 0)
@@ -284,10 +302,11 @@ int main(int argc, char **argv)
 	}
 	struct hcl_comm_stats st;
 	if (rc == 0 && hcl_comm_stats(c, &st) == 0)
-		printf("# host of rank %d: transfer %llu sent %llu re-sent %llu time-outs; INA client %llu sent %llu re-sent "
+		printf("# host of rank %d: transfer %llu sent %llu re-sent %llu time-outs; INA client %llu sent %llu "
+		       "re-sent "
 		       "%llu answers %llu stale; software aggregator %llu packets %llu accepted %llu dropped\n",
-		       p.rank, st.xfer_sent, st.xfer_resent, st.xfer_timeouts, st.ina_sent, st.ina_resent, st.ina_results,
-		       st.ina_stale, st.agg_packets, st.agg_accepted, st.agg_dropped);
+		       p.rank, st.xfer_sent, st.xfer_resent, st.xfer_timeouts, st.ina_sent, st.ina_resent,
+		       st.ina_results, st.ina_stale, st.agg_packets, st.agg_accepted, st.agg_dropped);
 	free(buf);
 	free(iter_ns);
 	hcl_comm_destroy(c);

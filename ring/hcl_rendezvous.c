@@ -81,7 +81,8 @@ static void rank_text(const struct hcl_comm *c, int i, char *b, size_t n)
 	const uint8_t *m = r->ina.mac;
 	char tor[40] = "-", ip[INET_ADDRSTRLEN];
 	if (r->tor.ip)
-		addr_s(&(struct sockaddr_in){ .sin_addr.s_addr = r->tor.ip, .sin_port = r->tor.port }, tor, sizeof(tor));
+		addr_s(&(struct sockaddr_in){ .sin_addr.s_addr = r->tor.ip, .sin_port = r->tor.port }, tor,
+		       sizeof(tor));
 	inet_ntop(AF_INET, &c->peers[i].sin_addr, ip, sizeof(ip));
 	snprintf(b, n, "%s %u %u %d %02x:%02x:%02x:%02x:%02x:%02x %s %s", ip, ntohs(c->peers[i].sin_port),
 		 ntohs(r->ina.port), r->rack, m[0], m[1], m[2], m[3], m[4], m[5], tor, c->extra[i]);
@@ -173,7 +174,8 @@ static int master(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen
 		int e = errno;
 		if (ls >= 0)
 			close(ls);
-		return hcl_fail(-e, err, errlen, "rendezvous: cannot listen on %s: %s", addr_s(at, a, sizeof(a)), strerror(e));
+		return hcl_fail(-e, err, errlen, "rendezvous: cannot listen on %s: %s", addr_s(at, a, sizeof(a)),
+				strerror(e));
 	}
 	int *fds = calloc((size_t)c->world, sizeof(int)), rc = 0, got = 0;
 	if (!fds) {
@@ -186,7 +188,8 @@ static int master(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen
 		if (wait_fd(ls, POLLIN, deadline) <= 0) {
 			char missing[128];
 			missing_ranks(fds, c->world, missing, sizeof(missing));
-			rc = hcl_fail(-ETIMEDOUT, err, errlen, "rendezvous: %d of %d ranks did not arrive in time (missing: %s)",
+			rc = hcl_fail(-ETIMEDOUT, err, errlen,
+				      "rendezvous: %d of %d ranks did not arrive in time (missing: %s)",
 				      c->world - 1 - got, c->world - 1, missing);
 			break;
 		}
@@ -205,7 +208,8 @@ static int master(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen
 		if (why && strcmp(why, "malformed hello")) { /* one of ours, wrong: the run cannot go on */
 			int claimed = atoi(line + 5);
 			snprintf(m, sizeof(m), "ERR rank %d: %s\n", claimed, why);
-			rc = hcl_fail(-EPROTO, err, errlen, "rendezvous: a rank announced itself as %d: %s", claimed, why);
+			rc = hcl_fail(-EPROTO, err, errlen, "rendezvous: a rank announced itself as %d: %s", claimed,
+				      why);
 		}
 		write_all(fd, m);
 		close(fd);
@@ -215,7 +219,8 @@ static int master(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen
 		rc = hcl_fail(-ENOMEM, err, errlen, "out of memory");
 	for (int i = 1; rc == 0 && i < c->world; i++)
 		if (write_all(fds[i], table) < 0)
-			rc = hcl_fail(-ECONNRESET, err, errlen, "rendezvous: rank %d went away before the table was sent", i);
+			rc = hcl_fail(-ECONNRESET, err, errlen,
+				      "rendezvous: rank %d went away before the table was sent", i);
 	free(table);
 	for (int i = 0; i < c->world; i++)
 		if (fds[i] >= 0)

@@ -42,8 +42,8 @@ int hcl_ring_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, void 
 	}
 	for (unsigned i = 0; i < nranks; i++)
 		members[i] = i;
-	int rc = hcl_ring_allreduce_members(x, members, nranks, rank, buf, count, dtype, epoch * (2 * nranks), deadline_ns,
-					    err, errlen);
+	int rc = hcl_ring_allreduce_members(x, members, nranks, rank, buf, count, dtype, epoch * (2 * nranks),
+					    deadline_ns, err, errlen);
 	free(members);
 	return rc;
 }

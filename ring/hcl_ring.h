@@ -13,7 +13,6 @@
 #include "hcl.h" /* enum hcl_dtype */
 #include "hcl_xfer.h"
 
-
 /* In place: buf holds this rank's count elements and receives the sum.
  * epoch numbers the collective (tags of consecutive calls must differ).
  * 0, or a negative errno with err naming the failing peer. */
@@ -30,9 +29,8 @@ int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsi
  * each rack, a ring all-reduce of each shard among its holders (one per
  * rack), ring all-gather in each rack; racks may be uneven.  rack[r] is rank
  * r's rack id; epoch numbers the collective. */
-int hcl_hier_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, const int *rack, void *buf,
-		       size_t count, enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err,
-		       size_t errlen);
+int hcl_hier_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, const int *rack, void *buf, size_t count,
+		       enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err, size_t errlen);
 
 /* Chunk c of count elements split over n: the first count % n chunks get
  * one element more. */

@@ -18,8 +18,8 @@
 
 struct hcl_rtt {
 	int64_t srtt, rttvar, floor, cap; /* ns; srtt 0 = no sample yet */
-	unsigned backoff;   /* doublings kept for new slices (Karn) */
-	int64_t backoff_at; /* when it last grew: one step per round of expiries */
+	unsigned backoff;		  /* doublings kept for new slices (Karn) */
+	int64_t backoff_at;		  /* when it last grew: one step per round of expiries */
 };
 
 static inline void hcl_rtt_init(struct hcl_rtt *r, int64_t floor_ns, int64_t cap_ns)

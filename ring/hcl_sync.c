@@ -95,7 +95,8 @@ int hcl_sync_clock(struct hcl_xfer *x, int rank, int world, int samples, int64_t
 				rc = hcl_xfer_exchange(x, tag, -1, NULL, 0, i, b, 8, deadline_ns, err, errlen);
 				put64(b, clock_now_ns());
 				if (rc == 0)
-					rc = hcl_xfer_exchange(x, tag | 1, i, b, 8, -1, NULL, 0, deadline_ns, err, errlen);
+					rc = hcl_xfer_exchange(x, tag | 1, i, b, 8, -1, NULL, 0, deadline_ns, err,
+							       errlen);
 				continue;
 			}
 			int64_t t1 = clock_now_ns();
@@ -127,9 +128,9 @@ struct hcl_sync {
 	int rank, world;
 	struct hcl_pace pace;
 	FILE *trace;
-	int64_t t0;          /* creation: trace times are relative to it */
-	int64_t prev_end;    /* end of the previous call (or creation) */
-	bool marked;         /* the caller marks iterations */
+	int64_t t0;	  /* creation: trace times are relative to it */
+	int64_t prev_end; /* end of the previous call (or creation) */
+	bool marked;	  /* the caller marks iterations */
 	bool in_iter;
 	int64_t iter_start;
 	/* the current iteration's parts */
@@ -142,8 +143,8 @@ struct hcl_sync {
 	int64_t iter_sum_ns;
 	struct hcl_xfer *x;
 	int64_t offset_ns, clock_rtt_ns; /* to rank 0's clock */
-	uint32_t seq;                    /* the current call */
-	int64_t ready, delay;            /* of the current call */
+	uint32_t seq;			 /* the current call */
+	int64_t ready, delay;		 /* of the current call */
 	struct note_slot slot[2];
 	unsigned long incomplete, stale_notes;
 	int64_t layer_ns; /* time spent in the layer itself, delays excluded */
@@ -202,8 +203,8 @@ static void free_sync(struct hcl_sync *s)
 	free(s);
 }
 
-struct hcl_sync *hcl_sync_new(const struct hcl_sync_cfg *cfg, struct hcl_xfer *x, int rank, int world,
-			      const char *algo, int64_t deadline_ns, char *err, size_t errlen)
+struct hcl_sync *hcl_sync_new(const struct hcl_sync_cfg *cfg, struct hcl_xfer *x, int rank, int world, const char *algo,
+			      int64_t deadline_ns, char *err, size_t errlen)
 {
 	struct hcl_sync *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -248,8 +249,8 @@ struct hcl_sync *hcl_sync_new(const struct hcl_sync_cfg *cfg, struct hcl_xfer *x
 	char e[256];
 	if (hcl_sync_clock(x, rank, world, 8, &s->offset_ns, &s->clock_rtt_ns, deadline_ns, e, sizeof(e)) < 0) {
 		/* the likeliest cause: the layer is on here but not everywhere */
-		snprintf(err, errlen, "timing layer: clock exchange failed (is HCL_PACE or HCL_TRACE set on every rank?): %s",
-			 e);
+		snprintf(err, errlen,
+			 "timing layer: clock exchange failed (is HCL_PACE or HCL_TRACE set on every rank?): %s", e);
 		free_sync(s);
 		return NULL;
 	}
@@ -431,15 +432,14 @@ void hcl_sync_free(struct hcl_sync *s)
 		struct hcl_sync_summary m;
 		hcl_sync_summary(s, &m);
 		/* late_notes: notes of calls already closed (lost time, not data) */
-		emit(s, json_pack("{si,ss,sI,s{sI,sI,sI,sI,sf,sf,sf,sf,sf,sf,sf,sf,sf,sf}}", "rank", s->rank, "algo", s->algo,
-				  "late_notes", (json_int_t)s->stale_notes,
-				  "summary", "iterations", (json_int_t)m.iterations, "calls", (json_int_t)m.calls,
-				  "paced_calls", (json_int_t)m.paced_calls, "incomplete_calls",
-				  (json_int_t)m.incomplete_calls, "iter_mean_us", m.iter_mean_us,
-				  "iter_p50_us", m.iter_p50_us, "iter_p99_us", m.iter_p99_us, "iter_cv", m.iter_cv,
-				  "compute_share", m.compute_share, "delay_share", m.delay_share, "wait_share",
-				  m.wait_share, "comm_share", m.comm_share, "spread_mean_us", m.spread_mean_us,
-				  "layer_share", m.layer_share));
+		emit(s, json_pack("{si,ss,sI,s{sI,sI,sI,sI,sf,sf,sf,sf,sf,sf,sf,sf,sf,sf}}", "rank", s->rank, "algo",
+				  s->algo, "late_notes", (json_int_t)s->stale_notes, "summary", "iterations",
+				  (json_int_t)m.iterations, "calls", (json_int_t)m.calls, "paced_calls",
+				  (json_int_t)m.paced_calls, "incomplete_calls", (json_int_t)m.incomplete_calls,
+				  "iter_mean_us", m.iter_mean_us, "iter_p50_us", m.iter_p50_us, "iter_p99_us",
+				  m.iter_p99_us, "iter_cv", m.iter_cv, "compute_share", m.compute_share, "delay_share",
+				  m.delay_share, "wait_share", m.wait_share, "comm_share", m.comm_share,
+				  "spread_mean_us", m.spread_mean_us, "layer_share", m.layer_share));
 	}
 	free_sync(s);
 }

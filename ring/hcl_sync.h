@@ -42,11 +42,11 @@ struct hcl_sync_rec {
 
 /* One synchronisation point seen from one rank. */
 struct hcl_sync_point {
-	int64_t early_ns;  /* ready before the last rank was ready */
-	int64_t wait_ns;   /* started sending before the last rank started */
-	int64_t spread_ns; /* max - min readiness over ranks */
+	int64_t early_ns;	 /* ready before the last rank was ready */
+	int64_t wait_ns;	 /* started sending before the last rank started */
+	int64_t spread_ns;	 /* max - min readiness over ranks */
 	int64_t start_spread_ns; /* the same after the pacing delays */
-	int last;          /* the rank that was ready last */
+	int last;		 /* the rank that was ready last */
 };
 
 /* Pure arithmetic on the records of one call (unit-tested). */
@@ -68,7 +68,7 @@ int hcl_sync_clock(struct hcl_xfer *x, int rank, int world, int samples, int64_t
 		   int64_t deadline_ns, char *err, size_t errlen);
 
 struct hcl_sync_cfg {
-	bool pace;           /* insert delays (implies measuring) */
+	bool pace;	       /* insert delays (implies measuring) */
 	const char *trace_dir; /* write DIR/rank<r>.jsonl; NULL: no trace */
 	struct hcl_pace_cfg pace_cfg;
 };
@@ -79,8 +79,8 @@ struct hcl_sync;
  * fails or memory is short; a configuration that neither paces nor traces
  * gives a valid object that does nothing (hcl_sync_on() false), so the
  * plain path costs nothing.  When on, it takes the transfer's note handler. */
-struct hcl_sync *hcl_sync_new(const struct hcl_sync_cfg *cfg, struct hcl_xfer *x, int rank, int world,
-			      const char *algo, int64_t deadline_ns, char *err, size_t errlen);
+struct hcl_sync *hcl_sync_new(const struct hcl_sync_cfg *cfg, struct hcl_xfer *x, int rank, int world, const char *algo,
+			      int64_t deadline_ns, char *err, size_t errlen);
 /* Writes the summary line and closes the trace. */
 void hcl_sync_free(struct hcl_sync *s);
 bool hcl_sync_on(const struct hcl_sync *s);

@@ -14,8 +14,8 @@
 
 struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct dgram_transport *t, char *err, size_t errlen)
 {
-	if (!cfg || !t || !t->ops || cfg->nranks == 0 || cfg->nranks > HCL_XFER_MAX_PEERS ||
-	    cfg->rank >= cfg->nranks || !cfg->peers) {
+	if (!cfg || !t || !t->ops || cfg->nranks == 0 || cfg->nranks > HCL_XFER_MAX_PEERS || cfg->rank >= cfg->nranks ||
+	    !cfg->peers) {
 		snprintf(err, errlen, "xfer: need a transport, 1..%d ranks, rank < nranks and their addresses",
 			 HCL_XFER_MAX_PEERS);
 		return NULL;
@@ -52,7 +52,8 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct dgram_trans
 	if (!x->peers || !x->cc || !x->refused)
 		goto nomem;
 	for (unsigned i = 0; i < cfg->nranks; i++)
-		x->cc[i] = (struct hcl_xfer_cc){ .cwnd = HCL_XFER_INITIAL_CWND < x->cfg.window ? HCL_XFER_INITIAL_CWND : x->cfg.window,
+		x->cc[i] = (struct hcl_xfer_cc){ .cwnd = HCL_XFER_INITIAL_CWND < x->cfg.window ? HCL_XFER_INITIAL_CWND
+											       : x->cfg.window,
 						 .ssthresh = x->cfg.window };
 	memcpy(x->peers, cfg->peers, cfg->nranks * sizeof(*x->peers));
 	for (int i = 0; i < BATCH; i++)
@@ -105,18 +106,11 @@ int64_t hcl_xfer_quiet_ns(const struct hcl_xfer *x)
 
 static int linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns, bool all);
 
-int hcl_xfer_poll(struct hcl_xfer *x)
-{
-	return xfer_service(x, 0);
-}
+int hcl_xfer_poll(struct hcl_xfer *x) { return xfer_service(x, 0); }
 
-int hcl_xfer_poll_wait(struct hcl_xfer *x, int64_t wait_ns)
-{
-	return xfer_service(x, wait_ns > 0 ? wait_ns : 0);
-}
+int hcl_xfer_poll_wait(struct hcl_xfer *x, int64_t wait_ns) { return xfer_service(x, wait_ns > 0 ? wait_ns : 0); }
 
-void hcl_xfer_set_note_handler(struct hcl_xfer *x, void (*cb)(void *ctx, int src, const void *p, size_t len),
-			       void *ctx)
+void hcl_xfer_set_note_handler(struct hcl_xfer *x, void (*cb)(void *ctx, int src, const void *p, size_t len), void *ctx)
 {
 	x->note_cb = cb;
 	x->note_ctx = ctx;
@@ -219,8 +213,8 @@ static int adopt_stage(struct hcl_xfer *x, uint32_t tag, int from, void *rbuf, s
 		return 0; /* a staged message for another exchange stays: it was acknowledged */
 	x->st.used = false;
 	if (x->st.len != rlen) {
-		snprintf(err, errlen, "xfer: rank %d sends %zu bytes for tag %u, this rank expects %zu", from, x->st.len,
-			 tag, rlen);
+		snprintf(err, errlen, "xfer: rank %d sends %zu bytes for tag %u, this rank expects %zu", from,
+			 x->st.len, tag, rlen);
 		return -EPROTO;
 	}
 	for (uint32_t i = 0; i < r->total; i++)
@@ -242,7 +236,8 @@ static int timed_out(const struct hcl_xfer *x, uint32_t tag, char *err, size_t e
 	const struct rxs *r = &x->rx;
 	char a[64];
 	if (r->active && r->ngot < r->total)
-		snprintf(err, errlen, "rank %d (%s) did not deliver: %u of %u packets of tag %u arrived (held early: %s%d tag %u)",
+		snprintf(err, errlen,
+			 "rank %d (%s) did not deliver: %u of %u packets of tag %u arrived (held early: %s%d tag %u)",
 			 r->from, addr_str(&x->peers[r->from], a, sizeof(a)), r->ngot, r->total, tag,
 			 x->st.used ? "from " : "none ", x->st.used ? x->st.from : -1, x->st.used ? x->st.tag : 0);
 	else
@@ -256,8 +251,12 @@ static int timed_out(const struct hcl_xfer *x, uint32_t tag, char *err, size_t e
 static void finish(struct hcl_xfer *x, uint32_t tag)
 {
 	if (x->rx.active) {
-		x->done[x->done_next % 8] = (typeof(x->done[0])){ .valid = true, .fin = x->rx_fin, .unlinger = true,
-								   .from = x->rx.from, .tag = tag, .total = x->rx.total };
+		x->done[x->done_next % 8] = (typeof(x->done[0])){ .valid = true,
+								  .fin = x->rx_fin,
+								  .unlinger = true,
+								  .from = x->rx.from,
+								  .tag = tag,
+								  .total = x->rx.total };
 		x->done_next++;
 	}
 	if (x->tx.active) { /* best effort: a lost FIN costs the peer its linger */
@@ -268,8 +267,8 @@ static void finish(struct hcl_xfer *x, uint32_t tag)
 	}
 }
 
-int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from,
-		      void *rbuf, size_t rlen, int64_t deadline_ns, char *err, size_t errlen)
+int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from, void *rbuf,
+		      size_t rlen, int64_t deadline_ns, char *err, size_t errlen)
 {
 	if ((to >= 0 && (unsigned)to >= x->cfg.nranks) || (from >= 0 && (unsigned)from >= x->cfg.nranks) ||
 	    (slen && !sbuf) || (rlen && !rbuf) || slen > UINT32_MAX || rlen > UINT32_MAX) {
@@ -285,15 +284,24 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 	}
 	if (to >= 0)
 		x->cc[to].rto_at = 0; /* an undo concerns one message's packets */
-	*t = (struct txs){ .active = to >= 0, .to = to, .tag = tag, .total = tn, .buf = sbuf, .len = slen,
-			   .acked = t->acked, .sent_at = t->sent_at, .tries = t->tries, .lost = t->lost };
+	*t = (struct txs){ .active = to >= 0,
+			   .to = to,
+			   .tag = tag,
+			   .total = tn,
+			   .buf = sbuf,
+			   .len = slen,
+			   .acked = t->acked,
+			   .sent_at = t->sent_at,
+			   .tries = t->tries,
+			   .lost = t->lost };
 	if (tn) { /* the arrays may not exist yet */
 		memset(t->acked, 0, tn);
 		memset(t->lost, 0, tn);
 		memset(t->sent_at, 0, tn * sizeof(int64_t));
 	}
-	*r = (struct rxs){ .active = from >= 0, .from = from, .tag = tag, .total = rn, .buf = rbuf, .len = rlen,
-			   .got = r->got };
+	*r = (struct rxs){
+		.active = from >= 0, .from = from, .tag = tag, .total = rn, .buf = rbuf, .len = rlen, .got = r->got
+	};
 	if (rn)
 		memset(r->got, 0, rn);
 	x->rx_fin = false;

@@ -23,16 +23,16 @@
 #include "clock.h"
 #include "dgram.h"
 
-#define HCL_XFER_HDR 24
-#define HCL_XFER_MAX_PEERS 1024
+#define HCL_XFER_HDR	      24
+#define HCL_XFER_MAX_PEERS    1024
 #define HCL_XFER_INITIAL_CWND 10 /* packets (RFC 6928's initial window) */
 
 struct hcl_xfer_cfg {
 	unsigned rank;
 	unsigned nranks;
 	const struct sockaddr_in *peers; /* nranks entries, peers[rank] = own */
-	uint32_t payload;     /* data bytes per packet (<= 8976); 0 = 8948, what fills a 9000-byte IP packet */
-	uint32_t window;      /* most packets in flight (the congestion window's cap); 0 = 64 */
+	uint32_t payload; /* data bytes per packet (<= 8976); 0 = 8948, what fills a 9000-byte IP packet */
+	uint32_t window;  /* most packets in flight (the congestion window's cap); 0 = 64 */
 	/* Floor of the adaptive timeout (10x before the first sample, within
 	 * rto_max); 0 = 10000.  Not lower: a rank on a shared host is sometimes
 	 * not scheduled for several ms; with a 2 ms floor a peer with a short
@@ -41,7 +41,7 @@ struct hcl_xfer_cfg {
 	 * 4 MiB took 0.55-0.59 s instead of 0.36 in one run of two or three.
 	 * Losses other than a window's tail are found by RACK, not the timer. */
 	uint32_t rto_us;
-	uint32_t rto_max_us;  /* back-off cap; 0 = 100000 */
+	uint32_t rto_max_us; /* back-off cap; 0 = 100000 */
 	/* Most bytes of our own datagrams (in the host's accounting, about
 	 * 16 KiB per jumbo datagram) left waiting in this host's queue before
 	 * new data waits; 0 = 64 KiB, UINT32_MAX = no limit.  See
@@ -51,10 +51,10 @@ struct hcl_xfer_cfg {
 
 struct hcl_xfer_stats {
 	uint64_t data_sent, data_resent, acks_sent;
-	uint64_t timeouts, cwnd_halved; /* congestion events: timer expiries, detected losses */
-	uint64_t timeouts_undone; /* expiries found spurious (F-RTO): the window came back */
+	uint64_t timeouts, cwnd_halved;	     /* congestion events: timer expiries, detected losses */
+	uint64_t timeouts_undone;	     /* expiries found spurious (F-RTO): the window came back */
 	uint64_t waits_sent, waits_received; /* flow control: early data refused (WAIT) */
-	uint64_t local_waits; /* data held back: the host's own queue was full */
+	uint64_t local_waits;		     /* data held back: the host's own queue was full */
 	uint64_t data_received, duplicates, early, stale, malformed;
 	uint64_t notes_sent, notes_received;
 };
@@ -72,8 +72,8 @@ void hcl_xfer_free(struct hcl_xfer *x);
  * -ETIMEDOUT when deadline_ns (CLOCK_MONOTONIC) passes first, -EPROTO when
  * the peer sent another length, another negative errno from the transport;
  * err then says what and names the peer. */
-int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from,
-		      void *rbuf, size_t rlen, int64_t deadline_ns, char *err, size_t errlen);
+int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from, void *rbuf,
+		      size_t rlen, int64_t deadline_ns, char *err, size_t errlen);
 
 /* After the last exchange of a collective: keeps answering re-sent data
  * (our final ACK may have been lost, and the peer would otherwise wait to
@@ -111,6 +111,5 @@ int64_t hcl_xfer_rto_ns(const struct hcl_xfer *x);
  * also when the peer has not measured a round trip yet (its first timer is
  * the long initial one, e.g. for the first exchange of a communicator). */
 int64_t hcl_xfer_quiet_ns(const struct hcl_xfer *x);
-
 
 #endif

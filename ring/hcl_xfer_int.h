@@ -13,20 +13,20 @@
 
 #include "hcl_xfer.h"
 
-#define MAGIC 0x48
-#define T_DATA 1
-#define T_ACK 2
-#define T_FIN 3 /* "all of tag acknowledged": the receiver may stop lingering */
-#define T_NOTE 4 /* unreliable side datagram for the note handler (payload after the header) */
+#define MAGIC	0x48
+#define T_DATA	1
+#define T_ACK	2
+#define T_FIN	3 /* "all of tag acknowledged": the receiver may stop lingering */
+#define T_NOTE	4 /* unreliable side datagram for the note handler (payload after the header) */
 /* Receiver-driven flow control.  A rank that is not yet at the exchange a
  * neighbour sends for, and holds another early message already, drops the
  * data and says WAIT; when it reaches that exchange it says READY.  The
  * sender meanwhile only probes.  Without them, a rank two steps ahead of
  * its slow neighbour (a scheduling hiccup on a busy host) saw only time-outs:
  * its window collapsed to one packet and it waited a timer per step. */
-#define T_WAIT 5
+#define T_WAIT	5
 #define T_READY 6
-#define BATCH 64
+#define BATCH	64
 #define PKT_MAX 9000
 
 /* Wire header, all fields big-endian:
@@ -39,14 +39,14 @@ struct txs {
 	uint32_t tag, total;
 	const uint8_t *buf;
 	size_t len;
-	uint8_t *acked;    /* per packet */
-	int64_t *sent_at;  /* 0 = not sent */
+	uint8_t *acked;	  /* per packet */
+	int64_t *sent_at; /* 0 = not sent */
 	uint8_t *tries;
-	uint8_t *lost;     /* declared lost, waiting to be sent again */
+	uint8_t *lost;			     /* declared lost, waiting to be sent again */
 	uint32_t next_new, nacked, inflight; /* inflight: sent, neither acknowledged nor lost */
-	int64_t delivered_sent_at; /* latest send time among packets acknowledged */
-	int64_t progress_at;       /* last time an ACK acknowledged something new */
-	bool peer_waits;           /* the receiver said WAIT: probe only */
+	int64_t delivered_sent_at;	     /* latest send time among packets acknowledged */
+	int64_t progress_at;		     /* last time an ACK acknowledged something new */
+	bool peer_waits;		     /* the receiver said WAIT: probe only */
 	int64_t probe_at;
 	uint8_t probes;
 };
@@ -120,7 +120,7 @@ struct hcl_xfer {
 	struct {
 		bool valid;
 		uint32_t tag;
-	} *refused; /* per peer: the tag we told to WAIT */
+	} * refused; /* per peer: the tag we told to WAIT */
 	/* the host's queue as last seen full (local_queue_wait) */
 	int64_t lq_at;
 	long lq_bytes;

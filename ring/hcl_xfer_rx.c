@@ -123,8 +123,15 @@ static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint
 		if (grow((void **)&s->buf, &s->cap, mlen ? mlen : 1, 1) || grow((void **)&s->got, &s->gcap, total, 1))
 			return -1;
 		memset(s->got, 0, total);
-		*s = (struct stage){ .used = true, .from = src, .tag = tag, .total = total, .len = mlen,
-				     .buf = s->buf, .got = s->got, .cap = s->cap, .gcap = s->gcap };
+		*s = (struct stage){ .used = true,
+				     .from = src,
+				     .tag = tag,
+				     .total = total,
+				     .len = mlen,
+				     .buf = s->buf,
+				     .got = s->got,
+				     .cap = s->cap,
+				     .gcap = s->gcap };
 	}
 	x->stats.early++;
 	if (!s->got[seq]) {
@@ -177,7 +184,8 @@ int xfer_service(struct hcl_xfer *x, int64_t wait_ns)
 	for (int i = 0; i < n; i++) {
 		const uint8_t *p = in[i].buf;
 		int src = rank_of(x, &in[i].peer);
-		if (in[i].len < HCL_XFER_HDR || p[0] != MAGIC || src < 0 || (unsigned)(p[2] << 8 | p[3]) != (unsigned)src) {
+		if (in[i].len < HCL_XFER_HDR || p[0] != MAGIC || src < 0 ||
+		    (unsigned)(p[2] << 8 | p[3]) != (unsigned)src) {
 			x->stats.malformed++;
 			continue;
 		}
@@ -233,4 +241,3 @@ int xfer_service(struct hcl_xfer *x, int64_t wait_ns)
 	}
 	return n;
 }
-

@@ -322,4 +322,3 @@ void xfer_on_flow(struct hcl_xfer *x, int src, uint8_t type, uint32_t tag)
 		t->probe_at = clock_now_ns() + xfer_rto_ns(x, 0);
 	}
 }
-

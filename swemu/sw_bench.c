@@ -23,7 +23,7 @@
 
 #define NPORTS 4
 #define WINDOW 64 /* slots per set in flight */
-#define REFS 60000
+#define REFS   60000
 
 static volatile sig_atomic_t never;
 
@@ -33,7 +33,7 @@ struct bench {
 	unsigned fan_in, elems;
 	bool ina;
 	bool zero_csum; /* senders leave the UDP checksum 0 (SwitchML practice) */
-	bool nic_csum;  /* frames arrive marked verified, as from a NIC with RX checksum offload */
+	bool nic_csum;	/* frames arrive marked verified, as from a NIC with RX checksum offload */
 	double seconds;
 };
 
@@ -112,12 +112,18 @@ static void build_templates(struct lane *l)
 				uint32_t v = rte_cpu_to_be_32(c + e);
 				memcpy(payload + 4 * e, &v, 4);
 			}
-			struct ina_hdr h = { .version = INA_VERSION, .type = INA_T_DATA, .dtype = INA_D_INT32,
-					     .job = 1, .contributor = (uint16_t)c, .slot = i, .epoch = 1,
+			struct ina_hdr h = { .version = INA_VERSION,
+					     .type = INA_T_DATA,
+					     .dtype = INA_D_INT32,
+					     .job = 1,
+					     .contributor = (uint16_t)c,
+					     .slot = i,
+					     .epoch = 1,
 					     .count = (uint16_t)b->elems };
 			uint8_t hdr[INA_HDR_LEN];
 			ina_hdr_encode(&h, hdr);
-			struct sw_udp_hdrs u = { .src_ip = host_ip(c), .dst_ip = rte_cpu_to_be_32(0x0a0000fe),
+			struct sw_udp_hdrs u = { .src_ip = host_ip(c),
+						 .dst_ip = rte_cpu_to_be_32(0x0a0000fe),
 						 .src_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN),
 						 .dst_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN) };
 			host_mac(c, u.src_mac);
@@ -126,8 +132,9 @@ static void build_templates(struct lane *l)
 			else
 				host_mac((c + 1) % b->fan_in == c ? c + 1 : (c + 1) % b->fan_in, u.dst_mac);
 			size_t plen = (size_t)b->elems * 4;
-			size_t len = sw_frame_build_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &u, hdr,
-							sizeof(hdr), payload, plen, sw_csum_partial(payload, plen, 0));
+			size_t len = sw_frame_build_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &u,
+							hdr, sizeof(hdr), payload, plen,
+							sw_csum_partial(payload, plen, 0));
 			m->data_len = m->pkt_len = (uint32_t)len;
 			if (b->zero_csum) {
 				uint8_t *udp = rte_pktmbuf_mtod(m, uint8_t *) + SW_ETH_HLEN + SW_IP_HLEN;
@@ -337,7 +344,8 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-r N] [-w 1|2] [-m l2|ina] [-z|-o] [-H] [-q|--quick] [-h|--help]\n"
+	fprintf(f, "usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-r N] [-w 1|2] [-m l2|ina] [-z|-o] "
+		   "[-H] [-q|--quick] [-h|--help]\n"
 		   "  swemu's datapath on in-memory ring ports, one lcore per lane, busy polling:\n"
 		   "  plain L2 forwarding vs INA aggregation of the same frames.\n"
 		   "  -s S     seconds per figure (default 1)\n"
@@ -380,8 +388,9 @@ int main(int argc, char **argv)
 	int rounds = 1, lanes = 1;
 	int only = 0; /* 1: l2 only, 2: ina only (for profiling) */
 	bool zero = false, huge = false, nic = false;
-	static const struct option longs[] = { { "help", no_argument, 0, 'h' }, { "quick", no_argument, 0, 'q' },
-						{ 0, 0, 0, 0 } };
+	static const struct option longs[] = { { "help", no_argument, 0, 'h' },
+					       { "quick", no_argument, 0, 'q' },
+					       { 0, 0, 0, 0 } };
 	while ((o = getopt_long(argc, argv, "s:r:w:e:n:m:zoHqh", longs, NULL)) != -1) {
 		switch (o) {
 		case 'H': huge = true; break;
@@ -406,8 +415,16 @@ int main(int argc, char **argv)
 	char prefix[64];
 	snprintf(prefix, sizeof(prefix), "--file-prefix=swemu-bench-%d", (int)getpid());
 	/* --in-memory: hugepages through memfd, no hugetlbfs mount, no files */
-	char *eal[] = { argv[0], huge ? "--in-memory" : "--no-huge", "-m", "1024", prefix, "--no-pci", "-l", lanes > 1 ? "0,1" : "0",
-			"--log-level=error", NULL };
+	char *eal[] = { argv[0],
+			huge ? "--in-memory" : "--no-huge",
+			"-m",
+			"1024",
+			prefix,
+			"--no-pci",
+			"-l",
+			lanes > 1 ? "0,1" : "0",
+			"--log-level=error",
+			NULL };
 	if (rte_eal_init(9, eal) < 0) {
 		fprintf(stderr, "swemu-bench: EAL does not start\n");
 		return 1;
@@ -430,8 +447,8 @@ int main(int argc, char **argv)
 	printf("# Mpps and Gbit/s count the generator's time too (the same for both modes);\n"
 	       "# sw_ns: ns per packet inside the switch's poll and flush alone (the generator's\n"
 	       "# work is a NIC's on a real port); sw_Gbps: gradient Gbit/s at that cost\n");
-	printf("# %6s %5s | %8s %8s %6s | %8s %8s %6s %7s | %6s %s\n", "elems", "fanin", "l2_Mpps", "l2_Gbps",
-	       "sw_ns", "ina_Mpps", "ina_Gbps", "sw_ns", "sw_Gbps", "ina/l2", "check");
+	printf("# %6s %5s | %8s %8s %6s | %8s %8s %6s %7s | %6s %s\n", "elems", "fanin", "l2_Mpps", "l2_Gbps", "sw_ns",
+	       "ina_Mpps", "ina_Gbps", "sw_ns", "sw_Gbps", "ina/l2", "check");
 	int serial = 0, bad = 0;
 	for (int f = 0; f < nf; f++)
 		for (int e = 0; e < ne; e++) {
@@ -452,17 +469,20 @@ int main(int argc, char **argv)
 					drops += x.drops;
 				}
 			}
-			double l2m = bench_median(l2, rounds), inm = bench_median(in, rounds), gb = b.elems * 32.0 / 1e3;
+			double l2m = bench_median(l2, rounds), inm = bench_median(in, rounds),
+			       gb = b.elems * 32.0 / 1e3;
 			char cols[3][56];
 			if (only == 2)
 				snprintf(cols[0], sizeof(cols[0]), "%8s %8s %6s", "-", "-", "-");
 			else
-				snprintf(cols[0], sizeof(cols[0]), "%8.2f %8.1f %6.0f", l2m, l2m * gb, bench_median(l2sw, rounds));
+				snprintf(cols[0], sizeof(cols[0]), "%8.2f %8.1f %6.0f", l2m, l2m * gb,
+					 bench_median(l2sw, rounds));
 			if (only == 1)
 				snprintf(cols[1], sizeof(cols[1]), "%8s %8s %6s %7s", "-", "-", "-", "-");
 			else {
 				double ns = bench_median(insw, rounds);
-				snprintf(cols[1], sizeof(cols[1]), "%8.2f %8.1f %6.0f %7.1f", inm, inm * gb, ns, gb * 1e3 / ns);
+				snprintf(cols[1], sizeof(cols[1]), "%8.2f %8.1f %6.0f %7.1f", inm, inm * gb, ns,
+					 gb * 1e3 / ns);
 			}
 			if (only)
 				snprintf(cols[2], sizeof(cols[2]), "%6s", "-");

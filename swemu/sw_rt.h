@@ -25,22 +25,22 @@ struct rte_eth_dev_tx_buffer;
 /* Every reason swemu drops a packet outside the engine (the engine counts
  * its own, per reason and per job).  Names: sw_drop_name(). */
 enum sw_drop {
-	SW_D_RUNT,            /* shorter than an Ethernet header */
-	SW_D_MULTI_SEGMENT,   /* chained frame longer than one mbuf */
-	SW_D_SAME_PORT,       /* destination learned on the ingress port */
-	SW_D_TX_FULL,         /* device queue (or link queue) full: what a burst could not place */
-	SW_D_EMULATED_LOSS,   /* link emulation: random or bursty loss */
-	SW_D_BUFFER_OVERFLOW, /* link emulation: tail drop */
-	SW_D_EMULATOR_FULL,   /* link emulation: more in flight than it holds */
-	SW_D_NO_MBUF,         /* mempool empty when building a packet */
-	SW_D_NO_NEIGHBOR,     /* no MAC known for an emit's destination */
-	SW_D_TO_SWITCH,       /* for the switch's address, but neither ARP, INA nor control */
-	SW_D_INA_OFF,         /* INA packet to a switch with INA off */
-	SW_D_CTRL_DENIED,     /* control message from a source not in mgmt */
-	SW_D_CTRL_BAD,        /* control message that could not be applied */
+	SW_D_RUNT,	       /* shorter than an Ethernet header */
+	SW_D_MULTI_SEGMENT,    /* chained frame longer than one mbuf */
+	SW_D_SAME_PORT,	       /* destination learned on the ingress port */
+	SW_D_TX_FULL,	       /* device queue (or link queue) full: what a burst could not place */
+	SW_D_EMULATED_LOSS,    /* link emulation: random or bursty loss */
+	SW_D_BUFFER_OVERFLOW,  /* link emulation: tail drop */
+	SW_D_EMULATOR_FULL,    /* link emulation: more in flight than it holds */
+	SW_D_NO_MBUF,	       /* mempool empty when building a packet */
+	SW_D_NO_NEIGHBOR,      /* no MAC known for an emit's destination */
+	SW_D_TO_SWITCH,	       /* for the switch's address, but neither ARP, INA nor control */
+	SW_D_INA_OFF,	       /* INA packet to a switch with INA off */
+	SW_D_CTRL_DENIED,      /* control message from a source not in mgmt */
+	SW_D_CTRL_BAD,	       /* control message that could not be applied */
 	SW_D_VLAN_NOT_ALLOWED, /* 802.1Q tag of a VLAN the trunk port does not carry */
-	SW_D_UNTAGGED,        /* untagged frame on a trunk port without a native VLAN */
-	SW_D_FRAME_BASE,      /* + enum sw_frame_err: malformed IPv4/UDP to the switch */
+	SW_D_UNTAGGED,	       /* untagged frame on a trunk port without a native VLAN */
+	SW_D_FRAME_BASE,       /* + enum sw_frame_err: malformed IPv4/UDP to the switch */
 	SW_D_MAX_ = SW_D_FRAME_BASE + SW_FRAME_ERR_MAX_,
 };
 const char *sw_drop_name(unsigned d);
@@ -57,24 +57,24 @@ struct sw_port {
 	struct sw_lsw *sw;
 	int index;
 	const struct sw_port_cfg *cfg;
-	bool ext;                  /* a DPDK device, else an in-memory link */
-	bool tx_multi_seg;         /* the device sends chained mbufs */
-	bool rx_csum_offload;      /* the device verifies IPv4 and UDP checksums */
-	uint16_t dev;              /* DPDK port id (ext) */
-	struct sw_port *peer;      /* link peer */
+	bool ext;	      /* a DPDK device, else an in-memory link */
+	bool tx_multi_seg;    /* the device sends chained mbufs */
+	bool rx_csum_offload; /* the device verifies IPv4 and UDP checksums */
+	uint16_t dev;	      /* DPDK port id (ext) */
+	struct sw_port *peer; /* link peer */
 	/* link ports: frames the peer sent us, drained by the poll loop like a
 	 * device queue (no recursion between switches); single producer (the
 	 * peer's lcore), single consumer (ours), which may be two lcores */
 	struct rte_ring *lq;
 	struct rte_eth_dev_tx_buffer *txb;
-	struct sw_netem netem;       /* egress emulation */
+	struct sw_netem netem; /* egress emulation */
 	/* trunk ports: the tagged VLANs as a 4096-bit set; NULL: an access
 	 * port, which then carries no 512-byte bitmap */
 	uint64_t *tagged;
 	/* last source learned here and when: a burst from one host skips the
 	 * FDB (the table is refreshed at most once a second anyway) */
 	uint8_t last_src[6];
-	uint16_t last_src_vlan;    /* a trunk host has one MAC in several VLANs */
+	uint16_t last_src_vlan; /* a trunk host has one MAC in several VLANs */
 	uint32_t last_src_s;
 	struct sw_port_stats st;
 };
@@ -96,10 +96,10 @@ struct sw_neigh {
 };
 
 struct sw_lsw_stats {
-	uint64_t flooded;      /* frames sent to every other port */
+	uint64_t flooded; /* frames sent to every other port */
 	uint64_t arp_replies;
-	uint64_t ina_packets;  /* handed to the engine */
-	uint64_t ina_emits;    /* packets built from emits */
+	uint64_t ina_packets; /* handed to the engine */
+	uint64_t ina_emits;   /* packets built from emits */
 	uint64_t ctrl_ok;
 	uint64_t ctrl_refused; /* valid commands answered with a refusal */
 };
@@ -111,7 +111,7 @@ struct sw_lsw {
 	struct sw_port ports[SW_MAX_PORTS];
 	struct sw_fdb fdb;
 	struct sw_neigh neigh;
-	int vlans;              /* distinct VLANs among the ports */
+	int vlans;		/* distinct VLANs among the ports */
 	struct ina_engine *eng; /* NULL when INA is off */
 	struct ina_emits *emits;
 	struct ctl_cmd *ctrl_cmd; /* a control command being applied (3 KiB) */
@@ -137,12 +137,12 @@ struct sw_rt {
 	int nsw;
 	struct sw_lsw *sw[SW_MAX_SWITCHES];
 	struct rte_mempool *pool;
-	struct rte_mempool *xdp_pool; /* af_xdp receive buffers: a page each */
+	struct rte_mempool *xdp_pool;	/* af_xdp receive buffers: a page each */
 	struct rte_mempool *small_pool; /* headers and payload clones of multicasts */
 	double ns_per_tsc;
 	volatile sig_atomic_t *quit;
 	volatile sig_atomic_t *dump_stats;
-	int nworkers; /* workers[0] runs on the main lcore */
+	int nworkers;				       /* workers[0] runs on the main lcore */
 	struct sw_worker workers[SW_MAX_SWITCHES + 1]; /* + the main lcore without switches */
 };
 

@@ -21,18 +21,19 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: swemu-ctl [--port P] [--timeout S] [--raw] SWITCH_IP 'COMMAND'\n"
-		   "  Sends COMMAND to the switch's control channel (UDP, default port %u) from\n"
-		   "  this host, which must be a mgmt source of the switch; prints the answer.\n"
-		   "  Commands (docs/SWEMU.md, \"Control channel\"):\n"
-		   "    op = \"install\"; job = { id = 3; dtype = \"int32\"; slots = 16; elems = 1024;\n"
-		   "                            outputs = [\"multicast\"]; contributors = [\"10.0.0.1:48864\", ...]; };\n"
-		   "    op = \"remove\"; id = 3;\n"
-		   "    op = \"stats\"; id = 3;\n"
-		   "    op = \"emu\"; port = \"h1\"; rate = \"1G\"; buffer = \"1M\"; delay_us = 50; loss = 0.01;\n"
-		   "  --timeout S  give up after S seconds (default 2; the command is re-sent every 100 ms)\n"
-		   "  --raw        send the text unchecked\n"
-		   "  Exit: 0 ok, 1 error answer or command refused here, 2 no answer or bad arguments.\n",
+	fprintf(f,
+		"usage: swemu-ctl [--port P] [--timeout S] [--raw] SWITCH_IP 'COMMAND'\n"
+		"  Sends COMMAND to the switch's control channel (UDP, default port %u) from\n"
+		"  this host, which must be a mgmt source of the switch; prints the answer.\n"
+		"  Commands (docs/SWEMU.md, \"Control channel\"):\n"
+		"    op = \"install\"; job = { id = 3; dtype = \"int32\"; slots = 16; elems = 1024;\n"
+		"                            outputs = [\"multicast\"]; contributors = [\"10.0.0.1:48864\", ...]; };\n"
+		"    op = \"remove\"; id = 3;\n"
+		"    op = \"stats\"; id = 3;\n"
+		"    op = \"emu\"; port = \"h1\"; rate = \"1G\"; buffer = \"1M\"; delay_us = 50; loss = 0.01;\n"
+		"  --timeout S  give up after S seconds (default 2; the command is re-sent every 100 ms)\n"
+		"  --raw        send the text unchecked\n"
+		"  Exit: 0 ok, 1 error answer or command refused here, 2 no answer or bad arguments.\n",
 		INA_CTRL_PORT);
 }
 

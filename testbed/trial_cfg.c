@@ -201,11 +201,12 @@ static int check_straggler(const struct conf_node *t, const char *s, int world)
 		   world - 1);
 }
 
-static const char *const known_keys[] = { "name", "seed", "racks", "hosts_per_rack", "ina_racks", "host_rate",
-					   "host_buffer", "pmd", "uplink_rate", "uplink_buffer", "oversubscription", "loss",
-					   "compute_ms", "jitter", "straggler", "algorithms", "sizes",
-					   "iterations", "warmup", "pace", "dtype", "ina_wire", "ina_elems", "ina_slots",
-					   "ps_shards", "timeout_ms" };
+static const char *const known_keys[] = {
+	"name",	     "seed",	    "racks",	     "hosts_per_rack",	 "ina_racks", "host_rate",  "host_buffer",
+	"pmd",	     "uplink_rate", "uplink_buffer", "oversubscription", "loss",      "compute_ms", "jitter",
+	"straggler", "algorithms",  "sizes",	     "iterations",	 "warmup",    "pace",	    "dtype",
+	"ina_wire",  "ina_elems",   "ina_slots",     "ps_shards",	 "timeout_ms"
+};
 
 static int load(const struct conf *cf, struct trial *tr)
 {
@@ -238,21 +239,22 @@ static int load(const struct conf *cf, struct trial *tr)
 	    get_rate(t, "host_buffer", 1e3, 1e9, &tr->host_buffer) < 0 ||
 	    get_num(t, "oversubscription", 1, 64, &tr->oversub) < 0 || get_num(t, "loss", 0, 0.5, &tr->loss) < 0 ||
 	    get_num(t, "compute_ms", 0, 60000, &tr->compute_ms) < 0 || get_str(t, "jitter", &tr->jitter, NULL) < 0 ||
-	    get_str(t, "straggler", &tr->straggler, NULL) < 0 || get_words(t, "algorithms", "algorithm", "[\"ring\", \"ps-ina\"]", 5, check_algo, tr->algos,
+	    get_str(t, "straggler", &tr->straggler, NULL) < 0 ||
+	    get_words(t, "algorithms", "algorithm", "[\"ring\", \"ps-ina\"]", 5, check_algo, tr->algos,
 		      sizeof(tr->algos)) < 0 ||
 	    get_words(t, "sizes", "size", "[\"1M\", \"4M\"]", 12, check_size, tr->sizes, sizeof(tr->sizes)) < 0 ||
 	    get_int(t, "iterations", 1, 10000, &tr->iterations) < 0 || get_int(t, "warmup", 0, 1000, &tr->warmup) < 0 ||
 	    get_int(t, "timeout_ms", 1000, 3600000, &tr->timeout_ms) < 0 ||
 	    /* the testbed's ToRs take 2048 elements per packet; agent-ring's
 	     * 2m-1 step jobs of two ranges must fit their 2048 slots */
-	    get_int(t, "ina_elems", 1, 2048, &tr->ina_elems) < 0 || get_int(t, "ina_slots", 1, 32, &tr->ina_slots) < 0 ||
-	    get_int(t, "ps_shards", 0, 16, &tr->ps_shards) < 0)
+	    get_int(t, "ina_elems", 1, 2048, &tr->ina_elems) < 0 ||
+	    get_int(t, "ina_slots", 1, 32, &tr->ina_slots) < 0 || get_int(t, "ps_shards", 0, 16, &tr->ps_shards) < 0)
 		return -1;
 	/* 0: one shard per host, as many as the library takes */
 	int world = tr->racks * tr->hosts;
 	if (tr->ps_shards > world)
-		return bad(conf_member(t, "ps_shards"), "ps_shards = %d: at most one per host (%d)",
-			   tr->ps_shards, world);
+		return bad(conf_member(t, "ps_shards"), "ps_shards = %d: at most one per host (%d)", tr->ps_shards,
+			   world);
 	if (tr->ps_shards == 0)
 		tr->ps_shards = world < 16 ? world : 16;
 	if (check_jitter(t, tr->jitter) < 0 || check_straggler(t, tr->straggler, tr->racks * tr->hosts) < 0)
@@ -330,11 +332,27 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err);
 		return 2;
 	}
-	struct trial tr = { .name = "trial", .seed = 1, .racks = 2, .hosts = 4, .iterations = 10, .warmup = 2,
-			    .timeout_ms = 120000, .host_rate = "200M", .uplink_rate = NULL, .uplink_buffer = "", .host_buffer = "", .pmd = "af_packet",
-			    .jitter = "", .straggler = "", .dtype = "float", .ina_wire = "fp32", .ina_elems = 2048,
-			    .ina_slots = 8, .ps_shards = 0,
-			    .algos = "ring hier ps ps-ina agent-ring", .sizes = "1M 4M" };
+	struct trial tr = { .name = "trial",
+			    .seed = 1,
+			    .racks = 2,
+			    .hosts = 4,
+			    .iterations = 10,
+			    .warmup = 2,
+			    .timeout_ms = 120000,
+			    .host_rate = "200M",
+			    .uplink_rate = NULL,
+			    .uplink_buffer = "",
+			    .host_buffer = "",
+			    .pmd = "af_packet",
+			    .jitter = "",
+			    .straggler = "",
+			    .dtype = "float",
+			    .ina_wire = "fp32",
+			    .ina_elems = 2048,
+			    .ina_slots = 8,
+			    .ps_shards = 0,
+			    .algos = "ring hier ps ps-ina agent-ring",
+			    .sizes = "1M 4M" };
 	if (load(&cf, &tr) < 0) {
 		fprintf(stderr, "%s\n", err);
 		conf_free(&cf);
@@ -345,13 +363,14 @@ int main(int argc, char **argv)
 		if (tr.ina[r])
 			snprintf(ina + strlen(ina), sizeof(ina) - strlen(ina), "%s%d", *ina ? "," : "", r);
 	printf("T_NAME=%s\nT_SEED=%d\nT_RACKS=%d\nT_HOSTS=%d\nT_INA_RACKS=%s\nT_HOST_RATE=%s\nT_UPLINK_RATE=%s\n"
-	       "T_UPLINK_BUFFER=%s\nT_HOST_BUFFER=%s\nT_PMD=%s\nT_LOSS=%g\nT_COMPUTE_MS=%g\nT_JITTER=%s\nT_STRAGGLER=%s\nT_ALGOS='%s'\n"
+	       "T_UPLINK_BUFFER=%s\nT_HOST_BUFFER=%s\nT_PMD=%s\nT_LOSS=%g\nT_COMPUTE_MS=%g\nT_JITTER=%s\nT_STRAGGLER=%"
+	       "s\nT_ALGOS='%s'\n"
 	       "T_SIZES='%s'\nT_ITERATIONS=%d\nT_WARMUP=%d\nT_PACE=%d\nT_DTYPE=%s\nT_INA_WIRE=%s\nT_INA_ELEMS=%d\n"
 	       "T_INA_SLOTS=%d\nT_PS_SHARDS=%d\nT_TIMEOUT_MS=%d\n",
 	       tr.name, tr.seed, tr.racks, tr.hosts, *ina ? ina : "none", tr.host_rate,
-	       tr.uplink_rate ? tr.uplink_rate : tr.host_rate, tr.uplink_buffer, tr.host_buffer, tr.pmd, tr.loss, tr.compute_ms, tr.jitter,
-	       tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype, tr.ina_wire, tr.ina_elems,
-	       tr.ina_slots, tr.ps_shards, tr.timeout_ms);
+	       tr.uplink_rate ? tr.uplink_rate : tr.host_rate, tr.uplink_buffer, tr.host_buffer, tr.pmd, tr.loss,
+	       tr.compute_ms, tr.jitter, tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype,
+	       tr.ina_wire, tr.ina_elems, tr.ina_slots, tr.ps_shards, tr.timeout_ms);
 	conf_free(&cf);
 	return 0;
 }

@@ -33,10 +33,7 @@ static int get_name(const struct conf_reader *p, const struct conf_node *g, char
 
 /* ---- sections ---- */
 
-static int cmp_u16(const void *a, const void *b)
-{
-	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
-}
+static int cmp_u16(const void *a, const void *b) { return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b; }
 
 /* trunk = [ 10, 20 ]: those VLANs tagged; 'vlan', if given, is then the
  * native (untagged) one, else untagged frames are refused. */
@@ -48,7 +45,8 @@ static int load_trunk(const struct conf_reader *p, const struct conf_node *pg, s
 		return 0;
 	int n = t->type == CONF_ARRAY ? (int)t->n : -1;
 	if (n < 1 || n > SW_MAX_TRUNK)
-		return conf_fail(p, t, "port '%s': 'trunk' must be a list of 1..%d VLAN ids [ 10, 20 ]", pc->name, SW_MAX_TRUNK);
+		return conf_fail(p, t, "port '%s': 'trunk' must be a list of 1..%d VLAN ids [ 10, 20 ]", pc->name,
+				 SW_MAX_TRUNK);
 	for (int i = 0; i < n; i++) {
 		const struct conf_node *e = conf_elem(t, (unsigned)i);
 		long long v = e->type == CONF_INT ? e->v.i : -1;
@@ -64,8 +62,9 @@ static int load_trunk(const struct conf_reader *p, const struct conf_node *pg, s
 		pc->vlan = 0; /* no native VLAN */
 	for (int i = 0; i < n; i++)
 		if (pc->trunk[i] == pc->vlan)
-			return conf_fail(p, t, "port '%s': vlan %u is its native (untagged) vlan and cannot be tagged too",
-				    pc->name, pc->vlan);
+			return conf_fail(p, t,
+					 "port '%s': vlan %u is its native (untagged) vlan and cannot be tagged too",
+					 pc->name, pc->vlan);
 	pc->ntrunk = n;
 	return 0;
 }
@@ -98,17 +97,21 @@ static int load_ports(const struct conf_reader *p, const struct conf_node *sw, s
 		if (load_trunk(p, pg, pc) < 0)
 			return -1;
 		if (!dev == !link)
-			return conf_fail(p, pg, "port '%s' needs exactly one of 'dev' (a DPDK device) or 'link' (\"switch.port\")",
-				    pc->name);
+			return conf_fail(
+				p, pg,
+				"port '%s' needs exactly one of 'dev' (a DPDK device) or 'link' (\"switch.port\")",
+				pc->name);
 		if (dev && (strlen(dev) == 0 || strlen(dev) >= sizeof(pc->dev)))
-			return conf_fail(p, pg, "port '%s': 'dev' must be 1..%zu characters", pc->name, sizeof(pc->dev) - 1);
+			return conf_fail(p, pg, "port '%s': 'dev' must be 1..%zu characters", pc->name,
+					 sizeof(pc->dev) - 1);
 		if (link && (strlen(link) == 0 || strlen(link) >= sizeof(pc->link) || !strchr(link, '.')))
 			return conf_fail(p, pg, "port '%s': 'link' must be \"switch.port\"", pc->name);
 		snprintf(pc->dev, sizeof(pc->dev), "%s", dev ? dev : "");
 		snprintf(pc->link, sizeof(pc->link), "%s", link ? link : "");
 		for (int k = 0; k < i; k++)
 			if (!strcmp(s->ports[k].name, pc->name))
-				return conf_fail(p, pg, "port name '%s' is used twice in switch '%s'", pc->name, s->name);
+				return conf_fail(p, pg, "port name '%s' is used twice in switch '%s'", pc->name,
+						 s->name);
 	}
 	s->nports = n;
 	return 0;
@@ -144,7 +147,8 @@ static int load_fdb(const struct conf_reader *p, const struct conf_node *sw, str
 		if (parse_mac(mac, s->fdb[i].mac) < 0)
 			return conf_fail(p, e, "'%s' is not a MAC address (aa:bb:cc:dd:ee:ff)", mac);
 		if ((s->fdb[i].port = sw_cfg_find_port(s, port)) < 0)
-			return conf_fail(p, e, "fdb entry names port '%s', which switch '%s' does not have", port, s->name);
+			return conf_fail(p, e, "fdb entry names port '%s', which switch '%s' does not have", port,
+					 s->name);
 		if (!s->ports[s->fdb[i].port].vlan)
 			return conf_fail(p, e, "fdb entry names port '%s', a trunk without a native vlan", port);
 	}
@@ -178,7 +182,7 @@ static int load_jobs(const struct conf_reader *p, const struct conf_node *sw, st
 		used += s->jobs[i].nslots;
 		if (used > s->slots)
 			return conf_fail(p, j, "jobs reserve %llu slots but switch '%s' has %u",
-				    (unsigned long long)used, s->name, s->slots);
+					 (unsigned long long)used, s->name, s->slots);
 		s->njobs = i + 1;
 	}
 	return 0;
@@ -186,8 +190,8 @@ static int load_jobs(const struct conf_reader *p, const struct conf_node *sw, st
 
 static int load_switch(const struct conf_reader *p, const struct conf_node *g, struct sw_switch_cfg *s)
 {
-	static const char *const keys[] = { "name", "ina", "mac", "ip", "ctrl_port", "slots", "max_elems",
-					    "mgmt", "fdb_age_s", "lcore", "ports", "fdb", "jobs", NULL };
+	static const char *const keys[] = { "name", "ina",	 "mac",	  "ip",	   "ctrl_port", "slots", "max_elems",
+					    "mgmt", "fdb_age_s", "lcore", "ports", "fdb",	"jobs",	 NULL };
 	const char *mac = NULL, *ip = NULL;
 	if (g->type != CONF_GROUP)
 		return conf_fail(p, g, "a switch must be a group { name = ...; ports = (...); }");
@@ -224,8 +228,7 @@ static int load_switch(const struct conf_reader *p, const struct conf_node *g, s
 			return conf_fail(p, mg, "at most %d mgmt addresses", SW_MAX_MGMT);
 		for (int i = 0; i < (int)mg->n; i++) {
 			const struct conf_node *e = conf_elem(mg, (unsigned)i);
-			if (e->type != CONF_STRING ||
-			    parse_ipv4(e->v.s, &s->mgmt[i]) < 0)
+			if (e->type != CONF_STRING || parse_ipv4(e->v.s, &s->mgmt[i]) < 0)
 				return conf_fail(p, e, "mgmt entry %d is not an IPv4 address", i);
 			s->nmgmt = i + 1;
 		}
@@ -247,8 +250,9 @@ static int resolve_links(const struct conf_reader *p, struct sw_cfg *c, const st
 				for (int sk = 0; sk <= si; sk++)
 					for (int pk = 0; pk < (sk == si ? pi : c->sw[sk].nports); pk++)
 						if (!strcmp(c->sw[sk].ports[pk].dev, pc->dev))
-							return conf_fail(p, at, "device '%s' is already port %s.%s", pc->dev,
-								    c->sw[sk].name, c->sw[sk].ports[pk].name);
+							return conf_fail(p, at, "device '%s' is already port %s.%s",
+									 pc->dev, c->sw[sk].name,
+									 c->sw[sk].ports[pk].name);
 				continue;
 			}
 			char sname[SW_NAME_LEN * 2];
@@ -263,26 +267,31 @@ static int resolve_links(const struct conf_reader *p, struct sw_cfg *c, const st
 			if (pc->peer_switch < 0 || pc->peer_port < 0)
 				return conf_fail(p, at, "link '%s': no such switch.port", pc->link);
 			if (pc->peer_switch == si)
-				return conf_fail(p, at, "link '%s' loops back into switch '%s'", pc->link, c->sw[si].name);
+				return conf_fail(p, at, "link '%s' loops back into switch '%s'", pc->link,
+						 c->sw[si].name);
 			const struct sw_port_cfg *peer = &c->sw[pc->peer_switch].ports[pc->peer_port];
 			char back[SW_NAME_LEN * 2 + 2];
 			snprintf(back, sizeof(back), "%s.%s", c->sw[si].name, pc->name);
 			if (strcmp(peer->link, back))
-				return conf_fail(p, at, "link '%s': the peer port must have link = \"%s\"", pc->link, back);
+				return conf_fail(p, at, "link '%s': the peer port must have link = \"%s\"", pc->link,
+						 back);
 			if (peer->vlan != pc->vlan) /* a link carries one VLAN untagged */
-				return conf_fail(p, at, "link '%s': both ends must be in the same vlan (%u here, %u there)",
-					    pc->link, pc->vlan, peer->vlan);
+				return conf_fail(p, at,
+						 "link '%s': both ends must be in the same vlan (%u here, %u there)",
+						 pc->link, pc->vlan, peer->vlan);
 			if (peer->ntrunk != pc->ntrunk ||
 			    memcmp(peer->trunk, pc->trunk, sizeof(pc->trunk[0]) * (size_t)pc->ntrunk))
-				return conf_fail(p, at, "link '%s': both ends must carry the same trunk vlans", pc->link);
+				return conf_fail(p, at, "link '%s': both ends must carry the same trunk vlans",
+						 pc->link);
 		}
 	return 0;
 }
 
 int sw_cfg_load(const char *path, struct sw_cfg *c, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "stats_file", "stats_interval_ms", "idle_sleep_max_us",
-					    "burst", "mbufs", "switches", NULL };
+	static const char *const keys[] = {
+		"stats_file", "stats_interval_ms", "idle_sleep_max_us", "burst", "mbufs", "switches", NULL
+	};
 	const struct conf_reader r = { path, err, errlen }, *p = &r;
 	struct conf text;
 	int rc = -1;
@@ -313,8 +322,7 @@ int sw_cfg_load(const char *path, struct sw_cfg *c, char *err, size_t errlen)
 		conf_fail(p, root, "missing setting 'switches'");
 		goto out;
 	}
-	if (list->type != CONF_LIST || (int)list->n == 0 ||
-	    (int)list->n > SW_MAX_SWITCHES) {
+	if (list->type != CONF_LIST || (int)list->n == 0 || (int)list->n > SW_MAX_SWITCHES) {
 		conf_fail(p, list, "'switches' must be a list of 1..%d switches ( {...}, ... )", SW_MAX_SWITCHES);
 		goto out;
 	}

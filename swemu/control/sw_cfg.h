@@ -13,21 +13,21 @@
 #include "ina_engine.h"
 
 #define SW_MAX_SWITCHES 16
-#define SW_MAX_PORTS 16 /* per logical switch */
-#define SW_MAX_FDB 256  /* static entries per switch */
-#define SW_MAX_MGMT 16
-#define SW_NAME_LEN CTL_NAME_LEN
+#define SW_MAX_PORTS	16  /* per logical switch */
+#define SW_MAX_FDB	256 /* static entries per switch */
+#define SW_MAX_MGMT	16
+#define SW_NAME_LEN	CTL_NAME_LEN
 
 #define SW_VLAN_DEFAULT 1
-#define SW_MAX_TRUNK 64   /* tagged VLANs on one trunk port */
-#define SW_MAX_LCORE 1023 /* highest lcore id a switch may name */
+#define SW_MAX_TRUNK	64   /* tagged VLANs on one trunk port */
+#define SW_MAX_LCORE	1023 /* highest lcore id a switch may name */
 
 struct sw_port_cfg {
 	char name[SW_NAME_LEN];
-	char dev[64];  /* a DPDK device name (external port), or "" */
-	char link[2 * SW_NAME_LEN]; /* "switch.port" of the peer (in-memory link), or "" */
-	int peer_switch, peer_port; /* resolved link */
-	uint16_t vlan; /* access VLAN (frames untagged), SW_VLAN_DEFAULT unless set; on a
+	char dev[64];		      /* a DPDK device name (external port), or "" */
+	char link[2 * SW_NAME_LEN];   /* "switch.port" of the peer (in-memory link), or "" */
+	int peer_switch, peer_port;   /* resolved link */
+	uint16_t vlan;		      /* access VLAN (frames untagged), SW_VLAN_DEFAULT unless set; on a
 			* trunk its native (untagged) VLAN, 0 for none */
 	uint16_t trunk[SW_MAX_TRUNK]; /* 802.1Q-tagged VLANs, ascending; none: an access port */
 	int ntrunk;
@@ -43,15 +43,15 @@ struct sw_fdb_entry {
 struct sw_switch_cfg {
 	char name[SW_NAME_LEN];
 	bool ina;
-	uint8_t mac[6];       /* the switch's own endpoint: INA, ARP, control */
-	uint32_t ip;          /* network order; 0 = no endpoint */
-	uint16_t ctrl_port;   /* UDP port of the control channel */
-	uint32_t slots;       /* engine slot indices */
-	uint16_t max_elems;   /* elements per slot */
+	uint8_t mac[6];		    /* the switch's own endpoint: INA, ARP, control */
+	uint32_t ip;		    /* network order; 0 = no endpoint */
+	uint16_t ctrl_port;	    /* UDP port of the control channel */
+	uint32_t slots;		    /* engine slot indices */
+	uint16_t max_elems;	    /* elements per slot */
 	uint32_t mgmt[SW_MAX_MGMT]; /* sources allowed on the control channel */
 	int nmgmt;
 	uint32_t fdb_age_s;
-	int lcore;            /* EAL lcore that runs it; -1: spread over EAL's lcores */
+	int lcore; /* EAL lcore that runs it; -1: spread over EAL's lcores */
 	int line;
 	int nports;
 	struct sw_port_cfg ports[SW_MAX_PORTS];

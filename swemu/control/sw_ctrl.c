@@ -12,16 +12,17 @@
 
 #include "sw_rt.h"
 
-static void reply(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
-		  const struct sw_udp_view *v, const char *text)
+static void reply(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, const struct sw_udp_view *v,
+		  const char *text)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(rt->pool);
 	if (!m) {
 		in->st.drops[SW_D_NO_MBUF]++;
 		return;
 	}
-	struct sw_udp_hdrs h = { .src_ip = sw->cfg->ip, .dst_ip = v->src_ip,
-				 .src_port = v->dst_port, .dst_port = v->src_port };
+	struct sw_udp_hdrs h = {
+		.src_ip = sw->cfg->ip, .dst_ip = v->src_ip, .src_port = v->dst_port, .dst_port = v->src_port
+	};
 	memcpy(h.src_mac, sw->cfg->mac, 6);
 	memcpy(h.dst_mac, v->src_mac, 6);
 	size_t n = strlen(text);
@@ -34,8 +35,8 @@ static void reply(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint1
 
 /* Parses a command for this switch: the grammar's own checks, then the
  * switch's (the port of an emu command).  0, or -1 with why in err. */
-static int parse_for(const struct sw_lsw *sw, const struct sw_udp_view *v, struct ctl_cmd *cmd, int *port,
-		     char *err, size_t errlen)
+static int parse_for(const struct sw_lsw *sw, const struct sw_udp_view *v, struct ctl_cmd *cmd, int *port, char *err,
+		     size_t errlen)
 {
 	const struct ctl_limits lim = { sw->cfg->slots, sw->cfg->max_elems };
 	if (ctl_parse((const char *)v->payload, v->payload_len, "ctrl", &lim, cmd, err, errlen) < 0)
@@ -47,8 +48,7 @@ static int parse_for(const struct sw_lsw *sw, const struct sw_udp_view *v, struc
 	return 0;
 }
 
-void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
-		    const struct sw_udp_view *v)
+void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, const struct sw_udp_view *v)
 {
 	struct ctl_cmd *cmd = sw->ctrl_cmd; /* a job config is 3 KiB: not on the stack */
 	char err[300], msg[320];
@@ -70,16 +70,12 @@ void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uin
 	const char *why = NULL;
 	int rc = 0;
 	switch (cmd->op) {
-	case CTL_INSTALL:
-		rc = ina_job_install(sw->eng, &cmd->job, &why);
-		break;
+	case CTL_INSTALL: rc = ina_job_install(sw->eng, &cmd->job, &why); break;
 	case CTL_REMOVE:
 		rc = ina_job_remove(sw->eng, cmd->id);
 		why = "no job with this id";
 		break;
-	case CTL_EMU:
-		sw_netem_set(&sw->ports[port].netem, &cmd->netem);
-		break;
+	case CTL_EMU: sw_netem_set(&sw->ports[port].netem, &cmd->netem); break;
 	case CTL_STATS: {
 		/* an agent's view of its rack's progress: the job's counters */
 		const struct ina_job_stats *js = ina_job_stats(sw->eng, cmd->id);
@@ -88,8 +84,10 @@ void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uin
 			why = "no job with this id";
 			break;
 		}
-		struct ctl_job_report r = { .id = cmd->id, .completions = js->completions,
-					    .contributions = js->contributions, .retransmits = js->retransmits,
+		struct ctl_job_report r = { .id = cmd->id,
+					    .completions = js->completions,
+					    .contributions = js->contributions,
+					    .retransmits = js->retransmits,
 					    .slots_busy = ina_job_slots_busy(sw->eng, cmd->id) };
 		for (int k = 1; k < INA_R_MAX_; k++)
 			r.drops += js->drops[k];

@@ -33,20 +33,19 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: swemu [EAL options] -- -c CONFIG [--stats FILE]\n"
-		"  A DPDK software ToR switch: L2 switching, in-network aggregation, link\n"
-		"  emulation; several logical switches per process (docs/SWEMU.md).\n"
-		"  -c, --config FILE  switch configuration (configs/*.cfg, docs/SWEMU.md)\n"
-		"  -s, --stats FILE   write JSON stats here (overrides stats_file)\n"
-		"  -h, --help         this text\n"
-		"  -V, --version      the version\n"
-		"  Ports are DPDK devices named in the config, e.g. with EAL options\n"
-		"    --no-huge -m 512 --file-prefix sw1 --no-pci \\\n"
-		"    --vdev net_af_packet0,iface=veth0,framesz=10240,blocksz=40960\n"
-		"  Signals: SIGINT/SIGTERM stop (final stats on stdout), SIGUSR1 writes stats.\n"
-		"  Telemetry: /swemu/switches, /swemu/port,SW.PORT, /swemu/ina,SW, /swemu/job,SW.ID\n"
-		"  Exit status: 0 stopped by signal, 1 run-time error, 2 bad arguments or config.\n");
+	fprintf(f, "usage: swemu [EAL options] -- -c CONFIG [--stats FILE]\n"
+		   "  A DPDK software ToR switch: L2 switching, in-network aggregation, link\n"
+		   "  emulation; several logical switches per process (docs/SWEMU.md).\n"
+		   "  -c, --config FILE  switch configuration (configs/*.cfg, docs/SWEMU.md)\n"
+		   "  -s, --stats FILE   write JSON stats here (overrides stats_file)\n"
+		   "  -h, --help         this text\n"
+		   "  -V, --version      the version\n"
+		   "  Ports are DPDK devices named in the config, e.g. with EAL options\n"
+		   "    --no-huge -m 512 --file-prefix sw1 --no-pci \\\n"
+		   "    --vdev net_af_packet0,iface=veth0,framesz=10240,blocksz=40960\n"
+		   "  Signals: SIGINT/SIGTERM stop (final stats on stdout), SIGUSR1 writes stats.\n"
+		   "  Telemetry: /swemu/switches, /swemu/port,SW.PORT, /swemu/ina,SW, /swemu/job,SW.ID\n"
+		   "  Exit status: 0 stopped by signal, 1 run-time error, 2 bad arguments or config.\n");
 }
 
 struct app_args {
@@ -58,29 +57,21 @@ struct app_args {
 static int parse_app_args(int argc, char **argv, struct app_args *a)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, 0, 'c' }, { "stats", required_argument, 0, 's' },
-		{ "help", no_argument, 0, 'h' },         { "version", no_argument, 0, 'V' },
+		{ "config", required_argument, 0, 'c' },
+		{ "stats", required_argument, 0, 's' },
+		{ "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, 'V' },
 		{ 0, 0, 0, 0 },
 	};
 	int o;
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "c:s:hV", opts, NULL)) != -1) {
 		switch (o) {
-		case 'c':
-			a->config = optarg;
-			break;
-		case 's':
-			a->stats = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("swemu %s (%s)\n", SWEMU_VERSION, rte_version());
-			exit(0);
-		default:
-			usage(stderr);
-			return -1;
+		case 'c': a->config = optarg; break;
+		case 's': a->stats = optarg; break;
+		case 'h': usage(stdout); exit(0);
+		case 'V': printf("swemu %s (%s)\n", SWEMU_VERSION, rte_version()); exit(0);
+		default: usage(stderr); return -1;
 		}
 	}
 	if (optind < argc) {

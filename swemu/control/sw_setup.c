@@ -21,14 +21,15 @@
 
 #include "sw_rt.h"
 
-#define SW_RING_DESC 1024
+#define SW_RING_DESC  1024
 #define SW_LINK_QUEUE 4096
-#define SW_MTU 9000
+#define SW_MTU	      9000
 /* A jumbo frame in one segment; af_packet wants room for its whole
  * frame (framesz=10240 in the testbed). */
-#define SW_MBUF_DATA (RTE_PKTMBUF_HEADROOM + 10240)
+#define SW_MBUF_DATA  (RTE_PKTMBUF_HEADROOM + 10240)
 /* every frame swemu builds (the largest INA result) fits one mbuf */
-_Static_assert(SW_MBUF_DATA - RTE_PKTMBUF_HEADROOM >= SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN + INA_HDR_LEN + INA_MAX_PAYLOAD,
+_Static_assert(SW_MBUF_DATA - RTE_PKTMBUF_HEADROOM >=
+		       SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN + INA_HDR_LEN + INA_MAX_PAYLOAD,
 	       "an INA frame must fit one mbuf");
 /* The kernel caps an AF_XDP umem chunk at a page: mbuf, headroom and
  * frame must fit 4 KiB (frames up to ~3.5 KB; veth's XDP MTU is 3498). */
@@ -40,13 +41,11 @@ _Static_assert(SW_MBUF_DATA - RTE_PKTMBUF_HEADROOM >= SW_ETH_HLEN + SW_IP_HLEN +
  * top of the frames in flight (`mbufs`).  Sized by `mbufs` alone, an
  * 8191-mbuf pool ran dry at the fourth port ("Failed to configure xdp
  * socket"). */
-static unsigned xdp_pool_mbufs(const struct sw_rt *rt, const struct rte_eth_dev_info *info, uint16_t nrx,
-			       uint16_t ntx)
+static unsigned xdp_pool_mbufs(const struct sw_rt *rt, const struct rte_eth_dev_info *info, uint16_t nrx, uint16_t ntx)
 {
 	unsigned ndev = 0;
 	uint16_t id;
-	RTE_ETH_FOREACH_DEV(id)
-	{
+	RTE_ETH_FOREACH_DEV (id) {
 		struct rte_eth_dev_info di;
 		if (rte_eth_dev_info_get(id, &di) == 0 && !strcmp(di.driver_name, "net_af_xdp"))
 			ndev++;
@@ -84,8 +83,8 @@ static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t err
 	 * warning (two lines per port) only misled */
 	if (conf.rxmode.mtu < SW_MTU && strcmp(info.driver_name, "net_af_packet") != 0 &&
 	    rte_eth_dev_set_mtu(p->dev, SW_MTU) != 0)
-		fprintf(stderr, "swemu: port %s.%s: MTU stays %u (device refuses %d)\n", p->sw->cfg->name,
-			p->cfg->name, conf.rxmode.mtu, SW_MTU);
+		fprintf(stderr, "swemu: port %s.%s: MTU stays %u (device refuses %d)\n", p->sw->cfg->name, p->cfg->name,
+			conf.rxmode.mtu, SW_MTU);
 	uint16_t nrx = SW_RING_DESC, ntx = SW_RING_DESC;
 	if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->dev, &nrx, &ntx)) != 0)
 		goto fail;
@@ -97,7 +96,8 @@ static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t err
 							       (int)rte_socket_id());
 			if (!rt->xdp_pool) {
 				snprintf(err, errlen,
-					 "%s:%d: port '%s': cannot allocate %u af_xdp mbufs (%s): give EAL more memory with -m",
+					 "%s:%d: port '%s': cannot allocate %u af_xdp mbufs (%s): give EAL more memory "
+					 "with -m",
 					 rt->cfg_path, p->cfg->line, p->cfg->name, n, rte_strerror(rte_errno));
 				return -1;
 			}
@@ -170,7 +170,8 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 		for (int j = 0; j < c->njobs; j++) {
 			const char *why;
 			if (ina_job_install(sw->eng, &c->jobs[j], &why) < 0) {
-				snprintf(err, errlen, "%s: switch '%s' job %u: %s", rt->cfg_path, c->name, c->jobs[j].id, why);
+				snprintf(err, errlen, "%s: switch '%s' job %u: %s", rt->cfg_path, c->name,
+					 c->jobs[j].id, why);
 				return -1;
 			}
 		}
@@ -186,14 +187,16 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 		for (int k = 0; k < rt->cfg.nswitches; k++)
 			nports += rt->cfg.sw[k].nports;
 		uint32_t share = rt->cfg.mbufs / (uint32_t)(nports ? nports : 1);
-		if (sw_netem_init(&p->netem, &p->cfg->netem, share > 256 ? share : 256, (uint64_t)idx * 64 + (uint64_t)i + 1) < 0) {
+		if (sw_netem_init(&p->netem, &p->cfg->netem, share > 256 ? share : 256,
+				  (uint64_t)idx * 64 + (uint64_t)i + 1) < 0) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
 		if (!p->cfg->dev[0]) {
 			char name[RTE_RING_NAMESIZE];
 			snprintf(name, sizeof(name), "swemu_lq_%d_%d", idx, i);
-			p->lq = rte_ring_create(name, SW_LINK_QUEUE, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+			p->lq = rte_ring_create(name, SW_LINK_QUEUE, (int)rte_socket_id(),
+						RING_F_SP_ENQ | RING_F_SC_DEQ);
 			if (!p->lq) {
 				snprintf(err, errlen, "link queue of %s.%s: %s", c->name, p->cfg->name,
 					 rte_strerror(rte_errno));
@@ -204,7 +207,8 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 		p->ext = true;
 		if (rte_eth_dev_get_port_by_name(p->cfg->dev, &p->dev) != 0) {
 			snprintf(err, errlen,
-				 "%s:%d: port '%s': no DPDK device '%s' (create it with --vdev or allow its PCI address)",
+				 "%s:%d: port '%s': no DPDK device '%s' (create it with --vdev or allow its PCI "
+				 "address)",
 				 rt->cfg_path, p->cfg->line, p->cfg->name, p->cfg->dev);
 			p->ext = false;
 			return -2;
@@ -232,7 +236,7 @@ static int assign_workers(struct sw_rt *rt, char *err, size_t errlen)
 {
 	unsigned lcores[RTE_MAX_LCORE], n = 0, l;
 	lcores[n++] = rte_get_main_lcore();
-	RTE_LCORE_FOREACH_WORKER(l)
+	RTE_LCORE_FOREACH_WORKER (l)
 		lcores[n++] = l;
 	rt->nworkers = 0;
 	worker_on(rt, lcores[0]);

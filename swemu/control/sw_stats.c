@@ -165,8 +165,7 @@ static int tel_switches(const char *cmd, const char *params, struct rte_tel_data
 	return 0;
 }
 
-static void add_nonzero_drops(struct rte_tel_data *d, const uint64_t *v, unsigned n,
-			      const char *(*name)(unsigned))
+static void add_nonzero_drops(struct rte_tel_data *d, const uint64_t *v, unsigned n, const char *(*name)(unsigned))
 {
 	for (unsigned i = 0; i < n; i++)
 		if (v[i])
@@ -234,8 +233,9 @@ static int tel_job(const char *cmd, const char *params, struct rte_tel_data *d)
 	const struct sw_lsw *sw = split_param(params, buf, sizeof(buf), &num);
 	char *end;
 	unsigned long id = strtoul(num, &end, 10);
-	const struct ina_job_stats *js =
-		sw && sw->eng && *num && !*end && id < 65536 ? ina_job_stats(sw->eng, (uint16_t)id) : NULL;
+	const struct ina_job_stats *js = sw && sw->eng && *num && !*end && id < 65536
+						 ? ina_job_stats(sw->eng, (uint16_t)id)
+						 : NULL;
 	if (!js)
 		return -1;
 	rte_tel_data_start_dict(d);

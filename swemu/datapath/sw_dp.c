@@ -138,7 +138,8 @@ static void deliver(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
 static __attribute__((noinline)) struct rte_mbuf *add_tag(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m,
 							  uint16_t vlan)
 {
-	if (rte_mbuf_refcnt_read(m) > 1 || !RTE_MBUF_DIRECT(m) || rte_pktmbuf_headroom(m) < sizeof(struct rte_vlan_hdr)) {
+	if (rte_mbuf_refcnt_read(m) > 1 || !RTE_MBUF_DIRECT(m) ||
+	    rte_pktmbuf_headroom(m) < sizeof(struct rte_vlan_hdr)) {
 		struct rte_mbuf *c = rte_pktmbuf_copy(m, rt->pool, 0, UINT32_MAX);
 		rte_pktmbuf_free(m); /* this port's reference */
 		if (!c) {
@@ -164,17 +165,10 @@ void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint1
 		return;
 	}
 	switch (sw_netem_enqueue(&p->netem, m, rte_pktmbuf_pkt_len(m), p->sw->now_ns)) {
-	case SW_NETEM_QUEUED:
-		break;
-	case SW_NETEM_DROP_LOSS:
-		drop(p, SW_D_EMULATED_LOSS, m);
-		break;
-	case SW_NETEM_DROP_BUFFER:
-		drop(p, SW_D_BUFFER_OVERFLOW, m);
-		break;
-	case SW_NETEM_DROP_INFLIGHT:
-		drop(p, SW_D_EMULATOR_FULL, m);
-		break;
+	case SW_NETEM_QUEUED: break;
+	case SW_NETEM_DROP_LOSS: drop(p, SW_D_EMULATED_LOSS, m); break;
+	case SW_NETEM_DROP_BUFFER: drop(p, SW_D_BUFFER_OVERFLOW, m); break;
+	case SW_NETEM_DROP_INFLIGHT: drop(p, SW_D_EMULATOR_FULL, m); break;
 	}
 }
 
@@ -232,7 +226,7 @@ static struct rte_mbuf *new_mbuf(struct sw_rt *rt, struct sw_port *blame)
 struct emit_group {
 	const struct ina_emit *first;
 	uint8_t head[INA_HDR_LEN]; /* encoded with contributor 0 */
-	uint32_t sum;              /* partial of head + payload */
+	uint32_t sum;		   /* partial of head + payload */
 	struct rte_mbuf *shared;   /* payload segment, or NULL: copied */
 };
 
@@ -271,7 +265,8 @@ static struct rte_mbuf *result_frame(struct sw_rt *rt, struct sw_port *in, const
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(g->shared ? rt->small_pool : rt->pool);
 	struct rte_mbuf *c = NULL;
-	if (!m || (g->shared && (!(c = rte_pktmbuf_clone(g->shared, rt->small_pool)) || rte_pktmbuf_chain(m, c) != 0))) {
+	if (!m ||
+	    (g->shared && (!(c = rte_pktmbuf_clone(g->shared, rt->small_pool)) || rte_pktmbuf_chain(m, c) != 0))) {
 		in->st.drops[SW_D_NO_MBUF]++;
 		rte_pktmbuf_free(c);
 		rte_pktmbuf_free(m);
@@ -482,10 +477,7 @@ static void tx_full(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
 	rte_pktmbuf_free_bulk(pkts, unsent);
 }
 
-void sw_port_tx_callback_init(struct sw_port *p)
-{
-	rte_eth_tx_buffer_set_err_callback(p->txb, tx_full, p);
-}
+void sw_port_tx_callback_init(struct sw_port *p) { rte_eth_tx_buffer_set_err_callback(p->txb, tx_full, p); }
 
 static uint64_t clock_ns(const struct sw_rt *rt) { return (uint64_t)((double)rte_rdtsc() * rt->ns_per_tsc); }
 
@@ -587,7 +579,8 @@ static unsigned poll_switches(struct sw_rt *rt, struct sw_lsw *const *sws, int n
 			for (uint16_t k = 0; k < n; k++) {
 				if (k + 2 < n)
 					rte_prefetch0(rte_pktmbuf_mtod(pkts[k + 2], void *));
-				if (k + 1 < n && sw->cfg->ip && is_mine(sw, rte_pktmbuf_mtod(pkts[k + 1], const uint8_t *)))
+				if (k + 1 < n && sw->cfg->ip &&
+				    is_mine(sw, rte_pktmbuf_mtod(pkts[k + 1], const uint8_t *)))
 					prefetch_frame(pkts[k + 1]);
 				sw_input(rt, p, pkts[k]);
 			}

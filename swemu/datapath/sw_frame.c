@@ -31,10 +31,7 @@ static void wr16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
-uint16_t sw_frame_ethertype(const uint8_t *f, size_t len)
-{
-	return len < SW_ETH_HLEN ? 0 : rd16(f + 12);
-}
+uint16_t sw_frame_ethertype(const uint8_t *f, size_t len) { return len < SW_ETH_HLEN ? 0 : rd16(f + 12); }
 
 /* RFC 1071 sums are taken in 32-bit native words into a 64-bit
  * accumulator: the one's-complement sum does not depend on byte order
@@ -181,8 +178,8 @@ void sw_frame_udp_prefix(uint8_t *buf, const struct sw_udp_hdrs *h, size_t ulen,
 	memcpy(udp + 6, &c, 2);
 }
 
-size_t sw_frame_udp_headers(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head,
-			    size_t head_len, size_t payload_len, uint32_t payload_sum)
+size_t sw_frame_udp_headers(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head, size_t head_len,
+			    size_t payload_len, uint32_t payload_sum)
 {
 	size_t hlen = SW_UDP_PREFIX_LEN + head_len;
 	size_t ulen = SW_UDP_HLEN + head_len + payload_len;
@@ -194,8 +191,8 @@ size_t sw_frame_udp_headers(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *
 	return hlen;
 }
 
-size_t sw_frame_build_udp(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head,
-			  size_t head_len, const void *payload, size_t payload_len, uint32_t payload_sum)
+size_t sw_frame_build_udp(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head, size_t head_len,
+			  const void *payload, size_t payload_len, uint32_t payload_sum)
 {
 	size_t hlen = SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN + head_len;
 	if (hlen + payload_len > cap)
@@ -207,16 +204,15 @@ size_t sw_frame_build_udp(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h,
 	return hlen + payload_len;
 }
 
-size_t sw_frame_arp_reply(const uint8_t *f, size_t len, const uint8_t mac[6], uint32_t ip,
-			  uint8_t *buf, size_t cap)
+size_t sw_frame_arp_reply(const uint8_t *f, size_t len, const uint8_t mac[6], uint32_t ip, uint8_t *buf, size_t cap)
 {
 	const size_t arp_len = SW_ETH_HLEN + 28;
 	if (len < arp_len || cap < arp_len || rd16(f + 12) != SW_ETHERTYPE_ARP)
 		return 0;
 	const uint8_t *a = f + SW_ETH_HLEN;
 	/* Ethernet/IPv4 request for our address */
-	if (rd16(a) != 1 || rd16(a + 2) != SW_ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4 ||
-	    rd16(a + 6) != 1 || memcmp(a + 24, &ip, 4) != 0)
+	if (rd16(a) != 1 || rd16(a + 2) != SW_ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4 || rd16(a + 6) != 1 ||
+	    memcmp(a + 24, &ip, 4) != 0)
 		return 0;
 	uint8_t *r = buf + SW_ETH_HLEN;
 	memcpy(buf, a + 8, 6); /* to the asker */

@@ -8,21 +8,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SW_ETH_HLEN 14
-#define SW_IP_HLEN 20
-#define SW_UDP_HLEN 8
+#define SW_ETH_HLEN	  14
+#define SW_IP_HLEN	  20
+#define SW_UDP_HLEN	  8
 #define SW_UDP_PREFIX_LEN (SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN)
 #define SW_ETHERTYPE_IPV4 0x0800
-#define SW_ETHERTYPE_ARP 0x0806
+#define SW_ETHERTYPE_ARP  0x0806
 
 /* Why an ingress frame for the switch endpoint is refused (counter names
  * in sw_frame_err_name). */
 enum sw_frame_err {
 	SW_FRAME_OK = 0,
-	SW_FRAME_SHORT,        /* shorter than its headers say */
-	SW_FRAME_NOT_IPV4,     /* ethertype, version or IHL */
-	SW_FRAME_BAD_IP_CSUM,  /* IPv4 header checksum */
-	SW_FRAME_FRAGMENT,     /* fragments are not reassembled */
+	SW_FRAME_SHORT,	      /* shorter than its headers say */
+	SW_FRAME_NOT_IPV4,    /* ethertype, version or IHL */
+	SW_FRAME_BAD_IP_CSUM, /* IPv4 header checksum */
+	SW_FRAME_FRAGMENT,    /* fragments are not reassembled */
 	SW_FRAME_NOT_UDP,
 	SW_FRAME_BAD_UDP_LEN,
 	SW_FRAME_BAD_UDP_CSUM,
@@ -43,7 +43,7 @@ uint16_t sw_frame_ethertype(const uint8_t *f, size_t len);
 
 /* Checksums a NIC has verified already (its RX flags said good): those are
  * not summed again in software. */
-#define SW_CSUM_IP_VERIFIED 1u
+#define SW_CSUM_IP_VERIFIED  1u
 #define SW_CSUM_UDP_VERIFIED 2u
 
 /* Checks an Ethernet/IPv4/UDP frame: the IP and (unless zero) the UDP
@@ -65,13 +65,13 @@ struct sw_udp_hdrs {
  * sw_csum_partial(payload, payload_len, 0), computed once by the caller
  * when several frames share the payload.  head_len must be even.  Returns
  * the frame length, or 0 if it does not fit cap. */
-size_t sw_frame_build_udp(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head,
-			  size_t head_len, const void *payload, size_t payload_len, uint32_t payload_sum);
+size_t sw_frame_build_udp(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head, size_t head_len,
+			  const void *payload, size_t payload_len, uint32_t payload_sum);
 
 /* The same headers and head, without the payload (which follows in another
  * segment); returns the header length, or 0 if it does not fit cap. */
-size_t sw_frame_udp_headers(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head,
-			    size_t head_len, size_t payload_len, uint32_t payload_sum);
+size_t sw_frame_udp_headers(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head, size_t head_len,
+			    size_t payload_len, uint32_t payload_sum);
 
 /* Two partials added (end-around carry kept). */
 uint32_t sw_csum_add(uint32_t a, uint32_t b);
@@ -85,7 +85,6 @@ void sw_frame_udp_prefix(uint8_t *buf, const struct sw_udp_hdrs *h, size_t ulen,
 
 /* If f is an ARP request for ip, writes the reply from mac into buf and
  * returns its length; otherwise 0. */
-size_t sw_frame_arp_reply(const uint8_t *f, size_t len, const uint8_t mac[6], uint32_t ip,
-			  uint8_t *buf, size_t cap);
+size_t sw_frame_arp_reply(const uint8_t *f, size_t len, const uint8_t mac[6], uint32_t ip, uint8_t *buf, size_t cap);
 
 #endif

@@ -18,8 +18,8 @@
 
 enum sw_netem_verdict {
 	SW_NETEM_QUEUED = 0,
-	SW_NETEM_DROP_LOSS,     /* emulated random or bursty loss */
-	SW_NETEM_DROP_BUFFER,   /* buffer full: tail drop */
+	SW_NETEM_DROP_LOSS,	/* emulated random or bursty loss */
+	SW_NETEM_DROP_BUFFER,	/* buffer full: tail drop */
 	SW_NETEM_DROP_INFLIGHT, /* more packets in flight than the emulator holds */
 };
 
@@ -33,7 +33,7 @@ struct sw_netem_item {
 struct sw_netem {
 	struct netem_cfg cfg;
 	bool active;
-	uint32_t cap;          /* ring size, a power of two */
+	uint32_t cap;		      /* ring size, a power of two */
 	uint32_t head, backlog, tail; /* release ... buffer ... */
 	struct sw_netem_item *ring;
 	uint64_t backlog_bytes;

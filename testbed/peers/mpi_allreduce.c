@@ -50,8 +50,8 @@ int main(int argc, char **argv)
 		total += busbw;
 		lines++;
 		if (rank == 0)
-			printf(" %11ld %12d %8s %6s %10.1f %8.3f %8.3f %7d\n", (long)count * 4, count, "float", "sum", us,
-			       algbw, busbw, wrong);
+			printf(" %11ld %12d %8s %6s %10.1f %8.3f %8.3f %7d\n", (long)count * 4, count, "float", "sum",
+			       us, algbw, busbw, wrong);
 		fflush(stdout);
 		if (bytes >= maxb)
 			break;

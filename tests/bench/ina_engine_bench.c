@@ -70,8 +70,12 @@ static void build_packets(struct run *r)
 		/* +2: the payload sits 2 bytes off a 4-byte boundary, as it
 		 * does behind Ethernet/IPv4/UDP headers in a real frame */
 		r->pkts[c] = (uint8_t *)aligned_alloc(64, r->pkt_len + 64) + 2;
-		struct ina_hdr h = { .version = INA_VERSION, .type = INA_T_DATA, .dtype = r->dtype,
-				     .job = 1, .contributor = (uint16_t)c, .count = (uint16_t)r->elems };
+		struct ina_hdr h = { .version = INA_VERSION,
+				     .type = INA_T_DATA,
+				     .dtype = r->dtype,
+				     .job = 1,
+				     .contributor = (uint16_t)c,
+				     .count = (uint16_t)r->elems };
 		ina_hdr_encode(&h, r->pkts[c]);
 		for (unsigned e = 0; e < r->elems; e++) {
 			uint8_t w[4];
@@ -196,77 +200,75 @@ typedef uint16_t u16_any __attribute__((aligned(1), may_alias));
 
 /* The ceiling: dst += host(src) over the same packets and the same amount
  * of slot memory, in the same order; no header, no state, no checks. */
-#define CEILING_BODY                                                                      \
-	uint64_t packets = 0;                                                             \
-	double t0 = now(), t;                                                             \
-	uint32_t round = 0;                                                               \
-	do {                                                                              \
-		uint32_t *set = slots + (size_t)(round & 1) * r->nslots * stride;          \
-		for (uint32_t i = 0; i < r->nslots; i++) {                                \
+#define CEILING_BODY                                                                                   \
+	uint64_t packets = 0;                                                                          \
+	double t0 = now(), t;                                                                          \
+	uint32_t round = 0;                                                                            \
+	do {                                                                                           \
+		uint32_t *set = slots + (size_t)(round & 1) * r->nslots * stride;                      \
+		for (uint32_t i = 0; i < r->nslots; i++) {                                             \
 			uint32_t *restrict d = __builtin_assume_aligned(set + (size_t)i * stride, 64); \
-			for (unsigned c = 0; c < r->fan_in; c++) {                        \
-				const u32_any *s = (const u32_any *)(r->pkts[c] + INA_HDR_LEN); \
-				ADD_LOOP                                                  \
-			}                                                                 \
-		}                                                                         \
-		packets += (uint64_t)r->nslots * r->fan_in;                               \
-		round++;                                                                  \
-		t = now() - t0;                                                           \
-	} while (t < seconds);                                                            \
+			for (unsigned c = 0; c < r->fan_in; c++) {                                     \
+				const u32_any *s = (const u32_any *)(r->pkts[c] + INA_HDR_LEN);        \
+				ADD_LOOP                                                               \
+			}                                                                              \
+		}                                                                                      \
+		packets += (uint64_t)r->nslots * r->fan_in;                                            \
+		round++;                                                                               \
+		t = now() - t0;                                                                        \
+	} while (t < seconds);                                                                         \
 	return (struct result){ packets / t, packets * r->elems * 8.0 * ina_wire_elem_size(r->dtype) / t / 1e9, true };
 
-#define ADD_I32 for (unsigned e = 0; e < r->elems; e++) d[e] += __builtin_bswap32(s[e]);
-#define ADD_F32                                                               \
-	for (unsigned e = 0; e < r->elems; e++) {                             \
-		float a, b;                                                   \
-		uint32_t v = __builtin_bswap32(s[e]);                         \
-		memcpy(&a, &d[e], 4);                                         \
-		memcpy(&b, &v, 4);                                            \
-		a += b;                                                       \
-		memcpy(&d[e], &a, 4);                                         \
+#define ADD_I32                                 \
+	for (unsigned e = 0; e < r->elems; e++) \
+		d[e] += __builtin_bswap32(s[e]);
+#define ADD_F32                                       \
+	for (unsigned e = 0; e < r->elems; e++) {     \
+		float a, b;                           \
+		uint32_t v = __builtin_bswap32(s[e]); \
+		memcpy(&a, &d[e], 4);                 \
+		memcpy(&b, &v, 4);                    \
+		a += b;                               \
+		memcpy(&d[e], &a, 4);                 \
 	}
 
-#define ADD_BF16                                                                  \
-	for (unsigned e = 0; e < r->elems; e++) {                                 \
-		float a, b;                                                       \
+#define ADD_BF16                                                                         \
+	for (unsigned e = 0; e < r->elems; e++) {                                        \
+		float a, b;                                                              \
 		uint32_t v = (uint32_t)__builtin_bswap16(((const u16_any *)s)[e]) << 16; \
-		memcpy(&a, &d[e], 4);                                             \
-		memcpy(&b, &v, 4);                                                \
-		a += b;                                                           \
-		memcpy(&d[e], &a, 4);                                             \
+		memcpy(&a, &d[e], 4);                                                    \
+		memcpy(&b, &v, 4);                                                       \
+		a += b;                                                                  \
+		memcpy(&d[e], &a, 4);                                                    \
 	}
 
-#define ADD_LOOP                               \
-	if (r->dtype == INA_D_FP32) {          \
-		ADD_F32                        \
-	} else if (r->dtype == INA_D_BF16) {   \
-		ADD_BF16                       \
-	} else {                               \
-		ADD_I32                        \
+#define ADD_LOOP                             \
+	if (r->dtype == INA_D_FP32) {        \
+		ADD_F32                      \
+	} else if (r->dtype == INA_D_BF16) { \
+		ADD_BF16                     \
+	} else {                             \
+		ADD_I32                      \
 	}
 
-static struct result ceiling_vec(const struct run *r, uint32_t *slots, size_t stride, double seconds)
-{
-	CEILING_BODY
-}
+static struct result ceiling_vec(const struct run *r, uint32_t *slots, size_t stride, double seconds) { CEILING_BODY }
 
-__attribute__((optimize("no-tree-vectorize", "no-tree-slp-vectorize")))
-static struct result ceiling_scalar(const struct run *r, uint32_t *slots, size_t stride, double seconds)
+__attribute__((optimize("no-tree-vectorize", "no-tree-slp-vectorize"))) static struct result ceiling_scalar(
+	const struct run *r, uint32_t *slots, size_t stride, double seconds)
 {
 	CEILING_BODY
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: ina-engine-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [--quick]\n"
-		"  Aggregation engine throughput on one core beside the bare add ceiling.\n"
-		"  -s, --seconds S   time per table row, all three figures (default 1.5)\n"
-		"  -e, --elems LIST  elements per packet (default 64,256,1024,2048)\n"
-		"  -n, --fanin LIST  contributors per slot (default 4,32)\n"
-		"  -p, --pools LIST  slot pool sizes in KiB (default 256,65536)\n"
-		"  -q, --quick       0.15 s per table row\n"
-		"  -h, --help        this text\n");
+	fprintf(f, "usage: ina-engine-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [--quick]\n"
+		   "  Aggregation engine throughput on one core beside the bare add ceiling.\n"
+		   "  -s, --seconds S   time per table row, all three figures (default 1.5)\n"
+		   "  -e, --elems LIST  elements per packet (default 64,256,1024,2048)\n"
+		   "  -n, --fanin LIST  contributors per slot (default 4,32)\n"
+		   "  -p, --pools LIST  slot pool sizes in KiB (default 256,65536)\n"
+		   "  -q, --quick       0.15 s per table row\n"
+		   "  -h, --help        this text\n");
 }
 
 static int parse_list(const char *s, unsigned *v, int max, unsigned lo, unsigned hi)
@@ -291,12 +293,13 @@ int main(int argc, char **argv)
 	struct bench_cfg bc = { .seconds = 1.5 };
 	unsigned elems[8] = { 64, 256, 1024, 2048 }, fanins[8] = { 4, 32 }, pools[4] = { 256, 65536 };
 	int nelems = 4, nfanins = 2, npools = 2;
-	static const struct option opts[] = {
-		{ "seconds", required_argument, 0, 's' }, { "elems", required_argument, 0, 'e' },
-		{ "fanin", required_argument, 0, 'n' },   { "pools", required_argument, 0, 'p' },
-		{ "quick", no_argument, 0, 'q' },         { "help", no_argument, 0, 'h' },
-		{ 0, 0, 0, 0 }
-	};
+	static const struct option opts[] = { { "seconds", required_argument, 0, 's' },
+					      { "elems", required_argument, 0, 'e' },
+					      { "fanin", required_argument, 0, 'n' },
+					      { "pools", required_argument, 0, 'p' },
+					      { "quick", no_argument, 0, 'q' },
+					      { "help", no_argument, 0, 'h' },
+					      { 0, 0, 0, 0 } };
 	int o;
 	while ((o = getopt_long(argc, argv, "s:e:n:p:qh", opts, NULL)) != -1) {
 		switch (o) {
@@ -325,15 +328,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'q':
-			bc.seconds = 0.15;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
+		case 'q': bc.seconds = 0.15; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
 		}
 	}
 	if (optind < argc) {
@@ -341,19 +338,21 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	printf("# ina-engine-bench: one core, %.2f s per row, medians of %d alternating pieces\n",
-	       bc.seconds, PIECES);
+	printf("# ina-engine-bench: one core, %.2f s per row, medians of %d alternating pieces\n", bc.seconds, PIECES);
 	printf("# Gbit/s = gradient bytes added; eng/ceil = median of per-piece ratios\n");
 	printf("# ceiling = bare bswap+add of the same packets into the same slot memory\n");
-	printf("# %6s %5s %5s %8s | %9s %9s | %9s %9s | %7s %5s\n", "elems", "dtype", "fanin",
-	       "pool", "eng_Mpps", "eng_Gbps", "ceil_Gbps", "scal_Gbps", "eng/ceil", "check");
+	printf("# %6s %5s %5s %8s | %9s %9s | %9s %9s | %7s %5s\n", "elems", "dtype", "fanin", "pool", "eng_Mpps",
+	       "eng_Gbps", "ceil_Gbps", "scal_Gbps", "eng/ceil", "check");
 	bool all_ok = true;
 	for (int p = 0; p < npools; p++)
 		for (int d = 0; d < 3; d++)
 			for (int f = 0; f < nfanins; f++)
 				for (int e = 0; e < nelems; e++) {
-					struct run r = { .elems = elems[e], .fan_in = fanins[f],
-							 .dtype = d == 2 ? INA_D_BF16 : d ? INA_D_FP32 : INA_D_INT32,
+					struct run r = { .elems = elems[e],
+							 .fan_in = fanins[f],
+							 .dtype = d == 2 ? INA_D_BF16
+								  : d	 ? INA_D_FP32
+									 : INA_D_INT32,
 							 .pool_bytes = (size_t)pools[p] << 10 };
 					size_t stride = (r.elems + 15u) & ~15u;
 					r.nslots = (uint32_t)(r.pool_bytes / (2 * stride * 4));
@@ -383,8 +382,9 @@ int main(int argc, char **argv)
 					all_ok &= ok;
 					printf("  %6u %5s %5u %6zuKi | %9.2f %9.1f | %9.1f %9.1f | %7.2f %5s\n",
 					       r.elems, ina_dtype_name(r.dtype), r.fan_in, r.pool_bytes >> 10,
-					       bench_median(epps, PIECES) / 1e6, bench_median(egb, PIECES), bench_median(vgb, PIECES),
-					       bench_median(sgb, PIECES), bench_median(ratio, PIECES), ok ? "ok" : "WRONG");
+					       bench_median(epps, PIECES) / 1e6, bench_median(egb, PIECES),
+					       bench_median(vgb, PIECES), bench_median(sgb, PIECES),
+					       bench_median(ratio, PIECES), ok ? "ok" : "WRONG");
 					fflush(stdout);
 				}
 	return all_ok ? 0 : 1;

@@ -73,10 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(cmd.netem.loss >= 0 && cmd.netem.loss <= 1);
 		break;
 	case CTL_REMOVE:
-	case CTL_STATS:
-		break;
-	default:
-		abort();
+	case CTL_STATS: break;
+	default: abort();
 	}
 	return 0;
 }

@@ -115,8 +115,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	while (r.n) {
 		unsigned who = take(&r, 1), how = take(&r, 1);
-		struct ina_addr src = who < 250 ? addr_of(who % (fan_in + 1))
-						: who == 250 ? addr_of(200) : addr_of(1000);
+		struct ina_addr src = who < 250	   ? addr_of(who % (fan_in + 1))
+				      : who == 250 ? addr_of(200)
+						   : addr_of(1000);
 		size_t len;
 		if (how & 1) {
 			len = take(&r, 2) % (sizeof(pkt) + 1);

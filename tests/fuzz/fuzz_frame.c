@@ -45,8 +45,9 @@ static void check_view(const uint8_t *f, size_t len, unsigned verified, const st
 	}
 	/* the same datagram built by the switch parses back to the same view
 	 * (any length: the builder's head is even, the payload may be odd) */
-	struct sw_udp_hdrs h = { .src_ip = v->src_ip, .dst_ip = v->dst_ip, .src_port = v->src_port,
-				 .dst_port = v->dst_port };
+	struct sw_udp_hdrs h = {
+		.src_ip = v->src_ip, .dst_ip = v->dst_ip, .src_port = v->src_port, .dst_port = v->dst_port
+	};
 	memcpy(h.src_mac, v->src_mac, 6);
 	memcpy(h.dst_mac, v->dst_mac, 6);
 	size_t n = sw_frame_build_udp(again, sizeof(again), &h, v->payload, 0, v->payload, v->payload_len,

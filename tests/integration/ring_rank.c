@@ -38,8 +38,8 @@ int main(int argc, char **argv)
 	enum hcl_dtype dt = HCL_INT32;
 	struct sockaddr_in peers[MAXR];
 	static const struct option opts[] = {
-		{ "rank", 1, 0, 'r' }, { "peers", 1, 0, 'p' }, { "count", 1, 0, 'c' }, { "calls", 1, 0, 'k' },
-		{ "dtype", 1, 0, 'd' }, { "deadline-s", 1, 0, 't' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "rank", 1, 0, 'r' },	{ "peers", 1, 0, 'p' },	     { "count", 1, 0, 'c' }, { "calls", 1, 0, 'k' },
+		{ "dtype", 1, 0, 'd' }, { "deadline-s", 1, 0, 't' }, { "help", 0, 0, 'h' },  { 0, 0, 0, 0 },
 	};
 	int o;
 	while ((o = getopt_long(argc, argv, "r:p:c:k:d:t:h", opts, NULL)) != -1) {
@@ -55,17 +55,18 @@ int main(int argc, char **argv)
 				if (!colon)
 					break;
 				*colon = 0;
-				peers[n] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1)) };
+				peers[n] = (struct sockaddr_in){ .sin_family = AF_INET,
+								 .sin_port = htons((uint16_t)atoi(colon + 1)) };
 				if (inet_pton(AF_INET, tok, &peers[n].sin_addr) != 1)
 					break;
 				n++;
 			}
 			break;
 		case 'h':
-			printf("usage: ring_rank --rank R --peers IP:PORT,... [--count N] [--calls K] [--dtype int32|fp32] [--deadline-s S]\n");
+			printf("usage: ring_rank --rank R --peers IP:PORT,... [--count N] [--calls K] [--dtype "
+			       "int32|fp32] [--deadline-s S]\n");
 			return 0;
-		default:
-			return 2;
+		default: return 2;
 		}
 	}
 	if (n == 0 || rank >= n) {

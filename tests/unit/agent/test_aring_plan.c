@@ -16,14 +16,13 @@
 
 #include "aring_plan.h"
 
-static struct ina_addr A(uint32_t host, uint16_t port)
-{
+static struct ina_addr A(uint32_t host, uint16_t port) {
 	return (struct ina_addr){ .ip = htonl(0x0a000000u | host), .port = htons(port) };
 }
 
 /* racks of the given sizes; bit r of ina_mask: rack r has ToR 10.0.0.(250-r) */
-static unsigned layout(struct plan_rank *r, struct ina_addr *soft, const unsigned *sizes, unsigned nracks,
-		       unsigned ina_mask)
+static unsigned
+layout(struct plan_rank *r, struct ina_addr *soft, const unsigned *sizes, unsigned nracks, unsigned ina_mask)
 {
 	unsigned n = 0;
 	for (unsigned k = 0; k < nracks; k++)
@@ -93,7 +92,10 @@ static void test_mixes(void **st)
 {
 	(void)st;
 	static const unsigned sizes4[] = { 4, 4, 4, 4 }, uneven[] = { 3, 1, 5, 2 };
-	static const struct { const unsigned *sizes; unsigned ina_mask, members; } cases[] = {
+	static const struct {
+		const unsigned *sizes;
+		unsigned ina_mask, members;
+	} cases[] = {
 		{ sizes4, 0x0, 16 }, { sizes4, 0x1, 13 }, { sizes4, 0x5, 10 }, { sizes4, 0xf, 4 },
 		{ uneven, 0x0, 11 }, { uneven, 0x6, 7 },  { uneven, 0xf, 4 },
 	};

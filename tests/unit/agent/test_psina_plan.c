@@ -13,13 +13,13 @@
 
 #include "psina_plan.h"
 
-static struct ina_addr A(uint32_t host, uint16_t port)
-{
+static struct ina_addr A(uint32_t host, uint16_t port) {
 	return (struct ina_addr){ .ip = htonl(0x0a000000u | host), .port = htons(port) };
 }
 
 /* n ranks in racks of size; racks listed in ina have ToR 10.0.0.(250-r) */
-static void ranks(struct plan_rank *r, unsigned n, unsigned size, unsigned ina_mask)
+static void
+ranks(struct plan_rank *r, unsigned n, unsigned size, unsigned ina_mask)
 {
 	for (unsigned i = 0; i < n; i++) {
 		unsigned rack = i / size;

@@ -13,7 +13,7 @@
 struct dgram {
 	struct dgram *next;
 	struct sockaddr_in src;
-	unsigned from;  /* endpoint index of src */
+	unsigned from;	/* endpoint index of src */
 	int64_t due_ns; /* leaves the bottleneck or the sender's egress (0: at once) */
 	uint32_t len;
 	uint8_t data[];
@@ -44,7 +44,8 @@ struct fake_hub {
 
 struct sockaddr_in fake_addr(unsigned i)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(1000 + i)),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)(1000 + i)),
 				 .sin_addr.s_addr = htonl(0x7f000001) };
 	return a;
 }

@@ -15,8 +15,8 @@ struct fake_hub;
 struct fake_net {
 	double loss, dup, reorder; /* probabilities per datagram */
 	uint64_t seed;
-	double rate_pps; /* 0: no bottleneck (then queue is not used) */
-	unsigned queue;  /* datagrams waiting for the bottleneck, at most */
+	double rate_pps;   /* 0: no bottleneck (then queue is not used) */
+	unsigned queue;	   /* datagrams waiting for the bottleneck, at most */
 	uint8_t drop_type; /* nonzero: every datagram whose byte 1 (hcl_xfer's
 			    * message type) is this is lost */
 	/* nonzero: each endpoint's datagrams leave it at this many bytes per

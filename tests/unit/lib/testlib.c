@@ -17,8 +17,7 @@ struct ina_addr tl_addr(unsigned i)
 	return a;
 }
 
-struct ina_job_cfg tl_job(uint16_t id, unsigned fan_in, uint8_t dtype, uint32_t nslots,
-			  uint16_t elems)
+struct ina_job_cfg tl_job(uint16_t id, unsigned fan_in, uint8_t dtype, uint32_t nslots, uint16_t elems)
 {
 	struct ina_job_cfg c;
 
@@ -35,12 +34,18 @@ struct ina_job_cfg tl_job(uint16_t id, unsigned fan_in, uint8_t dtype, uint32_t 
 	return c;
 }
 
-struct ina_hdr tl_hdr(uint8_t type, uint8_t dtype, uint16_t job, uint16_t contributor,
-		      uint32_t slot, uint32_t epoch, uint32_t seq, uint16_t count)
+struct ina_hdr tl_hdr(uint8_t type, uint8_t dtype, uint16_t job, uint16_t contributor, uint32_t slot, uint32_t epoch,
+		      uint32_t seq, uint16_t count)
 {
-	return (struct ina_hdr){ .version = INA_VERSION, .type = type, .dtype = dtype, .job = job,
-				 .contributor = contributor, .slot = slot, .epoch = epoch,
-				 .seq = seq, .count = count };
+	return (struct ina_hdr){ .version = INA_VERSION,
+				 .type = type,
+				 .dtype = dtype,
+				 .job = job,
+				 .contributor = contributor,
+				 .slot = slot,
+				 .epoch = epoch,
+				 .seq = seq,
+				 .count = count };
 }
 
 size_t tl_encode(uint8_t *buf, const struct ina_hdr *h, const uint32_t *vals, unsigned n)
@@ -87,8 +92,6 @@ void tl_assert_results(const struct ina_emits *out, const struct ina_job_cfg *cf
 		assert_int_equal(e->payload_len, 4u * h->count);
 		for (unsigned k = 0; k < h->count; k++)
 			if (tl_elem(e->payload, k) != want[k])
-				fail_msg("element %u: got %08x want %08x", k, tl_elem(e->payload, k),
-					 want[k]);
+				fail_msg("element %u: got %08x want %08x", k, tl_elem(e->payload, k), want[k]);
 	}
 }
-

@@ -29,12 +29,11 @@ static inline uint32_t tl_below(struct tl_rng *r, uint32_t n) { return (uint32_t
 struct ina_addr tl_addr(unsigned i);
 
 /* A job of fan_in members tl_addr(0..fan_in-1) with multicast output. */
-struct ina_job_cfg tl_job(uint16_t id, unsigned fan_in, uint8_t dtype, uint32_t nslots,
-			  uint16_t elems);
+struct ina_job_cfg tl_job(uint16_t id, unsigned fan_in, uint8_t dtype, uint32_t nslots, uint16_t elems);
 
 /* Header of a DATA packet for (slot|set, epoch, seq). */
-struct ina_hdr tl_hdr(uint8_t type, uint8_t dtype, uint16_t job, uint16_t contributor,
-		      uint32_t slot, uint32_t epoch, uint32_t seq, uint16_t count);
+struct ina_hdr tl_hdr(uint8_t type, uint8_t dtype, uint16_t job, uint16_t contributor, uint32_t slot, uint32_t epoch,
+		      uint32_t seq, uint16_t count);
 
 /* Encodes hdr + elements (host order, converted to wire order) into buf;
  * returns the length.  vals may be NULL for an element-less packet. */

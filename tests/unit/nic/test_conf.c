@@ -25,14 +25,14 @@ static void test_values(void **state)
 {
 	(void)state;
 	struct conf c;
-	const struct conf_node *r = parse_ok(&c,
-		"# comment\n"
-		"a = 42; b = -7; h = 0xBEE0; big = 5000000000; l = 2500000000L; min = -9223372036854775808;\n"
-		"f = 1.5; g = -2e-3; dot = .25; t = TRUE; n = false;\n"
-		"s = \"x\\\"y\\\\z\\n\\t\\x41\" /* between */ \" joined\"; // comment\n"
-		"grp : { inner = 1, list = ( 1, \"two\", { three = 3; }, [ 4, 5 ] ); };\n"
-		"empty = [];\n"
-		"arr = [ \"p\", \"q\" ]\n");
+	const struct conf_node *r = parse_ok(
+		&c, "# comment\n"
+		    "a = 42; b = -7; h = 0xBEE0; big = 5000000000; l = 2500000000L; min = -9223372036854775808;\n"
+		    "f = 1.5; g = -2e-3; dot = .25; t = TRUE; n = false;\n"
+		    "s = \"x\\\"y\\\\z\\n\\t\\x41\" /* between */ \" joined\"; // comment\n"
+		    "grp : { inner = 1, list = ( 1, \"two\", { three = 3; }, [ 4, 5 ] ); };\n"
+		    "empty = [];\n"
+		    "arr = [ \"p\", \"q\" ]\n");
 	assert_int_equal(r->type, CONF_GROUP);
 	assert_int_equal(r->n, 15);
 	assert_int_equal(conf_member(r, "a")->v.i, 42);

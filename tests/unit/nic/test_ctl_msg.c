@@ -37,11 +37,13 @@ static void test_commands(void **state)
 	assert_int_equal(cmd.netem.delay_us, 50);
 	assert_true(cmd.netem.loss == 0.25);
 	/* an agent-ring step job: joins, ACKs to the upstream's job */
-	assert_int_equal(parse("op = \"install\"; job = { id = 12; fan_in = 3; dtype = \"int32\"; slots = 16; elems = 256;"
-			       " outputs = [\"multicast\", \"forward\", \"ack\"]; contributors = [\"10.0.0.1:48864\","
-			       " \"10.0.0.2:48864\", \"10.0.1.254:48864\"]; upstream = 2; upstream_job = 11;"
-			       " forward = { addr = \"10.0.2.254:48864@02:00:00:00:02:fe\"; job = 13; contributor = 65535; }; };"),
-			 0);
+	assert_int_equal(
+		parse("op = \"install\"; job = { id = 12; fan_in = 3; dtype = \"int32\"; slots = 16; elems = 256;"
+		      " outputs = [\"multicast\", \"forward\", \"ack\"]; contributors = [\"10.0.0.1:48864\","
+		      " \"10.0.0.2:48864\", \"10.0.1.254:48864\"]; upstream = 2; upstream_job = 11;"
+		      " forward = { addr = \"10.0.2.254:48864@02:00:00:00:02:fe\"; job = 13; contributor = 65535; }; "
+		      "};"),
+		0);
 	assert_int_equal(cmd.op, CTL_INSTALL);
 	assert_int_equal(cmd.job.outputs, INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_ACK);
 	assert_int_equal(cmd.job.upstream_index, 2);
@@ -64,11 +66,16 @@ static void test_refused(void **state)
 		{ "op = \"remove\"; id = 65536;", "'id' must be 0..65535" },
 		{ "op = \"remove\"; id = 1; extra = 2;", "unknown setting 'extra'" },
 		{ "op = \"install\"; job = { id = 1; dtype = \"int32\"; slots = 1; elems = 1; outputs = [\"ack\"];"
-		  " contributors = [\"10.0.0.1:48864\"]; };", "ack" },
-		{ "op = \"install\"; job = { id = 1; dtype = \"int32\"; slots = 129; elems = 1; outputs = [\"multicast\"];"
-		  " contributors = [\"10.0.0.1:48864\"]; };", "'slots' must be 1..128" },
-		{ "op = \"install\"; job = { id = 1; dtype = \"int32\"; slots = 1; elems = 257; outputs = [\"multicast\"];"
-		  " contributors = [\"10.0.0.1:48864\"]; };", "'elems' must be 1..256" },
+		  " contributors = [\"10.0.0.1:48864\"]; };",
+		  "ack" },
+		{ "op = \"install\"; job = { id = 1; dtype = \"int32\"; slots = 129; elems = 1; outputs = "
+		  "[\"multicast\"];"
+		  " contributors = [\"10.0.0.1:48864\"]; };",
+		  "'slots' must be 1..128" },
+		{ "op = \"install\"; job = { id = 1; dtype = \"int32\"; slots = 1; elems = 257; outputs = "
+		  "[\"multicast\"];"
+		  " contributors = [\"10.0.0.1:48864\"]; };",
+		  "'elems' must be 1..256" },
 		{ "op = \"install\";", "missing setting 'job'" },
 		{ "op = \"emu\"; port = \"h1\"; delay = 5;", "unknown setting 'delay'" },
 		{ "op = \"emu\"; port = \"h1\"; burst_loss = { p_good_bad = 0.1; p_bad_good = 0; loss_bad = 1; };",
@@ -138,16 +145,23 @@ static void test_round_trip(void **state)
 	assert_int_equal(parse(text), 0);
 	assert_int_equal(cmd.op, CTL_STATS);
 
-	struct ctl_job_report r = { .id = 7, .completions = 100, .contributions = 400, .retransmits = 3, .drops = 5,
-				    .slots_busy = 2 }, back;
+	struct ctl_job_report r = { .id = 7,
+				    .completions = 100,
+				    .contributions = 400,
+				    .retransmits = 3,
+				    .drops = 5,
+				    .slots_busy = 2 },
+			      back;
 	assert_int_equal(ctl_format_report(&r, text, sizeof(text)), 0);
 	assert_int_equal(ctl_parse_report(text, &back), 0);
 	assert_true(back.id == r.id && back.completions == r.completions && back.contributions == r.contributions &&
 		    back.retransmits == r.retransmits && back.drops == r.drops && back.slots_busy == r.slots_busy);
 	assert_int_equal(ctl_parse_report("ok", &back), -1);
 	assert_int_equal(ctl_parse_report("error: ctrl: no job with this id", &back), -1);
-	assert_int_equal(ctl_parse_report("ok job=70000 completions=1 contributions=1 retransmits=0 slots_busy=0 drops=0",
-					  &back), -1);
+	assert_int_equal(
+		ctl_parse_report("ok job=70000 completions=1 contributions=1 retransmits=0 slots_busy=0 drops=0",
+				 &back),
+		-1);
 }
 
 int main(void)

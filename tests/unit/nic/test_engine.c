@@ -13,7 +13,6 @@
 #include "ina_bfp.h"
 #include "testlib.h"
 
-
 static float f32(uint32_t v)
 {
 	float f;
@@ -31,8 +30,8 @@ static uint32_t u32(float f)
 /* Reference of the engine's documented arithmetic for one slot, adding in
  * the given arrival order: int32 wraps and flags overflow; fp32 adds in
  * binary32 in arrival order. */
-static void reference_sum(uint8_t dtype, unsigned fan_in, unsigned n, uint32_t **vals,
-			  const unsigned *order, uint32_t *sum, bool *overflow)
+static void reference_sum(uint8_t dtype, unsigned fan_in, unsigned n, uint32_t **vals, const unsigned *order,
+			  uint32_t *sum, bool *overflow)
 {
 	*overflow = false;
 	for (unsigned e = 0; e < n; e++) {
@@ -93,7 +92,8 @@ static void test_reference_random(void **state)
 			vals[c] = malloc(n * 4);
 			for (unsigned e = 0; e < n; e++)
 				vals[c][e] = dtype == INA_D_FP32
-						     ? u32((float)((int64_t)tl_below(&rng, 2000001) - 1000000) / 1024.0f)
+						     ? u32((float)((int64_t)tl_below(&rng, 2000001) - 1000000) /
+							   1024.0f)
 						     : (uint32_t)tl_next(&rng);
 		}
 		shuffle(&rng, order, fan_in);
@@ -102,8 +102,7 @@ static void test_reference_random(void **state)
 		struct ina_hdr h = tl_hdr(INA_T_DATA, dtype, 9, 0, slot, 1, (uint32_t)it, n);
 		for (unsigned k = 0; k < fan_in; k++) {
 			h.contributor = (uint16_t)order[k];
-			assert_int_equal(tl_send(eng, &cfg.contributors[order[k]], &h, vals[order[k]]),
-					 INA_OK);
+			assert_int_equal(tl_send(eng, &cfg.contributors[order[k]], &h, vals[order[k]]), INA_OK);
 			if (k + 1 < fan_in)
 				assert_int_equal(tl_out.n, 0);
 		}
@@ -222,7 +221,8 @@ static void test_bf16(void **state)
 		memcpy(first, tl_out.e[0].payload, n < 4 ? 2u * n : sizeof(first));
 		h.flags |= INA_F_RETX;
 		len = encode_bf16(tl_pkt, &h, h.flags & INA_F_JOIN ? NULL : vals[order[fan_in - 1]]);
-		assert_int_equal(ina_engine_rx(eng, tl_pkt, len, &cfg.contributors[order[fan_in - 1]], &tl_out), INA_OK);
+		assert_int_equal(ina_engine_rx(eng, tl_pkt, len, &cfg.contributors[order[fan_in - 1]], &tl_out),
+				 INA_OK);
 		assert_int_equal(tl_out.n, 1);
 		assert_memory_equal(tl_out.e[0].payload, first, n < 4 ? 2u * n : sizeof(first));
 		assert_int_equal(ina_job_remove(eng, 4), 0);
@@ -280,8 +280,8 @@ static void test_bfp_path(void **state)
 				ref += x[c][i];
 			double tol = bound + fabs(ref) * ldexp(1.0, -24);
 			if (fabs(got[i] - ref) > tol)
-				fail_msg("fan_in %u e %d elem %u: got %.9g want %.9g (bound %.3g)", fan_in,
-					 e, i, got[i], ref, tol);
+				fail_msg("fan_in %u e %d elem %u: got %.9g want %.9g (bound %.3g)", fan_in, e, i,
+					 got[i], ref, tol);
 		}
 		ina_job_remove(eng, 3);
 	}
@@ -329,23 +329,22 @@ static void test_permutations_duplicates(void **state)
 
 	do {
 		nperm++;
-		for (unsigned at = 1; at <= F; at++) {           /* after `at` arrivals */
-			for (unsigned d = 0; d < at; d++) {      /* duplicate of perm[d] */
+		for (unsigned at = 1; at <= F; at++) {	    /* after `at` arrivals */
+			for (unsigned d = 0; d < at; d++) { /* duplicate of perm[d] */
 				assert_int_equal(ina_job_install(eng, &cfg, NULL), 0);
 				struct ina_hdr h = tl_hdr(INA_T_DATA, INA_D_INT32, 1, 0, 0, 0, seq++, N);
 				for (unsigned k = 0; k < F; k++) {
 					h.contributor = (uint16_t)perm[k];
 					h.flags = 0;
-					assert_int_equal(tl_send(eng, &cfg.contributors[perm[k]], &h,
-								   vals[perm[k]]), INA_OK);
+					assert_int_equal(tl_send(eng, &cfg.contributors[perm[k]], &h, vals[perm[k]]),
+							 INA_OK);
 					if (k + 1 == F)
 						tl_assert_results(&tl_out, &cfg, &h, want, false);
 					if (k + 1 != at)
 						continue;
 					h.contributor = (uint16_t)perm[d];
 					h.flags = INA_F_RETX;
-					enum ina_reason r = tl_send(eng, &cfg.contributors[perm[d]], &h,
-								      vals[perm[d]]);
+					enum ina_reason r = tl_send(eng, &cfg.contributors[perm[d]], &h, vals[perm[d]]);
 					if (at < F) {
 						assert_int_equal(r, INA_R_DUPLICATE);
 						assert_int_equal(tl_out.n, 0);
@@ -420,8 +419,7 @@ static void sim_send(struct sim *s, unsigned w, unsigned i, bool retx)
 	if (slice >= s->nslices)
 		return;
 	struct ina_hdr h = tl_hdr(INA_T_DATA, INA_D_INT32, s->cfg.id, (uint16_t)w,
-				  i | (s->set_of[w][i] ? INA_SLOT_SET_BIT : 0), s->epoch, slice,
-				  (uint16_t)s->n);
+				  i | (s->set_of[w][i] ? INA_SLOT_SET_BIT : 0), s->epoch, slice, (uint16_t)s->n);
 	h.flags = retx ? INA_F_RETX : 0;
 	for (unsigned e = 0; e < s->n; e++)
 		v[e] = sim_val(s, w, slice, e);
@@ -483,8 +481,7 @@ static void sim_run_epoch(struct sim *s)
 		}
 		struct ina_addr src = s->cfg.contributors[m.worker];
 		enum ina_reason r = ina_engine_rx(s->eng, m.bytes, m.len, &src, &tl_out);
-		assert_true(r == INA_OK || r == INA_R_DUPLICATE || r == INA_R_STALE ||
-			    r == INA_R_SLOT_BUSY);
+		assert_true(r == INA_OK || r == INA_R_DUPLICATE || r == INA_R_STALE || r == INA_R_SLOT_BUSY);
 		for (unsigned e = 0; e < tl_out.n; e++) {
 			struct msg rm = { .to_switch = false, .worker = tl_out.e[e].hdr.contributor };
 			ina_hdr_encode(&tl_out.e[e].hdr, rm.bytes);

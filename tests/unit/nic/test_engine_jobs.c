@@ -70,9 +70,8 @@ static void test_job_isolation(void **state)
 					  tl_below(&rng, 3), tl_below(&rng, 8), (uint16_t)(1 + tl_below(&rng, 16)));
 		if (tl_below(&rng, 8) == 0)
 			h.contributor = INA_CONTRIB_UPSTREAM;
-		const struct ina_addr *src = tl_below(&rng, 3) == 0
-						     ? &b.contributors[tl_below(&rng, 3)]
-						     : &a.contributors[tl_below(&rng, 4)];
+		const struct ina_addr *src = tl_below(&rng, 3) == 0 ? &b.contributors[tl_below(&rng, 3)]
+								    : &a.contributors[tl_below(&rng, 4)];
 		tl_send(eng1, src, &h, vals);
 		for (unsigned e = 0; e < tl_out.n; e++)
 			assert_int_equal(tl_out.e[e].hdr.job, 1);
@@ -106,11 +105,11 @@ static void test_install_checks(void **state)
 	(void)state;
 	struct ina_job_cfg c;
 
-#define BAD(field_stmt, part)                                       \
-	do {                                                        \
-		c = tl_job(1, 4, INA_D_INT32, 4, 64);               \
-		field_stmt;                                         \
-		expect_install(&c, -EINVAL, part);                  \
+#define BAD(field_stmt, part)                         \
+	do {                                          \
+		c = tl_job(1, 4, INA_D_INT32, 4, 64); \
+		field_stmt;                           \
+		expect_install(&c, -EINVAL, part);    \
 	} while (0)
 	BAD(c.fan_in = 0, "fan_in");
 	BAD(c.fan_in = INA_MAX_FANIN + 1, "fan_in");
@@ -208,9 +207,11 @@ static void test_engine_reasons(void **state)
 		{ INA_R_DTYPE_MISMATCH, tl_hdr(INA_T_DATA, INA_D_FP32, 6, 0, 0, 0, 0, 8), &c.contributors[0] },
 		{ INA_R_COUNT_EXCEEDS_SLOT, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 0, 0, 0, 0, 9), &c.contributors[0] },
 		{ INA_R_SLOT_OUT_OF_RANGE, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 0, 2, 0, 0, 8), &c.contributors[0] },
-		{ INA_R_SLOT_OUT_OF_RANGE, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 0, 0x7fffffff, 0, 0, 8), &c.contributors[0] },
+		{ INA_R_SLOT_OUT_OF_RANGE, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 0, 0x7fffffff, 0, 0, 8),
+		  &c.contributors[0] },
 		{ INA_R_BAD_CONTRIBUTOR, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 2, 0, 0, 0, 8), &c.contributors[0] },
-		{ INA_R_BAD_CONTRIBUTOR, tl_hdr(INA_T_DATA, INA_D_INT32, 6, INA_CONTRIB_UPSTREAM, 0, 0, 0, 8), &c.contributors[0] },
+		{ INA_R_BAD_CONTRIBUTOR, tl_hdr(INA_T_DATA, INA_D_INT32, 6, INA_CONTRIB_UPSTREAM, 0, 0, 0, 8),
+		  &c.contributors[0] },
 		{ INA_R_NOT_MEMBER, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 0, 0, 0, 0, 8), &stranger },
 		{ INA_R_NOT_MEMBER, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 1, 0, 0, 0, 8), &c.contributors[0] },
 		{ INA_R_UNEXPECTED_TYPE, tl_hdr(INA_T_ACK, INA_D_INT32, 6, 0, 0, 0, 0, 0), &c.contributors[0] },
@@ -226,7 +227,8 @@ static void test_engine_reasons(void **state)
 		{ INA_R_COUNT_MISMATCH, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 1, 0, 0, 5, 7), &c.contributors[1] },
 		{ INA_R_NOT_READY, tl_hdr(INA_T_PULL, INA_D_INT32, 6, 1, 0, 0, 5, 8), &c.contributors[1] },
 		/* contributor 0 may not use set 1 while its set-0 part is pending */
-		{ INA_R_SLOT_BUSY, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 0, INA_SLOT_SET_BIT, 0, 7, 8), &c.contributors[0] },
+		{ INA_R_SLOT_BUSY, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 0, INA_SLOT_SET_BIT, 0, 7, 8),
+		  &c.contributors[0] },
 		{ INA_OK, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 1, 0, 0, 5, 8), &c.contributors[1] },
 		/* complete: pull works, a newer slice waits until both moved on */
 		{ INA_OK, tl_hdr(INA_T_PULL, INA_D_INT32, 6, 1, 0, 0, 5, 0), &c.contributors[1] },
@@ -238,8 +240,7 @@ static void test_engine_reasons(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		enum ina_reason r = tl_send(eng1, cases[i].src, &cases[i].h, v);
 		if (r != cases[i].want)
-			fail_msg("case %zu: got %s want %s", i, ina_reason_name(r),
-				 ina_reason_name(cases[i].want));
+			fail_msg("case %zu: got %s want %s", i, ina_reason_name(r), ina_reason_name(cases[i].want));
 		if (r != INA_OK)
 			assert_int_equal(tl_out.n, 0);
 		want_drops[r]++;
@@ -324,8 +325,7 @@ static void test_forward_and_upstream(void **state)
 	ina_job_remove(eng1, 10);
 }
 
-static void deliver(struct ina_engine *to, const struct ina_emit *e, const struct ina_addr *from,
-		    struct ina_emits *o)
+static void deliver(struct ina_engine *to, const struct ina_emit *e, const struct ina_addr *from, struct ina_emits *o)
 {
 	ina_hdr_encode(&e->hdr, tl_pkt);
 	memcpy(tl_pkt + INA_HDR_LEN, e->payload, e->payload_len);
@@ -387,22 +387,19 @@ static void test_ps_hierarchy(void **state)
 		struct ina_addr stranger = tl_addr(900);
 		ina_hdr_encode(&o2.e[r].hdr, tl_pkt);
 		memcpy(tl_pkt + INA_HDR_LEN, o2.e[r].payload, o2.e[r].payload_len);
-		assert_int_equal(ina_engine_rx(tor[r], tl_pkt, INA_HDR_LEN + 32, &stranger, &o3),
-				 INA_R_NOT_MEMBER);
+		assert_int_equal(ina_engine_rx(tor[r], tl_pkt, INA_HDR_LEN + 32, &stranger, &o3), INA_R_NOT_MEMBER);
 		deliver(tor[r], &o2.e[r], &ps_addr, &o3);
 		assert_int_equal(o3.n, 2);
 		for (int w = 0; w < 2; w++) {
 			assert_int_equal(o3.e[w].hdr.type, INA_T_RESULT);
 			assert_int_equal(o3.e[w].dst.ip, rack[r].contributors[w].ip);
 			for (int e = 0; e < 8; e++)
-				assert_int_equal(tl_elem(o3.e[w].payload, e),
-						 v[0][e] + v[1][e] + v[2][e] + v[3][e]);
+				assert_int_equal(tl_elem(o3.e[w].payload, e), v[0][e] + v[1][e] + v[2][e] + v[3][e]);
 		}
 		/* the same result again is a duplicate */
 		ina_hdr_encode(&o2.e[r].hdr, tl_pkt);
 		memcpy(tl_pkt + INA_HDR_LEN, o2.e[r].payload, o2.e[r].payload_len);
-		assert_int_equal(ina_engine_rx(tor[r], tl_pkt, INA_HDR_LEN + 32, &ps_addr, &o3),
-				 INA_R_DUPLICATE);
+		assert_int_equal(ina_engine_rx(tor[r], tl_pkt, INA_HDR_LEN + 32, &ps_addr, &o3), INA_R_DUPLICATE);
 		/* worker 1's copy of the result was lost: its re-send is answered
 		 * from the ToR's stored result, to it alone */
 		struct ina_hdr rh = tl_hdr(INA_T_DATA, INA_D_INT32, 12, 1, 1, 0, 0, 8);
@@ -557,14 +554,10 @@ static void test_ring_ack(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_job_isolation),
-		cmocka_unit_test(test_install_checks),
-		cmocka_unit_test(test_remove_frees_state),
-		cmocka_unit_test(test_engine_reasons),
-		cmocka_unit_test(test_int32_overflow),
-		cmocka_unit_test(test_forward_and_upstream),
-		cmocka_unit_test(test_ps_hierarchy),
-		cmocka_unit_test(test_ring_ack),
+		cmocka_unit_test(test_job_isolation),	   cmocka_unit_test(test_install_checks),
+		cmocka_unit_test(test_remove_frees_state), cmocka_unit_test(test_engine_reasons),
+		cmocka_unit_test(test_int32_overflow),	   cmocka_unit_test(test_forward_and_upstream),
+		cmocka_unit_test(test_ps_hierarchy),	   cmocka_unit_test(test_ring_ack),
 	};
 	return cmocka_run_group_tests_name("engine_jobs", tests, setup_eng, teardown_eng);
 }

@@ -69,12 +69,19 @@ static void test_roundtrip(void **state)
 static void test_layout(void **state)
 {
 	(void)state;
-	struct ina_hdr h = { .version = 1, .type = 2, .dtype = 3, .flags = 1, .job = 0x0405,
-			     .contributor = 0x0607, .slot = 0x8009000a, .epoch = 0x0b0c0d0e,
-			     .seq = 0x0f101112, .count = 0x1314, .exponent = -3 };
-	uint8_t want[INA_HDR_LEN] = { 1, 2, 3, 1, 4, 5, 6, 7, 0x80, 9, 0, 0x0a,
-				      0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12,
-				      0x13, 0x14, 0xfd, 0 };
+	struct ina_hdr h = { .version = 1,
+			     .type = 2,
+			     .dtype = 3,
+			     .flags = 1,
+			     .job = 0x0405,
+			     .contributor = 0x0607,
+			     .slot = 0x8009000a,
+			     .epoch = 0x0b0c0d0e,
+			     .seq = 0x0f101112,
+			     .count = 0x1314,
+			     .exponent = -3 };
+	uint8_t want[INA_HDR_LEN] = { 1,    2,	  3,	1,    4,    5,	  6,	7,    0x80, 9,	  0,	0x0a,
+				      0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0xfd, 0 };
 	uint8_t got[INA_HDR_LEN];
 
 	ina_hdr_encode(&h, got);
@@ -97,10 +104,18 @@ struct bad_case {
 	uint8_t dtype;
 };
 
-#define LEN(w, r, l) { .what = w, .want = r, .how = M_LEN, .off = l }
-#define BYTE(w, r, o, v) { .what = w, .want = r, .how = M_BYTE, .off = o, .val = v }
-#define TC(w, r, t, c, pl, d) \
-	{ .what = w, .want = r, .how = M_TYPE_COUNT, .type = t, .count = c, .payload = pl, .dtype = d }
+#define LEN(w, r, l)                                         \
+	{                                                    \
+		.what = w, .want = r, .how = M_LEN, .off = l \
+	}
+#define BYTE(w, r, o, v)                                                \
+	{                                                               \
+		.what = w, .want = r, .how = M_BYTE, .off = o, .val = v \
+	}
+#define TC(w, r, t, c, pl, d)                                                                               \
+	{                                                                                                   \
+		.what = w, .want = r, .how = M_TYPE_COUNT, .type = t, .count = c, .payload = pl, .dtype = d \
+	}
 
 static const struct bad_case bad_cases[] = {
 	LEN("empty", INA_R_TRUNCATED, 0),
@@ -119,11 +134,10 @@ static const struct bad_case bad_cases[] = {
 	BYTE("exponent on int32", INA_R_BAD_EXPONENT, 22, 5),
 	TC("data count 0", INA_R_COUNT_ZERO, INA_T_DATA, 0, 0, INA_D_INT32),
 	TC("result count 0", INA_R_COUNT_ZERO, INA_T_RESULT, 0, 0, INA_D_FP32),
-	TC("count 2238", INA_R_COUNT_TOO_LARGE, INA_T_DATA, INA_MAX_ELEMS + 1, 4 * (INA_MAX_ELEMS + 1),
-	   INA_D_INT32),
+	TC("count 2238", INA_R_COUNT_TOO_LARGE, INA_T_DATA, INA_MAX_ELEMS + 1, 4 * (INA_MAX_ELEMS + 1), INA_D_INT32),
 	TC("pull count 65535", INA_R_COUNT_TOO_LARGE, INA_T_PULL, 65535, 0, INA_D_INT32),
-	TC("control 8949 bytes", INA_R_COUNT_TOO_LARGE, INA_T_CONTROL, INA_MAX_PAYLOAD + 1,
-	   INA_MAX_PAYLOAD + 1, INA_D_NONE),
+	TC("control 8949 bytes", INA_R_COUNT_TOO_LARGE, INA_T_CONTROL, INA_MAX_PAYLOAD + 1, INA_MAX_PAYLOAD + 1,
+	   INA_D_NONE),
 	LEN("payload short by 1", INA_R_COUNT_EXCEEDS_PAYLOAD, INA_HDR_LEN + 15),
 	LEN("no payload", INA_R_COUNT_EXCEEDS_PAYLOAD, INA_HDR_LEN),
 	LEN("payload long by 1", INA_R_PAYLOAD_TRAILING, INA_HDR_LEN + 17),
@@ -174,8 +188,7 @@ static void test_every_reason(void **state)
 		struct ina_pkt before = p;
 		enum ina_reason r = ina_parse(buf, len, &p);
 		if (r != c->want)
-			fail_msg("%s: got %s, want %s", c->what, ina_reason_name(r),
-				 ina_reason_name(c->want));
+			fail_msg("%s: got %s, want %s", c->what, ina_reason_name(r), ina_reason_name(c->want));
 		if (r != INA_OK)
 			assert_memory_equal(&p, &before, sizeof(p)); /* nothing half-written */
 		seen[r] = true;

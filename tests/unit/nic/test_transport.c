@@ -194,7 +194,9 @@ static void test_fake_hub(void **state)
 		for (;;) {
 			struct dgram_pkt p[64];
 			for (int i = 0; i < 64; i++)
-				p[i] = (struct dgram_pkt){ .buf = &got[ngot + (unsigned)i < 30000 ? ngot + (unsigned)i : 0], .len = 4 };
+				p[i] = (struct dgram_pkt){
+					.buf = &got[ngot + (unsigned)i < 30000 ? ngot + (unsigned)i : 0], .len = 4
+				};
 			int r = b.ops->recv_batch(b.ctx, p, 64, 0);
 			if (r == 0)
 				break;
@@ -222,10 +224,8 @@ static void test_fake_hub(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_udp_batches),
-		cmocka_unit_test(test_udp_timeout),
-		cmocka_unit_test(test_udp_bind_error),
-		cmocka_unit_test(test_fake_hub),
+		cmocka_unit_test(test_udp_batches),	cmocka_unit_test(test_udp_timeout),
+		cmocka_unit_test(test_udp_bind_error),	cmocka_unit_test(test_fake_hub),
 		cmocka_unit_test(test_udp_avoid_ports),
 	};
 	return cmocka_run_group_tests_name("transport", tests, NULL, NULL);

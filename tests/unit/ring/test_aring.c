@@ -38,7 +38,10 @@ struct worker {
 	char err[256];
 };
 
-static int32_t ival(unsigned rank, unsigned call, size_t i) { return (int32_t)(rank * 7919u + call * 104729u + i * 13u); }
+static int32_t ival(unsigned rank, unsigned call, size_t i)
+{
+	return (int32_t)(rank * 7919u + call * 104729u + i * 13u);
+}
 
 static void *worker_main(void *arg)
 {
@@ -56,13 +59,15 @@ static void *worker_main(void *arg)
 			src[i] = ival(w->rank, call, i);
 		/* in place on odd calls: the worker keeps a copy of its input */
 		int32_t *out = call % 2 ? src : dst;
-		w->rc = hcl_aring_allreduce(a, src, out, w->count, clock_now_ns() + w->timeout_ns, w->err, sizeof(w->err));
+		w->rc = hcl_aring_allreduce(a, src, out, w->count, clock_now_ns() + w->timeout_ns, w->err,
+					    sizeof(w->err));
 		for (size_t i = 0; w->rc == 0 && i < w->count; i++) {
 			uint32_t want = 0;
 			for (unsigned r = 0; r < WORLD; r++)
 				want += (uint32_t)ival(r, call, i);
 			if ((uint32_t)out[i] != want) {
-				snprintf(w->err, sizeof(w->err), "call %u element %zu: %d != %d", call, i, out[i], (int32_t)want);
+				snprintf(w->err, sizeof(w->err), "call %u element %zu: %d != %d", call, i, out[i],
+					 (int32_t)want);
 				w->rc = -EBADMSG;
 			}
 		}
@@ -111,7 +116,11 @@ static void run(const struct fake_net *net, size_t count, int skip)
 	struct worker w[WORLD];
 	pthread_t th[WORLD];
 	for (unsigned i = 0; i < WORLD; i++) {
-		w[i] = (struct worker){ .hub = hub, .plan = &plan, .rank = i, .calls = 4, .count = count,
+		w[i] = (struct worker){ .hub = hub,
+					.plan = &plan,
+					.rank = i,
+					.calls = 4,
+					.count = count,
 					.timeout_ns = skip >= 0 ? 400000000 : 20000000000 };
 		if ((int)i != skip)
 			pthread_create(&th[i], NULL, worker_main, &w[i]);
@@ -122,7 +131,8 @@ static void run(const struct fake_net *net, size_t count, int skip)
 		pthread_join(th[i], NULL);
 		if (skip < 0 && w[i].rc)
 			fail_msg("rank %u: %s", i, w[i].err);
-		if (skip >= 0 && (w[i].rc != -ETIMEDOUT || !strstr(w[i].err, "waiting for") || !strstr(w[i].err, "member")))
+		if (skip >= 0 &&
+		    (w[i].rc != -ETIMEDOUT || !strstr(w[i].err, "waiting for") || !strstr(w[i].err, "member")))
 			fail_msg("rank %u without rank %d: rc %d '%s'", i, skip, w[i].rc, w[i].err);
 	}
 	for (unsigned k = 0; k < plan.m; k++)

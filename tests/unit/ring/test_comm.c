@@ -36,11 +36,11 @@ struct rk {
 	enum hcl_algo algo;
 	int ina_bfp; /* cfg.ina_bfp: 3 = the float job is bf16 on the wire */
 	int64_t timeout_ms;
-	const char *hostfile; /* instead of world, master address and port */
+	const char *hostfile;  /* instead of world, master address and port */
 	const char *trace_dir; /* the timing layer on, with pacing */
 	int ring_channels;     /* cfg.ring_channels */
-	int ps_shards;         /* cfg.ps_shards */
-	size_t big;            /* then one int32 call of this many elements */
+	int ps_shards;	       /* cfg.ps_shards */
+	size_t big;	       /* then one int32 call of this many elements */
 	struct hcl_sync_summary sum;
 	int rc;
 	char err[320];
@@ -148,15 +148,23 @@ static int big_call(struct hcl_comm *c, int rank, int world, size_t n, char *err
 static void *rank_main(void *arg)
 {
 	struct rk *r = arg;
-	struct hcl_comm_cfg cfg = { .rank = r->rank, .world = r->claim_world ? r->claim_world : r->world,
-				    .master_addr = "127.0.0.1", .master_port = r->port,
-				    .timeout_ms = r->timeout_ms ? r->timeout_ms : 10000, .algo = r->algo,
-				    .ina_port = 20000 + r->port % 20000 + r->rank, .ina_slots = 8, .ina_elems = 512,
-				    .rack = r->rank / 2, .ina_bfp = r->ina_bfp, .ring_channels = r->ring_channels,
+	struct hcl_comm_cfg cfg = { .rank = r->rank,
+				    .world = r->claim_world ? r->claim_world : r->world,
+				    .master_addr = "127.0.0.1",
+				    .master_port = r->port,
+				    .timeout_ms = r->timeout_ms ? r->timeout_ms : 10000,
+				    .algo = r->algo,
+				    .ina_port = 20000 + r->port % 20000 + r->rank,
+				    .ina_slots = 8,
+				    .ina_elems = 512,
+				    .rack = r->rank / 2,
+				    .ina_bfp = r->ina_bfp,
+				    .ring_channels = r->ring_channels,
 				    .ps_shards = r->ps_shards };
 	if (r->hostfile)
-		cfg = (struct hcl_comm_cfg){ .rank = r->rank, .world = -1, .rack = -1, .hostfile = r->hostfile,
-					     .timeout_ms = 10000 };
+		cfg = (struct hcl_comm_cfg){
+			.rank = r->rank, .world = -1, .rack = -1, .hostfile = r->hostfile, .timeout_ms = 10000
+		};
 	cfg.trace_dir = r->trace_dir;
 	cfg.pace = r->trace_dir ? 1 : -1;
 	struct hcl_comm *c;
@@ -426,10 +434,17 @@ static float bfp_value(int rank, int i)
 static void *bfp_rank_main(void *arg)
 {
 	struct rk *r = arg;
-	struct hcl_comm_cfg cfg = { .rank = r->rank, .world = r->world, .master_addr = "127.0.0.1",
-				    .master_port = r->port, .timeout_ms = 10000, .algo = HCL_ALGO_PS,
-				    .ina_port = 20000 + r->port % 20000 + r->rank, .ina_slots = 4,
-				    .ina_elems = BFP_ELEMS, .rack = -1, .ina_bfp = 1 };
+	struct hcl_comm_cfg cfg = { .rank = r->rank,
+				    .world = r->world,
+				    .master_addr = "127.0.0.1",
+				    .master_port = r->port,
+				    .timeout_ms = 10000,
+				    .algo = HCL_ALGO_PS,
+				    .ina_port = 20000 + r->port % 20000 + r->rank,
+				    .ina_slots = 4,
+				    .ina_elems = BFP_ELEMS,
+				    .rack = -1,
+				    .ina_bfp = 1 };
 	struct hcl_comm *c;
 	static __thread float buf[BFP_N];
 	if ((r->rc = hcl_comm_create(&cfg, &c, r->err, sizeof(r->err))) < 0)
@@ -520,10 +535,15 @@ static void test_hostfile(void **state)
 			fail_msg("hostfile rank %d: %s", i, rks[i].err);
 
 	/* every mistake names file and line, before any socket is opened */
-	static const struct { const char *text; int rank; const char *want; } bad[] = {
+	static const struct {
+		const char *text;
+		int rank;
+		const char *want;
+	} bad[] = {
 		{ "ranks = (\n { addr = \"127.0.0.1\" }\n", 0, ":3: syntax error" },
 		{ "ranks = (\n { addr = \"127.0.0.1\"; },\n { addr = \"10.0.0\"; }\n);\n", 0, ":3: 'addr' must be" },
-		{ "ranks = (\n { addr = \"127.0.0.1\"; ina_switch = \"1.2.3.4:0\"; }\n);\n", 0, ":2: 'ina_switch' must be" },
+		{ "ranks = (\n { addr = \"127.0.0.1\"; ina_switch = \"1.2.3.4:0\"; }\n);\n", 0,
+		  ":2: 'ina_switch' must be" },
 		{ "ranks = (\n { addr = \"127.0.0.1\"; rack = -1; }\n);\n", 0, ":2: 'rack' must be" },
 		{ "ranks = (\n { addr = \"127.0.0.1\"; }\n);\n", 1, ":1: rank 1 is not listed" },
 		{ "master_port = 70000;\nranks = ( { addr = \"127.0.0.1\"; } );\n", 0, ":1: 'master_port' must be" },
@@ -607,16 +627,11 @@ static void test_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_allreduce),
-		cmocka_unit_test(test_channels),
-		cmocka_unit_test(test_timing_layer),
-		cmocka_unit_test(test_ps),
-		cmocka_unit_test(test_ps_bf16_wire),
-		cmocka_unit_test(test_ps_shards),
-		cmocka_unit_test(test_hier),
-		cmocka_unit_test(test_hostfile),
-		cmocka_unit_test(test_ps_bfp),
-		cmocka_unit_test(test_world_mismatch),
+		cmocka_unit_test(test_allreduce),    cmocka_unit_test(test_channels),
+		cmocka_unit_test(test_timing_layer), cmocka_unit_test(test_ps),
+		cmocka_unit_test(test_ps_bf16_wire), cmocka_unit_test(test_ps_shards),
+		cmocka_unit_test(test_hier),	     cmocka_unit_test(test_hostfile),
+		cmocka_unit_test(test_ps_bfp),	     cmocka_unit_test(test_world_mismatch),
 		cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests_name("comm", tests, NULL, NULL);

@@ -24,13 +24,13 @@
 #include "softsw.h"
 #include "testlib.h"
 
-#define MAXW 6
+#define MAXW  6
 #define ELEMS 128
 #define SLOTS 4
 
 struct worker {
 	struct fake_hub *hub;
-	unsigned ep;             /* its endpoint */
+	unsigned ep; /* its endpoint */
 	struct hcl_ina_cfg cfg;
 	enum hcl_dtype dt;
 	size_t count;
@@ -40,7 +40,10 @@ struct worker {
 	char err[256];
 };
 
-static int32_t ival(unsigned rank, unsigned call, size_t i) { return (int32_t)(rank * 1000003u + call * 7919u + i * 31u); }
+static int32_t ival(unsigned rank, unsigned call, size_t i)
+{
+	return (int32_t)(rank * 1000003u + call * 7919u + i * 31u);
+}
 
 /* Small integers times a power of two: every fp32 sum is exact, in any order. */
 static float fval(unsigned rank, unsigned call, size_t i) { return (float)((ival(rank, call, i) % 2001) - 1000) / 8; }
@@ -64,7 +67,8 @@ static void *worker_main(void *arg)
 			else
 				buf[i] = ival(w->rank, call, i);
 		}
-		w->rc = hcl_ina_allreduce(a, buf, w->count, w->dt, clock_now_ns() + w->timeout_ns, w->err, sizeof(w->err));
+		w->rc = hcl_ina_allreduce(a, buf, w->count, w->dt, clock_now_ns() + w->timeout_ns, w->err,
+					  sizeof(w->err));
 		for (size_t i = 0; w->rc == 0 && i < w->count; i++) {
 			int32_t want = 0;
 			float fwant = 0;
@@ -75,8 +79,8 @@ static void *worker_main(void *arg)
 			float f;
 			memcpy(&f, &buf[i], 4);
 			if (w->dt == HCL_FP32 ? f != fwant : buf[i] != want) {
-				snprintf(w->err, sizeof(w->err), "call %u element %zu: %d (%g) != %d (%g)", call, i, buf[i], f, want,
-					 fwant);
+				snprintf(w->err, sizeof(w->err), "call %u element %zu: %d (%g) != %d (%g)", call, i,
+					 buf[i], f, want, fwant);
 				w->rc = -EBADMSG;
 			}
 		}
@@ -127,10 +131,21 @@ static void one_switch(unsigned world, const struct fake_net *net, uint8_t dtype
 	struct softsw *sw = aggregator(hub, world, &job, 1);
 	struct worker w[MAXW];
 	for (unsigned i = 0; i < world; i++) {
-		w[i] = (struct worker){ .hub = hub, .ep = i, .dt = dt, .count = count, .calls = 3, .world = world, .rank = i,
+		w[i] = (struct worker){ .hub = hub,
+					.ep = i,
+					.dt = dt,
+					.count = count,
+					.calls = 3,
+					.world = world,
+					.rank = i,
 					.timeout_ns = skip >= 0 ? 300000000 : 10000000000,
-					.cfg = { .shards = 1, .index = (uint16_t)i, .slots = SLOTS, .elems = ELEMS, .rto_us = 2000,
-						 .job = { 5 }, .sw = { fake_addr(world) } } };
+					.cfg = { .shards = 1,
+						 .index = (uint16_t)i,
+						 .slots = SLOTS,
+						 .elems = ELEMS,
+						 .rto_us = 2000,
+						 .job = { 5 },
+						 .sw = { fake_addr(world) } } };
 	}
 	run_workers(w, world, skip);
 	for (unsigned i = 0; i < world; i++) {
@@ -205,14 +220,25 @@ static void test_psina_plan_shards(void **state)
 	}
 	struct worker w[WORLD];
 	for (unsigned i = 0; i < WORLD; i++) {
-		w[i] = (struct worker){ .hub = hub, .ep = i, .dt = HCL_INT32, .count = 9 * ELEMS + 5, .calls = 3,
-					.world = WORLD, .rank = i, .timeout_ns = 10000000000,
-					.cfg = { .shards = shards, .index = plan.client[i].index, .slots = SLOTS,
-						 .elems = ELEMS, .rto_us = 2000 } };
+		w[i] = (struct worker){ .hub = hub,
+					.ep = i,
+					.dt = HCL_INT32,
+					.count = 9 * ELEMS + 5,
+					.calls = 3,
+					.world = WORLD,
+					.rank = i,
+					.timeout_ns = 10000000000,
+					.cfg = { .shards = shards,
+						 .index = plan.client[i].index,
+						 .slots = SLOTS,
+						 .elems = ELEMS,
+						 .rto_us = 2000 } };
 		for (unsigned h = 0; h < shards; h++) {
 			struct ina_addr a = plan.client[i].to_ps ? ps_addr[h] : plan.client[i].server;
 			w[i].cfg.job[h] = (uint16_t)(10 + h);
-			w[i].cfg.sw[h] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = a.ip, .sin_port = a.port };
+			w[i].cfg.sw[h] = (struct sockaddr_in){ .sin_family = AF_INET,
+							       .sin_addr.s_addr = a.ip,
+							       .sin_port = a.port };
 		}
 	}
 	run_workers(w, WORLD, -1);

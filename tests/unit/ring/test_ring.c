@@ -65,14 +65,16 @@ static void *rank_main(void *arg)
 		int64_t dl = clock_now_ns() + 10000000000ll;
 		j->rc = j->rack ? hcl_hier_allreduce(x, j->rank, j->n, j->rack, buf, n, j->dtype, call + 1, dl, j->err,
 						     sizeof(j->err))
-				: hcl_ring_allreduce(x, j->rank, j->n, buf, n, j->dtype, call + 1, dl, j->err, sizeof(j->err));
+				: hcl_ring_allreduce(x, j->rank, j->n, buf, n, j->dtype, call + 1, dl, j->err,
+						     sizeof(j->err));
 		for (size_t i = 0; j->rc == 0 && i < n; i++) {
 			if (j->dtype == HCL_INT32) {
 				uint32_t want = 0;
 				for (unsigned r = 0; r < j->n; r++)
 					want += val(r, call, i);
 				if (buf[i] != want) {
-					snprintf(j->err, sizeof(j->err), "call %u elem %zu: %u != %u", call, i, buf[i], want);
+					snprintf(j->err, sizeof(j->err), "call %u elem %zu: %u != %u", call, i, buf[i],
+						 want);
 					j->rc = -1;
 				}
 			} else {
@@ -84,7 +86,8 @@ static void *rank_main(void *arg)
 				float got;
 				memcpy(&got, &buf[i], 4);
 				if (fabs(got - want) > j->n * mag * 0x1p-24) {
-					snprintf(j->err, sizeof(j->err), "call %u elem %zu: %g != %g", call, i, got, want);
+					snprintf(j->err, sizeof(j->err), "call %u elem %zu: %g != %g", call, i, got,
+						 want);
 					j->rc = -1;
 				}
 			}
@@ -124,7 +127,8 @@ static void test_hier(void **state)
 {
 	(void)state;
 	static const int uneven[] = { 0, 0, 0, 1, 1, 2 }, mixed[] = { 1, 0, 1, 0, 2 }, one[] = { 5, 5, 5, 5 },
-			 single[] = { 0, 1, 2, 3 }, odd[] = { 0, 0, 1, 0, 2, 0, 2 }, two4[] = { 0, 0, 0, 0, 1, 1, 1, 1 };
+			 single[] = { 0, 1, 2, 3 }, odd[] = { 0, 0, 1, 0, 2, 0, 2 },
+			 two4[] = { 0, 0, 0, 0, 1, 1, 1, 1 };
 	run_racks(7, HCL_INT32, (struct fake_net){ .seed = 26 }, odd);
 	run_racks(8, HCL_FP32, (struct fake_net){ .seed = 27 }, two4);
 	run_racks(6, HCL_INT32, (struct fake_net){ .seed = 21 }, uneven);

@@ -64,8 +64,8 @@ static void test_stats(void **st)
 	assert_int_equal(s.n, 0);
 }
 
-#define NR 4
-#define LATE 2
+#define NR    4
+#define LATE  2
 #define CALLS 12
 
 struct job {
@@ -82,7 +82,8 @@ static void *rank_main(void *arg)
 	struct dgram_transport t;
 	struct hcl_xfer *x = fake_xfer_new(j->hub, (unsigned)j->rank, NR, 500, &t, j->err, sizeof(j->err));
 	int64_t deadline = clock_now_ns() + 20000 * MS;
-	struct hcl_sync_cfg cfg = { .pace = true, .trace_dir = j->dir,
+	struct hcl_sync_cfg cfg = { .pace = true,
+				    .trace_dir = j->dir,
 				    .pace_cfg = { .window = 2, .threshold_ns = 5 * MS, .rel_threshold = -1 } };
 	struct hcl_sync *s = x ? hcl_sync_new(&cfg, x, j->rank, NR, "ring", deadline, j->err, sizeof(j->err)) : NULL;
 	j->rc = s ? 0 : -1;
@@ -93,8 +94,8 @@ static void *rank_main(void *arg)
 		}
 		hcl_sync_before(s);
 		int32_t v = 1;
-		j->rc = hcl_ring_allreduce(x, (unsigned)j->rank, NR, &v, 1, HCL_INT32, (uint32_t)k + 1, deadline, j->err,
-					   sizeof(j->err));
+		j->rc = hcl_ring_allreduce(x, (unsigned)j->rank, NR, &v, 1, HCL_INT32, (uint32_t)k + 1, deadline,
+					   j->err, sizeof(j->err));
 		if (j->rc == 0 && v != NR)
 			j->rc = -2;
 		if (j->rc == 0)

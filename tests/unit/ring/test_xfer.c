@@ -26,8 +26,8 @@
 struct job {
 	struct fake_hub *hub;
 	unsigned rank, n, steps;
-	unsigned die_at;         /* this rank stops after this step (or never: UINT32_MAX) */
-	unsigned nap_ms;         /* sleeps this long before each step (a slow rank) */
+	unsigned die_at; /* this rank stops after this step (or never: UINT32_MAX) */
+	unsigned nap_ms; /* sleeps this long before each step (a slow rank) */
 	uint32_t rto_us;
 	uint32_t local_queue; /* hcl_xfer_cfg's (0: its default) */
 	int rc;
@@ -61,7 +61,8 @@ static void *rank_main(void *arg)
 		size_t len = step_len(s);
 		/* busy elsewhere but answering, as a rank in another
 		 * exchange is (the INA clients poll the transfer too) */
-		for (int64_t until = clock_now_ns() + (int64_t)j->nap_ms * 1000000, now; (now = clock_now_ns()) < until;)
+		for (int64_t until = clock_now_ns() + (int64_t)j->nap_ms * 1000000, now;
+		     (now = clock_now_ns()) < until;)
 			hcl_xfer_poll_wait(x, until - now);
 		for (size_t i = 0; i < len; i++)
 			sb[i] = byte_of(j->rank, s, i);
@@ -107,8 +108,12 @@ static void run_ring_nap(unsigned n, unsigned steps, struct fake_net net, unsign
 			 uint32_t rto_us, unsigned nap_rank, unsigned nap_ms, struct job *jobs)
 {
 	for (unsigned r = 0; r < n; r++)
-		jobs[r] = (struct job){ .rank = r, .n = n, .steps = steps, .die_at = r == die_rank ? die_at : UINT32_MAX,
-					.rto_us = rto_us, .nap_ms = r == nap_rank ? nap_ms : 0 };
+		jobs[r] = (struct job){ .rank = r,
+					.n = n,
+					.steps = steps,
+					.die_at = r == die_rank ? die_at : UINT32_MAX,
+					.rto_us = rto_us,
+					.nap_ms = r == nap_rank ? nap_ms : 0 };
 	run_jobs(n, net, jobs);
 }
 
@@ -216,7 +221,11 @@ static void test_local_queue(void **state)
 	uint64_t timeouts[2] = { 0, 0 }, resent[2] = { 0, 0 };
 	for (int limit = 0; limit < 2; limit++) {
 		for (unsigned r = 0; r < 3; r++)
-			jobs[r] = (struct job){ .rank = r, .n = 3, .steps = 18, .die_at = UINT32_MAX, .rto_us = 10000,
+			jobs[r] = (struct job){ .rank = r,
+						.n = 3,
+						.steps = 18,
+						.die_at = UINT32_MAX,
+						.rto_us = 10000,
 						.local_queue = limit ? 0 : UINT32_MAX };
 		run_jobs(3, net, jobs);
 		for (unsigned r = 0; r < 3; r++) {
@@ -321,7 +330,8 @@ static void test_timeout_sends_one(void **state)
 	struct hcl_xfer *x = fake_xfer_new(hub, 0, 2, 1000, &t, err, sizeof(err));
 	assert_non_null(x);
 	static uint8_t big[64 * 8948];
-	int rc = hcl_xfer_exchange(x, 7, 1, big, sizeof(big), -1, NULL, 0, clock_now_ns() + 150000000, err, sizeof(err));
+	int rc = hcl_xfer_exchange(x, 7, 1, big, sizeof(big), -1, NULL, 0, clock_now_ns() + 150000000, err,
+				   sizeof(err));
 	assert_int_equal(rc, -ETIMEDOUT);
 	const struct hcl_xfer_stats *st = hcl_xfer_stats(x);
 	assert_int_equal(st->data_sent, HCL_XFER_INITIAL_CWND);
@@ -410,9 +420,9 @@ static void test_bottleneck(void **state)
 	struct one_way w[2] = { { .len = 2000000 }, { .len = 2000000 } };
 	struct fake_stats fs = run_one_way((struct fake_net){ .seed = 4, .rate_pps = 20000, .queue = 12 }, w);
 	printf("# bottleneck: %llu sent, %llu sent again, %llu tail drops, %llu timeouts, %llu halvings\n",
-		      (unsigned long long)w[0].st.data_sent, (unsigned long long)w[0].st.data_resent,
-		      (unsigned long long)fs.tail_dropped, (unsigned long long)w[0].st.timeouts,
-		      (unsigned long long)w[0].st.cwnd_halved);
+	       (unsigned long long)w[0].st.data_sent, (unsigned long long)w[0].st.data_resent,
+	       (unsigned long long)fs.tail_dropped, (unsigned long long)w[0].st.timeouts,
+	       (unsigned long long)w[0].st.cwnd_halved);
 	assert_true(fs.tail_dropped > 0); /* the queue did overflow: the test tests something */
 	assert_true(w[0].st.cwnd_halved > 0);
 	assert_true(w[0].st.data_resent * 5 < w[0].st.data_sent); /* under 20% */
@@ -429,8 +439,8 @@ static void test_spurious_timeout_undone(void **state)
 	struct one_way w[2] = { { .len = 100000 }, { .len = 100000, .compute_ms = 40 } };
 	run_one_way((struct fake_net){ .seed = 9 }, w);
 	printf("# spurious: %llu time-outs, %llu undone, window %.1f, threshold %.1f\n",
-		      (unsigned long long)w[0].st.timeouts, (unsigned long long)w[0].st.timeouts_undone, w[0].cwnd,
-		      w[0].ssthresh);
+	       (unsigned long long)w[0].st.timeouts, (unsigned long long)w[0].st.timeouts_undone, w[0].cwnd,
+	       w[0].ssthresh);
 	assert_true(w[0].st.timeouts > 0);
 	assert_true(w[0].st.timeouts_undone > 0);
 	assert_true(w[0].ssthresh >= 32);

@@ -23,8 +23,8 @@
 
 #include "sw_rt.h"
 
-#define NHOSTS 2
-#define SLOTS 8
+#define NHOSTS	  2
+#define SLOTS	  8
 #define MAX_ELEMS 512 /* 2 KiB: results past SW_SHARE_MIN share one payload */
 
 static volatile sig_atomic_t never;
@@ -91,8 +91,12 @@ static int setup(void **state)
 		s->ports[1].trunk[1] = 20;
 		s->nfdb = 0; /* learned instead */
 	}
-	fx.job = (struct ina_job_cfg){ .id = 1, .fan_in = NHOSTS, .dtype = INA_D_INT32, .nslots = SLOTS,
-				       .elems_per_slot = MAX_ELEMS, .outputs = INA_OUT_MULTICAST,
+	fx.job = (struct ina_job_cfg){ .id = 1,
+				       .fan_in = NHOSTS,
+				       .dtype = INA_D_INT32,
+				       .nslots = SLOTS,
+				       .elems_per_slot = MAX_ELEMS,
+				       .outputs = INA_OUT_MULTICAST,
 				       .upstream_index = -1 };
 	for (unsigned h = 0; h < NHOSTS; h++) {
 		fx.job.contributors[h].ip = host_ip(h);
@@ -144,11 +148,19 @@ static struct rte_mbuf *contribution(struct fixture *fx, unsigned h, unsigned sl
 		uint32_t v = rte_cpu_to_be_32((uint32_t)value(h, slot, e));
 		memcpy(payload + 4 * e, &v, 4);
 	}
-	struct ina_hdr ih = { .version = INA_VERSION, .type = INA_T_DATA, .dtype = INA_D_INT32, .job = 1,
-			      .contributor = (uint16_t)h, .slot = slot, .epoch = 1, .seq = slot, .count = (uint16_t)count };
+	struct ina_hdr ih = { .version = INA_VERSION,
+			      .type = INA_T_DATA,
+			      .dtype = INA_D_INT32,
+			      .job = 1,
+			      .contributor = (uint16_t)h,
+			      .slot = slot,
+			      .epoch = 1,
+			      .seq = slot,
+			      .count = (uint16_t)count };
 	uint8_t head[INA_HDR_LEN];
 	ina_hdr_encode(&ih, head);
-	struct sw_udp_hdrs u = { .src_ip = host_ip(h), .dst_ip = rte_cpu_to_be_32(sw_ip_host),
+	struct sw_udp_hdrs u = { .src_ip = host_ip(h),
+				 .dst_ip = rte_cpu_to_be_32(sw_ip_host),
 				 .src_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN),
 				 .dst_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN) };
 	host_mac(h, u.src_mac);

@@ -24,7 +24,8 @@ static uint16_t ref_csum(const uint8_t *p, size_t n, uint32_t sum)
 }
 
 static const struct sw_udp_hdrs hdrs = {
-	.src_mac = { 2, 0, 0, 0, 0, 0xfe }, .dst_mac = { 2, 0, 0, 0, 0, 1 },
+	.src_mac = { 2, 0, 0, 0, 0, 0xfe },
+	.dst_mac = { 2, 0, 0, 0, 0, 1 },
 };
 
 /* The addresses and the (dummy) INA header every test frame carries. */
@@ -43,8 +44,7 @@ static size_t build(uint8_t *buf, size_t plen, const uint8_t *payload)
 {
 	uint8_t ina[INA_HDR_LEN];
 	struct sw_udp_hdrs h = test_hdrs(ina);
-	return sw_frame_build_udp(buf, 9100, &h, ina, INA_HDR_LEN, payload, plen,
-				  sw_csum_partial(payload, plen, 0));
+	return sw_frame_build_udp(buf, 9100, &h, ina, INA_HDR_LEN, payload, plen, sw_csum_partial(payload, plen, 0));
 }
 
 static void test_frame_build_parse(void **state)
@@ -133,23 +133,22 @@ static void test_frame_errors(void **state)
 	size_t n = build(buf, sizeof(payload), payload);
 	struct {
 		int off;
-		uint8_t xor;
+		uint8_t xor ;
 		enum sw_frame_err want;
 	} cases[] = {
-		{ 12, 0x08, SW_FRAME_NOT_IPV4 },      /* ethertype 0x0000 */
-		{ 14, 0x10, SW_FRAME_NOT_IPV4 },      /* version 5 */
-		{ 14 + 8, 0x01, SW_FRAME_BAD_IP_CSUM }, /* TTL changed */
-		{ 14 + 2, 0x40, SW_FRAME_SHORT },     /* total length beyond the frame */
+		{ 12, 0x08, SW_FRAME_NOT_IPV4 },	  /* ethertype 0x0000 */
+		{ 14, 0x10, SW_FRAME_NOT_IPV4 },	  /* version 5 */
+		{ 14 + 8, 0x01, SW_FRAME_BAD_IP_CSUM },	  /* TTL changed */
+		{ 14 + 2, 0x40, SW_FRAME_SHORT },	  /* total length beyond the frame */
 		{ 14 + 40, 0x01, SW_FRAME_BAD_UDP_CSUM }, /* payload byte */
 		{ 14 + 20 + 5, 0x01, SW_FRAME_BAD_UDP_LEN },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		buf[cases[i].off] ^= cases[i].xor;
+		buf[cases[i].off] ^= cases[i].xor ;
 		enum sw_frame_err e = sw_frame_parse_udp(buf, n, 0, &v);
 		if (e != cases[i].want)
-			fail_msg("case %zu: got %s want %s", i, sw_frame_err_name(e),
-				 sw_frame_err_name(cases[i].want));
-		buf[cases[i].off] ^= cases[i].xor;
+			fail_msg("case %zu: got %s want %s", i, sw_frame_err_name(e), sw_frame_err_name(cases[i].want));
+		buf[cases[i].off] ^= cases[i].xor ;
 	}
 	/* what a NIC verified is not checked again, and only that */
 	buf[14 + 8] ^= 1;

@@ -26,29 +26,30 @@ static const char *write_tmp(const char *text)
 	return path;
 }
 
-static const char good[] =
-	"stats_file = \"/tmp/s.json\";\n"                          /* 1 */
-	"stats_interval_ms = 500;\n"                               /* 2 */
-	"idle_sleep_max_us = 100;\n"                               /* 3 */
-	"switches = (\n"                                           /* 4 */
-	"  { name = \"tor0\"; ina = true; mac = \"02:00:00:00:00:fe\"; ip = \"10.0.0.254\";\n"
-	"    slots = 128; max_elems = 256; mgmt = [\"10.0.0.1\"];\n"
-	"    ports = (\n"
-	"      { name = \"h0\"; dev = \"net_af_packet0\"; },\n"
-	"      { name = \"h1\"; dev = \"net_af_packet1\"; vlan = 5; trunk = [30, 20]; rate = \"1G\"; buffer = \"64K\";\n"
-	"        delay_us = 20; jitter_us = 5; loss = 0.05; },\n"
-	"      { name = \"up\"; link = \"spine.t0\"; rate = 2500000000L;\n"
-	"        burst_loss = { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; }; }\n"
-	"    );\n"
-	"    fdb = ( { mac = \"02:00:00:00:00:01\"; port = \"h1\"; } );\n"
-	"    jobs = ( { id = 7; fan_in = 2; dtype = \"fp32\"; slots = 64; elems = 256;\n"
-	"               outputs = [\"multicast\", \"forward\"];\n"
-	"               contributors = [\"10.0.0.1:48864\", \"10.0.0.2:48864@02:00:00:00:00:02\"];\n"
-	"               upstream = 1;\n"
-	"               forward = { addr = \"10.0.1.254:48864@02:00:00:00:01:fe\"; job = 9; contributor = 65535; }; } );\n"
-	"  },\n"
-	"  { name = \"spine\"; lcore = 0; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); }\n"
-	");\n";
+static const char good[] = "stats_file = \"/tmp/s.json\";\n" /* 1 */
+			   "stats_interval_ms = 500;\n"	     /* 2 */
+			   "idle_sleep_max_us = 100;\n"	     /* 3 */
+			   "switches = (\n"		     /* 4 */
+			   "  { name = \"tor0\"; ina = true; mac = \"02:00:00:00:00:fe\"; ip = \"10.0.0.254\";\n"
+			   "    slots = 128; max_elems = 256; mgmt = [\"10.0.0.1\"];\n"
+			   "    ports = (\n"
+			   "      { name = \"h0\"; dev = \"net_af_packet0\"; },\n"
+			   "      { name = \"h1\"; dev = \"net_af_packet1\"; vlan = 5; trunk = [30, 20]; rate = "
+			   "\"1G\"; buffer = \"64K\";\n"
+			   "        delay_us = 20; jitter_us = 5; loss = 0.05; },\n"
+			   "      { name = \"up\"; link = \"spine.t0\"; rate = 2500000000L;\n"
+			   "        burst_loss = { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; }; }\n"
+			   "    );\n"
+			   "    fdb = ( { mac = \"02:00:00:00:00:01\"; port = \"h1\"; } );\n"
+			   "    jobs = ( { id = 7; fan_in = 2; dtype = \"fp32\"; slots = 64; elems = 256;\n"
+			   "               outputs = [\"multicast\", \"forward\"];\n"
+			   "               contributors = [\"10.0.0.1:48864\", \"10.0.0.2:48864@02:00:00:00:00:02\"];\n"
+			   "               upstream = 1;\n"
+			   "               forward = { addr = \"10.0.1.254:48864@02:00:00:00:01:fe\"; job = 9; "
+			   "contributor = 65535; }; } );\n"
+			   "  },\n"
+			   "  { name = \"spine\"; lcore = 0; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); }\n"
+			   ");\n";
 
 static void test_good(void **state)
 {
@@ -133,9 +134,12 @@ static const struct bad bads[] = {
 	{ "max_elems = 256;", "max_elems = 3000;", 6, "'max_elems' must be 1..2237" },
 	{ "mgmt = [\"10.0.0.1\"]", "mgmt = [\"bogus\"]", 6, "mgmt entry 0 is not an IPv4 address" },
 	{ "{ name = \"h0\"; dev = \"net_af_packet0\"; }", "{ name = \"h0\"; }", 8, "exactly one of 'dev'" },
-	{ "{ name = \"h0\"; dev = \"net_af_packet0\"; }", "{ name = \"h0\"; dev = \"x\"; link = \"a.b\"; }", 8, "exactly one of 'dev'" },
-	{ "name = \"h1\"; dev = \"net_af_packet1\"", "name = \"h0\"; dev = \"net_af_packet1\"", 9, "port name 'h0' is used twice" },
-	{ "dev = \"net_af_packet1\"", "dev = \"net_af_packet0\"", 9, "device 'net_af_packet0' is already port tor0.h0" },
+	{ "{ name = \"h0\"; dev = \"net_af_packet0\"; }", "{ name = \"h0\"; dev = \"x\"; link = \"a.b\"; }", 8,
+	  "exactly one of 'dev'" },
+	{ "name = \"h1\"; dev = \"net_af_packet1\"", "name = \"h0\"; dev = \"net_af_packet1\"", 9,
+	  "port name 'h0' is used twice" },
+	{ "dev = \"net_af_packet1\"", "dev = \"net_af_packet0\"", 9,
+	  "device 'net_af_packet0' is already port tor0.h0" },
 	{ "rate = \"1G\"", "rate = \"fast\"", 9, "'rate' must be a rate" },
 	{ "vlan = 5;", "vlan = 4095;", 9, "'vlan' must be 1..4094, not 4095" },
 	{ "lcore = 0;", "lcore = -1;", 21, "'lcore' must be 0..1023, not -1" },
@@ -167,9 +171,11 @@ static const struct bad bads[] = {
 	{ "; elems = 256;", "; elems = 257;", 15, "'elems' must be 1..256" },
 	{ "id = 7;", "id = 70000;", 15, "'id' must be 0..65535" },
 	{ "[\"multicast\", \"forward\"]", "[\"multicast\", \"broadcast\"]", 16, "output must be" },
-	{ "[\"multicast\", \"forward\"]", "[\"multicast\"]", 15, "output \"forward\" and a 'forward' peer go together" },
+	{ "[\"multicast\", \"forward\"]", "[\"multicast\"]", 15,
+	  "output \"forward\" and a 'forward' peer go together" },
 	{ "\"10.0.0.1:48864\", \"10.0.0.2", "\"10.0.0.1\", \"10.0.0.2", 17, "contributor 0 must be" },
-	{ "\"10.0.0.1:48864\", \"10.0.0.2:48864@", "\"10.0.0.2:48864\", \"10.0.0.2:48864@", 15, "two contributors have the same address" },
+	{ "\"10.0.0.1:48864\", \"10.0.0.2:48864@", "\"10.0.0.2:48864\", \"10.0.0.2:48864@", 15,
+	  "two contributors have the same address" },
 	{ "upstream = 1;", "upstream = 2;", 18, "'upstream' must be 0..1" },
 	{ "addr = \"10.0.1.254:48864@02:00:00:00:01:fe\"", "addr = \"10.0.1.254:48864\"", 19, "addr must be" },
 	{ "{ name = \"spine\";", "{ name = \"tor0\";", 21, "switch name 'tor0' is used twice" },
