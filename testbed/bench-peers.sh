@@ -32,7 +32,7 @@ tables=$(mktemp -d)
 trap '"$top/testbed/topo.sh" down $name; rm -rf "$wrap" "$tables"' EXIT
 printf '#!/bin/sh\nexec ip netns exec %s-h$OMPI_COMM_WORLD_RANK "$@"\n' $name > "$wrap"
 chmod +x "$wrap"
-bytes() { /usr/bin/python3 -c "s='$1'; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(float(s[:-1])*m[s[-1].upper()]) if s[-1].upper() in m else int(s))"; }
+bytes() { "$top/build/testbed/swemu-trial-cfg" --size "$1"; }
 run_mpi() {
 	# PMIx binds by this variable in mpirun itself, and the ranks need it too
 	PMIX_MCA_ptl_tcp_if_include=$name-mg mpirun --allow-run-as-root --oversubscribe -np 4 \

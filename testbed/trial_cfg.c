@@ -307,23 +307,26 @@ static int load(const struct conf *cf, struct trial *tr)
 
 int main(int argc, char **argv)
 {
-	/* the rate grammar of swemu, for scripts (testbed/topo.sh) */
-	if (argc == 3 && !strcmp(argv[1], "--rate")) {
-		uint64_t bps;
-		if (parse_rate(argv[2], &bps) < 0) {
-			fprintf(stderr, "swemu-trial-cfg: '%s' is not a rate such as 200M or 10G\n", argv[2]);
+	/* the rate and size grammars, for scripts (testbed/topo.sh, bench-peers.sh) */
+	if (argc == 3 && (!strcmp(argv[1], "--rate") || !strcmp(argv[1], "--size"))) {
+		uint64_t v;
+		bool rate = !strcmp(argv[1], "--rate");
+		if ((rate ? parse_rate(argv[2], &v) : parse_size(argv[2], &v)) < 0) {
+			fprintf(stderr, "swemu-trial-cfg: '%s' is not a %s\n", argv[2],
+				rate ? "rate such as 200M or 10G" : "size such as 256K or 4M");
 			return 2;
 		}
-		printf("%llu\n", (unsigned long long)bps);
+		printf("%llu\n", (unsigned long long)v);
 		return 0;
 	}
 	if (argc != 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		fprintf(argc == 2 ? stdout : stderr,
 			"usage: swemu-trial-cfg TRIAL_FILE\n"
-			"       swemu-trial-cfg --rate RATE\n"
+			"       swemu-trial-cfg --rate RATE | --size SIZE\n"
 			"  Checks a trial file (configs/trial.cfg shows every setting) and prints it as\n"
 			"  shell assignments with the defaults filled in; exit 2 and file:line on a mistake.\n"
-			"  --rate prints RATE (\"200M\", \"2.5G\") in bit/s as swemu reads it.\n");
+			"  --rate prints RATE (\"200M\", \"2.5G\") in bit/s as swemu reads it, --size\n"
+			"  SIZE (\"256K\", \"4M\") in bytes (powers of 1024).\n");
 		return argc == 2 ? 0 : 2;
 	}
 	rd.source = argv[1];
