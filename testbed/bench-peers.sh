@@ -25,7 +25,7 @@ mpicc -O2 -o "$top/build/peers/mpi_allreduce" "$top/testbed/peers/mpi_allreduce.
 run_ours() { "$top/testbed/launch.sh" $name -- "$top/build/ring/ina-allreduce-perf" -b $min -e $max -n $iters -w 3; }
 run_gloo() {
 	"$top/testbed/launch.sh" $name --port 29501 -- env GLOO_SOCKET_IFNAME=eth0 \
-		/usr/bin/python3 "$top/testbed/peers/gloo_allreduce.py" -b $min -e $max -n $iters -w 3
+		/usr/bin/python3 "$top/testbed/peers/gloo_allreduce.py" -b "$(bytes $min)" -e "$(bytes $max)" -n $iters -w 3
 }
 wrap=$(mktemp)
 tables=$(mktemp -d)

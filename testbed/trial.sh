@@ -35,6 +35,11 @@ mkdir -p "$out/runs"
 cp "$cfgfile" "$out/trial.cfg"
 printf '%s\n' "$vars" > "$out/trial.env"
 ((fast)) && printf 'T_SIZES=%s\nT_ITERATIONS=%s\nT_WARMUP=%s\n' "$T_SIZES" $T_ITERATIONS $T_WARMUP >> "$out/trial.env"
+# the numbers behind the units, read by the one parser, for the report
+size_bytes=""
+for s in $T_SIZES; do size_bytes+="$("$checker" --size "$s") "; done
+printf "T_SIZE_BYTES='%s'\nT_HOST_BPS=%s\nT_UPLINK_BPS=%s\n" "${size_bytes% }" "$("$checker" --rate "$T_HOST_RATE")" \
+	"$("$checker" --rate "$T_UPLINK_RATE")" >> "$out/trial.env"
 
 name=trial
 n=$((T_RACKS * T_HOSTS))

@@ -18,11 +18,6 @@ import subprocess
 import sys
 
 
-def size_bytes(s):
-    m = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(float(s[:-1]) * m[s[-1].upper()]) if s[-1].upper() in m else int(s)
-
-
 def env(path):
     e = {}
     for line in open(path):
@@ -112,11 +107,6 @@ def counters(before, after):
                         if dc:
                             drops["%s ina %s" % (sw, r)] = dc
     return links, drops, ina
-
-
-def rate_bps(s):
-    m = {"K": 1e3, "M": 1e6, "G": 1e9}
-    return float(s[:-1]) * m[s[-1].upper()] if s and s[-1].upper() in m else float(s or 0)
 
 
 def plots(out, results, algos, sizes, link_names):
@@ -219,13 +209,15 @@ def main():
     algos, sizes = t["T_ALGOS"].split(), t["T_SIZES"].split()
     warmup, iters = int(t["T_WARMUP"]), int(t["T_ITERATIONS"])
     world = int(t["T_RACKS"]) * int(t["T_HOSTS"])
-    host_rate, up_rate = rate_bps(t["T_HOST_RATE"]), rate_bps(t["T_UPLINK_RATE"])
+    # the runner wrote the numbers behind the units (swemu-trial-cfg --size, --rate)
+    host_rate, up_rate = float(t["T_HOST_BPS"]), float(t["T_UPLINK_BPS"])
+    size_bytes = dict(zip(sizes, map(int, t["T_SIZE_BYTES"].split())))
     results, link_names = {}, []
     for a in algos:
         results[a] = {}
         for s in sizes:
             d = os.path.join(out, "runs", "%s-%s" % (a, s))
-            nb = size_bytes(s) // 4 * 4
+            nb = size_bytes[s] // 4 * 4
             r = {"bytes": nb, "rc": int(open(os.path.join(d, "rc")).read()) if os.path.exists(os.path.join(d, "rc")) else -1}
             text = open(os.path.join(d, "perf.out")).read() if os.path.exists(os.path.join(d, "perf.out")) else ""
             p = perf_line(text, nb) if r["rc"] == 0 else None

@@ -15,15 +15,10 @@ import torch
 import torch.distributed as dist
 
 
-def size(s):
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(float(s[:-1]) * mult[s[-1].upper()]) if s[-1].upper() in mult else int(s)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-b", type=size, default=1 << 20)
-    ap.add_argument("-e", type=size, default=64 << 20)
+    ap.add_argument("-b", type=int, default=1 << 20, help="smallest message, bytes")
+    ap.add_argument("-e", type=int, default=64 << 20, help="largest message, bytes")
     ap.add_argument("-f", type=float, default=2)
     ap.add_argument("-n", type=int, default=20)
     ap.add_argument("-w", type=int, default=5)
