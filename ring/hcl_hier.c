@@ -3,11 +3,10 @@
  * and NCCL): a ring reduce-scatter inside each rack, then for each shard a
  * ring all-reduce among the ranks that hold it (one per rack), then a ring
  * all-gather inside each rack.  Every host link carries about what the flat
- * ring's does, and a rack's uplink 2(R - 1)/R buffers each way, as the
- * leaders' ring did.  The
- * first version reduced to one leader per rack and broadcast from it, so
- * the leader's link carried the whole rack's data twice: 0.35 x the flat
- * ring in the default trial (docs/BENCHMARKS.md).
+ * ring's does, and a rack's uplink 2(R - 1)/R buffers each way.  (Reducing
+ * to one leader per rack and broadcasting from it puts the whole rack's
+ * data twice on the leader's link: 0.35 x the flat ring in the default
+ * trial, docs/benchmarks-history.md.)
  *
  * Uneven racks: the buffer is cut into K shards, K the largest rack's size;
  * in a rack of g ranks, shard j belongs to the "part" j % g, and a rack's

@@ -64,8 +64,8 @@ void xfer_on_ack(struct hcl_xfer *x, int src, const uint8_t *p)
 	if (spurious) { /* even if the resent head was acknowledged with it */
 		/* and only if nothing the expiry declared lost is still missing:
 		 * after a tail drop, packets in flight before it are acknowledged
-		 * too, and undoing then (as a first version did) sent the full
-		 * window into the queue that had just overflowed */
+		 * too, and undoing then would send the full window into the
+		 * queue that has just overflowed */
 		bool missing = false;
 		for (uint32_t i = 0; i < t->next_new && !missing; i++)
 			missing = !t->acked[i] && t->lost[i] && t->sent_at[i] < c->rto_at;
@@ -158,8 +158,8 @@ static int64_t local_queue_wait(struct hcl_xfer *x, int64_t now)
 	/* since the last look that found it full nothing of ours was added
 	 * but a few ACKs: what left is the drain.  Measured also when the
 	 * queue has gone below the limit, which is the usual case: one
-	 * datagram leaving is enough (a first version measured only between
-	 * two full looks, never did, and woke every 100 us). */
+	 * datagram leaving is enough (between two full looks alone it is
+	 * hardly ever measured, and the sender wakes every 100 us). */
 	if (x->lq_at && q >= 0 && q < x->lq_bytes && now > x->lq_at) {
 		double r = (double)(x->lq_bytes - q) / (double)(now - x->lq_at);
 		x->lq_rate = x->lq_rate > 0 ? x->lq_rate + (r - x->lq_rate) / 4 : r;

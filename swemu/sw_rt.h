@@ -146,8 +146,11 @@ struct sw_rt {
 	struct sw_worker workers[SW_MAX_SWITCHES + 1]; /* + the main lcore without switches */
 };
 
-/* sw_setup.c: builds the fabric (mempool, ports, engines, static FDB, jobs);
- * on failure writes why to err and releases what it made. */
+/* sw_setup.c: builds the fabric (mempool, ports, engines, static FDB, jobs).
+ * 0, or a negative errno with why in err, everything made so far released:
+ * -ENODEV (a device the config names does not exist) and -EINVAL (an lcore
+ * it names is not EAL's, a job it lists does not fit) are the config's
+ * mistakes; -ENOMEM and -EIO the machine's. */
 int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen);
 void sw_rt_teardown(struct sw_rt *rt);
 /* rte_eal_cleanup, then removes the runtime directory EAL leaves behind. */

@@ -4,6 +4,7 @@
  * The config is read and checked before EAL starts, so a bad file costs no
  * hugepage file, no port and no half-started switch: exit status 2 and
  * "file:line: what is wrong". */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -128,7 +129,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err);
 		sw_cfg_free(&rt.cfg);
 		sw_eal_cleanup();
-		return rc == -2 ? 2 : 1;
+		return rc == -ENODEV || rc == -EINVAL ? 2 : 1; /* the config names what is not there */
 	}
 	if (sw_telemetry_register(&rt) != 0)
 		fprintf(stderr, "swemu: warning: telemetry commands not registered\n");

@@ -99,7 +99,7 @@ static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t err
 					 "%s:%d: port '%s': cannot allocate %u af_xdp mbufs (%s): give EAL more memory "
 					 "with -m",
 					 rt->cfg_path, p->cfg->line, p->cfg->name, n, rte_strerror(rte_errno));
-				return -1;
+				return -ENOMEM;
 			}
 		}
 		rxpool = rt->xdp_pool;
@@ -122,7 +122,7 @@ static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t err
 fail:
 	snprintf(err, errlen, "%s:%d: port '%s' (device %s) does not start: %s", rt->cfg_path, p->cfg->line,
 		 p->cfg->name, p->cfg->dev, rte_strerror(rc < 0 ? -rc : rc));
-	return -1;
+	return -EIO;
 }
 
 static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
@@ -131,7 +131,7 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 	struct sw_lsw *sw = calloc(1, sizeof(*sw));
 	if (!sw) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	rt->sw[idx] = sw;
 	rt->nsw = idx + 1;
@@ -144,7 +144,7 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 		const struct sw_port_cfg *pc = &c->ports[i];
 		if (pc->ntrunk && !(sw->ports[i].tagged = calloc(64, sizeof(uint64_t)))) {
 			snprintf(err, errlen, "out of memory");
-			return -1;
+			return -ENOMEM;
 		}
 		for (int t = 0; t < pc->ntrunk; t++) {
 			sw->ports[i].tagged[pc->trunk[t] >> 6] |= 1ull << (pc->trunk[t] & 63);
@@ -165,14 +165,14 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 		if (!sw->eng || !sw->emits || !sw->ctrl_cmd) {
 			snprintf(err, errlen, "switch '%s': no memory for %u slots of %u elements", c->name, c->slots,
 				 c->max_elems);
-			return -1;
+			return -ENOMEM;
 		}
 		for (int j = 0; j < c->njobs; j++) {
 			const char *why;
 			if (ina_job_install(sw->eng, &c->jobs[j], &why) < 0) {
 				snprintf(err, errlen, "%s: switch '%s' job %u: %s", rt->cfg_path, c->name,
 					 c->jobs[j].id, why);
-				return -1;
+				return -EINVAL;
 			}
 		}
 	}
@@ -190,7 +190,7 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 		if (sw_netem_init(&p->netem, &p->cfg->netem, share > 256 ? share : 256,
 				  (uint64_t)idx * 64 + (uint64_t)i + 1) < 0) {
 			snprintf(err, errlen, "out of memory");
-			return -1;
+			return -ENOMEM;
 		}
 		if (!p->cfg->dev[0]) {
 			char name[RTE_RING_NAMESIZE];
@@ -200,7 +200,7 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 			if (!p->lq) {
 				snprintf(err, errlen, "link queue of %s.%s: %s", c->name, p->cfg->name,
 					 rte_strerror(rte_errno));
-				return -1;
+				return -ENOMEM;
 			}
 			continue;
 		}
@@ -211,10 +211,10 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 				 "address)",
 				 rt->cfg_path, p->cfg->line, p->cfg->name, p->cfg->dev);
 			p->ext = false;
-			return -2;
+			return -ENODEV;
 		}
 		if (port_start(rt, p, err, errlen) < 0)
-			return -1; /* teardown stops and closes it */
+			return -EIO; /* teardown stops and closes it */
 	}
 	return 0;
 }
@@ -245,7 +245,7 @@ static int assign_workers(struct sw_rt *rt, char *err, size_t errlen)
 		if (c->lcore >= 0 && (c->lcore >= RTE_MAX_LCORE || !rte_lcore_is_enabled((unsigned)c->lcore))) {
 			snprintf(err, errlen, "%s:%d: switch '%s': lcore %d is not one of EAL's (give it with -l)",
 				 rt->cfg_path, c->line, c->name, c->lcore);
-			return -2;
+			return -EINVAL;
 		}
 		struct sw_worker *w = worker_on(rt, c->lcore >= 0 ? (unsigned)c->lcore : lcores[(unsigned)i % n]);
 		w->sw[w->nsw++] = rt->sw[i];
@@ -260,7 +260,7 @@ int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen)
 	if (!rt->pool) {
 		snprintf(err, errlen, "cannot allocate %u mbufs of %d bytes (%s): give EAL more memory with -m",
 			 rt->cfg.mbufs, SW_MBUF_DATA, rte_strerror(rte_errno));
-		return -1;
+		return -ENOMEM;
 	}
 	/* two small mbufs (header + clone) per result frame of a multicast */
 	rt->small_pool = rte_pktmbuf_pool_create("swemu_small", rt->cfg.mbufs * 2 + 1, 256, 0,
@@ -269,7 +269,7 @@ int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot allocate %u small mbufs (%s): give EAL more memory with -m",
 			 rt->cfg.mbufs * 2 + 1, rte_strerror(rte_errno));
 		sw_rt_teardown(rt);
-		return -1;
+		return -ENOMEM;
 	}
 	for (int i = 0; i < rt->cfg.nswitches; i++) {
 		int rc = lsw_build(rt, i, err, errlen);
