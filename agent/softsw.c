@@ -41,11 +41,11 @@ static void *serve(void *arg)
 				uint8_t *f = ps->tx + (size_t)e * PKT;
 				ina_hdr_encode(&em->hdr, f);
 				memcpy(f + INA_HDR_LEN, em->payload, em->payload_len);
-				out[k++] = (struct dgram_pkt){ f,
-							       (uint32_t)(INA_HDR_LEN + em->payload_len),
-							       { .sin_family = AF_INET,
-								 .sin_port = em->dst.port,
-								 .sin_addr.s_addr = em->dst.ip } };
+				out[k++] = (struct dgram_pkt){ .buf = f,
+							       .len = (uint32_t)(INA_HDR_LEN + em->payload_len),
+							       .peer = { .sin_family = AF_INET,
+									 .sin_port = em->dst.port,
+									 .sin_addr.s_addr = em->dst.ip } };
 			}
 			/* best effort: a result lost here is asked for again */
 			for (unsigned sent = 0; sent < k;) {

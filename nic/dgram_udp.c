@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Kernel UDP transport: non-blocking socket, sendmmsg/recvmmsg batches,
- * large socket buffers, poll() for the waits. */
+ * runs cut by the kernel (UDP GSO) and coalesced by it (UDP GRO), large
+ * socket buffers, poll() for the waits. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,15 +22,49 @@
 
 #define DGRAM_BATCH 64
 
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103 /* linux/udp.h, 4.18 */
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104 /* linux/udp.h, 5.0 */
+#endif
+
 struct udp_ctx {
 	int fd;
+	bool gso;  /* the kernel takes runs (until it refuses one) */
+	bool gro;  /* received runs come coalesced */
+	bool idle; /* the last receive found the socket empty */
 };
+
+/* The control message that makes the kernel cut a run into datagrams. */
+union seg_cmsg {
+	char buf[CMSG_SPACE(sizeof(uint16_t))];
+	struct cmsghdr align;
+};
+
+static void set_run(struct msghdr *m, union seg_cmsg *c, uint16_t seg)
+{
+	m->msg_control = c->buf;
+	m->msg_controllen = sizeof(c->buf);
+	struct cmsghdr *h = CMSG_FIRSTHDR(m);
+	h->cmsg_level = SOL_UDP;
+	h->cmsg_type = UDP_SEGMENT;
+	h->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+	memcpy(CMSG_DATA(h), &seg, sizeof(seg));
+}
+
+/* How the kernel refuses a run it cannot segment: no checksum offload in
+ * an old kernel (EIO), a zero-checksum socket (EINVAL), a route whose MTU
+ * is smaller than a segment (EMSGSIZE, where a lone datagram would be
+ * fragmented). */
+static bool run_refused(int e) { return e == EIO || e == EINVAL || e == EMSGSIZE; }
 
 static int udp_send(void *ctx, const struct dgram_pkt *pkts, unsigned n)
 {
 	struct udp_ctx *u = ctx;
 	struct mmsghdr msgs[DGRAM_BATCH];
 	struct iovec iov[DGRAM_BATCH];
+	union seg_cmsg ctl[DGRAM_BATCH];
 	unsigned done = 0;
 
 	while (done < n) {
@@ -37,8 +74,13 @@ static int udp_send(void *ctx, const struct dgram_pkt *pkts, unsigned n)
 			iov[i] = (struct iovec){ p->buf, p->len };
 			msgs[i].msg_hdr = (struct msghdr){ .msg_name = (void *)&p->peer,
 							   .msg_namelen = sizeof(p->peer),
-							   .msg_iov = &iov[i],
-							   .msg_iovlen = 1 };
+							   .msg_iov = p->iovcnt ? (struct iovec *)p->iov : &iov[i],
+							   .msg_iovlen = p->iovcnt ? p->iovcnt : 1 };
+			if (dgram_segments(p) > 1) {
+				if (!u->gso)
+					return done ? (int)done : -EMSGSIZE; /* the caller did not ask max_segs */
+				set_run(&msgs[i].msg_hdr, &ctl[i], p->seg);
+			}
 		}
 		int r = sendmmsg(u->fd, msgs, k, MSG_DONTWAIT);
 		if (r < 0) {
@@ -46,6 +88,10 @@ static int udp_send(void *ctx, const struct dgram_pkt *pkts, unsigned n)
 				break;
 			if (errno == EINTR)
 				continue;
+			if (run_refused(errno) && dgram_segments(&pkts[done]) > 1) {
+				u->gso = false; /* the caller sends that run again as single datagrams */
+				break;
+			}
 			return done ? (int)done : -errno;
 		}
 		done += (unsigned)r;
@@ -53,6 +99,12 @@ static int udp_send(void *ctx, const struct dgram_pkt *pkts, unsigned n)
 			break;
 	}
 	return (int)done;
+}
+
+static unsigned udp_max_segs(void *ctx)
+{
+	const struct udp_ctx *u = ctx;
+	return u->gso ? DGRAM_MAX_SEGS : 1;
 }
 
 static int udp_wait(int fd, short events, int64_t timeout_ns)
@@ -69,11 +121,27 @@ static int udp_wait(int fd, short events, int64_t timeout_ns)
 	return r < 0 ? -errno : r;
 }
 
+/* The segment size of a run the kernel coalesced (0: a lone datagram). */
+static uint16_t gro_seg(const struct msghdr *m)
+{
+	for (const struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR((struct msghdr *)m, (struct cmsghdr *)c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			int v;
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			return v > 0 && v <= UINT16_MAX ? (uint16_t)v : 0;
+		}
+	return 0;
+}
+
 static int udp_recv(void *ctx, struct dgram_pkt *pkts, unsigned n, int64_t timeout_ns)
 {
 	struct udp_ctx *u = ctx;
 	struct mmsghdr msgs[DGRAM_BATCH];
 	struct iovec iov[DGRAM_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl[DGRAM_BATCH];
 
 	if (n > DGRAM_BATCH)
 		n = DGRAM_BATCH;
@@ -82,23 +150,41 @@ static int udp_recv(void *ctx, struct dgram_pkt *pkts, unsigned n, int64_t timeo
 		msgs[i].msg_hdr = (struct msghdr){ .msg_name = &pkts[i].peer,
 						   .msg_namelen = sizeof(pkts[i].peer),
 						   .msg_iov = &iov[i],
-						   .msg_iovlen = 1 };
+						   .msg_iovlen = 1,
+						   .msg_control = u->gro ? ctl[i].buf : NULL,
+						   .msg_controllen = u->gro ? sizeof(ctl[i].buf) : 0 };
 	}
-	for (int attempt = 0; attempt < 2; attempt++) {
+	/* an idle socket is waited on first: a receive that finds nothing is
+	 * a system call for nothing */
+	bool waited = false;
+	if (u->idle && timeout_ns > 0) {
+		int w = udp_wait(u->fd, POLLIN, timeout_ns);
+		if (w <= 0)
+			return w;
+		waited = true;
+	}
+	for (;;) {
 		int r = recvmmsg(u->fd, msgs, n, MSG_DONTWAIT, NULL);
 		if (r > 0) {
-			for (int i = 0; i < r; i++)
+			for (int i = 0; i < r; i++) {
 				pkts[i].len = msgs[i].msg_len;
+				pkts[i].seg = u->gro ? gro_seg(&msgs[i].msg_hdr) : 0;
+			}
+			u->idle = false;
 			return r;
 		}
-		if (r < 0 && errno != EAGAIN && errno != EINTR)
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno != EAGAIN)
 			return -errno;
-		if (attempt == 0 && timeout_ns > 0) {
-			int w = udp_wait(u->fd, POLLIN, timeout_ns);
-			if (w <= 0)
-				return w;
-		}
+		if (waited || timeout_ns <= 0)
+			break;
+		int w = udp_wait(u->fd, POLLIN, timeout_ns);
+		if (w <= 0)
+			return w;
+		waited = true;
 	}
+	u->idle = true;
 	return 0;
 }
 
@@ -127,6 +213,7 @@ static void udp_close(void *ctx)
 static const struct dgram_ops udp_ops = {
 	.send_batch = udp_send,
 	.recv_batch = udp_recv,
+	.max_segs = udp_max_segs,
 	.wait_send = udp_wait_send,
 	.tx_queued = udp_tx_queued,
 	.close = udp_close,
@@ -164,6 +251,10 @@ static int open_bound(const struct sockaddr_in *addr, const struct dgram_udp_opt
 	if (opts && opts->zero_checksum) {
 		int one = 1;
 		setsockopt(fd, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one));
+	}
+	if (opts && opts->gro) {
+		int one = 1;
+		setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)); /* without it (before 5.0): lone datagrams */
 	}
 	if (bind(fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0) {
 		int rc = -errno;
@@ -214,6 +305,8 @@ int dgram_udp_open(struct dgram_transport *t, const struct sockaddr_in *addr, co
 		return fd;
 	}
 	u->fd = fd;
+	u->gso = !(opts && opts->zero_checksum); /* the kernel cuts runs only with checksums */
+	u->gro = opts && opts->gro;
 	t->ops = &udp_ops;
 	t->ctx = u;
 	return 0;

@@ -132,6 +132,11 @@ int hcl_comm_sync_summary(const struct hcl_comm *c, struct hcl_sync_summary *out
  * software aggregator it hosts, if any (a PS shard, a ring member). */
 struct hcl_comm_stats {
 	unsigned long long xfer_sent, xfer_resent, xfer_timeouts;
+	/* how the transfer went: sends handed to the kernel (each a run of up
+	 * to 64 KB or one datagram), runs received coalesced, ACKs sent, halvings of the
+	 * congestion window, waits for this host's own queue, and WAITs heard
+	 * from a receiver not yet at the exchange */
+	unsigned long long xfer_sends, xfer_rx_runs, xfer_acks, xfer_halved, xfer_local_waits, xfer_peer_waits;
 	unsigned long long ina_sent, ina_resent, ina_results;
 	unsigned long long ina_stale; /* answers that matched nothing in flight (duplicates, late) */
 	unsigned long long agg_packets, agg_accepted;

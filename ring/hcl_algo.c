@@ -51,7 +51,8 @@ void hcl_comm_xfer_cfg(const struct hcl_comm *c, struct hcl_xfer_cfg *xc)
 				     .peers = c->peers,
 				     .payload = c->env.xfer_payload,
 				     .window = c->env.xfer_window,
-				     .local_queue = c->env.xfer_local_queue };
+				     .local_queue = c->env.xfer_local_queue,
+				     .coalesced = true }; /* hcl_comm_create opens data sockets so */
 }
 
 void hcl_softsw_stats(const struct softsw *s, struct hcl_comm_stats *out)

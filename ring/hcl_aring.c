@@ -128,7 +128,7 @@ static bool send_slice(struct hcl_aring *a, unsigned step, uint32_t slot, size_t
 		hcl_ina_swap_elems(a->tx + INA_HDR_LEN, a->src + lo * esz, n, esz);
 		len += esz * n;
 	}
-	struct dgram_pkt p = { a->tx, (uint32_t)len, a->agg };
+	struct dgram_pkt p = { .buf = a->tx, .len = (uint32_t)len, .peer = a->agg };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 

@@ -113,7 +113,7 @@ static bool send_slice(struct hcl_ina *a, const struct pass *ps, unsigned h, uin
 		ina_bfp_quantize((const float *)ps->buf + first, n, ps->exp[k], ps->addends, out);
 	else
 		hcl_ina_swap_elems(out, (const uint8_t *)ps->buf + first * esz, n, esz);
-	struct dgram_pkt p = { a->tx, (uint32_t)(INA_HDR_LEN + esz * n), a->cfg.sw[h] };
+	struct dgram_pkt p = { .buf = a->tx, .len = (uint32_t)(INA_HDR_LEN + esz * n), .peer = a->cfg.sw[h] };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "clock.h"
@@ -67,6 +68,7 @@ struct perf {
 	unsigned long long seed;
 	bool iterate; /* a timed call is an iteration: compute, then the call */
 	int rank, n;
+	double cpu_timed; /* CPU seconds of this rank in the timed calls */
 };
 
 /* One option into p: 0, or -1 when its value is not one. */
@@ -171,6 +173,15 @@ static int check_call(struct perf *p, struct hcl_comm *c, uint32_t *buf, size_t 
 	return rc;
 }
 
+/* User + system time of this rank so far, every thread. */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 /* The timed calls of one size: the time per call in us, or a negative errno. */
 static int time_calls(struct perf *p, struct hcl_comm *c, uint32_t *buf, size_t count, int64_t *iter_ns, double *us)
 {
@@ -179,6 +190,7 @@ static int time_calls(struct perf *p, struct hcl_comm *c, uint32_t *buf, size_t 
 	memset(buf, 0, count * esz);
 	for (long long k = 0; k < p->warmup && rc == 0; k++)
 		rc = hcl_allreduce(buf, buf, count, p->dt, p->op, c);
+	double cpu0 = cpu_seconds();
 	int64_t t0 = clock_now_ns();
 	for (long long k = 0; k < p->iters && rc == 0; k++) {
 		int64_t ti = clock_now_ns();
@@ -192,6 +204,7 @@ static int time_calls(struct perf *p, struct hcl_comm *c, uint32_t *buf, size_t 
 		iter_ns[k] = clock_now_ns() - ti;
 	}
 	*us = (double)(clock_now_ns() - t0) / 1e3 / (double)p->iters;
+	p->cpu_timed += cpu_seconds() - cpu0;
 	if (rc == 0 && p->iterate && p->rank == 0) {
 		struct hcl_sync_stats st;
 		hcl_sync_stats(iter_ns, (unsigned long)p->iters, &st);
@@ -251,8 +264,13 @@ static int run(struct perf *p, struct hcl_comm *c, uint32_t *buf, int64_t *iter_
 		if (bytes >= p->maxb) /* the last line is -e itself */
 			break;
 	}
+	/* what the timed calls cost, summed over the ranks */
+	float cpu = (float)p->cpu_timed;
+	if ((rc = hcl_allreduce(&cpu, &cpu, 1, HCL_FP32, HCL_SUM, c)) < 0)
+		return rc;
 	if (p->rank == 0) {
 		printf("# Avg bus bandwidth    : %.3f\n", lines ? bus_sum / lines : 0);
+		printf("# cpu seconds of all ranks in the timed calls: %.3f\n", cpu);
 		print_summary(c);
 	}
 	return 0;
@@ -307,6 +325,11 @@ int main(int argc, char **argv)
 		       "%llu answers %llu stale; software aggregator %llu packets %llu accepted %llu dropped\n",
 		       p.rank, st.xfer_sent, st.xfer_resent, st.xfer_timeouts, st.ina_sent, st.ina_resent,
 		       st.ina_results, st.ina_stale, st.agg_packets, st.agg_accepted, st.agg_dropped);
+	if (rc == 0)
+		printf("# transfer of rank %d: %llu sends, %llu coalesced runs received, %llu ACKs sent, %llu window "
+		       "halvings, %llu waits for the host's queue, %llu WAITs from a peer\n",
+		       p.rank, st.xfer_sends, st.xfer_rx_runs, st.xfer_acks, st.xfer_halved, st.xfer_local_waits,
+		       st.xfer_peer_waits);
 	free(buf);
 	free(iter_ns);
 	hcl_comm_destroy(c);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hcl_reduce.h"
+
 void hcl_ring_chunk(size_t count, unsigned n, unsigned c, size_t *off, size_t *len)
 {
 	size_t base = count / n, extra = count % n;
@@ -15,17 +17,10 @@ void hcl_ring_chunk(size_t count, unsigned n, unsigned c, size_t *off, size_t *l
 
 void hcl_reduce(enum hcl_dtype t, void *dst, const void *src, size_t n)
 {
-	if (t == HCL_FP32) {
-		float *d = dst;
-		const float *s = src;
-		for (size_t i = 0; i < n; i++)
-			d[i] += s[i];
-	} else { /* int32 wraps, as in the switch (docs/ENGINE.md) */
-		uint32_t *d = dst;
-		const uint32_t *s = src;
-		for (size_t i = 0; i < n; i++)
-			d[i] += s[i];
-	}
+	if (t == HCL_FP32)
+		hcl_reduce_f32(dst, src, n);
+	else
+		hcl_reduce_i32(dst, src, n);
 }
 
 int hcl_ring_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, void *buf, size_t count,
@@ -59,28 +54,22 @@ int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsi
 	if (nranks == 1 || count == 0)
 		return 0;
 	const size_t esz = 4;
+	const enum hcl_xfer_op sum = dtype == HCL_FP32 ? HCL_XFER_SUM_F32 : HCL_XFER_SUM_I32;
 	uint8_t *b = buf;
-	size_t maxlen = count / nranks + 1;
-	uint8_t *tmp = malloc(maxlen * esz);
-	if (!tmp) {
-		snprintf(err, errlen, "ring: out of memory");
-		return -ENOMEM;
-	}
 	/* positions in the ring are member indices; the transfer speaks ranks */
 	int next = (int)members[(rank + 1) % nranks], prev = (int)members[(rank + nranks - 1) % nranks];
 	int rc = 0;
 
 	/* ScatterReduce: at step s send chunk rank-s, receive chunk rank-s-1
-	 * and add it in; after N-1 steps chunk rank+1 is complete here. */
+	 * and add it in (as its packets arrive); after N-1 steps chunk rank+1
+	 * is complete here. */
 	for (unsigned s = 0; s + 1 < nranks && rc == 0; s++) {
 		unsigned sc = (rank + nranks - s) % nranks, rcv = (rank + 2 * nranks - s - 1) % nranks;
 		size_t so, sl, ro, rl;
 		hcl_ring_chunk(count, nranks, sc, &so, &sl);
 		hcl_ring_chunk(count, nranks, rcv, &ro, &rl);
-		rc = hcl_xfer_exchange(x, tag0 + s, next, b + so * esz, sl * esz, prev, tmp, rl * esz, deadline_ns, err,
-				       errlen);
-		if (rc == 0)
-			hcl_reduce(dtype, b + ro * esz, tmp, rl);
+		rc = hcl_xfer_exchange_op(x, tag0 + s, next, b + so * esz, sl * esz, prev, b + ro * esz, rl * esz, sum,
+					  deadline_ns, err, errlen);
 	}
 	/* AllGather: pass the complete chunks around */
 	for (unsigned s = 0; s + 1 < nranks && rc == 0; s++) {
@@ -91,6 +80,5 @@ int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsi
 		rc = hcl_xfer_exchange(x, tag0 + nranks - 1 + s, next, b + so * esz, sl * esz, prev, b + ro * esz,
 				       rl * esz, deadline_ns, err, errlen);
 	}
-	free(tmp);
 	return rc;
 }

@@ -20,8 +20,8 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct dgram_trans
 			 HCL_XFER_MAX_PEERS);
 		return NULL;
 	}
-	if (cfg->payload > PKT_MAX - HCL_XFER_HDR) {
-		snprintf(err, errlen, "xfer: payload %u exceeds %d bytes per packet", cfg->payload,
+	if (cfg->payload > PKT_MAX - HCL_XFER_HDR || cfg->payload % 4) {
+		snprintf(err, errlen, "xfer: payload %u: want a multiple of 4 up to %d bytes per packet", cfg->payload,
 			 PKT_MAX - HCL_XFER_HDR);
 		return NULL;
 	}
@@ -56,8 +56,10 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct dgram_trans
 											       : x->cfg.window,
 						 .ssthresh = x->cfg.window };
 	memcpy(x->peers, cfg->peers, cfg->nranks * sizeof(*x->peers));
-	for (int i = 0; i < BATCH; i++)
-		if (!(x->rxbuf[i] = malloc(PKT_MAX)))
+	x->rx_bufs = cfg->coalesced ? RX_RUN_BUFS : BATCH;
+	x->rx_buf_len = cfg->coalesced ? DGRAM_MAX_RUN : PKT_MAX;
+	for (unsigned i = 0; i < x->rx_bufs; i++)
+		if (!(x->rxbuf[i] = malloc(x->rx_buf_len)))
 			goto nomem;
 	return x;
 nomem:
@@ -70,7 +72,7 @@ void hcl_xfer_free(struct hcl_xfer *x)
 {
 	if (!x)
 		return;
-	for (int i = 0; i < BATCH; i++)
+	for (unsigned i = 0; i < x->rx_bufs; i++)
 		free(x->rxbuf[i]);
 	free(x->tx.acked);
 	free(x->tx.sent_at);
@@ -124,7 +126,7 @@ int hcl_xfer_send_note(struct hcl_xfer *x, int to, const void *buf, size_t len)
 	b[2] = (uint8_t)(x->cfg.rank >> 8);
 	b[3] = (uint8_t)x->cfg.rank;
 	memcpy(b + HCL_XFER_HDR, buf, len);
-	struct dgram_pkt p = { b, HCL_XFER_HDR + len, x->peers[to] };
+	struct dgram_pkt p = { .buf = b, .len = HCL_XFER_HDR + len, .peer = x->peers[to] };
 	if (x->t->ops->send_batch(x->t->ctx, &p, 1) != 1)
 		return -EAGAIN;
 	x->stats.notes_sent++;
@@ -221,9 +223,17 @@ static int adopt_stage(struct hcl_xfer *x, uint32_t tag, int from, void *rbuf, s
 		if (x->st.got[i]) {
 			r->got[i] = 1;
 			r->ngot++;
+			r->hi = i + 1;
 		}
-	if (rlen)
-		memcpy(rbuf, x->st.buf, rlen);
+	if (r->op == HCL_XFER_COPY) {
+		if (rlen)
+			memcpy(rbuf, x->st.buf, rlen);
+	} else { /* only what arrived is added in */
+		for (uint32_t i = 0; i < r->total; i++)
+			if (x->st.got[i])
+				xfer_combine(r->op, (uint8_t *)rbuf + (size_t)i * x->cfg.payload,
+					     x->st.buf + (size_t)i * x->cfg.payload, seg_len(x, rlen, i));
+	}
 	x->rx_fin = x->st.fin;
 	while (r->cum < r->total && r->got[r->cum])
 		r->cum++;
@@ -262,7 +272,7 @@ static void finish(struct hcl_xfer *x, uint32_t tag)
 	if (x->tx.active) { /* best effort: a lost FIN costs the peer its linger */
 		uint8_t b[HCL_XFER_HDR] = { MAGIC, T_FIN, (uint8_t)(x->cfg.rank >> 8), (uint8_t)x->cfg.rank };
 		put32(b + 4, tag);
-		struct dgram_pkt p = { b, sizeof(b), x->peers[x->tx.to] };
+		struct dgram_pkt p = { .buf = b, .len = sizeof(b), .peer = x->peers[x->tx.to] };
 		x->t->ops->send_batch(x->t->ctx, &p, 1);
 	}
 }
@@ -270,9 +280,17 @@ static void finish(struct hcl_xfer *x, uint32_t tag)
 int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from, void *rbuf,
 		      size_t rlen, int64_t deadline_ns, char *err, size_t errlen)
 {
+	return hcl_xfer_exchange_op(x, tag, to, sbuf, slen, from, rbuf, rlen, HCL_XFER_COPY, deadline_ns, err, errlen);
+}
+
+int hcl_xfer_exchange_op(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from, void *rbuf,
+			 size_t rlen, enum hcl_xfer_op op, int64_t deadline_ns, char *err, size_t errlen)
+{
 	if ((to >= 0 && (unsigned)to >= x->cfg.nranks) || (from >= 0 && (unsigned)from >= x->cfg.nranks) ||
-	    (slen && !sbuf) || (rlen && !rbuf) || slen > UINT32_MAX || rlen > UINT32_MAX) {
-		snprintf(err, errlen, "xfer: bad arguments (to %d, from %d, %zu/%zu bytes)", to, from, slen, rlen);
+	    (slen && !sbuf) || (rlen && !rbuf) || slen > UINT32_MAX || rlen > UINT32_MAX ||
+	    (unsigned)op > HCL_XFER_SUM_F32 || (op != HCL_XFER_COPY && rlen % 4)) {
+		snprintf(err, errlen, "xfer: bad arguments (to %d, from %d, %zu/%zu bytes, op %d)", to, from, slen,
+			 rlen, (int)op);
 		return -EINVAL;
 	}
 	struct txs *t = &x->tx;
@@ -282,8 +300,10 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 		snprintf(err, errlen, "xfer: out of memory");
 		return -ENOMEM;
 	}
-	if (to >= 0)
+	if (to >= 0) {
 		x->cc[to].rto_at = 0; /* an undo concerns one message's packets */
+		xfer_tx_start(x, clock_now_ns());
+	}
 	*t = (struct txs){ .active = to >= 0,
 			   .to = to,
 			   .tag = tag,
@@ -299,9 +319,14 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 		memset(t->lost, 0, tn);
 		memset(t->sent_at, 0, tn * sizeof(int64_t));
 	}
-	*r = (struct rxs){
-		.active = from >= 0, .from = from, .tag = tag, .total = rn, .buf = rbuf, .len = rlen, .got = r->got
-	};
+	*r = (struct rxs){ .active = from >= 0,
+			   .from = from,
+			   .op = op,
+			   .tag = tag,
+			   .total = rn,
+			   .buf = rbuf,
+			   .len = rlen,
+			   .got = r->got };
 	if (rn)
 		memset(r->got, 0, rn);
 	x->rx_fin = false;
@@ -310,14 +335,15 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 		x->refused[from].valid = false;
 		xfer_send_flow(x, from, T_READY, tag);
 	}
-	uint8_t pkt[PKT_MAX];
 	while (rc == 0 && ((t->active && t->nacked < t->total) || (r->active && r->ngot < r->total))) {
 		int64_t now = clock_now_ns();
 		if (now >= deadline_ns) {
 			rc = timed_out(x, tag, err, errlen);
 			break;
 		}
-		int64_t next = xfer_pump_tx(x, now, pkt);
+		int64_t next = xfer_pump_tx(x, now), ack = xfer_ack_delayed(x, now);
+		if (ack < next)
+			next = ack;
 		int64_t wait = next == INT64_MAX ? 1000000 : next - now;
 		if (wait > 1000000)
 			wait = 1000000; /* look at the deadline at least every ms */

@@ -17,6 +17,7 @@
 #define HCL_XFER_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,8 +32,10 @@ struct hcl_xfer_cfg {
 	unsigned rank;
 	unsigned nranks;
 	const struct sockaddr_in *peers; /* nranks entries, peers[rank] = own */
-	uint32_t payload; /* data bytes per packet (<= 8976); 0 = 8948, what fills a 9000-byte IP packet */
-	uint32_t window;  /* most packets in flight (the congestion window's cap); 0 = 64 */
+	/* data bytes per packet (a multiple of 4 up to 8976, so that no packet
+	 * splits an element); 0 = 8948, what fills a 9000-byte IP packet */
+	uint32_t payload;
+	uint32_t window; /* most packets in flight (the congestion window's cap); 0 = 64 */
 	/* Floor of the adaptive timeout (10x before the first sample, within
 	 * rto_max); 0 = 10000.  Not lower: a rank on a shared host is sometimes
 	 * not scheduled for several ms; with a 2 ms floor a peer with a short
@@ -47,6 +50,9 @@ struct hcl_xfer_cfg {
 	 * new data waits; 0 = 64 KiB, UINT32_MAX = no limit.  See
 	 * local_queue_wait in hcl_xfer.c. */
 	uint32_t local_queue;
+	/* The transport was opened to coalesce received runs (dgram_udp_opts.gro):
+	 * receive buffers then hold DGRAM_MAX_RUN bytes each. */
+	bool coalesced;
 };
 
 struct hcl_xfer_stats {
@@ -57,6 +63,8 @@ struct hcl_xfer_stats {
 	uint64_t local_waits;		     /* data held back: the host's own queue was full */
 	uint64_t data_received, duplicates, early, stale, malformed;
 	uint64_t notes_sent, notes_received;
+	uint64_t data_runs; /* sends of data handed to the transport (a run or a lone datagram) */
+	uint64_t rx_runs;   /* received runs the kernel coalesced */
 };
 
 struct hcl_xfer;
@@ -74,6 +82,17 @@ void hcl_xfer_free(struct hcl_xfer *x);
  * err then says what and names the peer. */
 int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from, void *rbuf,
 		      size_t rlen, int64_t deadline_ns, char *err, size_t errlen);
+
+/* How received bytes go into rbuf: copied, or added to what is there
+ * (element-wise, 4-byte elements in host order; int32 wraps).  Adding as
+ * packets arrive spares a reduce-scatter its temporary buffer and a pass
+ * over every byte; each packet is added exactly once, however often it
+ * arrives. */
+enum hcl_xfer_op { HCL_XFER_COPY, HCL_XFER_SUM_I32, HCL_XFER_SUM_F32 };
+/* hcl_xfer_exchange that combines by op; rlen must be a multiple of 4 for
+ * the sums (-EINVAL).  rbuf must not overlap sbuf. */
+int hcl_xfer_exchange_op(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from, void *rbuf,
+			 size_t rlen, enum hcl_xfer_op op, int64_t deadline_ns, char *err, size_t errlen);
 
 /* After the last exchange of a collective: keeps answering re-sent data
  * (our final ACK may have been lost, and the peer would otherwise wait to

@@ -11,27 +11,33 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "hcl_reduce.h"
 #include "hcl_xfer.h"
 
-#define MAGIC	0x48
-#define T_DATA	1
-#define T_ACK	2
-#define T_FIN	3 /* "all of tag acknowledged": the receiver may stop lingering */
-#define T_NOTE	4 /* unreliable side datagram for the note handler (payload after the header) */
+#define MAGIC	    0x48
+#define T_DATA	    1
+#define T_ACK	    2
+#define T_FIN	    3 /* "all of tag acknowledged": the receiver may stop lingering */
+#define T_NOTE	    4 /* unreliable side datagram for the note handler (payload after the header) */
 /* Receiver-driven flow control.  A rank that is not yet at the exchange a
  * neighbour sends for, and holds another early message already, drops the
  * data and says WAIT; when it reaches that exchange it says READY.  The
  * sender meanwhile only probes.  Without them, a rank two steps ahead of
  * its slow neighbour (a scheduling hiccup on a busy host) saw only time-outs:
  * its window collapsed to one packet and it waited a timer per step. */
-#define T_WAIT	5
-#define T_READY 6
-#define BATCH	64
-#define PKT_MAX 9000
+#define T_WAIT	    5
+#define T_READY	    6
+#define BATCH	    64
+#define PKT_MAX	    9000
+/* Receive buffers of coalesced runs: 16 of them hold up to 112 jumbo
+ * datagrams, more than the window; 64 would be 4 MiB per transfer. */
+#define RX_RUN_BUFS 16
 
 /* Wire header, all fields big-endian:
  *   0 magic  1 type  2 src rank(16)  4 tag  8 seq|cum  12 total
- *  16 msg_len | sack low   20 reserved | sack high */
+ *  16 msg_len | sack low   20 ack hint | sack high
+ * The ack hint of a data packet: how many packets its receiver may take
+ * before it acknowledges (a quarter of the sender's window; 0: at once). */
 
 struct txs {
 	bool active;
@@ -44,7 +50,10 @@ struct txs {
 	uint8_t *tries;
 	uint8_t *lost;			     /* declared lost, waiting to be sent again */
 	uint32_t next_new, nacked, inflight; /* inflight: sent, neither acknowledged nor lost */
+	uint32_t snd_una;		     /* every packet before it is acknowledged */
+	uint32_t nlost;			     /* packets whose lost flag is set */
 	int64_t delivered_sent_at;	     /* latest send time among packets acknowledged */
+	uint32_t delivered_seq;		     /* the highest packet acknowledged that was sent then */
 	int64_t progress_at;		     /* last time an ACK acknowledged something new */
 	bool peer_waits;		     /* the receiver said WAIT: probe only */
 	int64_t probe_at;
@@ -54,11 +63,18 @@ struct txs {
 struct rxs {
 	bool active;
 	int from;
+	enum hcl_xfer_op op;
 	uint32_t tag, total;
 	uint8_t *buf;
 	size_t len;
 	uint8_t *got;
 	uint32_t ngot, cum;
+	/* delayed ACKs (as TCP's): datagrams since the last ACK, the sender's
+	 * wish for how many may go unacknowledged, and whether one is owed
+	 * now (a gap, a repeat, the end) */
+	uint32_t unacked, ack_hint, hi; /* hi: one past the highest seq seen */
+	bool ack_now;
+	int64_t unacked_since;
 };
 
 /* Early data of the exchange to come. */
@@ -90,11 +106,22 @@ struct hcl_xfer_cc {
 	int64_t rto_at; /* of the time-out that may be undone; 0: none */
 };
 
+/* One batch of data on its way to the transport: the packets picked, their
+ * headers, and the runs (iovecs of header and data pieces) that carry them. */
+struct xfer_tx_batch {
+	uint32_t idx[BATCH];
+	uint8_t hdr[BATCH][HCL_XFER_HDR];
+	struct iovec iov[2 * BATCH];
+	struct dgram_pkt run[BATCH];
+	unsigned first[BATCH + 1]; /* run r carries idx[first[r] .. first[r + 1]) */
+};
+
 struct hcl_xfer {
 	struct hcl_xfer_cfg cfg;
 	struct sockaddr_in *peers;
 	struct dgram_transport *t;
 	struct txs tx;
+	struct xfer_tx_batch txb;
 	struct rxs rx;
 	struct stage st;
 	/* completed receives, to acknowledge again in full when their sender
@@ -110,6 +137,8 @@ struct hcl_xfer {
 	unsigned done_next;
 	bool rx_fin; /* the current receive's FIN came before it completed */
 	uint8_t *rxbuf[BATCH];
+	unsigned rx_bufs; /* how many, of rx_buf_len bytes: few large ones for coalesced runs */
+	uint32_t rx_buf_len;
 	struct hcl_xfer_stats stats;
 	size_t cap_pk; /* per-packet arrays sized for this many */
 	void (*note_cb)(void *ctx, int src, const void *p, size_t len);
@@ -121,10 +150,16 @@ struct hcl_xfer {
 		bool valid;
 		uint32_t tag;
 	} * refused; /* per peer: the tag we told to WAIT */
-	/* the host's queue as last seen full (local_queue_wait) */
+	int64_t now; /* when the batch being handled was received */
+	/* the host's queue as last seen full (local_queue_room) */
 	int64_t lq_at;
 	long lq_bytes;
 	double lq_rate; /* its drain rate, bytes per ns (0: not measured yet) */
+	/* delivery rate: bytes acknowledged per ns while sending, which sets
+	 * how much of the host's queue is ours to fill (local_queue_room) */
+	int64_t dr_at;
+	uint64_t dr_bytes;
+	double dr_rate;
 };
 
 static inline void put32(uint8_t *p, uint32_t v)
@@ -152,14 +187,49 @@ static inline size_t seg_len(const struct hcl_xfer *x, size_t len, uint32_t seq)
 	return off >= len ? 0 : (len - off < x->cfg.payload ? len - off : x->cfg.payload);
 }
 
+static inline void set_lost(struct txs *t, uint32_t i)
+{
+	t->lost[i] = 1;
+	t->nlost++;
+}
+
+static inline void clear_lost(struct txs *t, uint32_t i)
+{
+	if (t->lost[i]) {
+		t->lost[i] = 0;
+		t->nlost--;
+	}
+}
+
+/* dst op= src, len bytes (a multiple of 4 for the sums). */
+static inline void xfer_combine(enum hcl_xfer_op op, uint8_t *dst, const uint8_t *src, size_t len)
+{
+	if (op == HCL_XFER_SUM_F32)
+		hcl_reduce_f32((float *)(void *)dst, (const float *)(const void *)src, len / 4);
+	else if (op == HCL_XFER_SUM_I32)
+		hcl_reduce_i32((uint32_t *)(void *)dst, (const uint32_t *)(const void *)src, len / 4);
+	else
+		memcpy(dst, src, len);
+}
+
 /* hcl_xfer_tx.c */
 int64_t xfer_rto_ns(const struct hcl_xfer *x, uint8_t tries);
 /* Sends what is due; returns when to look again (the earliest expiry). */
-int64_t xfer_pump_tx(struct hcl_xfer *x, int64_t now, uint8_t *pkt);
+int64_t xfer_pump_tx(struct hcl_xfer *x, int64_t now);
 void xfer_on_ack(struct hcl_xfer *x, int src, const uint8_t *p);
+/* A message starts going out. */
+void xfer_tx_start(struct hcl_xfer *x, int64_t now);
 void xfer_on_flow(struct hcl_xfer *x, int src, uint8_t type, uint32_t tag);
 
 /* hcl_xfer_rx.c */
+/* A delayed ACK is sent at the latest this long after the first packet it
+ * covers: a sender limited by something else than its window (its own
+ * queue, the end of its message) still hears within a fraction of any
+ * timer. */
+#define ACK_DELAY_NS 500000
+/* Sends the current receive's delayed ACK if it is due; returns when it
+ * will be (INT64_MAX: none owed). */
+int64_t xfer_ack_delayed(struct hcl_xfer *x, int64_t now);
 /* A header-only WAIT or READY for tag. */
 void xfer_send_flow(struct hcl_xfer *x, int to, uint8_t type, uint32_t tag);
 /* Receives one batch (waiting at most wait_ns), handles it, and sends one

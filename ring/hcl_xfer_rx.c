@@ -42,7 +42,7 @@ static void send_ack(struct hcl_xfer *x, int to, uint32_t tag, uint32_t cum, con
 	put32(b + 8, cum);
 	put32(b + 16, (uint32_t)sack);
 	put32(b + 20, (uint32_t)(sack >> 32));
-	struct dgram_pkt p = { b, sizeof(b), x->peers[to] };
+	struct dgram_pkt p = { .buf = b, .len = sizeof(b), .peer = x->peers[to] };
 	if (x->t->ops->send_batch(x->t->ctx, &p, 1) == 1)
 		x->stats.acks_sent++;
 }
@@ -51,7 +51,7 @@ void xfer_send_flow(struct hcl_xfer *x, int to, uint8_t type, uint32_t tag)
 {
 	uint8_t b[HCL_XFER_HDR] = { MAGIC, type, (uint8_t)(x->cfg.rank >> 8), (uint8_t)x->cfg.rank };
 	put32(b + 4, tag);
-	struct dgram_pkt p = { b, sizeof(b), x->peers[to] };
+	struct dgram_pkt p = { .buf = b, .len = sizeof(b), .peer = x->peers[to] };
 	x->t->ops->send_batch(x->t->ctx, &p, 1); /* best effort: the sender probes */
 }
 
@@ -63,7 +63,7 @@ static void send_full_ack(struct hcl_xfer *x, int to, uint32_t tag, uint32_t tot
 	b[3] = (uint8_t)x->cfg.rank;
 	put32(b + 4, tag);
 	put32(b + 8, total);
-	struct dgram_pkt p = { b, sizeof(b), x->peers[to] };
+	struct dgram_pkt p = { .buf = b, .len = sizeof(b), .peer = x->peers[to] };
 	if (x->t->ops->send_batch(x->t->ctx, &p, 1) == 1)
 		x->stats.acks_sent++;
 }
@@ -93,16 +93,28 @@ static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint
 			x->stats.malformed++;
 			return -1;
 		}
+		r->ack_hint = get32(p + 20);
 		if (r->got[seq]) {
 			x->stats.duplicates++;
+			r->ack_now = true; /* a resend: our ACK may have been lost */
 		} else {
-			place(r->buf, r->len, x->cfg.payload, seq, data, dlen);
+			if (seq != r->hi)
+				r->ack_now = true; /* a gap or a hole filled: the sender's loss detection waits */
+			if (seq >= r->hi)
+				r->hi = seq + 1;
+			/* straight from the receive buffer into place, added in
+			 * when the exchange reduces: each byte is walked once */
+			xfer_combine(r->op, r->buf + (size_t)seq * x->cfg.payload, data, dlen);
 			r->got[seq] = 1;
 			r->ngot++;
 			while (r->cum < r->total && r->got[r->cum])
 				r->cum++;
 			x->stats.data_received++;
+			if (r->ngot == r->total)
+				r->ack_now = true;
 		}
+		if (!r->unacked++)
+			r->unacked_since = x->now;
 		return src;
 	}
 	for (unsigned i = 0; i < 8; i++)
@@ -150,9 +162,11 @@ static void ack_for(struct hcl_xfer *x, int src, uint32_t tag)
 			send_full_ack(x, src, tag, x->done[i].total);
 			return;
 		}
-	if (x->rx.active && tag == x->rx.tag && src == x->rx.from)
+	if (x->rx.active && tag == x->rx.tag && src == x->rx.from) {
 		send_ack(x, src, tag, x->rx.cum, x->rx.got, x->rx.total);
-	else if (x->st.used && tag == x->st.tag && src == x->st.from) {
+		x->rx.unacked = 0;
+		x->rx.ack_now = false;
+	} else if (x->st.used && tag == x->st.tag && src == x->st.from) {
 		uint32_t cum = 0;
 		while (cum < x->st.total && x->st.got[cum])
 			cum++;
@@ -160,84 +174,131 @@ static void ack_for(struct hcl_xfer *x, int src, uint32_t tag)
 	}
 }
 
-/* Adds (who, tag) to a batch's list of answers unless it is there. */
-static void answer_once(int *src, uint32_t *tag, int *n, int who, uint32_t t)
+/* Answers owed at the end of a batch: one per (peer, tag) and batch, not
+ * one per datagram (that would be a window of them).  The current receive
+ * is acknowledged only when due (delayed ACKs, see rxs). */
+struct answers {
+	int n;
+	struct {
+		int src;
+		uint32_t tag;
+	} a[BATCH];
+};
+
+static bool is_current(const struct hcl_xfer *x, int src, uint32_t tag)
 {
-	for (int k = 0; k < *n; k++)
-		if (src[k] == who && tag[k] == t)
+	return x->rx.active && x->rx.from == src && x->rx.tag == tag;
+}
+
+static bool ack_due(const struct rxs *r) { return r->unacked && (r->ack_now || r->unacked > r->ack_hint); }
+
+static void answer(struct hcl_xfer *x, bool wait, int src, uint32_t tag)
+{
+	if (wait) {
+		xfer_send_flow(x, src, T_WAIT, tag);
+		x->stats.waits_sent++;
+	} else if (!is_current(x, src, tag) || ack_due(&x->rx)) {
+		ack_for(x, src, tag);
+	}
+}
+
+/* One more datagram of (src, tag) to answer. */
+static void owe(struct hcl_xfer *x, struct answers *l, bool wait, int src, uint32_t tag)
+{
+	int k = 0;
+	while (k < l->n && !(l->a[k].src == src && l->a[k].tag == tag))
+		k++;
+	if (k == l->n) {
+		if (l->n == BATCH) { /* more pairs than a batch ever holds: answer now */
+			answer(x, wait, src, tag);
 			return;
-	src[*n] = who;
-	tag[(*n)++] = t;
+		}
+		l->a[l->n++] = (typeof(l->a[0])){ src, tag };
+	}
+}
+
+int64_t xfer_ack_delayed(struct hcl_xfer *x, int64_t now)
+{
+	struct rxs *r = &x->rx;
+	if (!r->active || !r->unacked)
+		return INT64_MAX;
+	if (now < r->unacked_since + ACK_DELAY_NS)
+		return r->unacked_since + ACK_DELAY_NS;
+	ack_for(x, r->from, r->tag);
+	return INT64_MAX;
+}
+
+/* One datagram from rank src. */
+static void handle(struct hcl_xfer *x, int src, const uint8_t *p, size_t len, struct answers *acks,
+		   struct answers *waits)
+{
+	if (len < HCL_XFER_HDR || p[0] != MAGIC || (unsigned)(p[2] << 8 | p[3]) != (unsigned)src) {
+		x->stats.malformed++;
+		return;
+	}
+	switch (p[1]) {
+	case T_ACK: xfer_on_ack(x, src, p); return;
+	case T_FIN: {
+		uint32_t ftag = get32(p + 4);
+		for (unsigned d = 0; d < 8; d++)
+			if (x->done[d].valid && src == x->done[d].from && ftag == x->done[d].tag)
+				x->done[d].fin = true;
+		if (x->rx.active && src == x->rx.from && ftag == x->rx.tag)
+			x->rx_fin = true; /* the sender finished before we did */
+		else if (x->st.used && src == x->st.from && ftag == x->st.tag)
+			x->st.fin = true; /* ... before our exchange even began */
+		return;
+	}
+	case T_WAIT:
+	case T_READY: xfer_on_flow(x, src, p[1], get32(p + 4)); return;
+	case T_NOTE:
+		if (x->note_cb) {
+			x->stats.notes_received++;
+			x->note_cb(x->note_ctx, src, p + HCL_XFER_HDR, len - HCL_XFER_HDR);
+		} else {
+			x->stats.malformed++;
+		}
+		return;
+	case T_DATA: break;
+	default: x->stats.malformed++; return;
+	}
+	uint32_t atag;
+	bool refuse = false;
+	int who = on_data(x, src, p, len, &atag, &refuse);
+	if (who >= 0)
+		owe(x, refuse ? waits : acks, refuse, who, atag);
 }
 
 int xfer_service(struct hcl_xfer *x, int64_t wait_ns)
 {
 	struct dgram_pkt in[BATCH];
-	for (int i = 0; i < BATCH; i++)
-		in[i] = (struct dgram_pkt){ .buf = x->rxbuf[i], .len = PKT_MAX };
-	int n = x->t->ops->recv_batch(x->t->ctx, in, BATCH, wait_ns);
+	for (unsigned i = 0; i < x->rx_bufs; i++)
+		in[i] = (struct dgram_pkt){ .buf = x->rxbuf[i], .len = x->rx_buf_len };
+	int n = x->t->ops->recv_batch(x->t->ctx, in, x->rx_bufs, wait_ns);
 	if (n <= 0)
 		return n;
-	int ack_src[BATCH], wait_src[BATCH];
-	uint32_t ack_tag[BATCH], wait_tag[BATCH];
-	int nack = 0, nwait = 0;
+	struct answers acks = { 0 }, waits = { 0 };
+	int datagrams = 0;
+	x->now = clock_now_ns();
 	for (int i = 0; i < n; i++) {
 		const uint8_t *p = in[i].buf;
 		int src = rank_of(x, &in[i].peer);
-		if (in[i].len < HCL_XFER_HDR || p[0] != MAGIC || src < 0 ||
-		    (unsigned)(p[2] << 8 | p[3]) != (unsigned)src) {
+		if (src < 0) {
 			x->stats.malformed++;
 			continue;
 		}
-		if (p[1] == T_ACK) {
-			xfer_on_ack(x, src, p);
-			continue;
-		}
-		if (p[1] == T_FIN) {
-			uint32_t ftag = get32(p + 4);
-			for (unsigned d = 0; d < 8; d++)
-				if (x->done[d].valid && src == x->done[d].from && ftag == x->done[d].tag)
-					x->done[d].fin = true;
-			if (x->rx.active && src == x->rx.from && ftag == x->rx.tag)
-				x->rx_fin = true; /* the sender finished before we did */
-			else if (x->st.used && src == x->st.from && ftag == x->st.tag)
-				x->st.fin = true; /* ... before our exchange even began */
-			continue;
-		}
-		if (p[1] == T_WAIT || p[1] == T_READY) {
-			xfer_on_flow(x, src, p[1], get32(p + 4));
-			continue;
-		}
-		if (p[1] == T_NOTE) {
-			if (x->note_cb) {
-				x->stats.notes_received++;
-				x->note_cb(x->note_ctx, src, p + HCL_XFER_HDR, in[i].len - HCL_XFER_HDR);
-			} else {
-				x->stats.malformed++;
-			}
-			continue;
-		}
-		if (p[1] != T_DATA) {
+		/* a run the kernel coalesced: its datagrams one by one */
+		uint32_t len = in[i].len, seg = in[i].seg && in[i].seg < len ? in[i].seg : len;
+		if (seg < len)
+			x->stats.rx_runs++;
+		if (!len)
 			x->stats.malformed++;
-			continue;
-		}
-		uint32_t atag;
-		bool refuse = false;
-		int who = on_data(x, src, p, in[i].len, &atag, &refuse);
-		if (who < 0)
-			continue;
-		/* one answer per (peer, tag) and batch: one per datagram would
-		 * be a window of them */
-		if (refuse)
-			answer_once(wait_src, wait_tag, &nwait, who, atag);
-		else
-			answer_once(ack_src, ack_tag, &nack, who, atag);
+		for (uint32_t off = 0; off < len; off += seg, datagrams++)
+			handle(x, src, p + off, len - off < seg ? len - off : seg, &acks, &waits);
 	}
-	for (int k = 0; k < nack; k++)
-		ack_for(x, ack_src[k], ack_tag[k]);
-	for (int k = 0; k < nwait; k++) {
-		xfer_send_flow(x, wait_src[k], T_WAIT, wait_tag[k]);
-		x->stats.waits_sent++;
-	}
-	return n;
+	for (int k = 0; k < acks.n; k++)
+		answer(x, false, acks.a[k].src, acks.a[k].tag);
+	for (int k = 0; k < waits.n; k++)
+		answer(x, true, waits.a[k].src, waits.a[k].tag);
+	return datagrams;
 }

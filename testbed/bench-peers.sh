@@ -1,26 +1,37 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Our ring all-reduce beside Gloo (torch.distributed) and Open MPI (TCP), on
-# the same four hosts in namespaces through the same swemu (plain switch), in
-# one run.  mpirun talks to its ranks over a management bridge; all data goes
-# over eth0 through swemu.
-#   testbed/bench-peers.sh [-b MIN] [-e MAX] [-n ITERS] [-r ROUNDS]   (root; installs the peers)
-# Runs the three ROUNDS times (default 3), the order rotating each round so
-# that none always goes first; prints every nccl-tests-style table and, per
-# size, each library's median busbw over the rounds and ours / the best peer.
+# the same hosts in namespaces, in one run: through swemu as a plain switch
+# (-m swemu, default), or through a Linux bridge in its place (-m bridge:
+# nothing caps the libraries but themselves).  mpirun talks to its ranks
+# over a management bridge; all data goes over eth0.
+#   testbed/bench-peers.sh [-m swemu|bridge] [-p RANKS] [-b MIN] [-e MAX] [-n ITERS] [-r ROUNDS]
+# (root; installs the peers).  Runs the three ROUNDS times (default 3), the
+# order rotating each round so that none always goes first; prints every
+# nccl-tests-style table and, per size, each library's median busbw over the
+# rounds and ours / the best peer; then each library's CPU seconds (user +
+# system of all ranks, in the timed calls) per GB all-reduced, median over
+# the rounds.
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 3,11p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 3,14p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
-min=1M max=64M iters=10 rounds=3
-while getopts "b:e:n:r:" o; do
-	case $o in b) min=$OPTARG;; e) max=$OPTARG;; n) iters=$OPTARG;; r) rounds=$OPTARG;; *) exit 2;; esac
+min=1M max=64M iters=10 rounds=3 mode=swemu ranks=4
+while getopts "m:p:b:e:n:r:" o; do
+	case $o in
+	m) mode=$OPTARG;; p) ranks=$OPTARG;; b) min=$OPTARG;; e) max=$OPTARG;; n) iters=$OPTARG;; r) rounds=$OPTARG;;
+	*) exit 2;;
+	esac
 done
+[[ "$mode" =~ ^(swemu|bridge)$ ]] || { echo "bench-peers: -m swemu or -m bridge" >&2; exit 2; }
+[[ "$ranks" =~ ^[0-9]+$ ]] && ((ranks >= 2 && ranks <= 16)) || { echo "bench-peers: -p 2..16" >&2; exit 2; }
 "$top/testbed/setup.sh" --peers
 name=bp
 trap '"$top/testbed/topo.sh" down $name' EXIT
 mkdir -p "$top/build/peers"
 mpicc -O2 -o "$top/build/peers/mpi_allreduce" "$top/testbed/peers/mpi_allreduce.c"
-"$top/testbed/topo.sh" up $name 4 --subnet 10.88.0 --no-ina --mgmt 10.98.0 >/dev/null
+pmd=af_packet
+[ "$mode" = bridge ] && pmd=bridge
+"$top/testbed/topo.sh" up $name $ranks --subnet 10.88.0 --no-ina --mgmt 10.98.0 --pmd $pmd >/dev/null
 "$top/testbed/topo.sh" start $name
 run_ours() { "$top/testbed/launch.sh" $name -- "$top/build/ring/ina-allreduce-perf" -b $min -e $max -n $iters -w 3; }
 run_gloo() {
@@ -35,7 +46,7 @@ chmod +x "$wrap"
 bytes() { "$top/build/testbed/swemu-trial-cfg" --size "$1"; }
 run_mpi() {
 	# PMIx binds by this variable in mpirun itself, and the ranks need it too
-	PMIX_MCA_ptl_tcp_if_include=$name-mg mpirun --allow-run-as-root --oversubscribe -np 4 \
+	PMIX_MCA_ptl_tcp_if_include=$name-mg mpirun --allow-run-as-root --oversubscribe -np $ranks \
 		--mca oob_tcp_if_include $name-mg --mca btl self,tcp --mca btl_tcp_if_include eth0 \
 		-x PMIX_MCA_ptl_tcp_if_include "$wrap" "$top/build/peers/mpi_allreduce" "$(bytes $min)" "$(bytes $max)" $iters 3
 }
@@ -47,18 +58,27 @@ for ((r = 0; r < rounds; r++)); do
 		run_$lib | tee "$tables/$lib.$r"
 	done
 done
+echo "# $mode, $ranks ranks"
 echo "# size        ours_busbw  gloo_busbw   mpi_busbw  ours/best_peer   (medians of $rounds rounds)"
-/usr/bin/python3 - "$tables" $rounds <<'PY'
+/usr/bin/python3 - "$tables" $rounds $iters <<'PY'
 import statistics, sys
-d, rounds = sys.argv[1], int(sys.argv[2])
+d, rounds, iters = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def table(f):
     return {int(l.split()[0]): float(l.split()[6]) for l in open(f) if l.strip() and not l.startswith("#")}
-med = {}
+def cpu_per_gb(f):
+    """CPU seconds of all ranks in the timed calls / GB they all-reduced."""
+    sizes = table(f)
+    cpu = [float(l.split(":")[1]) for l in open(f) if l.startswith("# cpu seconds")]
+    return cpu[0] / (sum(sizes) * iters / 1e9) if cpu and sizes else float("nan")
+med, cpu = {}, {}
 for lib in ("ours", "gloo", "mpi"):
     runs = [table("%s/%s.%d" % (d, lib, r)) for r in range(rounds)]
     med[lib] = {s: statistics.median(t[s] for t in runs if s in t) for s in runs[0]}
+    cpu[lib] = statistics.median(cpu_per_gb("%s/%s.%d" % (d, lib, r)) for r in range(rounds))
 o, g, m = med["ours"], med["gloo"], med["mpi"]
 for s in sorted(o):
     best = max(g.get(s, 0), m.get(s, 0))
     print("  %-11d %10.3f  %10.3f  %10.3f  %14.2f" % (s, o[s], g.get(s, 0), m.get(s, 0), o[s] / best if best else 0))
+print("# cpu s/GB   %10.2f  %10.2f  %10.2f  %14.2f   (ours / gloo)" % (cpu["ours"], cpu["gloo"], cpu["mpi"],
+                                                                    cpu["ours"] / cpu["gloo"]))
 PY

@@ -3,7 +3,7 @@
 # Racks of hosts in network namespaces around swemu ToRs (one process).
 #
 #   testbed/topo.sh up NAME HOSTS [--subnet 10.A.B] [--no-ina] [--loss P] [--rate R]
-#                                 [--buffer B] [--pmd af_packet|af_xdp] [--mgmt 10.M.N]
+#                                 [--buffer B] [--pmd af_packet|af_xdp|bridge] [--mgmt 10.M.N]
 #                                 [--lcores LIST]
 #                                 [--racks R [--ina-racks LIST] [--uplink-rate R]
 #                                  [--uplink-buffer B]]
@@ -25,7 +25,9 @@
 #       switches are spread over them (docs/SWEMU.md, "Lcores").
 #       N hosts NAME-h0..: each a namespace with eth0 (MTU 9000, tx checksum
 #       offload off) on a veth whose other end, NAME-sI, becomes swemu port hI
-#       (net_af_packet).  Host i is SUBNET.(i+1), MAC 02:5e:00:00:00:(i+1); the
+#       (net_af_packet).  --pmd bridge puts a Linux bridge NAME-br in swemu's
+#       place (one rack; hosts keep their veth offloads; for comparisons).
+#       Host i is SUBNET.(i+1), MAC 02:5e:00:00:00:(i+1); the
 #       switch is SUBNET.254.  Writes the swemu config and the EAL arguments
 #       to /run/swemu-testbed/NAME/.
 #   testbed/topo.sh start NAME [swemu config]   start swemu (background; pid file)
@@ -45,7 +47,7 @@ die() { echo "topo: $*" >&2; exit 2; }
 # A rate as swemu reads it ("200M", "1.5G", "10Gb") in bit/s, or "" if it is
 # not one: swemu's own parser, through the trial checker.
 rate_bps() { "${TRIAL_CFG:-$top/build/testbed/swemu-trial-cfg}" --rate "$1" 2>/dev/null || true; }
-usage() { sed -n '3,33p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,39p' "$0" | sed 's/^# \{0,1\}//'; }
 
 check_name() {
 	[[ "$1" =~ ^[a-z][a-z0-9]{0,5}$ ]] || die "NAME must be 1-6 lower-case letters/digits (interface names are short)"
@@ -66,7 +68,7 @@ cmd_down() {
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
 		ip netns del "$ns" 2>/dev/null || true
 	done
-	for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^$name-([shgn][0-9]+|mg)$" || true); do
+	for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^$name-([shgn][0-9]+|mg|br)$" || true); do
 		ip link del "$l" 2>/dev/null || true
 	done
 	rm -rf "/var/run/dpdk/swemu-$name" "$d"
@@ -96,7 +98,7 @@ cmd_up() {
 	done
 	[[ "$n" =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 16)) || die "HOSTS must be 1..16"
 	[[ "$subnet" =~ ^10\.[0-9]+\.[0-9]+$ ]] || die "--subnet must be 10.A.B"
-	[[ "$pmd" =~ ^(af_packet|af_xdp)$ ]] || die "--pmd must be af_packet or af_xdp"
+	[[ "$pmd" =~ ^(af_packet|af_xdp|bridge)$ ]] || die "--pmd must be af_packet, af_xdp or bridge"
 	[ -z "$mgmt" ] || [[ "$mgmt" =~ ^10\.[0-9]+\.[0-9]+$ ]] || die "--mgmt must be 10.M.N"
 	[[ "$lcores" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--lcores must be a list of lcore ids like 0,1"
 	local host_bps=""
@@ -123,6 +125,12 @@ cmd_up() {
 	local d=$state/$name
 	mkdir -p "$d"
 	local vdevs="" ports=""
+	if [ "$pmd" = bridge ]; then
+		((racks == 1)) || die "--pmd bridge makes one rack (a Linux bridge)"
+		ip link add "$name-br" type bridge
+		ip link set "$name-br" mtu 9000 up
+		echo bridge > "$d/bridge"
+	fi
 	if [ -n "$mgmt" ]; then
 		ip link add "$name-mg" type bridge
 		ip addr add "$mgmt.254/24" dev "$name-mg"
@@ -138,8 +146,9 @@ cmd_up() {
 		ip -n "$ns" link set lo up
 		ip -n "$ns" link set eth0 address "02:5e:00:00:00:$(printf %02x $((i + 1)))" mtu 9000 up
 		ip -n "$ns" addr add "$subnet.$((i + 1))/24" dev eth0
-		# veth leaves UDP/TCP checksums partial; af_packet would carry them so
-		ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null
+		# veth leaves UDP/TCP checksums partial; af_packet would carry them
+		# so (a Linux bridge keeps the offloads a real host has)
+		[ "$pmd" = bridge ] || ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null
 		if [ -n "$host_bps" ] && ((host_bps > 0)); then
 			# the host's side of its link: a NIC sends no faster than
 			# the link, so a burst waits here (the socket feels it) and
@@ -157,7 +166,9 @@ cmd_up() {
 			ip -n "$ns" link set mgmt0 up
 			ip link set "$name-g$i" master "$name-mg" up
 		fi
-		if [ "$pmd" = af_packet ]; then
+		if [ "$pmd" = bridge ]; then
+			ip link set "$name-s$i" master "$name-br"
+		elif [ "$pmd" = af_packet ]; then
 			vdevs+=" --vdev net_af_packet$i,iface=$name-s$i,framesz=10240,blocksz=40960"
 		else
 			# XDP on a veth takes at most a page per frame; measured here,
@@ -224,6 +235,7 @@ EOF
 cmd_start() {
 	local name=$1 d=$state/$1 cfg=${2:-$state/$1/swemu.cfg}
 	[ -f "$d/eal.args" ] || die "no topology $name (topo.sh up first)"
+	[ -f "$d/bridge" ] && return 0 # a Linux bridge switches already
 	local exe=${SWEMU:-$top/build/swemu/swemu}
 	[ -x "$exe" ] || die "no $exe: build first (testbed/setup.sh)"
 	# shellcheck disable=SC2046

@@ -8,11 +8,18 @@ GLOO_SOCKET_IFNAME for the data interface), e.g. by testbed/launch.sh.
 """
 import argparse
 import math
+import resource
 import sys
 import time
 
 import torch
 import torch.distributed as dist
+
+
+def cpu_seconds():
+    """User + system time of this rank so far, every thread."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
 
 
 def main():
@@ -29,7 +36,7 @@ def main():
         print(f"# gloo all-reduce (torch {torch.__version__}): {n} ranks, {a.n} iterations, {a.w} warm-up")
         print("#%11s %12s %8s %6s %10s %8s %8s %7s" % ("size", "count", "type", "redop", "time", "algbw",
                                                      "busbw", "#wrong"))
-    nbytes, total = a.b, 0.0
+    nbytes, total, cpu_timed = a.b, 0.0, 0.0
     lines = 0
     while True:
         count = nbytes // 4
@@ -37,10 +44,12 @@ def main():
         for _ in range(a.w):
             dist.all_reduce(t)
         dist.barrier()
+        cpu0 = cpu_seconds()
         t0 = time.monotonic()
         for _ in range(a.n):
             dist.all_reduce(t)
         us = (time.monotonic() - t0) / a.n * 1e6
+        cpu_timed += cpu_seconds() - cpu0
         t.fill_(rank + 1)
         dist.all_reduce(t)
         wrong = torch.tensor([int((t != n * (n + 1) / 2).sum())], dtype=torch.int32)
@@ -55,8 +64,11 @@ def main():
         if nbytes >= a.e:
             break
         nbytes = min(a.e, int(math.ceil(nbytes * a.f)))
+    cpu = torch.tensor([cpu_timed], dtype=torch.float64)
+    dist.all_reduce(cpu)
     if rank == 0:
         print("# Avg bus bandwidth    : %.3f" % (total / lines))
+        print("# cpu seconds of all ranks in the timed calls: %.3f" % float(cpu[0]))
     dist.destroy_process_group()
     return 0
 

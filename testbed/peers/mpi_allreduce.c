@@ -5,6 +5,15 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+
+/* User + system time of this rank so far, every thread. */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
 
 int main(int argc, char **argv)
 {
@@ -26,7 +35,7 @@ int main(int argc, char **argv)
 		printf("#%11s %12s %8s %6s %10s %8s %8s %7s\n", "size", "count", "type", "redop", "time", "algbw",
 		       "busbw", "#wrong");
 	}
-	double total = 0;
+	double total = 0, cpu = 0;
 	int lines = 0;
 	for (long bytes = minb;; bytes = bytes * 2 > maxb ? maxb : bytes * 2) {
 		int count = (int)(bytes / 4);
@@ -35,10 +44,11 @@ int main(int argc, char **argv)
 		for (int k = 0; k < warm; k++)
 			MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 		MPI_Barrier(MPI_COMM_WORLD);
-		double t0 = MPI_Wtime();
+		double cpu0 = cpu_seconds(), t0 = MPI_Wtime();
 		for (int k = 0; k < iters; k++)
 			MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 		double us = (MPI_Wtime() - t0) / iters * 1e6;
+		cpu += cpu_seconds() - cpu0;
 		for (int i = 0; i < count; i++)
 			buf[i] = (float)(rank + 1);
 		MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -56,8 +66,11 @@ int main(int argc, char **argv)
 		if (bytes >= maxb)
 			break;
 	}
-	if (rank == 0)
+	MPI_Allreduce(MPI_IN_PLACE, &cpu, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	if (rank == 0) {
 		printf("# Avg bus bandwidth    : %.3f\n", total / lines);
+		printf("# cpu seconds of all ranks in the timed calls: %.3f\n", cpu);
+	}
 	free(buf);
 	MPI_Finalize();
 	return 0;

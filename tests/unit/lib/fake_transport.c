@@ -4,6 +4,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,6 +31,7 @@ struct fake_ep {
 	struct fake_hub *hub;
 	unsigned index;
 	int64_t egress_free_ns; /* the egress's last departure */
+	bool runs_refused;
 };
 
 struct fake_hub {
@@ -106,45 +109,114 @@ static void enqueue(struct fake_hub *h, struct inbox *b, struct dgram *d)
 	b->n++;
 }
 
+/* One datagram of len bytes (from pkt p at offset off) towards dst. */
+static void send_one(struct fake_hub *h, struct fake_ep *e, const struct dgram_pkt *p, uint32_t off, uint32_t len,
+		     unsigned dst)
+{
+	h->st.sent++;
+	uint8_t type = 0;
+	if (len > 1)
+		dgram_gather(p, off + 1, 1, &type);
+	bool nth = false;
+	for (unsigned k = 0; k < sizeof(h->net.drop_nth) / sizeof(h->net.drop_nth[0]); k++)
+		nth |= h->net.drop_nth[k] == h->st.sent;
+	if (dst >= h->n || nth || uni(h) < h->net.loss || (h->net.drop_type && len > 1 && type == h->net.drop_type)) {
+		h->st.lost++;
+		return;
+	}
+	int copies = uni(h) < h->net.dup ? 2 : 1;
+	h->st.duplicated += copies - 1;
+	while (copies--) {
+		int64_t due = 0;
+		if (h->net.rate_pps > 0 && !(due = bottleneck_due(h, &h->in[dst]))) {
+			h->st.tail_dropped++;
+			continue;
+		}
+		if (h->net.egress_Bps > 0) {
+			int64_t now = mono_ns();
+			due = (e->egress_free_ns > now ? e->egress_free_ns : now) +
+			      (int64_t)(len * 1e9 / h->net.egress_Bps);
+			e->egress_free_ns = due;
+		}
+		struct dgram *d = malloc(sizeof(*d) + len);
+		d->due_ns = due;
+		d->from = e->index;
+		d->src = fake_addr(e->index);
+		d->len = len;
+		dgram_gather(p, off, len, d->data);
+		enqueue(h, &h->in[dst], d);
+	}
+}
+
+static unsigned fake_max_segs(void *ctx)
+{
+	const struct fake_ep *e = ctx;
+	if (e->runs_refused)
+		return 1;
+	return e->hub->net.max_segs ? e->hub->net.max_segs : DGRAM_MAX_SEGS;
+}
+
 static int fake_send(void *ctx, const struct dgram_pkt *pkts, unsigned n)
 {
 	struct fake_ep *e = ctx;
 	struct fake_hub *h = e->hub;
+	unsigned i = 0;
 	pthread_mutex_lock(&h->mu);
-	for (unsigned i = 0; i < n; i++) {
-		unsigned dst = ntohs(pkts[i].peer.sin_port) - 1000u;
-		h->st.sent++;
-		if (dst >= h->n || uni(h) < h->net.loss ||
-		    (h->net.drop_type && pkts[i].len > 1 && ((const uint8_t *)pkts[i].buf)[1] == h->net.drop_type)) {
-			h->st.lost++;
-			continue;
+	for (; i < n; i++) {
+		const struct dgram_pkt *p = &pkts[i];
+		uint32_t segs = dgram_segments(p);
+		if (segs > 1 && h->net.refuse_runs && !e->runs_refused) {
+			e->runs_refused = true; /* as the UDP transport: nothing of it sent */
+			break;
 		}
-		int copies = uni(h) < h->net.dup ? 2 : 1;
-		h->st.duplicated += copies - 1;
-		while (copies--) {
-			int64_t due = 0;
-			if (h->net.rate_pps > 0 && !(due = bottleneck_due(h, &h->in[dst]))) {
-				h->st.tail_dropped++;
-				continue;
-			}
-			if (h->net.egress_Bps > 0) {
-				int64_t now = mono_ns();
-				due = (e->egress_free_ns > now ? e->egress_free_ns : now) +
-				      (int64_t)(pkts[i].len * 1e9 / h->net.egress_Bps);
-				e->egress_free_ns = due;
-			}
-			struct dgram *d = malloc(sizeof(*d) + pkts[i].len);
-			d->due_ns = due;
-			d->from = e->index;
-			d->src = fake_addr(e->index);
-			d->len = pkts[i].len;
-			memcpy(d->data, pkts[i].buf, pkts[i].len);
-			enqueue(h, &h->in[dst], d);
+		if (segs > fake_max_segs(e) || p->len > DGRAM_MAX_RUN) {
+			fprintf(stderr, "fake transport: a run of %u datagrams, %u bytes\n", segs, p->len);
+			abort(); /* the caller broke the transport's contract */
+		}
+		h->st.runs_sent += segs > 1;
+		unsigned dst = ntohs(p->peer.sin_port) - 1000u;
+		uint32_t seg = segs > 1 ? p->seg : p->len;
+		for (uint32_t off = 0; off < p->len || off == 0; off += seg) {
+			send_one(h, e, p, off, p->len - off < seg ? p->len - off : seg, dst);
+			if (!seg)
+				break; /* an empty datagram */
 		}
 	}
 	pthread_cond_broadcast(&h->cv);
 	pthread_mutex_unlock(&h->mu);
-	return (int)n;
+	return (int)i;
+}
+
+/* Takes the inbox's head into pkt, and with coalescing the datagrams
+ * after it that the kernel's GRO would merge: same sender, same size (a
+ * shorter one ends the run), as many as the buffer holds. */
+static void take(struct fake_hub *h, struct inbox *b, struct dgram_pkt *pkt)
+{
+	uint32_t cap = pkt->len, len = 0, seg = 0, n = 0;
+	unsigned from = b->head->from;
+	pkt->peer = b->head->src;
+	while (b->head) {
+		struct dgram *d = b->head;
+		if (n && (d->from != from || d->len > seg || len + d->len > cap || n == DGRAM_MAX_SEGS ||
+			  d->due_ns > mono_ns()))
+			break;
+		uint32_t l = d->len < cap - len ? d->len : cap - len; /* truncated like UDP */
+		memcpy((uint8_t *)pkt->buf + len, d->data, l);
+		len += l;
+		if (!n++)
+			seg = d->len;
+		b->head = d->next;
+		if (!b->head)
+			b->tail = NULL;
+		b->n--;
+		free(d);
+		h->st.delivered++;
+		if (!h->net.coalesce || !seg || l < seg)
+			break;
+	}
+	pkt->len = len;
+	pkt->seg = n > 1 ? (uint16_t)seg : 0;
+	h->st.runs_received += n > 1;
 }
 
 static int fake_recv(void *ctx, struct dgram_pkt *pkts, unsigned n, int64_t timeout_ns)
@@ -174,20 +246,8 @@ static int fake_recv(void *ctx, struct dgram_pkt *pkts, unsigned n, int64_t time
 		}
 	}
 	unsigned got = 0;
-	while (got < n && b->head && b->head->due_ns <= mono_ns()) {
-		struct dgram *d = b->head;
-		b->head = d->next;
-		if (!b->head)
-			b->tail = NULL;
-		b->n--;
-		uint32_t len = d->len < pkts[got].len ? d->len : pkts[got].len; /* truncated like UDP */
-		memcpy(pkts[got].buf, d->data, len);
-		pkts[got].len = len;
-		pkts[got].peer = d->src;
-		free(d);
-		got++;
-		h->st.delivered++;
-	}
+	while (got < n && b->head && b->head->due_ns <= mono_ns())
+		take(h, b, &pkts[got++]);
 	pthread_mutex_unlock(&h->mu);
 	return (int)got;
 }
@@ -222,6 +282,7 @@ static void fake_close(void *ctx) { (void)ctx; }
 static const struct dgram_ops fake_ops = {
 	.send_batch = fake_send,
 	.recv_batch = fake_recv,
+	.max_segs = fake_max_segs,
 	.wait_send = fake_wait_send,
 	.tx_queued = fake_tx_queued,
 	.close = fake_close,

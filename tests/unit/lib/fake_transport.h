@@ -25,6 +25,17 @@ struct fake_net {
 	 * what waits there (len + 512 bytes each, about a host's accounting).
 	 * Not combined with rate_pps or reorder. */
 	double egress_Bps;
+	/* Runs: a sent pkt may carry up to max_segs datagrams (0: DGRAM_MAX_SEGS),
+	 * each lost, duplicated or reordered on its own; refuse_runs: the first
+	 * run is refused as a kernel without UDP GSO would, and max_segs is 1
+	 * from then on.  coalesce: consecutive datagrams of one sender and one
+	 * size are received as one run (UDP GRO), into buffers that hold them. */
+	unsigned max_segs;
+	int refuse_runs;
+	int coalesce;
+	/* nonzero: the datagrams with these numbers (1 = the first any
+	 * endpoint sends) are lost, whatever else happens to them */
+	uint64_t drop_nth[4];
 };
 
 struct fake_hub *fake_hub_new(unsigned endpoints, const struct fake_net *net);
@@ -46,7 +57,9 @@ struct hcl_xfer *fake_xfer_new_cfg(struct fake_hub *h, unsigned rank, unsigned n
 
 struct fake_stats {
 	uint64_t sent, lost, duplicated, reordered, delivered;
-	uint64_t tail_dropped; /* by a full bottleneck queue */
+	uint64_t tail_dropped;	/* by a full bottleneck queue */
+	uint64_t runs_sent;	/* sent pkts that carried more than one datagram */
+	uint64_t runs_received; /* received pkts that carried more than one (coalesce) */
 };
 struct fake_stats fake_hub_stats(struct fake_hub *h);
 

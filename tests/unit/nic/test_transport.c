@@ -67,7 +67,7 @@ static void test_udp_batches(void **state)
 			struct dgram_pkt s[32];
 			int k = 0;
 			for (; k < 32 && sent + k < 400; k++)
-				s[k] = (struct dgram_pkt){ out[sent + k], lens[sent + k], ba };
+				s[k] = (struct dgram_pkt){ .buf = out[sent + k], .len = lens[sent + k], .peer = ba };
 			int r = a.ops->send_batch(a.ctx, s, (unsigned)k);
 			assert_true(r >= 0);
 			sent += r;
@@ -188,7 +188,7 @@ static void test_fake_hub(void **state)
 		unsigned ngot = 0;
 		for (uint32_t i = 0; i < 20000; i++) {
 			seq[i] = i;
-			struct dgram_pkt p = { &seq[i], 4, fake_addr(1) };
+			struct dgram_pkt p = { .buf = &seq[i], .len = 4, .peer = fake_addr(1) };
 			assert_int_equal(a.ops->send_batch(a.ctx, &p, 1), 1);
 		}
 		for (;;) {
