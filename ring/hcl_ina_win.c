@@ -23,6 +23,7 @@ void hcl_inaw_reset(struct hcl_inaw *w)
 {
 	for (uint32_t i = 0; i < w->slots; i++)
 		w->s[i].busy = false;
+	w->done_sent_at = 0;
 }
 
 struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t slice, int64_t sent_at, bool early)
@@ -51,10 +52,20 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 		if (!s->busy)
 			continue;
 		int64_t due = s->sent_at + timer(w, s, floor_ns);
+		bool rack = false;
+		if (!floor_ns && w->rtt.srtt && s->sent_at && s->sent_at < w->done_sent_at) {
+			int64_t reo = w->rtt.srtt / 4 > 200000 ? w->rtt.srtt / 4 : 200000,
+				lost_at = s->sent_at + w->rtt.srtt + reo;
+			rack = lost_at <= now;
+			if (lost_at < due)
+				due = lost_at;
+		}
 		if (due <= now) {
 			if (!send(ctx, i))
 				return; /* socket full: the next round */
-			if (!floor_ns)	/* a slice that waits for others says nothing of the round trip */
+			/* a slice that waits for others says nothing of the round
+			 * trip, nor does one found lost by RACK */
+			if (!floor_ns && !rack)
 				hcl_rtt_expired(&w->rtt, s->sent_at, now);
 			s->sent_at = now;
 			if (s->tries < 255)
@@ -80,6 +91,8 @@ void hcl_inaw_done(struct hcl_inaw *w, struct hcl_inaw_slot *s, int64_t now)
 {
 	if (s->tries == 0 && s->sent_at && !s->early)
 		hcl_rtt_sample(&w->rtt, now - s->sent_at);
+	if (s->sent_at > w->done_sent_at)
+		w->done_sent_at = s->sent_at;
 	s->set ^= 1;
 	s->busy = false;
 }

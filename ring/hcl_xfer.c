@@ -81,8 +81,10 @@ void hcl_xfer_free(struct hcl_xfer *x)
 	free(x->cc);
 	free(x->refused);
 	free(x->rx.got);
-	free(x->st.buf);
-	free(x->st.got);
+	for (unsigned i = 0; i < STAGE_DEPTH; i++) {
+		free(x->st[i].buf);
+		free(x->st[i].got);
+	}
 	free(x->peers);
 	free(x);
 }
@@ -155,6 +157,7 @@ static int linger(struct hcl_xfer *x, int64_t quiet_ns, int64_t deadline_ns, boo
 		if (all_fin || now - last >= quiet_ns || now >= deadline_ns) {
 			for (unsigned d = 0; d < 8; d++)
 				x->done[d].unlinger = false;
+			x->stats.lingers_quiet += !all_fin;
 			return 0;
 		}
 		int64_t wait = quiet_ns - (now - last);
@@ -211,30 +214,31 @@ static int reserve(struct hcl_xfer *x, size_t n)
 static int adopt_stage(struct hcl_xfer *x, uint32_t tag, int from, void *rbuf, size_t rlen, char *err, size_t errlen)
 {
 	struct rxs *r = &x->rx;
-	if (!x->st.used || x->st.tag != tag || x->st.from != from)
-		return 0; /* a staged message for another exchange stays: it was acknowledged */
-	x->st.used = false;
-	if (x->st.len != rlen) {
-		snprintf(err, errlen, "xfer: rank %d sends %zu bytes for tag %u, this rank expects %zu", from,
-			 x->st.len, tag, rlen);
+	struct stage *st = xfer_stage_of(x, from, tag);
+	if (!st)
+		return 0; /* staged messages for other exchanges stay: they were acknowledged */
+	st->used = false;
+	if (st->len != rlen) {
+		snprintf(err, errlen, "xfer: rank %d sends %zu bytes for tag %u, this rank expects %zu", from, st->len,
+			 tag, rlen);
 		return -EPROTO;
 	}
 	for (uint32_t i = 0; i < r->total; i++)
-		if (x->st.got[i]) {
+		if (st->got[i]) {
 			r->got[i] = 1;
 			r->ngot++;
 			r->hi = i + 1;
 		}
 	if (r->op == HCL_XFER_COPY) {
 		if (rlen)
-			memcpy(rbuf, x->st.buf, rlen);
+			memcpy(rbuf, st->buf, rlen);
 	} else { /* only what arrived is added in */
 		for (uint32_t i = 0; i < r->total; i++)
-			if (x->st.got[i])
+			if (st->got[i])
 				xfer_combine(r->op, (uint8_t *)rbuf + (size_t)i * x->cfg.payload,
-					     x->st.buf + (size_t)i * x->cfg.payload, seg_len(x, rlen, i));
+					     st->buf + (size_t)i * x->cfg.payload, seg_len(x, rlen, i));
 	}
-	x->rx_fin = x->st.fin;
+	x->rx_fin = st->fin;
 	while (r->cum < r->total && r->got[r->cum])
 		r->cum++;
 	return 0;
@@ -245,11 +249,14 @@ static int timed_out(const struct hcl_xfer *x, uint32_t tag, char *err, size_t e
 	const struct txs *t = &x->tx;
 	const struct rxs *r = &x->rx;
 	char a[64];
+	const struct stage *st = NULL; /* what was held early, for the reader of the error */
+	for (unsigned i = 0; i < STAGE_DEPTH && !st; i++)
+		st = x->st[i].used ? &x->st[i] : NULL;
 	if (r->active && r->ngot < r->total)
 		snprintf(err, errlen,
 			 "rank %d (%s) did not deliver: %u of %u packets of tag %u arrived (held early: %s%d tag %u)",
 			 r->from, addr_str(&x->peers[r->from], a, sizeof(a)), r->ngot, r->total, tag,
-			 x->st.used ? "from " : "none ", x->st.used ? x->st.from : -1, x->st.used ? x->st.tag : 0);
+			 st ? "from " : "none ", st ? st->from : -1, st ? st->tag : 0);
 	else
 		snprintf(err, errlen, "rank %d (%s) did not acknowledge: %u of %u packets of tag %u", t->to,
 			 addr_str(&x->peers[t->to], a, sizeof(a)), t->nacked, t->total, tag);

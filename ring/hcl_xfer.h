@@ -59,12 +59,14 @@ struct hcl_xfer_stats {
 	uint64_t data_sent, data_resent, acks_sent;
 	uint64_t timeouts, cwnd_halved;	     /* congestion events: timer expiries, detected losses */
 	uint64_t timeouts_undone;	     /* expiries found spurious (F-RTO): the window came back */
+	uint64_t tail_probes;		     /* the last packet sent again before the timer (TLP) */
 	uint64_t waits_sent, waits_received; /* flow control: early data refused (WAIT) */
 	uint64_t local_waits;		     /* data held back: the host's own queue was full */
 	uint64_t data_received, duplicates, early, stale, malformed;
 	uint64_t notes_sent, notes_received;
-	uint64_t data_runs; /* sends of data handed to the transport (a run or a lone datagram) */
-	uint64_t rx_runs;   /* received runs the kernel coalesced */
+	uint64_t lingers_quiet; /* lingers that ended by their quiet time or deadline: a FIN was missing */
+	uint64_t data_runs;	/* sends of data handed to the transport (a run or a lone datagram) */
+	uint64_t rx_runs;	/* received runs the kernel coalesced */
 };
 
 struct hcl_xfer;

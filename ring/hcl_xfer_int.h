@@ -55,6 +55,8 @@ struct txs {
 	int64_t delivered_sent_at;	     /* latest send time among packets acknowledged */
 	uint32_t delivered_seq;		     /* the highest packet acknowledged that was sent then */
 	int64_t progress_at;		     /* last time an ACK acknowledged something new */
+	int64_t last_sent_at;		     /* of any data packet */
+	bool tlp_done;			     /* this tail's loss probe went (one per tail) */
 	bool peer_waits;		     /* the receiver said WAIT: probe only */
 	int64_t probe_at;
 	uint8_t probes;
@@ -77,7 +79,11 @@ struct rxs {
 	int64_t unacked_since;
 };
 
-/* Early data of the exchange to come. */
+/* Early data of an exchange to come.  Several: in a ring, a stall at one
+ * rank (a lost packet waiting for its timer) holds up the ranks before it
+ * step by step; with one, each of them refused its neighbour's next step
+ * (WAIT), and the window's worth it had sent went again after READY. */
+#define STAGE_DEPTH 4
 struct stage {
 	bool used;
 	int from;
@@ -123,7 +129,7 @@ struct hcl_xfer {
 	struct txs tx;
 	struct xfer_tx_batch txb;
 	struct rxs rx;
-	struct stage st;
+	struct stage st[STAGE_DEPTH];
 	/* completed receives, to acknowledge again in full when their sender
 	 * repeats itself (its last ACK was lost); several, because a rank's
 	 * exchanges alternate between peers (hier: gather, then ring) */
@@ -210,6 +216,15 @@ static inline void xfer_combine(enum hcl_xfer_op op, uint8_t *dst, const uint8_t
 		hcl_reduce_i32((uint32_t *)(void *)dst, (const uint32_t *)(const void *)src, len / 4);
 	else
 		memcpy(dst, src, len);
+}
+
+/* The stage holding from's early message for tag, or NULL. */
+static inline struct stage *xfer_stage_of(struct hcl_xfer *x, int from, uint32_t tag)
+{
+	for (unsigned i = 0; i < STAGE_DEPTH; i++)
+		if (x->st[i].used && x->st[i].from == from && x->st[i].tag == tag)
+			return &x->st[i];
+	return NULL;
 }
 
 /* hcl_xfer_tx.c */

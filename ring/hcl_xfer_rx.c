@@ -87,6 +87,13 @@ static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint
 		return -1;
 	}
 	*ack_tag = tag;
+	/* data of a later exchange from a peer means that peer finished the
+	 * earlier ones (it moves on only when all it sent was acknowledged):
+	 * as good as their FIN.  Without this a lost FIN kept a rank
+	 * lingering its whole quiet time (200 ms) while the ring waited. */
+	for (unsigned d = 0; d < 8; d++)
+		if (x->done[d].valid && x->done[d].from == src && (int32_t)(tag - x->done[d].tag) > 0)
+			x->done[d].fin = true;
 	struct rxs *r = &x->rx;
 	if (r->active && tag == r->tag && src == r->from) {
 		if (mlen != r->len) {
@@ -122,28 +129,35 @@ static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint
 			x->stats.stale++;
 			return src; /* acknowledged in full again */
 		}
-	/* early: keep it for the exchange to come (one at a time) */
-	struct stage *s = &x->st;
-	if (s->used && (s->tag != tag || s->from != src || s->len != mlen)) {
+	/* early: keep it for the exchange to come (STAGE_DEPTH at a time) */
+	struct stage *s = xfer_stage_of(x, src, tag);
+	for (unsigned i = 0; i < STAGE_DEPTH && !s; i++)
+		if (!x->st[i].used) {
+			s = &x->st[i];
+			if (grow((void **)&s->buf, &s->cap, mlen ? mlen : 1, 1) ||
+			    grow((void **)&s->got, &s->gcap, total, 1))
+				return -1;
+			memset(s->got, 0, total);
+			*s = (struct stage){ .used = true,
+					     .from = src,
+					     .tag = tag,
+					     .total = total,
+					     .len = mlen,
+					     .buf = s->buf,
+					     .got = s->got,
+					     .cap = s->cap,
+					     .gcap = s->gcap };
+		}
+	if (!s) {
 		x->stats.early++; /* dropped: WAIT, and READY when we get there */
 		x->refused[src].valid = true;
 		x->refused[src].tag = tag;
 		*refuse = true;
 		return src;
 	}
-	if (!s->used) {
-		if (grow((void **)&s->buf, &s->cap, mlen ? mlen : 1, 1) || grow((void **)&s->got, &s->gcap, total, 1))
-			return -1;
-		memset(s->got, 0, total);
-		*s = (struct stage){ .used = true,
-				     .from = src,
-				     .tag = tag,
-				     .total = total,
-				     .len = mlen,
-				     .buf = s->buf,
-				     .got = s->got,
-				     .cap = s->cap,
-				     .gcap = s->gcap };
+	if (s->len != mlen) { /* one sender, one length: adopt_stage reports the mismatch */
+		x->stats.malformed++;
+		return -1;
 	}
 	x->stats.early++;
 	if (!s->got[seq]) {
@@ -157,6 +171,7 @@ static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint
 /* What the ACK of the current or staged or previous receive says. */
 static void ack_for(struct hcl_xfer *x, int src, uint32_t tag)
 {
+	struct stage *st;
 	for (unsigned i = 0; i < 8; i++)
 		if (x->done[i].valid && tag == x->done[i].tag && src == x->done[i].from) {
 			send_full_ack(x, src, tag, x->done[i].total);
@@ -166,11 +181,11 @@ static void ack_for(struct hcl_xfer *x, int src, uint32_t tag)
 		send_ack(x, src, tag, x->rx.cum, x->rx.got, x->rx.total);
 		x->rx.unacked = 0;
 		x->rx.ack_now = false;
-	} else if (x->st.used && tag == x->st.tag && src == x->st.from) {
+	} else if ((st = xfer_stage_of(x, src, tag))) {
 		uint32_t cum = 0;
-		while (cum < x->st.total && x->st.got[cum])
+		while (cum < st->total && st->got[cum])
 			cum++;
-		send_ack(x, src, tag, cum, x->st.got, x->st.total);
+		send_ack(x, src, tag, cum, st->got, st->total);
 	}
 }
 
@@ -240,13 +255,14 @@ static void handle(struct hcl_xfer *x, int src, const uint8_t *p, size_t len, st
 	case T_ACK: xfer_on_ack(x, src, p); return;
 	case T_FIN: {
 		uint32_t ftag = get32(p + 4);
+		struct stage *st;
 		for (unsigned d = 0; d < 8; d++)
 			if (x->done[d].valid && src == x->done[d].from && ftag == x->done[d].tag)
 				x->done[d].fin = true;
 		if (x->rx.active && src == x->rx.from && ftag == x->rx.tag)
 			x->rx_fin = true; /* the sender finished before we did */
-		else if (x->st.used && src == x->st.from && ftag == x->st.tag)
-			x->st.fin = true; /* ... before our exchange even began */
+		else if ((st = xfer_stage_of(x, src, ftag)))
+			st->fin = true; /* ... before our exchange even began */
 		return;
 	}
 	case T_WAIT:

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "fake_transport.h"
 #include "hcl_ina.h"
+#include "hcl_ina_win.h"
 #include "psina_plan.h"
 #include "softsw.h"
 #include "testlib.h"
@@ -253,12 +254,46 @@ static void test_psina_plan_shards(void **state)
 	fake_hub_free(hub);
 }
 
+static bool record_send(void *ctx, uint32_t slot)
+{
+	((uint32_t *)ctx)[slot]++;
+	return true;
+}
+
+/* The window's RACK: once a slice sent after another is done, the other
+ * goes again a round trip and a reordering window after it was sent, long
+ * before its 5 ms timer; slices sent with or after the one done wait. */
+static void test_window_rack(void **state)
+{
+	(void)state;
+	struct hcl_inaw w;
+	assert_int_equal(hcl_inaw_init(&w, 4, 5000000, 500000000), 0);
+	const int64_t ms = 1000000, t0 = 100 * ms;
+	hcl_rtt_sample(&w.rtt, ms); /* srtt 1 ms: reordering window 250 us */
+	for (uint32_t i = 0; i < 4; i++)
+		hcl_inaw_start(&w, i, i, i == 0 ? t0 : t0 + ms / 10, false);
+	hcl_inaw_done(&w, &w.s[1], t0 + ms); /* sent 100 us after slot 0's */
+	uint32_t sends[4] = { 0 };
+	uint64_t resent = 0;
+	int64_t wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(resent, 0); /* not yet: 1.25 ms after its send */
+	assert_true(wake <= t0 + ms + ms / 4);
+	hcl_inaw_resend(&w, t0 + ms + ms / 4, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(resent, 1);
+	assert_int_equal(sends[0], 1);
+	assert_int_equal(sends[2] + sends[3], 0);
+	assert_int_equal(w.rtt.backoff, 0); /* a loss found so is no timer expiry */
+	hcl_inaw_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_switch),
 		cmocka_unit_test(test_dead_member),
 		cmocka_unit_test(test_psina_plan_shards),
+		cmocka_unit_test(test_window_rack),
 	};
 	return cmocka_run_group_tests_name("ina", tests, NULL, NULL);
 }

@@ -33,6 +33,8 @@ struct side {
 	unsigned nap_ms;      /* rank 1 is elsewhere for this long before each even message, answering */
 	bool coalesced;	      /* the hub coalesces: receive buffers for runs */
 	uint32_t local_queue; /* hcl_xfer_cfg's */
+	uint32_t rto_us;      /* hcl_xfer_cfg's (0: 2000 here) */
+	unsigned linger_ms;   /* rank 1 lingers this long at most after each message */
 	int64_t deadline_s;
 	int rc;
 	char err[256];
@@ -91,8 +93,9 @@ static void *side_main(void *arg)
 {
 	struct side *s = arg;
 	struct dgram_transport t;
-	struct hcl_xfer_cfg cfg = { .rto_us = 2000,
-				    .rto_max_us = 40000,
+	uint32_t rto_us = s->rto_us ? s->rto_us : 2000;
+	struct hcl_xfer_cfg cfg = { .rto_us = rto_us,
+				    .rto_max_us = 20 * rto_us,
 				    .payload = s->payload,
 				    .coalesced = s->coalesced,
 				    .local_queue = s->local_queue };
@@ -116,6 +119,8 @@ static void *side_main(void *arg)
 		s->rc = hcl_xfer_exchange_op(x, tag, -1, NULL, 0, 0, b, s->len, s->op, dl, s->err, sizeof(s->err));
 		if (s->rc == 0)
 			s->rc = check(s, tag, b);
+		if (s->rc == 0 && s->linger_ms && tag < s->msgs)
+			hcl_xfer_linger(x, (int64_t)s->linger_ms * 1000000, dl);
 	}
 	if (s->rc == 0)
 		hcl_xfer_linger(x, 50000000, clock_now_ns() + 2000000000ll);
@@ -201,6 +206,36 @@ static void test_runs_refused(void **state)
 	assert_int_equal(s[0].st.data_resent, 0);
 }
 
+/* The last datagram of a message is lost: nothing after it can be
+ * acknowledged, so RACK cannot find it; the tail loss probe sends it
+ * again after about two round trips, long before the 10 ms timer. */
+static void test_tail_loss_probe(void **state)
+{
+	(void)state;
+	struct side s[2];
+	run((struct fake_net){ .seed = 8, .drop_nth = { 10 } },
+	    &(struct side){ .msgs = 1, .len = 10 * 8948, .local_queue = UINT32_MAX, .rto_us = 10000 }, s);
+	printf("# tail loss: %llu again, %llu probes, %llu time-outs\n", (unsigned long long)s[0].st.data_resent,
+	       (unsigned long long)s[0].st.tail_probes, (unsigned long long)s[0].st.timeouts);
+	assert_int_equal(s[0].st.data_resent, 1);
+	assert_int_equal(s[0].st.tail_probes, 1);
+	assert_int_equal(s[0].st.timeouts, 0);
+}
+
+/* Every FIN is lost, and the receiver lingers after each message for up
+ * to 10 s: the sender's next message tells it the sender is done with
+ * the last one (it moves on only when all was acknowledged), so only the
+ * linger after the last message waits out its quiet time. */
+static void test_fin_implied(void **state)
+{
+	(void)state;
+	struct side s[2];
+	struct fake_stats fs = run((struct fake_net){ .seed = 9, .drop_type = 3 /* T_FIN */ },
+				   &(struct side){ .msgs = 3, .len = 3 * 8948, .linger_ms = 10000 }, s);
+	assert_true(fs.lost >= 2);		    /* the FINs */
+	assert_int_equal(s[1].st.lingers_quiet, 1); /* the last one's: no message follows */
+}
+
 /* On a clean network the receiver acknowledges every quarter window, not
  * every batch: a thousand packets cost well under a third as many ACKs. */
 static void test_delayed_acks(void **state)
@@ -224,10 +259,14 @@ static void test_sum_on_receive(void **state)
 	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
 		struct side s[2];
 		struct fake_stats fs = run(
-			(struct fake_net){ .seed = 5 + k, .loss = 0.03, .dup = 0.2, .reorder = 0.1, .coalesce = 1 },
+			(struct fake_net){ .seed = 11 + k, .loss = 0.05, .dup = 0.2, .reorder = 0.1, .coalesce = 1 },
 			&(struct side){
 				.msgs = 4, .len = 40 * 8948 + 12, .op = ops[k], .nap_ms = 30, .coalesced = true },
 			s);
+		printf("# sums, op %d: %llu sent, %llu lost, %llu duplicated; receiver %llu duplicates, %llu early\n",
+		       (int)ops[k], (unsigned long long)fs.sent, (unsigned long long)fs.lost,
+		       (unsigned long long)fs.duplicated, (unsigned long long)s[1].st.duplicates,
+		       (unsigned long long)s[1].st.early);
 		assert_true(fs.duplicated > 0 && fs.lost > 0);
 		assert_true(s[1].st.duplicates > 0);
 		assert_true(s[1].st.early > 0); /* the stage was used */
@@ -271,7 +310,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_boundaries), cmocka_unit_test(test_loss_inside_run),
-		cmocka_unit_test(test_runs_refused),   cmocka_unit_test(test_delayed_acks),
+		cmocka_unit_test(test_runs_refused),   cmocka_unit_test(test_tail_loss_probe),
+		cmocka_unit_test(test_fin_implied),    cmocka_unit_test(test_delayed_acks),
 		cmocka_unit_test(test_sum_on_receive), cmocka_unit_test(test_long_message),
 		cmocka_unit_test(test_sum_bad_length),
 	};
