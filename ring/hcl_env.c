@@ -218,6 +218,8 @@ static int xfer_settings(struct hcl_env *e, char *err, size_t errlen)
 	if (int_setting(0, "", "HCL_XFER_PAYLOAD", 0, 8976, 0, &payload, err, errlen) < 0 ||
 	    int_setting(0, "", "HCL_XFER_WINDOW", 0, 4096, 0, &window, err, errlen) < 0)
 		return -EINVAL;
+	if (payload % 4) /* a packet must not split an element: sums are added as they arrive */
+		return bad(err, errlen, "HCL_XFER_PAYLOAD=%lld: want a multiple of 4", payload);
 	if (q && strcmp(q, "off") && parse_int(q, 0, 1 << 20, &lq) < 0)
 		return bad(err, errlen, "HCL_XFER_LOCAL_QUEUE=%s: want bytes (0..1048576) or off", q);
 	e->xfer_payload = (uint32_t)payload;

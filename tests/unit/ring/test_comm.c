@@ -607,6 +607,10 @@ static void test_errors(void **state)
 	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "HCL_XFER_LOCAL_QUEUE=64k"));
 	unsetenv("HCL_XFER_LOCAL_QUEUE");
+	setenv("HCL_XFER_PAYLOAD", "8950", 1); /* a packet must hold whole elements */
+	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "HCL_XFER_PAYLOAD=8950: want a multiple of 4"));
+	unsetenv("HCL_XFER_PAYLOAD");
 	cfg.ring_channels = 5;
 	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "ring channels 5: want 1 to 4"));
