@@ -39,9 +39,11 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transpor
 	if (!a->cfg.rto_us)
 		a->cfg.rto_us = 5000;
 	a->t = t;
-	for (unsigned h = 0; h < a->cfg.shards; h++)
+	for (unsigned h = 0; h < a->cfg.shards; h++) {
 		if (hcl_inaw_init(&a->win[h], cfg->slots, (int64_t)a->cfg.rto_us * 1000, 500000000) < 0)
 			goto nomem;
+		a->win[h].rack = true; /* one aggregation per slice: they finish in order */
+	}
 	if (hcl_ina_rx_init(&a->rx) < 0)
 		goto nomem;
 	return a;

@@ -53,7 +53,7 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 			continue;
 		int64_t due = s->sent_at + timer(w, s, floor_ns);
 		bool rack = false;
-		if (!floor_ns && w->rtt.srtt && s->sent_at && s->sent_at < w->done_sent_at) {
+		if (w->rack && !floor_ns && w->rtt.srtt && s->sent_at && s->sent_at < w->done_sent_at) {
 			int64_t reo = w->rtt.srtt / 4 > 200000 ? w->rtt.srtt / 4 : 200000,
 				lost_at = s->sent_at + w->rtt.srtt + reo;
 			rack = lost_at <= now;

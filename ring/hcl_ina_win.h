@@ -31,6 +31,7 @@ struct hcl_inaw {
 	struct hcl_inaw_slot *s;
 	struct hcl_rtt rtt;
 	int64_t done_sent_at; /* the latest send among slices done (RACK) */
+	bool rack;	      /* slices finish in the order they went: RACK may judge */
 };
 
 /* 0, or -ENOMEM. */
@@ -45,11 +46,13 @@ struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t s
 /* Re-sends every busy slot whose timer (at least floor_ns, doubled per
  * try; floor_ns 0: the round trip's alone) has run out, by send(ctx, slot
  * index) — false when the socket is full, which ends the round.  Lowers
- * *wake to the next expiry; counts the re-sends in *resent.  Without a
- * floor, a slice is also re-sent (RACK, as the host transfer does) once
- * a slice sent after it is done and a round trip and a reordering window
- * have passed since it went: a loss costs about a round trip, not a
- * timer. */
+ * *wake to the next expiry; counts the re-sends in *resent.  With w->rack
+ * and no floor, a slice is also re-sent (RACK, as the host transfer does)
+ * once a slice sent after it is done and a round trip and a reordering
+ * window have passed since it went: a loss costs about a round trip, not
+ * a timer.  Only where slices finish in the order they went (ps-ina: one
+ * aggregation per slice); agent-ring's wait for members up and down the
+ * chain, and RACK there sent ten times as much again on a clean network. */
 void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*send)(void *ctx, uint32_t slot),
 		     void *ctx, int64_t *wake, uint64_t *resent);
 

@@ -268,6 +268,7 @@ static void test_window_rack(void **state)
 	(void)state;
 	struct hcl_inaw w;
 	assert_int_equal(hcl_inaw_init(&w, 4, 5000000, 500000000), 0);
+	w.rack = true;
 	const int64_t ms = 1000000, t0 = 100 * ms;
 	hcl_rtt_sample(&w.rtt, ms); /* srtt 1 ms: reordering window 250 us */
 	for (uint32_t i = 0; i < 4; i++)
