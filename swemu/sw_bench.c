@@ -3,8 +3,13 @@
  * ports (rte_eth_from_rings), one lcore, no idle back-off.  The same frames
  * go through as plain L2 forwarding (addressed to another host) and as INA
  * contributions (addressed to the switch), so the two rates compare the
- * datapaths, not the generator.  Frames are templates reused by reference
- * count; between rounds only the slot and slice fields change (with an
+ * datapaths, not the generator; beside them, on the same ports and frames,
+ * the bare I/O loop (receive a burst, send it on) and the bare add of the
+ * payloads into slot memory.  Every frame the switch gets is a fresh mbuf
+ * (a copy of a template, made outside the timed part), so the switch's
+ * frees are real frees in every mode; what the ports sent is freed inside
+ * the timed part, as a NIC's completed transmissions are on the switch's
+ * lcore.  Between rounds only the slot and slice fields change (with an
  * incremental checksum update, so the switch's checksum check still runs). */
 #include <getopt.h>
 #include <stdio.h>
@@ -18,20 +23,23 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "ina_kernels.h"
 #include "sw_rt.h"
 #include "bench_util.h"
 
 #define NPORTS 4
 #define WINDOW 64 /* slots per set in flight */
-#define REFS   60000
 
 static volatile sig_atomic_t never;
+
+enum mode { M_L2, M_INA, M_IO };
 
 /* What every lane shares: the row's parameters. */
 struct bench {
 	struct rte_mempool *gen_pool;
 	unsigned fan_in, elems;
-	bool ina;
+	enum mode mode;
+	bool ina; /* frames addressed to the switch */
 	bool zero_csum; /* senders leave the UDP checksum 0 (SwitchML practice) */
 	bool nic_csum;	/* frames arrive marked verified, as from a NIC with RX checksum offload */
 	double seconds;
@@ -43,6 +51,7 @@ struct lane {
 	struct rte_ring *rx[NPORTS], *tx[NPORTS];
 	char dev[NPORTS][RTE_ETH_NAME_MAX_LEN];
 	struct rte_mbuf **tmpl; /* fan_in * WINDOW */
+	uint16_t port_id[NPORTS];
 	struct sw_worker *w;
 	/* results */
 	uint64_t packets, in_switch; /* in_switch: TSC cycles in poll + flush */
@@ -142,7 +151,6 @@ static void build_templates(struct lane *l)
 			}
 			if (b->nic_csum)
 				m->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
-			rte_mbuf_refcnt_set(m, REFS);
 			l->tmpl[c * WINDOW + i] = m;
 		}
 }
@@ -196,6 +204,7 @@ static void make_switch(const struct lane *l, int k, struct sw_switch_cfg *s, st
 struct figures {
 	double mpps;
 	double switch_ns; /* per packet, inside the switch's poll and flush only */
+	double add_ns;	  /* ina: the bare add of the same payloads, per packet */
 	uint64_t drops;
 };
 
@@ -217,13 +226,43 @@ static void make_ports(struct lane *l, int serial, int k)
 	}
 }
 
+/* A fresh copy of template t (the switch frees what it gets). */
+static struct rte_mbuf *copy_of(struct lane *l, const struct rte_mbuf *t)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(l->b->gen_pool);
+	if (!m) {
+		fprintf(stderr, "swemu-bench: generator pool empty\n");
+		exit(1);
+	}
+	memcpy(rte_pktmbuf_mtod(m, void *), rte_pktmbuf_mtod(t, const void *), t->data_len);
+	m->data_len = m->pkt_len = t->data_len;
+	m->ol_flags = t->ol_flags;
+	return m;
+}
+
+/* The bare I/O loop on the switch's ports: every burst straight out of the
+ * next port, nothing looked at. */
+static unsigned bare_io(struct lane *l)
+{
+	struct rte_mbuf *pkts[32];
+	unsigned work = 0;
+	for (int p = 0; p < NPORTS; p++) {
+		uint16_t n = rte_eth_rx_burst(l->port_id[p], 0, pkts, 32);
+		uint16_t k = n ? rte_eth_tx_burst(l->port_id[(p + 1) % NPORTS], 0, pkts, n) : 0;
+		if (k < n)
+			rte_pktmbuf_free_bulk(pkts + k, n - k);
+		work += n;
+	}
+	return work;
+}
+
 /* The generator and the switch on one lcore: feed 64 frames, let the
- * switch poll and flush, drain what it sent, as a NIC would. */
+ * switch poll and flush and free what it sent, as a NIC's lcore would. */
 static int drive(void *arg)
 {
 	struct lane *l = arg;
 	const struct bench *b = l->b;
-	struct rte_mbuf *drain[256];
+	struct rte_mbuf *drain[256], *in[WINDOW * 32];
 	uint64_t due;
 	double hz = (double)rte_get_tsc_hz(), t0 = (double)rte_rdtsc(), t;
 	double warm = b->seconds / 5; /* first touch of pools and slots: not timed */
@@ -236,12 +275,13 @@ static int drive(void *arg)
 			t0 = (double)rte_rdtsc();
 		}
 		uint32_t set = l->rounds & 1 ? INA_SLOT_SET_BIT : 0;
-		unsigned queued = 0;
+		unsigned queued = 0, ncopies = 0;
 		for (unsigned i = 0; i < WINDOW; i++) {
 			for (unsigned c = 0; c < b->fan_in; c++) {
-				struct rte_mbuf *m = l->tmpl[c * WINDOW + i];
-				set_slot_seq(m, i | set, l->rounds * WINDOW + i);
-				if (rte_ring_enqueue(l->rx[c % NPORTS], m) != 0) {
+				struct rte_mbuf *t = l->tmpl[c * WINDOW + i];
+				set_slot_seq(t, i | set, l->rounds * WINDOW + i);
+				in[ncopies] = copy_of(l, t);
+				if (rte_ring_enqueue(l->rx[c % NPORTS], in[ncopies++]) != 0) {
 					fprintf(stderr, "swemu-bench: rx ring full\n");
 					exit(1);
 				}
@@ -252,26 +292,52 @@ static int drive(void *arg)
 			if (queued >= 64 || i + 1 == WINDOW) {
 				queued = 0;
 				uint64_t s0 = rte_rdtsc();
-				while (sw_dp_poll_worker(l->w, &due))
-					;
-				sw_dp_flush_worker(l->w);
-				l->in_switch += rte_rdtsc() - s0;
+				if (b->mode == M_IO) {
+					while (bare_io(l))
+						;
+				} else {
+					while (sw_dp_poll_worker(l->w, &due))
+						;
+					sw_dp_flush_worker(l->w);
+				}
 				for (int p = 0; p < NPORTS; p++) {
 					unsigned n;
 					while ((n = rte_ring_dequeue_burst(l->tx[p], (void **)drain, 256, NULL)))
 						rte_pktmbuf_free_bulk(drain, n);
 				}
+				l->in_switch += rte_rdtsc() - s0;
 			}
 		}
 		l->packets += (uint64_t)WINDOW * b->fan_in;
-		if (rte_mbuf_refcnt_read(l->tmpl[0]) < 1000) /* keep the templates alive */
-			for (unsigned k = 0; k < b->fan_in * WINDOW; k++)
-				rte_mbuf_refcnt_set(l->tmpl[k], REFS);
 		l->rounds++;
 		t = ((double)rte_rdtsc() - t0) / hz;
 	} while (t < b->seconds);
 	l->t = t;
 	return 0;
+}
+
+/* The bare add of the same payloads into slot memory, in the order the
+ * switch gets them: ns per frame (the ceiling an aggregating switch's
+ * lcore cannot beat). */
+static double bare_add_ns(const struct bench *b, struct rte_mbuf *const *tmpl)
+{
+	const size_t off = SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN + INA_HDR_LEN;
+	uint32_t *slots = aligned_alloc(64, (size_t)WINDOW * b->elems * 4);
+	if (!slots)
+		return 0;
+	memset(slots, 0, (size_t)WINDOW * b->elems * 4);
+	double hz = (double)rte_get_tsc_hz();
+	uint64_t frames = 0, t0 = rte_rdtsc(), t;
+	do {
+		for (unsigned i = 0; i < WINDOW; i++)
+			for (unsigned c = 0; c < b->fan_in; c++)
+				ina_k_add_i32(slots + (size_t)i * b->elems,
+					      rte_pktmbuf_mtod(tmpl[c * WINDOW + i], const uint8_t *) + off, b->elems);
+		frames += (uint64_t)WINDOW * b->fan_in;
+		t = rte_rdtsc();
+	} while ((double)(t - t0) / hz < b->seconds / 2);
+	free(slots);
+	return (double)(t - t0) / hz * 1e9 / (double)frames;
 }
 
 /* One figure: nlanes switches, lane k on lcore k; rates add up. */
@@ -301,6 +367,8 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 	}
 	for (int k = 0; k < nlanes; k++) {
 		lanes[k].w = &rt.workers[k]; /* switch k pinned to lcore k: worker k */
+		for (int p = 0; p < NPORTS; p++)
+			rte_eth_dev_get_port_by_name(lanes[k].dev[p], &lanes[k].port_id[p]);
 		build_templates(&lanes[k]);
 	}
 	for (int k = 1; k < nlanes; k++)
@@ -326,10 +394,10 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 				fg.drops += sw->ports[p].st.drops[d];
 		if (b->ina && js->completions != (uint64_t)l->rounds * WINDOW)
 			fg.drops += 1000000000; /* flagged as wrong below */
-		for (unsigned i = 0; i < b->fan_in * WINDOW; i++) {
-			rte_mbuf_refcnt_set(l->tmpl[i], 1);
+		if (b->mode == M_INA)
+			fg.add_ns = bare_add_ns(b, l->tmpl);
+		for (unsigned i = 0; i < b->fan_in * WINDOW; i++)
 			rte_pktmbuf_free(l->tmpl[i]);
-		}
 		free(l->tmpl);
 	}
 	fg.switch_ns = in_switch / packets; /* per packet on its lane's lcore */
@@ -344,19 +412,20 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-r N] [-w 1|2] [-m l2|ina] [-z|-o] "
+	fprintf(f, "usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-r N] [-w 1|2] [-m io|l2|ina] [-z|-o] "
 		   "[-H] [-q|--quick] [-h|--help]\n"
 		   "  swemu's datapath on in-memory ring ports, one lcore per lane, busy polling:\n"
-		   "  plain L2 forwarding vs INA aggregation of the same frames.\n"
+		   "  the bare I/O loop, plain L2 forwarding and INA aggregation of the same frames,\n"
+		   "  and the bare add of their payloads; the ratios issue 19's goals are set in.\n"
 		   "  -s S     seconds per figure (default 1)\n"
 		   "  -w N     lanes: N logical switches, each with its own ports and\n"
 		   "           generator on its own lcore (1 or 2; default 1); Mpps add up,\n"
 		   "           sw_ns stays per packet on its lcore\n"
-		   "  -r N     rounds per row, l2 and ina alternating; medians are shown\n"
+		   "  -r N     rounds per row, the modes taking turns; medians are shown\n"
 		   "           (default 1, at most 15)\n"
 		   "  -e LIST  elements per packet (default 64,256,1024,2048)\n"
 		   "  -n LIST  fan-in (default 4,32)\n"
-		   "  -m MODE  l2 or ina only (for profiling; default both)\n"
+		   "  -m MODE  io, l2 or ina only (for profiling; default all three)\n"
 		   "  -H       hugepages (2 MiB, reserved beforehand in /proc/sys/vm/nr_hugepages)\n"
 		   "           instead of --no-huge\n"
 		   "  -z       senders leave the UDP checksum 0 (as SwitchML hosts do):\n"
@@ -386,7 +455,7 @@ int main(int argc, char **argv)
 	int ne = 4, nf = 2, o;
 	double seconds = 1;
 	int rounds = 1, lanes = 1;
-	int only = 0; /* 1: l2 only, 2: ina only (for profiling) */
+	int only = -1; /* one mode only (for profiling): enum mode */
 	bool zero = false, huge = false, nic = false;
 	static const struct option longs[] = { { "help", no_argument, 0, 'h' },
 					       { "quick", no_argument, 0, 'q' },
@@ -396,7 +465,9 @@ int main(int argc, char **argv)
 		case 'H': huge = true; break;
 		case 'z': zero = true; break;
 		case 'o': nic = true; break;
-		case 'm': only = !strcmp(optarg, "l2") ? 1 : !strcmp(optarg, "ina") ? 2 : -1; break;
+		case 'm':
+			only = !strcmp(optarg, "l2") ? M_L2 : !strcmp(optarg, "ina") ? M_INA : !strcmp(optarg, "io") ? M_IO : -2;
+			break;
 		case 's': seconds = atof(optarg); break;
 		case 'r': rounds = atoi(optarg); break;
 		case 'w': lanes = atoi(optarg); break;
@@ -407,7 +478,7 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (ne <= 0 || nf <= 0 || seconds <= 0 || seconds > 60 || only < 0 || rounds < 1 || rounds > MAX_ROUNDS ||
+	if (ne <= 0 || nf <= 0 || seconds <= 0 || seconds > 60 || only < -1 || rounds < 1 || rounds > MAX_ROUNDS ||
 	    lanes < 1 || lanes > 2) {
 		usage(stderr);
 		return 2;
@@ -444,53 +515,42 @@ int main(int argc, char **argv)
 	       : nic ? "computed, verified by the (emulated) NIC"
 		     : "computed (switch verifies)",
 	       huge ? "2 MiB hugepages" : "4 KiB pages (--no-huge)");
-	printf("# Mpps and Gbit/s count the generator's time too (the same for both modes);\n"
-	       "# sw_ns: ns per packet inside the switch's poll and flush alone (the generator's\n"
-	       "# work is a NIC's on a real port); sw_Gbps: gradient Gbit/s at that cost\n");
-	printf("# %6s %5s | %8s %8s %6s | %8s %8s %6s %7s | %6s %s\n", "elems", "fanin", "l2_Mpps", "l2_Gbps", "sw_ns",
-	       "ina_Mpps", "ina_Gbps", "sw_ns", "sw_Gbps", "ina/l2", "check");
+	printf("# io: the bare loop (rx burst -> tx burst); l2: the switch forwarding; ina: the switch\n"
+	       "# aggregating; add: the bare add of the same payloads into slot memory.  *_ns: ns per\n"
+	       "# input frame on the switch's lcore (poll, flush, freeing what went out; the generator's\n"
+	       "# copying is a NIC's work and not counted); ina_Gbps: gradient Gbit/s at ina_ns.\n"
+	       "# goals (issue 19): g1 = (l2 + add) / ina >= 0.8 at 64-256 elements; g2 = add / ina >= 0.6\n"
+	       "# at >= 1024; g3 = l2 / io <= 1.5\n");
+	printf("# %6s %5s | %6s %6s %6s %6s %8s | %5s %5s %5s | %s\n", "elems", "fanin", "io_ns", "l2_ns", "ina_ns",
+	       "add_ns", "ina_Gbps", "g1", "g2", "g3", "check");
 	int serial = 0, bad = 0;
 	for (int f = 0; f < nf; f++)
 		for (int e = 0; e < ne; e++) {
 			b.fan_in = fanins[f];
 			b.elems = elems[e];
-			double l2[MAX_ROUNDS], in[MAX_ROUNDS], l2sw[MAX_ROUNDS], insw[MAX_ROUNDS];
+			double ns[3][MAX_ROUNDS], add[MAX_ROUNDS];
 			uint64_t drops = 0;
-			/* l2 and ina alternate, so a slow spell of the machine hits both */
+			/* the modes take turns, so a slow spell of the machine hits all */
 			for (int r = 0; r < rounds; r++) {
-				l2[r] = in[r] = l2sw[r] = insw[r] = 1;
-				for (int k = 0; k < 2; k++) {
-					b.ina = (r + k) % 2 == 1;
-					if (only == (b.ina ? 1 : 2))
+				for (int k = 0; k < 3; k++) {
+					b.mode = (enum mode)((r + k) % 3);
+					b.ina = b.mode == M_INA;
+					ns[b.mode][r] = 0;
+					if (only >= 0 && only != (int)b.mode)
 						continue;
 					struct figures x = run(&b, lanes, serial++);
-					*(b.ina ? &in[r] : &l2[r]) = x.mpps;
-					*(b.ina ? &insw[r] : &l2sw[r]) = x.switch_ns;
+					ns[b.mode][r] = x.switch_ns;
+					if (b.mode == M_INA)
+						add[r] = x.add_ns;
 					drops += x.drops;
 				}
 			}
-			double l2m = bench_median(l2, rounds), inm = bench_median(in, rounds),
-			       gb = b.elems * 32.0 / 1e3;
-			char cols[3][56];
-			if (only == 2)
-				snprintf(cols[0], sizeof(cols[0]), "%8s %8s %6s", "-", "-", "-");
-			else
-				snprintf(cols[0], sizeof(cols[0]), "%8.2f %8.1f %6.0f", l2m, l2m * gb,
-					 bench_median(l2sw, rounds));
-			if (only == 1)
-				snprintf(cols[1], sizeof(cols[1]), "%8s %8s %6s %7s", "-", "-", "-", "-");
-			else {
-				double ns = bench_median(insw, rounds);
-				snprintf(cols[1], sizeof(cols[1]), "%8.2f %8.1f %6.0f %7.1f", inm, inm * gb, ns,
-					 gb * 1e3 / ns);
-			}
-			if (only)
-				snprintf(cols[2], sizeof(cols[2]), "%6s", "-");
-			else
-				snprintf(cols[2], sizeof(cols[2]), "%6.2f", inm / l2m);
+			double io = bench_median(ns[M_IO], rounds), l2 = bench_median(ns[M_L2], rounds),
+			       ina = bench_median(ns[M_INA], rounds), ad = only < 0 || only == M_INA ? bench_median(add, rounds) : 0;
 			bad += drops != 0;
-			printf("  %6u %5u | %s | %s | %s %s\n", b.elems, b.fan_in, cols[0], cols[1], cols[2],
-			       drops ? "DROPS" : "ok");
+			printf("  %6u %5u | %6.1f %6.1f %6.1f %6.1f %8.1f | %5.2f %5.2f %5.2f | %s\n", b.elems, b.fan_in, io,
+			       l2, ina, ad, ina > 0 ? b.elems * 32.0 / ina : 0, ina > 0 ? (l2 + ad) / ina : 0,
+			       ina > 0 ? ad / ina : 0, io > 0 ? l2 / io : 0, drops ? "DROPS" : "ok");
 			fflush(stdout);
 		}
 	sw_eal_cleanup();
