@@ -115,6 +115,9 @@ struct sw_lsw {
 	struct ina_engine *eng; /* NULL when INA is off */
 	struct ina_emits *emits;
 	struct ctl_cmd *ctrl_cmd; /* a control command being applied (3 KiB) */
+	/* INA frames read and done with: freed in bulk after the burst */
+	unsigned nspent;
+	struct rte_mbuf *spent[64];
 	/* the owning lcore's clock, read at the top of each pass */
 	uint64_t now_ns;
 	uint32_t now_s;
@@ -137,14 +140,20 @@ struct sw_rt {
 	int nsw;
 	struct sw_lsw *sw[SW_MAX_SWITCHES];
 	struct rte_mempool *pool;
-	struct rte_mempool *xdp_pool;	/* af_xdp receive buffers: a page each */
-	struct rte_mempool *small_pool; /* headers and payload clones of multicasts */
+	struct rte_mempool *xdp_pool;	 /* af_xdp receive buffers: a page each */
+	struct rte_mempool *small_pool;	 /* headers and payload clones of multicasts */
+	struct rte_mempool *result_pool; /* result frames with a short payload copied in */
 	double ns_per_tsc;
 	volatile sig_atomic_t *quit;
 	volatile sig_atomic_t *dump_stats;
 	int nworkers;				       /* workers[0] runs on the main lcore */
 	struct sw_worker workers[SW_MAX_SWITCHES + 1]; /* + the main lcore without switches */
 };
+
+/* Payloads up to this are copied into each result frame (from result_pool);
+ * longer ones are shared by a multicast's frames. */
+#define SW_SHARE_MIN	    512
+#define SW_RESULT_MBUF_DATA (RTE_PKTMBUF_HEADROOM + 128 + SW_SHARE_MIN)
 
 /* sw_setup.c: builds the fabric (mempool, ports, engines, static FDB, jobs).
  * 0, or a negative errno with why in err, everything made so far released:

@@ -178,6 +178,31 @@ void sw_frame_udp_prefix(uint8_t *buf, const struct sw_udp_hdrs *h, size_t ulen,
 	memcpy(udp + 6, &c, 2);
 }
 
+void sw_frame_udp_prefix_nocsum(uint8_t *buf, const struct sw_udp_hdrs *h, size_t ulen)
+{
+	uint8_t *ip = buf + SW_ETH_HLEN, *udp = ip + SW_IP_HLEN;
+	const uint16_t tot = (uint16_t)(SW_IP_HLEN + ulen);
+	memcpy(buf, h->dst_mac, 6);
+	memcpy(buf + 6, h->src_mac, 6);
+	wr16(buf + 12, SW_ETHERTYPE_IPV4);
+	ip[0] = 0x45;
+	ip[1] = 0;
+	wr16(ip + 2, tot);
+	wr16(ip + 4, 0);
+	wr16(ip + 6, 0x4000); /* DF */
+	ip[8] = 64;
+	ip[9] = 17;
+	memcpy(ip + 12, &h->src_ip, 4);
+	memcpy(ip + 16, &h->dst_ip, 4);
+	const uint64_t addrs = (uint64_t)h->src_ip + h->dst_ip;
+	uint16_t c = csum_field(addrs + be16_term(0x4500) + be16_term(tot) + be16_term(0x4000) + be16_term(0x4011));
+	memcpy(ip + 10, &c, 2);
+	memcpy(udp, &h->src_port, 2);
+	memcpy(udp + 2, &h->dst_port, 2);
+	wr16(udp + 4, (uint16_t)ulen);
+	wr16(udp + 6, 0);
+}
+
 size_t sw_frame_udp_headers(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head, size_t head_len,
 			    size_t payload_len, uint32_t payload_sum)
 {

@@ -83,6 +83,11 @@ uint32_t sw_csum_add(uint32_t a, uint32_t b);
  * fast path that builds what follows itself and knows its sum. */
 void sw_frame_udp_prefix(uint8_t *buf, const struct sw_udp_hdrs *h, size_t ulen, uint32_t rest_sum);
 
+/* The same with UDP checksum 0 ("none"): for results, whose payload the
+ * switch would otherwise sum once more per group (SwitchML's switch sends
+ * 0 too; Ethernet's CRC covers the link). */
+void sw_frame_udp_prefix_nocsum(uint8_t *buf, const struct sw_udp_hdrs *h, size_t ulen);
+
 /* If f is an ARP request for ip, writes the reply from mac into buf and
  * returns its length; otherwise 0. */
 size_t sw_frame_arp_reply(const uint8_t *f, size_t len, const uint8_t mac[6], uint32_t ip, uint8_t *buf, size_t cap);

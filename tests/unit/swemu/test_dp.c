@@ -3,7 +3,7 @@
  * with frames made here: what comes out of the switch is read back and
  * checked against the sum computed here and against sw_frame_parse_udp's
  * checksum verification.  Covers the result frames of a multicast (copied
- * and shared payloads, the per-contributor checksum) and the use of a
+ * and shared payloads, no UDP checksum) and the use of a
  * NIC's RX checksum verdict, which no namespace test can reach (veth and
  * af_packet ports report none). */
 #include <setjmp.h>
@@ -202,9 +202,10 @@ static unsigned received(struct fixture *fx, unsigned h, uint8_t (*buf)[9100], s
 	return n;
 }
 
-/* Both hosts contribute; each gets one result, addressed to it, with valid
- * IPv4 and UDP checksums, its own contributor id and the exact sum.  Small
- * payloads are copied into each frame, large ones shared by reference. */
+/* Both hosts contribute; each gets one result, addressed to it, with a
+ * valid IPv4 checksum and UDP checksum 0, its own contributor id and the
+ * exact sum.  Small payloads are copied into each frame, large ones shared
+ * by reference. */
 static void test_multicast_results(void **state)
 {
 	struct fixture *fx = *state;
@@ -220,6 +221,9 @@ static void test_multicast_results(void **state)
 			assert_int_equal(n, 1);
 			struct sw_udp_view v;
 			assert_int_equal(sw_frame_parse_udp(frames[0], len[0], 0, &v), SW_FRAME_OK);
+			/* UDP checksum 0: results are not summed (their IPv4 header is) */
+			assert_int_equal(
+				frames[0][SW_ETH_HLEN + SW_IP_HLEN + 6] | frames[0][SW_ETH_HLEN + SW_IP_HLEN + 7], 0);
 			uint8_t mac[6];
 			host_mac(h, mac);
 			assert_memory_equal(v.dst_mac, mac, 6);
