@@ -67,12 +67,11 @@ out:
 	return rc;
 }
 
-void tor_init(struct tor *t, const struct sockaddr_in *from, uint32_t sw_ip)
+void tor_init(struct tor *t, const struct sockaddr_in *from, uint32_t sw_ip, uint64_t owner)
 {
-	*t = (struct tor){
-		.from = *from,
-		.ctl = { .sin_family = AF_INET, .sin_addr.s_addr = sw_ip, .sin_port = htons(INA_CTRL_PORT) }
-	};
+	*t = (struct tor){ .from = *from,
+			   .ctl = { .sin_family = AF_INET, .sin_addr.s_addr = sw_ip, .sin_port = htons(INA_CTRL_PORT) },
+			   .owner = owner };
 }
 
 int tor_command(const struct tor *t, const char *text, const char *ok_on_resend, char *answer, size_t alen,
@@ -97,27 +96,26 @@ static bool refusal_for_capacity(const char *answer)
 int tor_install(struct tor *t, const struct ina_job_cfg *job, int64_t deadline_ns, char *err, size_t errlen)
 {
 	char text[CTL_MAX_TEXT];
-	if (t->njobs == TOR_MAX_JOBS || ctl_format_install(job, text, sizeof(text)) < 0) {
+	if (t->njobs == TOR_MAX_JOBS || ctl_format_install(job, t->owner, text, sizeof(text)) < 0) {
 		snprintf(err, errlen, "job %u: more jobs than a switch holds, or too large a command", job->id);
 		return -E2BIG;
 	}
 	int rc = tor_command(t, text, "is installed", NULL, 0, deadline_ns, err, errlen);
+	if (rc == -EIO && strstr(err, "is installed")) {
+		/* ours, from a run of this communicator that ended without its
+		 * teardown (the owner is the communicator's): replace it */
+		char rm[128];
+		ctl_format_remove(job->id, t->owner, rm, sizeof(rm));
+		if ((rc = tor_command(t, rm, "no job", NULL, 0, deadline_ns, err, errlen)) == 0)
+			rc = tor_command(t, text, "is installed", NULL, 0, deadline_ns, err, errlen);
+	}
 	if (rc == -EIO && refusal_for_capacity(err))
 		return -ENOSPC;
+	if (rc == -EIO && strstr(err, "another owner"))
+		return -EADDRINUSE;
 	if (rc == 0)
 		t->jobs[t->njobs++] = job->id;
 	return rc;
-}
-
-int tor_clear(const struct tor *t, uint16_t id0, unsigned n, int64_t deadline_ns, char *err, size_t errlen)
-{
-	char text[64];
-	for (unsigned i = 0; i < n; i++) {
-		ctl_format_remove((uint16_t)(id0 + i), text, sizeof(text));
-		if (tor_command(t, text, NULL, NULL, 0, deadline_ns, err, errlen) == -ETIMEDOUT)
-			return -ETIMEDOUT;
-	}
-	return 0;
 }
 
 void tor_remove_all(struct tor *t)
@@ -125,7 +123,7 @@ void tor_remove_all(struct tor *t)
 	char text[64], e[256];
 	int64_t deadline = clock_now_ns() + 2000000000;
 	for (unsigned i = 0; i < t->njobs; i++) {
-		ctl_format_remove(t->jobs[i], text, sizeof(text));
+		ctl_format_remove(t->jobs[i], t->owner, text, sizeof(text));
 		if (tor_command(t, text, "no job", NULL, 0, deadline, e, sizeof(e)) == -ETIMEDOUT)
 			break; /* the switch is gone: nothing left to free */
 	}
@@ -207,5 +205,12 @@ static int neigh_mac(uint32_t ip, int64_t deadline_ns, uint8_t mac[6])
 
 int tor_mac(const struct tor *t, int64_t deadline_ns, uint8_t mac[6])
 {
+	/* a question the switch answers (job 0's counters, or that there is
+	 * no job 0) makes the kernel resolve its address, and shows it is up */
+	char text[64], e[256];
+	ctl_format_stats(0, text, sizeof(text));
+	int rc = tor_command(t, text, NULL, NULL, 0, deadline_ns, e, sizeof(e));
+	if (rc == -ETIMEDOUT)
+		return rc;
 	return neigh_mac(t->ctl.sin_addr.s_addr, deadline_ns, mac);
 }

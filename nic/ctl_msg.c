@@ -142,8 +142,10 @@ static int read_outputs(const struct conf_reader *r, const struct conf_node *j, 
 	return 0;
 }
 
-int ctl_job_read(const struct conf_reader *r, const struct conf_node *j, const struct ctl_limits *lim,
-		 struct ina_job_cfg *c)
+/* A job group; auto_id (NULL: a number is required) is set when the id
+ * is "auto". */
+static int job_read(const struct conf_reader *r, const struct conf_node *j, const struct ctl_limits *lim,
+		    struct ina_job_cfg *c, bool *auto_id)
 {
 	static const char *const keys[] = { "id",	    "fan_in",	"dtype",	"slots",   "elems",  "outputs",
 					    "contributors", "upstream", "upstream_job", "forward", "parent", NULL };
@@ -155,7 +157,13 @@ int ctl_job_read(const struct conf_reader *r, const struct conf_node *j, const s
 		return -1;
 	memset(c, 0, sizeof(*c));
 	c->upstream_index = -1;
-	if (conf_get_int(r, j, "id", 0, 65535, true, &v) < 0 || conf_get_str(r, j, "dtype", true, &dtype) < 0)
+	const struct conf_node *idn = conf_member(j, "id");
+	if (auto_id && conf_string(idn) && !strcmp(conf_string(idn), "auto")) {
+		*auto_id = true; /* the switch picks; 0 until then */
+	} else if (conf_get_int(r, j, "id", 0, 65535, true, &v) < 0) {
+		return -1;
+	}
+	if (conf_get_str(r, j, "dtype", true, &dtype) < 0)
 		return -1;
 	c->id = (uint16_t)v;
 	unsigned k = 0;
@@ -177,11 +185,41 @@ int ctl_job_read(const struct conf_reader *r, const struct conf_node *j, const s
 	return 0;
 }
 
+int ctl_job_read(const struct conf_reader *r, const struct conf_node *j, const struct ctl_limits *lim,
+		 struct ina_job_cfg *c)
+{
+	return job_read(r, j, lim, c, NULL);
+}
+
+/* An optional owner = "HEX" of the root group: 0 when absent, -1 when bad. */
+static int read_owner(const struct conf_reader *r, const struct conf_node *root, uint64_t *owner)
+{
+	const char *s = NULL;
+	*owner = 0;
+	if (!conf_member(root, "owner"))
+		return 0;
+	if (conf_get_str(r, root, "owner", true, &s) < 0)
+		return -1;
+	size_t n = strlen(s);
+	uint64_t v = 0;
+	for (size_t i = 0; i < n && n <= 16; i++) {
+		int d = s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10 : -1;
+		if (d < 0)
+			break;
+		v = v << 4 | (uint64_t)d;
+		if (i + 1 == n && v) {
+			*owner = v;
+			return 0;
+		}
+	}
+	return conf_fail(r, conf_member(root, "owner"), "owner must be 1 to 16 lower-case hex digits, not all 0");
+}
+
 int ctl_parse(const char *text, size_t len, const char *source, const struct ctl_limits *lim, struct ctl_cmd *cmd,
 	      char *err, size_t errlen)
 {
-	static const char *const install_keys[] = { "op", "job", NULL };
-	static const char *const id_keys[] = { "op", "id", NULL };
+	static const char *const install_keys[] = { "op", "owner", "job", NULL };
+	static const char *const id_keys[] = { "op", "owner", "id", NULL };
 	const struct conf_reader r = { source, err, errlen };
 	struct conf conf;
 	int rc = -1;
@@ -197,11 +235,13 @@ int ctl_parse(const char *text, size_t len, const char *source, const struct ctl
 	if (!strcmp(op, "install")) {
 		cmd->op = CTL_INSTALL;
 		const struct conf_node *j = conf_member(root, "job");
-		if (conf_only_keys(&r, root, install_keys) == 0)
-			rc = j ? ctl_job_read(&r, j, lim, &cmd->job) : conf_fail(&r, root, "missing setting 'job'");
+		if (conf_only_keys(&r, root, install_keys) == 0 && read_owner(&r, root, &cmd->owner) == 0)
+			rc = j ? job_read(&r, j, lim, &cmd->job, &cmd->auto_id)
+			       : conf_fail(&r, root, "missing setting 'job'");
 	} else if (!strcmp(op, "remove") || !strcmp(op, "stats")) {
 		cmd->op = !strcmp(op, "remove") ? CTL_REMOVE : CTL_STATS;
-		if (conf_only_keys(&r, root, id_keys) == 0 && conf_get_int(&r, root, "id", 0, 65535, true, &id) == 0) {
+		if (conf_only_keys(&r, root, id_keys) == 0 && read_owner(&r, root, &cmd->owner) == 0 &&
+		    conf_get_int(&r, root, "id", 0, 65535, true, &id) == 0) {
 			cmd->id = (uint16_t)id;
 			rc = 0;
 		}
@@ -261,11 +301,14 @@ static const char *dtype_name(uint8_t d)
 	return "?";
 }
 
-int ctl_format_install(const struct ina_job_cfg *c, char *buf, size_t n)
+int ctl_format_install(const struct ina_job_cfg *c, uint64_t owner, char *buf, size_t n)
 {
 	struct out o = { buf, n, 0 };
-	put(&o, "op = \"install\"; job = { id = %u; fan_in = %u; dtype = \"%s\"; slots = %u; elems = %u; outputs = [",
-	    c->id, c->fan_in, dtype_name(c->dtype), c->nslots, c->elems_per_slot);
+	put(&o, "op = \"install\"; ");
+	if (owner)
+		put(&o, "owner = \"%llx\"; ", (unsigned long long)owner);
+	put(&o, "job = { id = %u; fan_in = %u; dtype = \"%s\"; slots = %u; elems = %u; outputs = [", c->id, c->fan_in,
+	    dtype_name(c->dtype), c->nslots, c->elems_per_slot);
 	const char *sep = "";
 	for (unsigned i = 0; i < COUNT(outputs); i++)
 		if (c->outputs & outputs[i].bit) {
@@ -296,9 +339,10 @@ int ctl_format_install(const struct ina_job_cfg *c, char *buf, size_t n)
 	return o.k < n ? 0 : -ENOSPC;
 }
 
-int ctl_format_remove(uint16_t id, char *buf, size_t n)
+int ctl_format_remove(uint16_t id, uint64_t owner, char *buf, size_t n)
 {
-	int w = snprintf(buf, n, "op = \"remove\"; id = %u;", id);
+	int w = owner ? snprintf(buf, n, "op = \"remove\"; owner = \"%llx\"; id = %u;", (unsigned long long)owner, id)
+		      : snprintf(buf, n, "op = \"remove\"; id = %u;", id);
 	return w > 0 && (size_t)w < n ? 0 : -ENOSPC;
 }
 

@@ -6,13 +6,17 @@
  * testbed/swemu-ctl format them with it, and both read the answers with
  * it, so the two ends cannot disagree on a field.
  *
- *   op = "install"; job = { id = 3; dtype = "int32"; slots = 16; elems = 1024;
- *                           outputs = ["multicast"]; contributors = [...]; };
- *   op = "remove"; id = 3;
+ *   op = "install"; owner = "9f3c..."; job = { id = 3; dtype = "int32"; slots = 16;
+ *                           elems = 1024; outputs = ["multicast"]; contributors = [...]; };
+ *   op = "remove"; owner = "9f3c..."; id = 3;
  *   op = "stats"; id = 3;      answer: "ok job=3 completions=.. contributions=.. ..."
  *   op = "emu"; port = "h1"; rate = "1G"; buffer = "1M"; delay_us = 50; loss = 0.01;
  *
- * An answer is "ok[ ...]" or "error: ...". */
+ * owner (optional, 1-16 hex digits, not 0): whoever installed a job with an
+ * owner is the only one who may remove it or install over its id; a job
+ * without one (a config file's) any management source may remove.  An
+ * install's id may be "auto": the switch picks a free one and answers
+ * "ok job=N".  An answer is "ok[ ...]" or "error: ...". */
 #ifndef CTL_MSG_H
 #define CTL_MSG_H
 
@@ -43,6 +47,8 @@ enum ctl_op { CTL_INSTALL, CTL_REMOVE, CTL_EMU, CTL_STATS };
 
 struct ctl_cmd {
 	enum ctl_op op;
+	uint64_t owner;		 /* install, remove: 0 = none given */
+	bool auto_id;		 /* install: the switch picks job.id */
 	uint16_t id;		 /* remove, stats */
 	char port[CTL_NAME_LEN]; /* emu: the port's name */
 	struct netem_cfg netem;	 /* emu: the complete new setting */
@@ -69,9 +75,9 @@ int ctl_netem_read(const struct conf_reader *r, const struct conf_node *g, struc
 /* The keys ctl_netem_read takes, for a caller's list of allowed keys. */
 #define CTL_NETEM_KEYS "rate", "buffer", "delay_us", "jitter_us", "loss", "burst_loss"
 
-/* Command texts; -ENOSPC when buf is too small. */
-int ctl_format_install(const struct ina_job_cfg *job, char *buf, size_t n);
-int ctl_format_remove(uint16_t id, char *buf, size_t n);
+/* Command texts (owner 0: none); -ENOSPC when buf is too small. */
+int ctl_format_install(const struct ina_job_cfg *job, uint64_t owner, char *buf, size_t n);
+int ctl_format_remove(uint16_t id, uint64_t owner, char *buf, size_t n);
 int ctl_format_stats(uint16_t id, char *buf, size_t n);
 
 /* The answer to "stats": a job's progress in the switch. */

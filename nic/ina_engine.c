@@ -214,6 +214,20 @@ const struct ina_job_stats *ina_job_stats(const struct ina_engine *eng, uint16_t
 	return j ? &j->st : NULL;
 }
 
+const struct ina_job_cfg *ina_job_config(const struct ina_engine *eng, uint16_t id)
+{
+	const struct job *j = find_job(eng, id);
+	return j ? &j->cfg : NULL;
+}
+
+int ina_job_free_id(const struct ina_engine *eng, uint16_t from)
+{
+	for (uint32_t id = from; id <= 65535; id++)
+		if (!find_job(eng, (uint16_t)id))
+			return (int)id;
+	return -1;
+}
+
 long ina_job_slot_base(const struct ina_engine *eng, uint16_t id)
 {
 	const struct job *j = find_job(eng, id);

@@ -59,6 +59,9 @@ struct ina_job_cfg {
 	uint16_t upstream_job;	 /* INA_OUT_ACK: the upstream member's job, which ACKs name */
 	struct ina_peer forward; /* INA_OUT_FORWARD */
 	struct ina_peer parent;	 /* INA_OUT_PS */
+	/* who installed it (a control command's owner; 0: nobody in particular,
+	 * as a config file's jobs): the switch lets only the owner remove it */
+	uint64_t owner;
 };
 
 struct ina_job_stats {
@@ -106,6 +109,10 @@ int ina_job_install(struct ina_engine *eng, const struct ina_job_cfg *cfg, const
 /* 0 or -ENOENT.  Frees the job's slot range. */
 int ina_job_remove(struct ina_engine *eng, uint16_t id);
 const struct ina_job_stats *ina_job_stats(const struct ina_engine *eng, uint16_t id);
+/* The installed job's config, or NULL. */
+const struct ina_job_cfg *ina_job_config(const struct ina_engine *eng, uint16_t id);
+/* The lowest id from `from` on that no job uses, or -1 (every id is in use). */
+int ina_job_free_id(const struct ina_engine *eng, uint16_t from);
 /* First slot (engine-wide index) of the job's range, or -1. */
 long ina_job_slot_base(const struct ina_engine *eng, uint16_t id);
 /* Slots of the job now holding a partial aggregate. */

@@ -45,7 +45,8 @@ struct hcl_comm_cfg {
 	int rack;		 /* this rank's rack id for hier; -1: HCL_RACK, else 0 */
 	int64_t timeout_ms;	 /* deadline of each call, rendezvous included; 0: 30000 */
 	/* ps-ina: the switch job this rank contributes to as index `rank`.
-	 * NULL/0: HCL_INA_SWITCH ("ip" or "ip:port"), HCL_INA_JOB, HCL_INA_SLOTS (8),
+	 * NULL/0: HCL_INA_SWITCH ("ip" or "ip:port"), HCL_INA_JOB (first job id; "auto":
+	 * a random one from the rendezvous), HCL_INA_SLOTS (8),
 	 * HCL_INA_ELEMS (2048; a packet must fit the MTU), HCL_INA_PORT (48864: this rank's INA port, as
 	 * listed in the job). */
 	const char *ina_switch;

@@ -87,17 +87,15 @@ static int build_plans(struct hcl_comm *c, char *err, size_t errlen)
 	return rc;
 }
 
-/* The agents resolve their ToR's MAC (clearing the ids this ring will use,
- * a crashed run's leftovers, on the way), and every rank learns them all. */
+/* The agents resolve their ToR's MAC, and every rank learns them all. */
 static int learn_tor_macs(struct hcl_comm *c, bool agent, int64_t deadline, char *err, size_t errlen)
 {
 	struct aring_state *s = c->algo_state;
 	uint8_t mine[6] = { 0 }, (*macs)[6] = calloc((size_t)c->world, 6);
 	int rc = macs ? 0 : hcl_fail(-ENOMEM, err, errlen, "out of memory");
 	if (rc == 0 && agent) {
-		tor_init(&s->tor, &c->peers[c->rank], c->info[c->rank].tor.ip);
-		rc = tor_clear(&s->tor, c->env.ina_job, 2 * aring_steps(&s->plan[0]), deadline, err, errlen);
-		if (rc == 0 && tor_mac(&s->tor, deadline, mine) < 0)
+		tor_init(&s->tor, &c->peers[c->rank], c->info[c->rank].tor.ip, c->owner);
+		if (tor_mac(&s->tor, deadline, mine) < 0)
 			rc = hcl_fail(-EHOSTUNREACH, err, errlen, "agent-ring: no MAC address for switch %s",
 				      inet_ntoa(s->tor.ctl.sin_addr));
 	}

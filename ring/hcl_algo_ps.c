@@ -95,19 +95,20 @@ static void shard_job(const struct hcl_comm *c, const struct ina_job_cfg *j, uns
 }
 
 /* This rank is the agent of INA rack t: (re)install the rack's jobs in its
- * ToR.  -ENOSPC: the ToR has no room; nothing of the rack's stays
- * installed and the rack can fall back to the software PS. */
+ * ToR.  -ENOSPC: the ToR has no room, or another tenant holds an id;
+ * nothing of the rack's stays installed and the rack can fall back to the
+ * software PS. */
 static int install_tor_jobs(struct hcl_comm *c, unsigned t, int64_t deadline, char *err, size_t errlen)
 {
 	struct ps_state *s = c->algo_state;
 	char e2[256];
-	tor_init(&s->tor, &c->peers[c->rank], c->info[c->rank].tor.ip);
+	tor_init(&s->tor, &c->peers[c->rank], c->info[c->rank].tor.ip, c->owner);
 	for (unsigned n = 0; n < 2 * shards(c); n++) {
 		struct ina_job_cfg job;
 		shard_job(c, &s->plan[n % 2].tor[t].job, n / 2, n % 2, &job);
-		int rc = tor_clear(&s->tor, job.id, 1, deadline, e2, sizeof(e2)); /* a crashed run's leftover */
-		if (rc == 0)
-			rc = tor_install(&s->tor, &job, deadline, e2, sizeof(e2));
+		int rc = tor_install(&s->tor, &job, deadline, e2, sizeof(e2));
+		if (rc == -EADDRINUSE) /* another tenant holds the id: as if there were no room */
+			rc = -ENOSPC;
 		if (rc < 0) {
 			hcl_fail(-EINVAL, err, errlen, "ps-ina: installing job %u: %s", job.id, e2);
 			if (rc == -ENOSPC)

@@ -32,6 +32,7 @@ struct hcl_comm {
 	char (*extra)[HCL_EXTRA_LEN]; /* per rank: the algorithm's rendezvous field */
 	struct hcl_xfer *x;	      /* the reliable transfer over t */
 	uint32_t epoch;		      /* collectives run on x so far */
+	uint64_t owner;		      /* the token its switch jobs are installed under (rendezvous) */
 	bool wire_bf16;		      /* the algorithm sums floats as bf16: its allreduce takes HCL_BF16 */
 	bool ready;		      /* hcl_comm_create finished: the others meet us at destroy's barrier */
 	void *scratch;		      /* bf16 calls widened, fp32 calls narrowed */

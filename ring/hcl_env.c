@@ -180,12 +180,26 @@ static int float_wire(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err
 #define INA_ELEMS_DEFAULT 2048
 #define INA_SLOTS_DEFAULT 8
 
+/* The first switch job id: a number, or "auto" (0; the default): the
+ * rendezvous master picks one at random, so that jobs of other
+ * communicators on the same switch rarely want the same ids (and when
+ * they do, the switch refuses, not overwrites: docs/HOSTLIB.md). */
+static int ina_job_setting(const struct hcl_comm_cfg *k, long long *job, char *err, size_t errlen)
+{
+	const char *s = env("HCL_INA_JOB");
+	if (!k->ina_job && s && !strcmp(s, "auto")) {
+		*job = 0;
+		return 0;
+	}
+	return int_setting(k->ina_job, "ina_job", "HCL_INA_JOB", 1, 65535, 0, job, err, errlen);
+}
+
 static int ina_settings(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err, size_t errlen)
 {
 	long long port, job, slots, elems, ps_port, shards;
 	int most = e->world < HCL_INA_MAX_SHARDS ? e->world : HCL_INA_MAX_SHARDS;
 	if (int_setting(k->ina_port, "ina_port", "HCL_INA_PORT", 1, 65535, INA_HOST_PORT, &port, err, errlen) < 0 ||
-	    int_setting(k->ina_job, "ina_job", "HCL_INA_JOB", 0, 65535, 1, &job, err, errlen) < 0 ||
+	    ina_job_setting(k, &job, err, errlen) < 0 ||
 	    int_setting(k->ina_slots, "ina_slots", "HCL_INA_SLOTS", 1, 1 << 20, INA_SLOTS_DEFAULT, &slots, err,
 			errlen) < 0 ||
 	    int_setting(k->ina_elems, "ina_elems", "HCL_INA_ELEMS", 1, INA_MAX_ELEMS, INA_ELEMS_DEFAULT, &elems, err,

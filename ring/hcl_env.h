@@ -29,7 +29,7 @@ struct hcl_env {
 	int64_t timeout_ns;	    /* deadline of each call, rendezvous included */
 	struct ina_addr ina_switch; /* this rank's INA ToR; ip 0: none (HCL_INA_SWITCH, "ip[:port]") */
 	uint16_t ina_port;	    /* this rank's INA socket (HCL_INA_PORT) */
-	uint16_t ina_job;	    /* the first switch job id (HCL_INA_JOB) */
+	uint16_t ina_job;	    /* the first switch job id (HCL_INA_JOB; 0: the master picks) */
 	uint32_t ina_slots;	    /* slots in flight per job (HCL_INA_SLOTS) */
 	uint16_t ina_elems;	    /* elements per INA packet (HCL_INA_ELEMS) */
 	uint8_t float_wire;	    /* INA_D_FP32, INA_D_BFP32 or INA_D_BF16 (cfg.ina_bfp, HCL_INA_FP32) */

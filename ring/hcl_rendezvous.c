@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Rendezvous over TCP at the master (rank 0).  Lines of text:
  *   rank r -> master:  "HCL1 <rank> <world> <data ip> <data port> <ina port> <rack> <mac> <tor> <extra>\n"
- *   master -> rank r:  "OK\n" then world lines "<ip> <port> <ina port> <rack> <mac> <tor> <extra>\n"
- *                      in rank order, or "ERR <why>\n".
+ *   master -> rank r:  "OK <owner> <job base>\n" then world lines
+ *                      "<ip> <port> <ina port> <rack> <mac> <tor> <extra>\n" in rank order,
+ *                      or "ERR <why>\n".
+ * <owner> is the communicator's token (16 hex digits, from the master's
+ * random source): its switch jobs are installed under it, so that no
+ * other job on the same switch can remove them (docs/HOSTLIB.md,
+ * "Sharing a switch").  <job base> the first switch job id its
+ * algorithms use (HCL_INA_JOB, or the master's random pick).
  * <tor> is the rank's INA switch "ip:port", or "-"; <extra> the
  * algorithm's own field (ring channels' ports), or "-". */
 #define _GNU_SOURCE
@@ -12,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -135,14 +142,14 @@ static int hello_rank(struct hcl_comm *c, const char *line, const int *fds, cons
 	return -1;
 }
 
-/* The table as the master sends it: "OK\n" and a line per rank (malloc'd). */
+/* The table as the master sends it: "OK ..." and a line per rank (malloc'd). */
 static char *table_text(const struct hcl_comm *c)
 {
-	size_t cap = (size_t)c->world * 200 + 8, len = 0;
+	size_t cap = (size_t)c->world * 200 + 64, len = 0;
 	char *table = malloc(cap);
 	if (!table)
 		return NULL;
-	len += (size_t)snprintf(table, cap, "OK\n");
+	len += (size_t)snprintf(table, cap, "OK %016llx %u\n", (unsigned long long)c->owner, c->env.ina_job);
 	for (int i = 0; i < c->world; i++) {
 		rank_text(c, i, table + len, cap - len - 1);
 		len += strlen(table + len);
@@ -160,6 +167,21 @@ static void missing_ranks(const int *fds, int world, char *b, size_t n)
 			size_t l = strlen(b);
 			snprintf(b + l, n - l, "%s%d", k++ ? ", " : "", i);
 		}
+}
+
+/* The master's picks for the communicator: its owner token, and its first
+ * switch job id when HCL_INA_JOB is "auto" (1024..16383: below the ids a
+ * switch hands out itself, with room above for every algorithm's ids). */
+static int pick_owner_and_jobs(struct hcl_comm *c, char *err, size_t errlen)
+{
+	uint64_t r[2] = { 0, 0 };
+	while (!r[0])
+		if (getrandom(r, sizeof(r), 0) != sizeof(r))
+			return hcl_fail(-EIO, err, errlen, "rendezvous: no random numbers: %s", strerror(errno));
+	c->owner = r[0];
+	if (!c->env.ina_job)
+		c->env.ina_job = (uint16_t)(1024 + r[1] % (16384 - 1024));
+	return 0;
 }
 
 /* Rank 0: collect everybody's hello, hand out the table. */
@@ -181,6 +203,11 @@ static int master(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen
 	if (!fds) {
 		close(ls);
 		return hcl_fail(-ENOMEM, err, errlen, "out of memory");
+	}
+	if ((rc = pick_owner_and_jobs(c, err, errlen)) < 0) {
+		free(fds);
+		close(ls);
+		return rc;
 	}
 	for (int i = 0; i < c->world; i++)
 		fds[i] = -1;
@@ -269,10 +296,18 @@ static int client(struct hcl_comm *c, int fd, int64_t deadline, char *err, size_
 	snprintf(line, sizeof(line), "HCL1 %d %d %s\n", c->rank, c->world, tail);
 	if (write_all(fd, line) < 0 || read_line(fd, line, sizeof(line), deadline) <= 0)
 		return hcl_fail(-ETIMEDOUT, err, errlen, "rendezvous: no table from master %s in time", a);
-	if (strncmp(line, "OK\n", 3) != 0) {
+	unsigned long long owner;
+	unsigned base;
+	int end = 0;
+	if (strncmp(line, "OK ", 3) != 0) {
 		line[strcspn(line, "\n")] = 0;
 		return hcl_fail(-ECONNREFUSED, err, errlen, "rendezvous: master %s refused: %s", a, line);
 	}
+	if (sscanf(line, "OK %16llx %5u%n", &owner, &base, &end) != 2 || line[end] != '\n' || !owner || !base ||
+	    base > 65535)
+		return hcl_fail(-EPROTO, err, errlen, "rendezvous: bad table from master %s", a);
+	c->owner = owner;
+	c->env.ina_job = (uint16_t)base;
 	for (int i = 0; i < c->world; i++)
 		if (read_line(fd, line, sizeof(line), deadline) <= 0 || rank_parse(c, i, line) < 0)
 			return hcl_fail(-EPROTO, err, errlen, "rendezvous: bad table from master %s", a);

@@ -101,7 +101,8 @@ struct sw_lsw_stats {
 	uint64_t ina_packets; /* handed to the engine */
 	uint64_t ina_emits;   /* packets built from emits */
 	uint64_t ctrl_ok;
-	uint64_t ctrl_refused; /* valid commands answered with a refusal */
+	uint64_t ctrl_refused;	 /* valid commands answered with a refusal */
+	uint64_t ctrl_not_owner; /* ... of which: remove or install over another owner's job */
 };
 
 struct sw_lsw {
@@ -183,7 +184,9 @@ void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint1
 /* Counts a device's unsent packets as tx_full drops. */
 void sw_port_tx_callback_init(struct sw_port *p);
 
-/* sw_ctrl.c: a datagram to the switch's control port. */
+/* sw_ctrl.c: a datagram to the switch's control port.  Ids an install of
+ * id "auto" gets start here (below it: ids people and files choose). */
+#define SW_AUTO_JOB_MIN 32768
 void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
 		    const struct sw_udp_view *v);
 

@@ -77,7 +77,7 @@ int main(int argc, char **argv)
 	}
 	struct tor sw;
 	struct sockaddr_in any = { .sin_family = AF_INET };
-	tor_init(&sw, &any, ip);
+	tor_init(&sw, &any, ip, 0); /* an owner goes in the command text */
 	sw.ctl.sin_port = htons((uint16_t)port);
 	char answer[1024];
 	int rc = tor_command(&sw, text, !raw && cmd.op == CTL_INSTALL ? "is installed" : NULL, answer, sizeof(answer),

@@ -48,6 +48,48 @@ static int parse_for(const struct sw_lsw *sw, const struct sw_udp_view *v, struc
 	return 0;
 }
 
+/* Whether a command of `owner` may remove or replace job id: a job
+ * installed with an owner belongs to it alone (tenants sharing a ToR);
+ * one without (a config file's) to every management source.  Counts a
+ * refusal. */
+static bool owns(struct sw_lsw *sw, uint16_t id, uint64_t owner)
+{
+	const struct ina_job_cfg *j = ina_job_config(sw->eng, id);
+	if (!j || !j->owner || j->owner == owner)
+		return true;
+	sw->st.ctrl_not_owner++;
+	return false;
+}
+
+/* An install: an id of the switch's choosing for "auto", never over
+ * another owner's job.  0 or a negative errno with why. */
+static int install(struct sw_lsw *sw, struct ctl_cmd *cmd, const char **why)
+{
+	if (cmd->auto_id) {
+		/* a re-send (its "ok job=N" lost) gets the job it installed, not
+		 * a second one: the same owner and the same settings */
+		cmd->job.owner = cmd->owner;
+		for (uint32_t id = SW_AUTO_JOB_MIN; cmd->owner && id <= 65535; id++) {
+			const struct ina_job_cfg *j = ina_job_config(sw->eng, (uint16_t)id);
+			cmd->job.id = (uint16_t)id;
+			if (j && memcmp(j, &cmd->job, sizeof(*j)) == 0)
+				return 0;
+		}
+		int id = ina_job_free_id(sw->eng, SW_AUTO_JOB_MIN);
+		if (id < 0) {
+			*why = "job table full";
+			return -ENOSPC;
+		}
+		cmd->job.id = (uint16_t)id;
+	}
+	if (!owns(sw, cmd->job.id, cmd->owner)) {
+		*why = "job id in use by another owner";
+		return -EPERM;
+	}
+	cmd->job.owner = cmd->owner;
+	return ina_job_install(sw->eng, &cmd->job, why);
+}
+
 void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, const struct sw_udp_view *v)
 {
 	struct ctl_cmd *cmd = sw->ctrl_cmd; /* a job config is 3 KiB: not on the stack */
@@ -70,8 +112,21 @@ void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uin
 	const char *why = NULL;
 	int rc = 0;
 	switch (cmd->op) {
-	case CTL_INSTALL: rc = ina_job_install(sw->eng, &cmd->job, &why); break;
+	case CTL_INSTALL:
+		if ((rc = install(sw, cmd, &why)) == 0 && cmd->auto_id) {
+			snprintf(msg, sizeof(msg), "ok job=%u\n", cmd->job.id);
+			sw->st.ctrl_ok++;
+			reply(rt, sw, in, vlan, v, msg);
+			return;
+		}
+		break;
 	case CTL_REMOVE:
+		if (!owns(sw, cmd->id, cmd->owner)) {
+			/* another tenant's job: not removed */
+			rc = -EPERM;
+			why = "not the owner of this job";
+			break;
+		}
 		rc = ina_job_remove(sw->eng, cmd->id);
 		why = "no job with this id";
 		break;

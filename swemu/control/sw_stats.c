@@ -113,6 +113,7 @@ char *sw_stats_json(const struct sw_rt *rt)
 		json_object_set_new(s, "arp_replies", json_integer((json_int_t)sw->st.arp_replies));
 		json_object_set_new(s, "ctrl_ok", json_integer((json_int_t)sw->st.ctrl_ok));
 		json_object_set_new(s, "ctrl_refused", json_integer((json_int_t)sw->st.ctrl_refused));
+		json_object_set_new(s, "ctrl_not_owner", json_integer((json_int_t)sw->st.ctrl_not_owner));
 		if (sw->eng)
 			json_object_set_new(s, "ina", ina_json(sw));
 		json_object_set_new(sws, sw->cfg->name, s);

@@ -61,11 +61,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		static char text[CTL_MAX_TEXT];
 		static struct ctl_cmd again;
 		struct ina_job_cfg job = cmd.job;
-		CHECK(ctl_format_install(&job, text, sizeof(text)) == 0);
+		CHECK(ctl_format_install(&job, cmd.owner, text, sizeof(text)) == 0);
 		CHECK(ctl_parse(text, strlen(text), "again", &lim, &again, err, sizeof(err)) == 0);
 		for (unsigned i = 0; i < job.fan_in; i++) /* a contributor's MAC is not sent */
 			memset(job.contributors[i].mac, 0, 6);
 		CHECK(memcmp(&again.job, &job, sizeof(job)) == 0);
+		CHECK(again.owner == cmd.owner);
 		break;
 	}
 	case CTL_EMU:

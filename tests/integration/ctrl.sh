@@ -4,7 +4,10 @@
 # directive (@include) in any spelling or hiding place is refused before
 # the text is parsed, with one answer whatever the path names (no oracle
 # for which files exist), counted as ctrl_bad; swemu keeps running and a
-# valid command is still applied afterwards.
+# valid command is still applied afterwards.  Two owners on one switch:
+# neither removes nor installs over the other's job (ctrl_not_owner); a
+# job without an owner any mgmt host may remove; "auto" ids come from the
+# switch, and a re-sent auto install gets the same id, not a second job.
 . "$(dirname "$0")/lib.sh"
 topo itctl 2 --subnet 10.82.0
 
@@ -41,4 +44,31 @@ answer=$(ctl 'op = "install"; job = { id = 5; dtype = "int32"; slots = 4; elems 
   contributors = ["10.82.0.1:48864@02:5e:00:00:00:01", "10.82.0.2:48864"]; };')
 [ "$answer" = ok ] || fail "install after the hostile commands: $answer"
 [ "$(ctl 'op = "remove"; id = 5;')" = ok ] || fail "remove"
-echo "ctrl: ${#cmds[@]} file directives refused alike and counted; swemu still serves commands"
+
+job() { echo "job = { id = $1; dtype = \"int32\"; slots = 4; elems = 64; outputs = [\"multicast\"];
+  contributors = [\"10.82.0.1:48864\", \"10.82.0.2:48864\"]; };"; }
+notown=$(stats_get 'd["switches"]["tor0"]["ctrl_not_owner"]')
+[ "$(ctl "op = \"install\"; owner = \"a1\"; $(job 7)")" = ok ] || fail "install of owner a1"
+answer=$(ctl 'op = "remove"; owner = "b2"; id = 7;')
+[ "$answer" = "error: ctrl: not the owner of this job" ] || fail "owner b2 removed a1's job: $answer"
+answer=$(ctl 'op = "remove"; id = 7;')
+[ "$answer" = "error: ctrl: not the owner of this job" ] || fail "an ownerless remove took a1's job: $answer"
+answer=$(ctl "op = \"install\"; owner = \"b2\"; $(job 7)")
+[ "$answer" = "error: ctrl: job id in use by another owner" ] || fail "owner b2 installed over a1's job: $answer"
+[ $(( $(stats_get 'd["switches"]["tor0"]["ctrl_not_owner"]') - notown )) = 3 ] || fail "ctrl_not_owner: $(stats)"
+[[ "$(ctl 'op = "stats"; id = 7;')" == "ok job=7 "* ]] || fail "stats of a1's job refused to others" # read-only: open
+[ "$(ctl 'op = "remove"; owner = "a1"; id = 7;')" = ok ] || fail "owner a1 could not remove its job"
+# ownerless (as a config file's): any mgmt source removes it
+[ "$(ctl "op = \"install\"; $(job 8)")" = ok ] || fail "ownerless install"
+[ "$(ctl 'op = "remove"; owner = "c3"; id = 8;')" = ok ] || fail "an ownerless job is everyone's to remove"
+# ids of the switch's choosing; the same install again is the same job
+a=$(ctl "op = \"install\"; owner = \"d4\"; $(job '"auto"')")
+[[ "$a" =~ ^ok\ job=([0-9]+)$ ]] || fail "auto install: $a"
+id=${BASH_REMATCH[1]}
+((id >= 32768)) || fail "auto id $id below the switch's range"
+[ "$(ctl "op = \"install\"; owner = \"d4\"; $(job '"auto"')")" = "ok job=$id" ] || fail "a re-sent auto install made a second job"
+b=$(ctl "op = \"install\"; owner = \"e5\"; $(job '"auto"')")
+[ "$b" = "ok job=$((id + 1))" ] || fail "another owner's auto install: $b"
+[ "$(ctl "op = \"remove\"; owner = \"d4\"; id = $id;")" = ok ] || fail "remove of auto job"
+[ "$(ctl "op = \"remove\"; owner = \"e5\"; id = $((id + 1));")" = ok ] || fail "remove of the other auto job"
+echo "ctrl: ${#cmds[@]} file directives refused alike and counted; jobs kept by their owners; auto ids; swemu still serves commands"

@@ -119,10 +119,11 @@ static void test_round_trip(void **state)
 	}
 	j.parent = (struct ina_peer){ { htonl(0x0a0001fe), htons(48870), { 2, 0, 0, 0, 1, 0xfe } }, 40, 2 };
 	static char text[CTL_MAX_TEXT];
-	assert_int_equal(ctl_format_install(&j, text, sizeof(text)), 0);
+	assert_int_equal(ctl_format_install(&j, 0, text, sizeof(text)), 0);
 	if (parse(text) != 0)
 		fail_msg("'%s': %s", text, err);
 	assert_memory_equal(&cmd.job, &j, sizeof(j));
+	assert_true(cmd.owner == 0 && !cmd.auto_id);
 
 	j.outputs = INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_ACK;
 	j.dtype = INA_D_FP32;
@@ -131,16 +132,21 @@ static void test_round_trip(void **state)
 	j.forward = (struct ina_peer){ { htonl(0x0a0002fe), htons(48864), { 2, 0, 0, 0, 2, 0xfe } }, 41, 0xffff };
 	memset(&j.parent, 0, sizeof(j.parent));
 	j.parent.job = j.id; /* the parser fills it whatever the outputs */
-	assert_int_equal(ctl_format_install(&j, text, sizeof(text)), 0);
+	assert_int_equal(ctl_format_install(&j, 0x9f3c00000000abcdull, text, sizeof(text)), 0);
 	if (parse(text) != 0)
 		fail_msg("'%s': %s", text, err);
 	assert_memory_equal(&cmd.job, &j, sizeof(j));
-	assert_int_equal(ctl_format_install(&j, text, 40), -ENOSPC);
+	assert_true(cmd.owner == 0x9f3c00000000abcdull);
+	assert_int_equal(ctl_format_install(&j, 0, text, 40), -ENOSPC);
 
-	assert_int_equal(ctl_format_remove(9, text, sizeof(text)), 0);
+	assert_int_equal(ctl_format_remove(9, 0, text, sizeof(text)), 0);
 	assert_int_equal(parse(text), 0);
 	assert_int_equal(cmd.op, CTL_REMOVE);
 	assert_int_equal(cmd.id, 9);
+	assert_true(cmd.owner == 0);
+	assert_int_equal(ctl_format_remove(9, 0x1f, text, sizeof(text)), 0);
+	assert_int_equal(parse(text), 0);
+	assert_true(cmd.owner == 0x1f && cmd.id == 9);
 	assert_int_equal(ctl_format_stats(10, text, sizeof(text)), 0);
 	assert_int_equal(parse(text), 0);
 	assert_int_equal(cmd.op, CTL_STATS);
