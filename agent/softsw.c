@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define BATCH 64
 #define PKT   (INA_HDR_LEN + INA_MAX_PAYLOAD + 64)
@@ -31,6 +32,9 @@ static void *serve(void *arg)
 			in[i] = (struct dgram_pkt){ .buf = ps->rx[i], .len = PKT };
 		/* a bounded wait, so that stop is seen within 50 ms */
 		int n = ps->t.ops->recv_batch(ps->t.ctx, in, BATCH, 50000000);
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ina_engine_set_time(ps->eng, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
 		for (int i = 0; i < n; i++) {
 			struct ina_addr src = { .ip = in[i].peer.sin_addr.s_addr, .port = in[i].peer.sin_port };
 			if (ina_engine_rx(ps->eng, in[i].buf, in[i].len, &src, ps->emits) != INA_OK)

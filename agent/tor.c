@@ -17,9 +17,11 @@
 
 #include "clock.h"
 
-static int exchange(const struct sockaddr_in *from, const struct sockaddr_in *sw, const char *text,
-		    const char *ok_on_resend, char *answer, size_t alen, int64_t deadline_ns, char *err, size_t errlen)
+static int exchange(const struct tor *t, const char *text, const char *ok_on_resend, char *answer, size_t alen,
+		    int64_t deadline_ns, char *err, size_t errlen)
 {
+	const struct sockaddr_in *from = &t->from, *sw = &t->ctl;
+	static _Thread_local char signed_text[CTL_AUTH_LINE_MAX + CTL_MAX_TEXT];
 	int sends = 0;
 	char ip[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &sw->sin_addr, ip, sizeof(ip));
@@ -36,7 +38,17 @@ static int exchange(const struct sockaddr_in *from, const struct sockaddr_in *sw
 	}
 	int rc = -ETIMEDOUT;
 	while (clock_now_ns() < deadline_ns) {
-		if (send(fd, text, strlen(text), 0) < 0 && errno != ECONNREFUSED)
+		const char *out = text;
+		if (t->key) { /* signed afresh each time: the switch takes a signature once */
+			if (ctl_auth_sign(t->key, ctl_auth_now_ms(), ctl_auth_nonce(), text, signed_text,
+					  sizeof(signed_text)) < 0) {
+				snprintf(err, errlen, "control command too long to sign");
+				close(fd);
+				return -E2BIG;
+			}
+			out = signed_text;
+		}
+		if (send(fd, out, strlen(out), 0) < 0 && errno != ECONNREFUSED)
 			break;
 		sends++;
 		int64_t until = clock_now_ns() + 100000000;
@@ -74,6 +86,8 @@ void tor_init(struct tor *t, const struct sockaddr_in *from, uint32_t sw_ip, uin
 			   .owner = owner };
 }
 
+void tor_set_key(struct tor *t, const struct ctl_key *key) { t->key = key && key->len ? key : NULL; }
+
 int tor_command(const struct tor *t, const char *text, const char *ok_on_resend, char *answer, size_t alen,
 		int64_t deadline_ns, char *err, size_t errlen)
 {
@@ -82,7 +96,7 @@ int tor_command(const struct tor *t, const char *text, const char *ok_on_resend,
 		answer = own;
 		alen = sizeof(own);
 	}
-	return exchange(&t->from, &t->ctl, text, ok_on_resend, answer, alen, deadline_ns, err, errlen);
+	return exchange(t, text, ok_on_resend, answer, alen, deadline_ns, err, errlen);
 }
 
 /* What a switch says when it cannot take a job: no room for it, or

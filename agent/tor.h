@@ -12,14 +12,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ctl_auth.h"
 #include "ctl_msg.h"
 
 #define TOR_MAX_JOBS 64 /* a switch's engine holds INA_MAX_JOBS */
 
 struct tor {
-	struct sockaddr_in from; /* the agent's address: a mgmt source of the switch */
-	struct sockaddr_in ctl;	 /* the switch's control channel */
-	uint64_t owner;		 /* the communicator's token: its jobs are its own */
+	struct sockaddr_in from;   /* the agent's address: a mgmt source of the switch */
+	struct sockaddr_in ctl;	   /* the switch's control channel */
+	uint64_t owner;		   /* the communicator's token: its jobs are its own */
+	const struct ctl_key *key; /* signs every command (NULL: unsigned) */
 	unsigned njobs;
 	uint16_t jobs[TOR_MAX_JOBS]; /* installed by this agent, to remove */
 };
@@ -30,6 +32,9 @@ struct tor {
  * switch holds: only it removes them, and an id another owner holds is
  * refused, not taken over. */
 void tor_init(struct tor *t, const struct sockaddr_in *from, uint32_t sw_ip, uint64_t owner);
+/* Commands go signed with key (the switch's ctrl_key_file), which must
+ * outlive t; NULL or an empty key: unsigned. */
+void tor_set_key(struct tor *t, const struct ctl_key *key);
 
 /* Sends a command until an answer comes (re-sent every 100 ms: a lost
  * command or answer) or the deadline passes.  0 on "ok...", with the

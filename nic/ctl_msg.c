@@ -22,6 +22,8 @@ int ctl_netem_read(const struct conf_reader *r, const struct conf_node *g, struc
 	    conf_get_u32(r, g, "delay_us", 0, 10000000, false, &e->delay_us) < 0 ||
 	    conf_get_u32(r, g, "jitter_us", 0, 10000000, false, &e->jitter_us) < 0)
 		return -1;
+	if (e->rate_bps && e->rate_bps < NETEM_MIN_RATE)
+		return conf_fail(r, conf_member(g, "rate"), "'rate' must be at least 1M (or 0 for line rate)");
 	if (e->rate_bps && !conf_member(g, "buffer"))
 		e->buffer_bytes = NETEM_DEFAULT_BUFFER; /* a rate without a buffer would queue without end */
 	const struct conf_node *ge = conf_member(g, "burst_loss");
@@ -147,8 +149,9 @@ static int read_outputs(const struct conf_reader *r, const struct conf_node *j, 
 static int job_read(const struct conf_reader *r, const struct conf_node *j, const struct ctl_limits *lim,
 		    struct ina_job_cfg *c, bool *auto_id)
 {
-	static const char *const keys[] = { "id",	    "fan_in",	"dtype",	"slots",   "elems",  "outputs",
-					    "contributors", "upstream", "upstream_job", "forward", "parent", NULL };
+	static const char *const keys[] = { "id",      "fan_in",       "dtype",	   "slots",	   "elems",
+					    "outputs", "contributors", "upstream", "upstream_job", "forward",
+					    "parent",  "reclaim_ms",   NULL };
 	long long v = 0;
 	const char *dtype = NULL;
 	if (j->type != CONF_GROUP)
@@ -177,6 +180,9 @@ static int job_read(const struct conf_reader *r, const struct conf_node *j, cons
 	    conf_get_int(r, j, "elems", 1, lim->max_elems, true, &v) < 0)
 		return -1;
 	c->elems_per_slot = (uint16_t)v;
+	/* optional; at least the host library's longest re-send interval */
+	if (conf_get_u32(r, j, "reclaim_ms", 500, 3600000, false, &c->reclaim_ms) < 0)
+		return -1;
 	if (read_contributors(r, j, c) < 0 || read_outputs(r, j, c) < 0)
 		return -1;
 	const char *why = ina_job_cfg_check(c, lim->max_elems);
@@ -325,6 +331,8 @@ int ctl_format_install(const struct ina_job_cfg *c, uint64_t owner, char *buf, s
 		put(&o, " upstream = %d;", c->upstream_index);
 	if (c->upstream_job)
 		put(&o, " upstream_job = %u;", c->upstream_job);
+	if (c->reclaim_ms)
+		put(&o, " reclaim_ms = %u;", c->reclaim_ms);
 	if (c->outputs & INA_OUT_FORWARD) {
 		put(&o, " forward = { addr = ");
 		put_addr(&o, &c->forward.addr, true);

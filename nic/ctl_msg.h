@@ -36,9 +36,12 @@ struct netem_cfg {
 	uint64_t rate_bps;		  /* token bucket rate; 0 = line rate */
 	uint64_t buffer_bytes;		  /* queue in front of the rate limiter (tail drop) */
 #define NETEM_DEFAULT_BUFFER (512 * 1024) /* with a rate and no buffer setting */
-	uint32_t delay_us;		  /* propagation delay */
-	uint32_t jitter_us;		  /* uniform extra delay 0..jitter (order kept) */
-	double loss;			  /* independent loss probability */
+/* The slowest rate accepted: a 9000 B frame then takes 72 ms and the
+ * default buffer drains in 4.2 s; slower rates only make a port look dead. */
+#define NETEM_MIN_RATE	     1000000ull
+	uint32_t delay_us;  /* propagation delay */
+	uint32_t jitter_us; /* uniform extra delay 0..jitter (order kept) */
+	double loss;	    /* independent loss probability */
 	/* Gilbert-Elliott bursty loss: P(good->bad), P(bad->good), loss in bad */
 	double ge_p_gb, ge_p_bg, ge_loss_bad;
 };

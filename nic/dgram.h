@@ -56,6 +56,12 @@ struct dgram_ops {
 	 * its device queue), in the host's own accounting; -1 when unknown.
 	 * May be NULL. */
 	long (*tx_queued)(void *ctx);
+	/* A destination the host reported unreachable since the last call
+	 * (an ICMP port or host unreachable for a datagram sent to it: nothing
+	 * listens there any more).  1 with *peer set, 0 when there is none.
+	 * The sends and receives that meet such a report carry on.  May be
+	 * NULL: never reported. */
+	int (*unreachable)(void *ctx, struct sockaddr_in *peer);
 	void (*close)(void *ctx);
 };
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/errqueue.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -29,12 +30,65 @@
 #define UDP_GRO 104 /* linux/udp.h, 5.0 */
 #endif
 
+/* Destinations reported unreachable and not yet asked for: a few, the
+ * oldest overwritten (the caller asks after every receive). */
+#define UNREACH_KEEP 8
+
 struct udp_ctx {
 	int fd;
 	bool gso;  /* the kernel takes runs (until it refuses one) */
 	bool gro;  /* received runs come coalesced */
 	bool idle; /* the last receive found the socket empty */
+	struct sockaddr_in unreach[UNREACH_KEEP];
+	unsigned nunreach, unreach_next;
 };
+
+/* The errors an ICMP report about an earlier datagram leaves on the socket
+ * (IP_RECVERR): the next send or receive fails with one of them, once. */
+static bool icmp_error(int e) { return e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH || e == EHOSTDOWN; }
+
+/* Reads the socket's error queue: each entry names the destination of a
+ * datagram that bounced. */
+static void drain_errors(struct udp_ctx *u)
+{
+	for (;;) {
+		struct sockaddr_in dst;
+		union {
+			char buf[CMSG_SPACE(sizeof(struct sock_extended_err) + sizeof(struct sockaddr_in))];
+			struct cmsghdr align;
+		} ctl;
+		char byte;
+		struct iovec iov = { &byte, 1 };
+		struct msghdr m = { .msg_name = &dst,
+				    .msg_namelen = sizeof(dst),
+				    .msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = ctl.buf,
+				    .msg_controllen = sizeof(ctl.buf) };
+		if (recvmsg(u->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+			const struct sock_extended_err *ee = (const void *)CMSG_DATA(c);
+			if (c->cmsg_level != IPPROTO_IP || c->cmsg_type != IP_RECVERR ||
+			    ee->ee_origin != SO_EE_ORIGIN_ICMP || !icmp_error((int)ee->ee_errno) ||
+			    m.msg_namelen < sizeof(dst))
+				continue;
+			u->unreach[u->unreach_next++ % UNREACH_KEEP] = dst;
+			if (u->nunreach < UNREACH_KEEP)
+				u->nunreach++;
+		}
+	}
+}
+
+static int udp_unreachable(void *ctx, struct sockaddr_in *peer)
+{
+	struct udp_ctx *u = ctx;
+	if (!u->nunreach)
+		return 0;
+	*peer = u->unreach[(u->unreach_next - u->nunreach) % UNREACH_KEEP];
+	u->nunreach--;
+	return 1;
+}
 
 /* The control message that makes the kernel cut a run into datagrams. */
 union seg_cmsg {
@@ -65,7 +119,7 @@ static int udp_send(void *ctx, const struct dgram_pkt *pkts, unsigned n)
 	struct mmsghdr msgs[DGRAM_BATCH];
 	struct iovec iov[DGRAM_BATCH];
 	union seg_cmsg ctl[DGRAM_BATCH];
-	unsigned done = 0;
+	unsigned done = 0, reports = 0;
 
 	while (done < n) {
 		unsigned k = n - done < DGRAM_BATCH ? n - done : DGRAM_BATCH;
@@ -88,6 +142,10 @@ static int udp_send(void *ctx, const struct dgram_pkt *pkts, unsigned n)
 				break;
 			if (errno == EINTR)
 				continue;
+			if (icmp_error(errno) && reports++ < 4) { /* about an earlier datagram: none of these went */
+				drain_errors(u);
+				continue;
+			}
 			if (run_refused(errno) && dgram_segments(&pkts[done]) > 1) {
 				u->gso = false; /* the caller sends that run again as single datagrams */
 				break;
@@ -157,6 +215,7 @@ static int udp_recv(void *ctx, struct dgram_pkt *pkts, unsigned n, int64_t timeo
 	/* an idle socket is waited on first: a receive that finds nothing is
 	 * a system call for nothing */
 	bool waited = false;
+	unsigned reports = 0;
 	if (u->idle && timeout_ns > 0) {
 		int w = udp_wait(u->fd, POLLIN, timeout_ns);
 		if (w <= 0)
@@ -175,9 +234,18 @@ static int udp_recv(void *ctx, struct dgram_pkt *pkts, unsigned n, int64_t timeo
 		}
 		if (r < 0 && errno == EINTR)
 			continue;
+		if (r < 0 && icmp_error(errno) &&
+		    reports++ < 4) { /* a report of an earlier send, not of this receive */
+			drain_errors(u);
+			continue;
+		}
 		if (r < 0 && errno != EAGAIN)
 			return -errno;
-		if (waited || timeout_ns <= 0)
+		if (waited) {
+			drain_errors(u); /* woken by an error report (POLLERR), not by data */
+			break;
+		}
+		if (timeout_ns <= 0)
 			break;
 		int w = udp_wait(u->fd, POLLIN, timeout_ns);
 		if (w <= 0)
@@ -216,6 +284,7 @@ static const struct dgram_ops udp_ops = {
 	.max_segs = udp_max_segs,
 	.wait_send = udp_wait_send,
 	.tx_queued = udp_tx_queued,
+	.unreachable = udp_unreachable,
 	.close = udp_close,
 };
 
@@ -252,6 +321,10 @@ static int open_bound(const struct sockaddr_in *addr, const struct dgram_udp_opt
 		int one = 1;
 		setsockopt(fd, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one));
 	}
+	/* ICMP reports on an unconnected socket (udp_unreachable): a peer
+	 * whose process died is seen at its next datagram, not at a deadline */
+	int recverr = 1;
+	setsockopt(fd, IPPROTO_IP, IP_RECVERR, &recverr, sizeof(recverr));
 	if (opts && opts->gro) {
 		int one = 1;
 		setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)); /* without it (before 5.0): lone datagrams */

@@ -30,6 +30,7 @@ struct slot {
 	uint8_t resends; /* re-sends answered while waiting for that ACK */
 	uint8_t flags;	 /* INA_F_OVERFLOW */
 	int8_t exponent;
+	uint32_t touched_ms; /* engine time of the last packet it took */
 };
 
 struct job {
@@ -37,6 +38,7 @@ struct job {
 	uint32_t base; /* first engine slot index */
 	struct ina_job_cfg cfg;
 	struct ina_job_stats st;
+	uint32_t epoch_hi; /* newest epoch a slot completed (0 at install) */
 };
 
 #define SLOT_HDR 64
@@ -49,6 +51,7 @@ struct ina_engine {
 	uint8_t job_of_id[65536]; /* jobs[] index + 1, 0 = none */
 	struct job jobs[INA_MAX_JOBS];
 	struct ina_engine_stats st;
+	uint32_t now_ms; /* ina_engine_set_time; wraps after 49 days, compared as a difference */
 };
 
 _Static_assert(sizeof(struct slot) <= SLOT_HDR, "slot state must fit its header line");
@@ -248,6 +251,8 @@ uint32_t ina_job_slots_busy(const struct ina_engine *eng, uint16_t id)
 	return busy;
 }
 
+void ina_engine_set_time(struct ina_engine *eng, uint64_t now_ns) { eng->now_ms = (uint32_t)(now_ns / 1000000); }
+
 const struct ina_engine_stats *ina_engine_stats(const struct ina_engine *eng) { return &eng->st; }
 
 /* ---- datapath ---- */
@@ -349,6 +354,8 @@ static void on_complete(struct ctx *x)
 	const struct ina_job_cfg *c = &x->job->cfg;
 
 	x->job->st.completions++;
+	if ((int32_t)(x->slot->epoch - x->job->epoch_hi) > 0)
+		x->job->epoch_hi = x->slot->epoch;
 	if (x->slot->flags & INA_F_OVERFLOW)
 		x->job->st.overflows++;
 	if (c->outputs & INA_OUT_PS) {
@@ -440,6 +447,40 @@ static void start_round(struct ctx *x)
 	s->acked = 0;
 	s->resends = 0;
 	s->state = SLOT_PARTIAL;
+	s->touched_ms = x->eng->now_ms;
+}
+
+static bool unfinished(const struct slot *s) { return s->state == SLOT_PARTIAL || s->state == SLOT_WAIT_PARENT; }
+
+static bool newer_epoch(const struct ina_hdr *h, const struct slot *s) { return (int32_t)(h->epoch - s->epoch) > 0; }
+
+/* Nothing was taken into the slot for the job's reclaim time: its round
+ * is abandoned (a member died or a call failed), or a forged slice holds
+ * it.  A living member re-sends well within that time. */
+static bool idle(const struct ctx *x, const struct slot *s)
+{
+	uint32_t limit = x->job->cfg.reclaim_ms ? x->job->cfg.reclaim_ms : INA_RECLAIM_MS;
+	return x->eng->now_ms - s->touched_ms >= limit;
+}
+
+/* Whether a member's slice with another key may take over the slot from
+ * the round it holds (key order cmp), which is then lost to its members.
+ * A newer epoch under an unfinished round means the members moved to the
+ * next call without finishing this one: no member can finish a call while
+ * one of its slices is unfinished, so the call failed part-way.  Any other
+ * takes an idle slot only: an older slice one holding a forged newer key,
+ * a newer one a finished slot whose stragglers never moved on. */
+static bool may_reclaim(const struct ctx *x, const struct slot *s, int cmp)
+{
+	if (unfinished(s))
+		return newer_epoch(&x->pkt->hdr, s) || idle(x, s);
+	return cmp > 0 && idle(x, s); /* finished: an older slice is only stale */
+}
+
+static void reclaim(struct ctx *x, struct slot *s)
+{
+	x->job->st.reclaimed++;
+	memset(s, 0, sizeof(*s)); /* SLOT_EMPTY */
 }
 
 /* A contributor re-sent a slice the slot has finished: send again what it
@@ -449,6 +490,7 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 	const struct ina_job_cfg *cfg = &x->job->cfg;
 
 	x->job->st.retransmits++;
+	x->slot->touched_ms = x->eng->now_ms; /* a straggler still wants it */
 	if (x->slot->state == SLOT_WAIT_PARENT) {
 		emit_peer(x, &cfg->parent, INA_F_RETX);
 		return;
@@ -487,11 +529,20 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 	struct slot *s = x->slot;
 	int cmp = key_cmp(&x->pkt->hdr, s);
 
+	if ((int32_t)(x->pkt->hdr.epoch - x->job->epoch_hi) > INA_EPOCH_WINDOW)
+		return INA_R_EPOCH_AHEAD;
 	/* A contributor uses the other set only after that set finished for
 	 * it; while its contribution there is still pending, refuse this one
-	 * (clearing its bit there would let it be counted twice). */
-	if (bit_test(x->other, c) && (x->other->state == SLOT_PARTIAL || x->other->state == SLOT_WAIT_PARENT))
-		return INA_R_SLOT_BUSY;
+	 * (clearing its bit there would let it be counted twice) — unless that
+	 * round belongs to a call the members have left. */
+	if (bit_test(x->other, c) && unfinished(x->other)) {
+		if (!newer_epoch(&x->pkt->hdr, x->other))
+			return INA_R_SLOT_BUSY;
+		reclaim(x, x->other);
+	}
+	if (s->state != SLOT_EMPTY && cmp != 0 && may_reclaim(x, s, cmp)) {
+		reclaim(x, s);
+	}
 
 	switch (s->state) {
 	case SLOT_EMPTY: start_round(x); break;
@@ -526,6 +577,7 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 	}
 	bit_clear(x->other, c);
 	add_contribution(x, c);
+	s->touched_ms = x->eng->now_ms;
 	return INA_OK;
 }
 

@@ -15,6 +15,15 @@
 #define INA_MAX_FANIN	 256
 #define INA_MAX_JOBS	 64
 #define INA_BITMAP_WORDS (INA_MAX_FANIN / 64)
+/* How far a DATA's epoch may run ahead of the job's newest completed
+ * epoch: honest members are at most a call or two apart, so a slice much
+ * further ahead is forged or corrupt, and would hold a slot against every
+ * honest one.  256 leaves room for that many calls failing in a row. */
+#define INA_EPOCH_WINDOW 256
+/* A slot that accepted nothing for this long gives way to a member's other
+ * slice (ina_job_cfg.reclaim_ms 0); four times the host library's longest
+ * re-send interval (500 ms), so a living member keeps its slot. */
+#define INA_RECLAIM_MS	 2000
 /* A multicast to every contributor plus one forward. */
 #define INA_MAX_EMITS	 (INA_MAX_FANIN + 1)
 
@@ -62,6 +71,9 @@ struct ina_job_cfg {
 	/* who installed it (a control command's owner; 0: nobody in particular,
 	 * as a config file's jobs): the switch lets only the owner remove it */
 	uint64_t owner;
+	/* ms a slot may sit unfinished and untouched before another slice of
+	 * a member takes it over (0: INA_RECLAIM_MS) */
+	uint32_t reclaim_ms;
 };
 
 struct ina_job_stats {
@@ -71,6 +83,7 @@ struct ina_job_stats {
 	uint64_t retransmits;	/* re-sends answered from a stored slot */
 	uint64_t emits;		/* packets emitted */
 	uint64_t overflows;	/* int32 completions that wrapped */
+	uint64_t reclaimed;	/* unfinished slots given up (a failed call, a wedge) */
 	uint64_t drops[INA_R_MAX_];
 };
 
@@ -118,6 +131,11 @@ long ina_job_slot_base(const struct ina_engine *eng, uint16_t id);
 /* Slots of the job now holding a partial aggregate. */
 uint32_t ina_job_slots_busy(const struct ina_engine *eng, uint16_t id);
 const struct ina_engine_stats *ina_engine_stats(const struct ina_engine *eng);
+
+/* The engine's clock (any monotonic ns): its caller sets it, once per
+ * burst, so the per-packet path reads no clock.  Until it is set, no slot
+ * is ever idle (see ina_job_cfg.reclaim_ms). */
+void ina_engine_set_time(struct ina_engine *eng, uint64_t now_ns);
 
 /* Processes one validated packet from src.  Returns INA_OK when it was
  * taken (out may hold emits) or the reason it was dropped (out->n == 0,

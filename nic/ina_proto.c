@@ -28,6 +28,7 @@ static const char *const reason_names[INA_R_MAX_] = {
 	[INA_R_SLOT_BUSY] = "slot_busy",
 	[INA_R_COUNT_MISMATCH] = "count_mismatch",
 	[INA_R_NOT_READY] = "not_ready",
+	[INA_R_EPOCH_AHEAD] = "epoch_ahead",
 };
 
 static const char *const type_names[INA_T_MAX_] = {

@@ -93,6 +93,7 @@ enum ina_reason {
 	INA_R_SLOT_BUSY,	  /* newer slice while the slot is in use */
 	INA_R_COUNT_MISMATCH,	  /* same slice, different element count */
 	INA_R_NOT_READY,	  /* PULL of a slot that is not complete */
+	INA_R_EPOCH_AHEAD,	  /* epoch beyond the job's window (INA_EPOCH_WINDOW) */
 	INA_R_MAX_
 };
 

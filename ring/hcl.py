@@ -11,18 +11,20 @@ communication hook that sends PyTorch's gradient buckets through it.
 Everything not given to Comm() comes from the environment exactly as for a
 C program (docs/HOSTLIB.md): HCL_DATA_ADDR, HCL_INA_SWITCH, HCL_RACK, ...
 The library is libhcl.so from $HCL_LIBRARY, else the build tree next to
-this file, else the system's (pkg-config hcl).  Errors raise HclError with
-the library's message; every call has the communicator's deadline.
+this file, else the system's by its SONAME (libhcl.so.0: never another
+vendor's libhcl.so, which a name search could find), and it must export
+this project's hcl_comm_cfg_size.  Errors raise HclError with the
+library's message; every call has the communicator's deadline.
 """
 import concurrent.futures
 import ctypes
-import ctypes.util
 import os
 
 ALGOS = {"ring": 1, "hier": 2, "ps": 3, "ps-ina": 4, "agent-ring": 5}
 OPS = {"sum": 1, "avg": 2}
 INA_FLOATS = {"bfp": 1, "native": 2, "bf16": 3}
 _INT32, _FP32, _BF16 = 1, 2, 3
+_SONAME = "libhcl.so.0"  # ring/meson.build: the project's major version
 
 
 class HclError(RuntimeError):
@@ -60,11 +62,17 @@ def _library():
         raise HclError(f"HCL_LIBRARY={path}: no such file")
     if not path:
         beside = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "ring", "libhcl.so")
-        path = beside if os.path.exists(beside) else ctypes.util.find_library("hcl")
-    if not path:
-        raise HclError("libhcl.so not found: set HCL_LIBRARY, or build (testbed/setup.sh) or install it")
-    lib = ctypes.CDLL(path)
-    lib.hcl_comm_cfg_size.restype = ctypes.c_size_t
+        path = beside if os.path.exists(beside) else _SONAME
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise HclError(f"{path} does not load ({e}): set HCL_LIBRARY, or build (testbed/setup.sh) "
+                       "or install libhcl") from None
+    try:
+        lib.hcl_comm_cfg_size.restype = ctypes.c_size_t
+    except AttributeError:
+        raise HclError(f"{path} is not this project's libhcl (no hcl_comm_cfg_size): "
+                       "set HCL_LIBRARY to swemu's libhcl.so") from None
     if lib.hcl_comm_cfg_size() != ctypes.sizeof(_Cfg):
         raise HclError(f"{path}: struct hcl_comm_cfg is {lib.hcl_comm_cfg_size()} bytes there, "
                        f"{ctypes.sizeof(_Cfg)} here: hcl.py and the library differ in version")

@@ -95,6 +95,7 @@ static int learn_tor_macs(struct hcl_comm *c, bool agent, int64_t deadline, char
 	int rc = macs ? 0 : hcl_fail(-ENOMEM, err, errlen, "out of memory");
 	if (rc == 0 && agent) {
 		tor_init(&s->tor, &c->peers[c->rank], c->info[c->rank].tor.ip, c->owner);
+		tor_set_key(&s->tor, &c->env.ina_key);
 		if (tor_mac(&s->tor, deadline, mine) < 0)
 			rc = hcl_fail(-EHOSTUNREACH, err, errlen, "agent-ring: no MAC address for switch %s",
 				      inet_ntoa(s->tor.ctl.sin_addr));

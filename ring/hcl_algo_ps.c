@@ -103,6 +103,7 @@ static int install_tor_jobs(struct hcl_comm *c, unsigned t, int64_t deadline, ch
 	struct ps_state *s = c->algo_state;
 	char e2[256];
 	tor_init(&s->tor, &c->peers[c->rank], c->info[c->rank].tor.ip, c->owner);
+	tor_set_key(&s->tor, &c->env.ina_key);
 	for (unsigned n = 0; n < 2 * shards(c); n++) {
 		struct ina_job_cfg job;
 		shard_job(c, &s->plan[n % 2].tor[t].job, n / 2, n % 2, &job);

@@ -45,6 +45,7 @@ struct hcl_aring {
 	struct hcl_ina_rx rx;
 	uint8_t tx[INA_HDR_LEN + INA_MAX_PAYLOAD];
 	struct hcl_aring_stats st;
+	int overflowed_job; /* the job of a result whose int32 sum wrapped, or -1 */
 	void (*poll)(void *ctx);
 	void *poll_ctx;
 };
@@ -224,6 +225,12 @@ static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 		a->st.stale++; /* a duplicate, or for a slice already done */
 		return 0;
 	}
+	if (what == GOT_RESULT && (p.hdr.flags & INA_F_OVERFLOW)) {
+		a->st.overflows++; /* the call fails: a wrapped sum is no result */
+		if (a->overflowed_job < 0)
+			a->overflowed_job = p.hdr.job;
+		return 0;
+	}
 	o->got |= what;
 	if (what == GOT_ACK) {
 		a->st.acks++;
@@ -273,6 +280,7 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 		return -ENOMEM;
 	}
 	a->epoch++;
+	a->overflowed_job = -1;
 	size_t left = 0;
 	for (unsigned k = 0; k < a->nsteps; k++) {
 		struct step_state *ss = &a->s[k];
@@ -303,6 +311,13 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 		}
 		for (int i = 0; i < n; i++)
 			left -= (size_t)take(a, &in[i], dst);
+		if (a->overflowed_job >= 0) {
+			snprintf(err, errlen,
+				 "agent-ring: the int32 sum of job %d overflowed in the switch: the result would be "
+				 "wrong; scale the values down or use fp32",
+				 a->overflowed_job);
+			return -EOVERFLOW;
+		}
 	}
 	return 0;
 }

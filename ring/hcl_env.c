@@ -156,6 +156,10 @@ static int placement(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err,
 		sw = env("HCL_INA_SWITCH");
 	if (sw && parse_endpoint(sw, INA_HOST_PORT, &e->ina_switch) < 0)
 		return bad(err, errlen, "the INA switch must be \"a.b.c.d[:port]\", not '%s'", sw);
+	const char *key = env("HCL_INA_KEY_FILE");
+	char why[300];
+	if (key && ctl_key_load(key, &e->ina_key, why, sizeof(why)) < 0)
+		return bad(err, errlen, "HCL_INA_KEY_FILE: %s", why);
 	return 0;
 }
 

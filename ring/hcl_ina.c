@@ -20,6 +20,8 @@ struct hcl_ina {
 	struct hcl_ina_rx rx;
 	uint8_t tx[INA_HDR_LEN + INA_MAX_PAYLOAD];
 	struct hcl_ina_stats st;
+	size_t overflowed; /* 1 + the first slice whose int32 sum wrapped, or 0 */
+	uint16_t overflowed_job;
 };
 
 struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transport *t, char *err, size_t errlen)
@@ -119,23 +121,32 @@ static bool send_slice(struct hcl_ina *a, const struct pass *ps, unsigned h, uin
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 
-/* A result for slice k: false if it does not fit what was sent. */
-static bool take_result(struct hcl_ina *a, const struct pass *ps, size_t k, const struct ina_pkt *p)
+/* A result for slice k: 0, -EBADMSG if it does not fit what was sent
+ * (not the aggregator's answer: the slice waits for one that fits), or
+ * -EOVERFLOW if the switch says the int32 sum wrapped. */
+static int take_result(struct hcl_ina *a, const struct pass *ps, size_t k, const struct ina_pkt *p)
 {
 	size_t first = k * a->cfg.elems, n = ps->kind == PASS_EXPONENT ? 1 : slice_len(a, ps, k);
 	if (p->hdr.count != n)
-		return false;
+		return -EBADMSG;
 	if (ps->kind == PASS_EXPONENT) {
+		/* the switch keeps the maximum: never below this rank's own */
+		if (p->hdr.exponent < INA_BFP_EXP_MIN || p->hdr.exponent < ps->exp[k])
+			return -EBADMSG;
 		ps->exp[k] = p->hdr.exponent;
-	} else if (ps->kind == PASS_BFP) {
+		return 0;
+	}
+	if (p->hdr.flags & INA_F_OVERFLOW)
+		return -EOVERFLOW;
+	if (ps->kind == PASS_BFP) {
 		if (p->hdr.exponent != ps->exp[k])
-			return false; /* every contributor used the agreed exponent */
+			return -EBADMSG; /* every contributor used the agreed exponent */
 		ina_bfp_dequantize(p->payload, n, ps->exp[k], ps->addends, (float *)ps->buf + first);
 	} else {
 		size_t esz = ina_wire_elem_size(ps->dtype);
 		hcl_ina_swap_elems((uint8_t *)ps->buf + first * esz, p->payload, n, esz);
 	}
-	return true;
+	return 0;
 }
 
 /* Starts slice k of shard h in slot `slot` of its window. */
@@ -147,11 +158,12 @@ static void start_slice(struct hcl_ina *a, const struct pass *ps, unsigned h, ui
 	a->st.sent++;
 }
 
-/* The shard whose aggregator sent p, or -1. */
+/* The shard whose aggregator sent p (its address and port), or -1. */
 static int shard_of(const struct hcl_ina *a, const struct dgram_pkt *in, const struct ina_pkt *p)
 {
 	for (unsigned h = 0; h < a->cfg.shards; h++)
-		if (a->cfg.job[h] == p->hdr.job && a->cfg.sw[h].sin_addr.s_addr == in->peer.sin_addr.s_addr)
+		if (a->cfg.job[h] == p->hdr.job && a->cfg.sw[h].sin_addr.s_addr == in->peer.sin_addr.s_addr &&
+		    a->cfg.sw[h].sin_port == in->peer.sin_port)
 			return (int)h;
 	return -1;
 }
@@ -208,7 +220,16 @@ static size_t take_batch(struct hcl_ina *a, const struct pass *ps, struct dgram_
 			a->st.duplicates++; /* a result already taken */
 			continue;
 		}
-		if (!take_result(a, ps, o->slice, &p)) {
+		int rc = take_result(a, ps, o->slice, &p);
+		if (rc == -EOVERFLOW) {
+			a->st.overflows++;
+			if (!a->overflowed) {
+				a->overflowed = o->slice + 1;
+				a->overflowed_job = p.hdr.job;
+			}
+			continue;
+		}
+		if (rc < 0) {
 			a->st.foreign++;
 			continue;
 		}
@@ -256,6 +277,14 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 			return n;
 		}
 		done += take_batch(a, ps, in, n, nslices);
+		if (a->overflowed) {
+			snprintf(err, errlen,
+				 "the int32 sum of slice %zu (elements from %zu) overflowed in the switch (job %u): "
+				 "the result would be wrong; scale the values down or use fp32",
+				 a->overflowed - 1, (a->overflowed - 1) * a->cfg.elems, a->overflowed_job);
+			a->overflowed = 0;
+			return -EOVERFLOW;
+		}
 	}
 	return 0;
 }

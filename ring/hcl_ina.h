@@ -44,7 +44,9 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transpor
 void hcl_ina_free(struct hcl_ina *a);
 
 /* In place over buf (count int32 or fp32 elements); 0 or a negative errno
- * with err naming the switch. */
+ * with err naming the switch: -ETIMEDOUT, or -EOVERFLOW when the switch
+ * flags an int32 sum that wrapped.  Results are taken only from the
+ * aggregator's address and port, for the job and dtype sent. */
 int hcl_ina_allreduce(struct hcl_ina *a, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline_ns, char *err,
 		      size_t errlen);
 
@@ -59,6 +61,7 @@ int hcl_ina_allreduce_bfp(struct hcl_ina *a, float *buf, size_t count, unsigned 
 
 struct hcl_ina_stats {
 	uint64_t sent, resent, results, duplicates, foreign;
+	uint64_t overflows; /* results flagged INA_F_OVERFLOW: the call fails -EOVERFLOW */
 };
 const struct hcl_ina_stats *hcl_ina_stats(const struct hcl_ina *a);
 

@@ -49,7 +49,8 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct dgram_trans
 	x->peers = calloc(cfg->nranks, sizeof(*x->peers));
 	x->cc = calloc(cfg->nranks, sizeof(*x->cc));
 	x->refused = calloc(cfg->nranks, sizeof(*x->refused));
-	if (!x->peers || !x->cc || !x->refused)
+	x->heard = calloc(cfg->nranks, sizeof(*x->heard));
+	if (!x->peers || !x->cc || !x->refused || !x->heard)
 		goto nomem;
 	for (unsigned i = 0; i < cfg->nranks; i++)
 		x->cc[i] = (struct hcl_xfer_cc){ .cwnd = HCL_XFER_INITIAL_CWND < x->cfg.window ? HCL_XFER_INITIAL_CWND
@@ -80,6 +81,7 @@ void hcl_xfer_free(struct hcl_xfer *x)
 	free(x->tx.lost);
 	free(x->cc);
 	free(x->refused);
+	free(x->heard);
 	free(x->rx.got);
 	for (unsigned i = 0; i < STAGE_DEPTH; i++) {
 		free(x->st[i].buf);
@@ -209,19 +211,22 @@ static int reserve(struct hcl_xfer *x, size_t n)
 	return 0;
 }
 
-/* What arrived early for this exchange becomes its start; -EPROTO when
- * the sender's length is another than this rank expects. */
-static int adopt_stage(struct hcl_xfer *x, uint32_t tag, int from, void *rbuf, size_t rlen, char *err, size_t errlen)
+/* What arrived early for this exchange becomes its start.  A stage of
+ * another length than this rank expects is dropped, not trusted: stale or
+ * forged traffic must not fail the call (a sender that really disagrees
+ * is named when the exchange times out).  Stages of other tags stay:
+ * tags are not monotonic per peer (hier's last rack ring comes after its
+ * cross-rack rings, under lower tags), so none can be called dead. */
+static void adopt_stage(struct hcl_xfer *x, uint32_t tag, int from, void *rbuf, size_t rlen)
 {
 	struct rxs *r = &x->rx;
 	struct stage *st = xfer_stage_of(x, from, tag);
 	if (!st)
-		return 0; /* staged messages for other exchanges stay: they were acknowledged */
+		return; /* staged messages for later exchanges stay: they were acknowledged */
 	st->used = false;
 	if (st->len != rlen) {
-		snprintf(err, errlen, "xfer: rank %d sends %zu bytes for tag %u, this rank expects %zu", from, st->len,
-			 tag, rlen);
-		return -EPROTO;
+		xfer_note_mismatch(x, from, tag, st->len);
+		return;
 	}
 	for (uint32_t i = 0; i < r->total; i++)
 		if (st->got[i]) {
@@ -241,7 +246,6 @@ static int adopt_stage(struct hcl_xfer *x, uint32_t tag, int from, void *rbuf, s
 	x->rx_fin = st->fin;
 	while (r->cum < r->total && r->got[r->cum])
 		r->cum++;
-	return 0;
 }
 
 static int timed_out(const struct hcl_xfer *x, uint32_t tag, char *err, size_t errlen)
@@ -252,7 +256,10 @@ static int timed_out(const struct hcl_xfer *x, uint32_t tag, char *err, size_t e
 	const struct stage *st = NULL; /* what was held early, for the reader of the error */
 	for (unsigned i = 0; i < STAGE_DEPTH && !st; i++)
 		st = x->st[i].used ? &x->st[i] : NULL;
-	if (r->active && r->ngot < r->total)
+	if (r->active && x->mismatch.valid && x->mismatch.from == r->from && x->mismatch.tag == tag)
+		snprintf(err, errlen, "xfer: rank %d (%s) sends %zu bytes for tag %u, this rank expects %zu", r->from,
+			 addr_str(&x->peers[r->from], a, sizeof(a)), x->mismatch.len, tag, r->len);
+	else if (r->active && r->ngot < r->total)
 		snprintf(err, errlen,
 			 "rank %d (%s) did not deliver: %u of %u packets of tag %u arrived (held early: %s%d tag %u)",
 			 r->from, addr_str(&x->peers[r->from], a, sizeof(a)), r->ngot, r->total, tag,
@@ -261,6 +268,47 @@ static int timed_out(const struct hcl_xfer *x, uint32_t tag, char *err, size_t e
 		snprintf(err, errlen, "rank %d (%s) did not acknowledge: %u of %u packets of tag %u", t->to,
 			 addr_str(&x->peers[t->to], a, sizeof(a)), t->nacked, t->total, tag);
 	return -ETIMEDOUT;
+}
+
+static bool same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
+}
+
+/* A rank this exchange still needs whose host said its port is closed
+ * (the transport's ICMP reports): the process exited or crashed, and
+ * waiting for the deadline would only delay the error. */
+static int peer_gone(struct hcl_xfer *x, char *err, size_t errlen)
+{
+	const struct dgram_ops *ops = x->t->ops;
+	struct sockaddr_in a;
+	while (ops->unreachable && ops->unreachable(x->t->ctx, &a) > 0) {
+		int k = -1;
+		if (x->rx.active && x->rx.ngot < x->rx.total && same_addr(&x->peers[x->rx.from], &a))
+			k = x->rx.from;
+		else if (x->tx.active && x->tx.nacked < x->tx.total && same_addr(&x->peers[x->tx.to], &a))
+			k = x->tx.to;
+		/* a rank this exchange does not wait on, or one never heard
+		 * from: not started yet (ranks start in any order), not gone */
+		if (k < 0 || !x->heard[k])
+			continue;
+		char s[64];
+		snprintf(err, errlen,
+			 "xfer: rank %d (%s) is gone: its host says nothing listens on its port (it exited or crashed)",
+			 k, addr_str(&x->peers[k], s, sizeof(s)));
+		return -ECONNREFUSED;
+	}
+	return 0;
+}
+
+/* Every PING_NS while a receive waits: see T_PING. */
+static void ping(struct hcl_xfer *x, int64_t now)
+{
+	if (!x->rx.active || x->rx.ngot >= x->rx.total || now < x->ping_at)
+		return;
+	xfer_send_flow(x, x->rx.from, T_PING, x->rx.tag);
+	x->stats.pings_sent++;
+	x->ping_at = now + PING_NS;
 }
 
 /* The exchange is complete: its receive is remembered (to acknowledge
@@ -337,7 +385,13 @@ int hcl_xfer_exchange_op(struct hcl_xfer *x, uint32_t tag, int to, const void *s
 	if (rn)
 		memset(r->got, 0, rn);
 	x->rx_fin = false;
-	int rc = from >= 0 ? adopt_stage(x, tag, from, rbuf, rlen, err, errlen) : 0;
+	x->mismatch.valid = false;
+	if (rlen > x->rx_len_max)
+		x->rx_len_max = rlen;
+	int rc = 0;
+	x->ping_at = clock_now_ns() + PING_NS;
+	if (from >= 0)
+		adopt_stage(x, tag, from, rbuf, rlen);
 	if (rc == 0 && r->active && x->refused[from].valid && x->refused[from].tag == tag) {
 		x->refused[from].valid = false;
 		xfer_send_flow(x, from, T_READY, tag);
@@ -360,6 +414,9 @@ int hcl_xfer_exchange_op(struct hcl_xfer *x, uint32_t tag, int to, const void *s
 		if (n < 0) {
 			snprintf(err, errlen, "xfer: receive: %s", strerror(-n));
 			rc = n;
+		} else {
+			ping(x, now);
+			rc = peer_gone(x, err, errlen);
 		}
 	}
 	if (rc == 0)

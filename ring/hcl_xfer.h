@@ -64,6 +64,7 @@ struct hcl_xfer_stats {
 	uint64_t local_waits;		     /* data held back: the host's own queue was full */
 	uint64_t data_received, duplicates, early, stale, malformed;
 	uint64_t notes_sent, notes_received;
+	uint64_t pings_sent;	/* to a rank a receive waited on, to learn whether it is still there */
 	uint64_t lingers_quiet; /* lingers that ended by their quiet time or deadline: a FIN was missing */
 	uint64_t data_runs;	/* sends of data handed to the transport (a run or a lone datagram) */
 	uint64_t rx_runs;	/* received runs the kernel coalesced */

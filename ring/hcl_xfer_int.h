@@ -27,6 +27,11 @@
  * its window collapsed to one packet and it waited a timer per step. */
 #define T_WAIT	    5
 #define T_READY	    6
+/* A header-only datagram to the rank a receive waits on, ignored there:
+ * if its process is gone, the host answers "port unreachable", and the
+ * receive fails in a fraction of a second instead of at its deadline. */
+#define T_PING	    7
+#define PING_NS	    250000000
 #define BATCH	    64
 #define PKT_MAX	    9000
 /* Receive buffers of coalesced runs: 16 of them hold up to 112 jumbo
@@ -83,7 +88,11 @@ struct rxs {
  * rank (a lost packet waiting for its timer) holds up the ranks before it
  * step by step; with one, each of them refused its neighbour's next step
  * (WAIT), and the window's worth it had sent went again after READY. */
-#define STAGE_DEPTH 4
+#define STAGE_DEPTH	4
+/* A stage holds at most the largest message this rank has been asked to
+ * receive, and at least this: a wire length (up to 4 GiB) must not size a
+ * buffer.  Larger early data is refused (WAIT), and comes after READY. */
+#define STAGE_MIN_BYTES (1u << 20)
 struct stage {
 	bool used;
 	int from;
@@ -155,8 +164,17 @@ struct hcl_xfer {
 	struct {
 		bool valid;
 		uint32_t tag;
-	} * refused; /* per peer: the tag we told to WAIT */
-	int64_t now; /* when the batch being handled was received */
+	} * refused;	   /* per peer: the tag we told to WAIT */
+	size_t rx_len_max; /* the largest receive asked for so far: bounds a stage */
+	bool *heard;	   /* per peer: a datagram of ours came from it (peer_gone) */
+	struct {
+		bool valid;
+		int from;
+		uint32_t tag;
+		size_t len;
+	} mismatch;	 /* the last message whose length was not the one expected, for the error */
+	int64_t now;	 /* when the batch being handled was received */
+	int64_t ping_at; /* the next T_PING to the rank the receive waits on */
 	/* the host's queue as last seen full (local_queue_room) */
 	int64_t lq_at;
 	long lq_bytes;
@@ -216,6 +234,17 @@ static inline void xfer_combine(enum hcl_xfer_op op, uint8_t *dst, const uint8_t
 		hcl_reduce_i32((uint32_t *)(void *)dst, (const uint32_t *)(const void *)src, len / 4);
 	else
 		memcpy(dst, src, len);
+}
+
+/* A message of another length than expected: counted, and kept for the
+ * error that names it if the exchange then times out. */
+static inline void xfer_note_mismatch(struct hcl_xfer *x, int from, uint32_t tag, size_t len)
+{
+	x->stats.malformed++;
+	x->mismatch.valid = true;
+	x->mismatch.from = from;
+	x->mismatch.tag = tag;
+	x->mismatch.len = len;
 }
 
 /* The stage holding from's early message for tag, or NULL. */

@@ -97,7 +97,7 @@ static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint
 	struct rxs *r = &x->rx;
 	if (r->active && tag == r->tag && src == r->from) {
 		if (mlen != r->len) {
-			x->stats.malformed++;
+			xfer_note_mismatch(x, src, tag, mlen);
 			return -1;
 		}
 		r->ack_hint = get32(p + 20);
@@ -131,7 +131,8 @@ static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint
 		}
 	/* early: keep it for the exchange to come (STAGE_DEPTH at a time) */
 	struct stage *s = xfer_stage_of(x, src, tag);
-	for (unsigned i = 0; i < STAGE_DEPTH && !s; i++)
+	size_t stage_max = x->rx_len_max > STAGE_MIN_BYTES ? x->rx_len_max : STAGE_MIN_BYTES;
+	for (unsigned i = 0; i < STAGE_DEPTH && !s && mlen <= stage_max; i++)
 		if (!x->st[i].used) {
 			s = &x->st[i];
 			if (grow((void **)&s->buf, &s->cap, mlen ? mlen : 1, 1) ||
@@ -155,8 +156,8 @@ static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint
 		*refuse = true;
 		return src;
 	}
-	if (s->len != mlen) { /* one sender, one length: adopt_stage reports the mismatch */
-		x->stats.malformed++;
+	if (s->len != mlen) { /* one sender, one length: adopt_stage drops the stage */
+		xfer_note_mismatch(x, src, tag, mlen);
 		return -1;
 	}
 	x->stats.early++;
@@ -251,6 +252,8 @@ static void handle(struct hcl_xfer *x, int src, const uint8_t *p, size_t len, st
 		x->stats.malformed++;
 		return;
 	}
+	if (!x->heard[src])
+		x->heard[src] = true;
 	switch (p[1]) {
 	case T_ACK: xfer_on_ack(x, src, p); return;
 	case T_FIN: {
@@ -267,6 +270,7 @@ static void handle(struct hcl_xfer *x, int src, const uint8_t *p, size_t len, st
 	}
 	case T_WAIT:
 	case T_READY: xfer_on_flow(x, src, p[1], get32(p + 4)); return;
+	case T_PING: return; /* its answer is that this port is open */
 	case T_NOTE:
 		if (x->note_cb) {
 			x->stats.notes_received++;

@@ -15,6 +15,9 @@
 #include "sw_cfg.h"
 #include "sw_netem.h"
 #include "sw_fdb.h"
+#include "sw_neigh.h"
+
+_Static_assert(SW_MAX_PORTS <= SW_FDB_MAX_PORTS, "the FDB counts learned MACs of every port");
 #include "sw_frame.h"
 
 struct rte_mbuf;
@@ -38,8 +41,16 @@ enum sw_drop {
 	SW_D_INA_OFF,	       /* INA packet to a switch with INA off */
 	SW_D_CTRL_DENIED,      /* control message from a source not in mgmt */
 	SW_D_CTRL_BAD,	       /* control message that could not be applied */
+	SW_D_CTRL_AUTH,	       /* control message unsigned, wrongly signed, stale or replayed */
+	SW_D_CTRL_RATE,	       /* control message over its source's rate */
 	SW_D_VLAN_NOT_ALLOWED, /* 802.1Q tag of a VLAN the trunk port does not carry */
 	SW_D_UNTAGGED,	       /* untagged frame on a trunk port without a native VLAN */
+	SW_D_TAGGED_ON_ACCESS, /* a VLAN tag on an access port: would hop VLANs at a trunk */
+	SW_D_QINQ,	       /* stacked or 802.1ad tags: only one 802.1Q tag is switched */
+	SW_D_CLAIMS_SWITCH,    /* ARP for the switch's IP from another MAC, or a frame from its MAC */
+	SW_D_OVER_MTU,	       /* a datagram to the switch larger than the ports' MTU */
+	SW_D_SOURCE_GUARD,     /* INA from a member's IP, but not its bound MAC, port or VLAN */
+	SW_D_MAC_LIMIT,	       /* a new source MAC on a port that learned fdb_port_limit already */
 	SW_D_FRAME_BASE,       /* + enum sw_frame_err: malformed IPv4/UDP to the switch */
 	SW_D_MAX_ = SW_D_FRAME_BASE + SW_FRAME_ERR_MAX_,
 };
@@ -85,15 +96,8 @@ static inline bool sw_port_carries(const struct sw_port *p, uint16_t vlan)
 	return p->cfg->vlan == vlan || (p->tagged && (p->tagged[vlan >> 6] >> (vlan & 63) & 1));
 }
 
-#define SW_NEIGH_SIZE 1024
-
-/* IPv4 -> MAC and VLAN of the hosts that spoke INA to this switch: where
- * results go. */
-struct sw_neigh {
-	uint32_t ip[SW_NEIGH_SIZE];
-	uint8_t mac[SW_NEIGH_SIZE][6];
-	uint16_t vlan[SW_NEIGH_SIZE];
-};
+/* Every port's MTU: IPv4 bytes in one frame. */
+#define SW_MTU 9000
 
 struct sw_lsw_stats {
 	uint64_t flooded; /* frames sent to every other port */
@@ -115,7 +119,13 @@ struct sw_lsw {
 	int vlans;		/* distinct VLANs among the ports */
 	struct ina_engine *eng; /* NULL when INA is off */
 	struct ina_emits *emits;
-	struct ctl_cmd *ctrl_cmd; /* a control command being applied (3 KiB) */
+	struct ctl_cmd *ctrl_cmd;	/* a control command being applied (3 KiB) */
+	struct ctl_auth_seen ctrl_seen; /* signatures taken: no replay */
+	/* per mgmt source: commands it may still send now (token bucket) */
+	struct {
+		double tokens;
+		uint64_t at_ns;
+	} ctrl_bucket[SW_MAX_MGMT];
 	/* INA frames read and done with: freed in bulk after the burst */
 	unsigned nspent;
 	struct rte_mbuf *spent[64];

@@ -25,7 +25,8 @@ done
 top=$(cd "$(dirname "$0")/.." && pwd)
 perf=$top/build/ring/ina-allreduce-perf
 name=bag
-trap '"$top/testbed/topo.sh" down $name' EXIT
+scratch=$(mktemp -d /tmp/swemu-bag.XXXXXX)
+trap '"$top/testbed/topo.sh" down $name; rm -rf "$scratch"' EXIT
 n=$((racks * hosts))
 half=$(seq -s, 0 $((racks / 2 - 1)))
 stats() { "$top/testbed/topo.sh" stats $name; }
@@ -60,14 +61,14 @@ for mix in 0 1 half all; do
 	for algo in $algos; do
 		# ps-ina and agent-ring need an INA rack to be what they are; with
 		# none they are the software PS and a ring of software members
-		stats > /tmp/bag-a.json
+		stats > "$scratch"/a.json
 		out=$("$top/testbed/launch.sh" $name -- "$perf" -a $algo -b $size -e $size -n $iters -w 1 -t 120000 2>&1) || {
 			printf "  %-9s %-11s failed: %s\n" "$ninar" $algo "$(grep -m1 -E 'rank|error' <<<"$out")"
 			continue
 		}
-		stats > /tmp/bag-b.json
+		stats > "$scratch"/b.json
 		read -r us busbw wrong < <(awk '/^ +[0-9]+ +[0-9]+ +float/ {print $5, $7, $8}' <<<"$out")
-		read -r hostmb upmb < <(loads /tmp/bag-a.json /tmp/bag-b.json)
+		read -r hostmb upmb < <(loads "$scratch"/a.json "$scratch"/b.json)
 		case $algo in
 		ring) chain=$((2 * (n - 1)));;
 		hier) chain=$((2 * (hosts - 1) + 2 * (racks - 1)));;

@@ -13,25 +13,26 @@ case "${1:-}" in -h|--help) sed -n 3,11p "$0" | sed 's/^# \{0,1\}//'; exit 0;; e
 secs=${1:-4}
 top=$(cd "$(dirname "$0")/.." && pwd)
 name=bv
-trap '"$top/testbed/topo.sh" down $name; ip link del bvbr 2>/dev/null || true' EXIT
+scratch=$(mktemp -d /tmp/swemu-bv.XXXXXX)
+trap '"$top/testbed/topo.sh" down $name; ip link del bvbr 2>/dev/null || true; rm -rf "$scratch"' EXIT
 
 iperf_udp() { # LEN RATE -> "Gbit/s pps lost%"
 	ip netns exec $name-h1 iperf3 -s -1 -B 10.77.0.2 -p 5201 >/dev/null 2>&1 &
 	local srv=$!
 	for _ in $(seq 50); do ip netns exec $name-h1 ss -ltn | grep -q :5201 && break; sleep 0.05; done
-	ip netns exec $name-h0 iperf3 -c 10.77.0.2 -u -b "$2" -l "$1" -t "$secs" -J > /tmp/bv.json || true
+	ip netns exec $name-h0 iperf3 -c 10.77.0.2 -u -b "$2" -l "$1" -t "$secs" -J > "$scratch/iperf.json" || true
 	wait $srv || true
 	/usr/bin/python3 -c "
-import json; d=json.load(open('/tmp/bv.json'))['end']['sum_received']
+import json; d=json.load(open('$scratch/iperf.json'))['end']['sum_received']
 print('%.3f %.0f %.1f' % (d['bits_per_second']/1e9, d['bits_per_second']/8/$1, d['lost_percent']))"
 }
 iperf_tcp() {
 	ip netns exec $name-h1 iperf3 -s -1 -B 10.77.0.2 -p 5201 >/dev/null 2>&1 &
 	local srv=$!
 	for _ in $(seq 50); do ip netns exec $name-h1 ss -ltn | grep -q :5201 && break; sleep 0.05; done
-	ip netns exec $name-h0 iperf3 -c 10.77.0.2 -t "$secs" -J > /tmp/bv.json || true
+	ip netns exec $name-h0 iperf3 -c 10.77.0.2 -t "$secs" -J > "$scratch/iperf.json" || true
 	wait $srv || true
-	/usr/bin/python3 -c "import json; print('%.3f' % (json.load(open('/tmp/bv.json'))['end']['sum_received']['bits_per_second']/1e9))"
+	/usr/bin/python3 -c "import json; print('%.3f' % (json.load(open('$scratch/iperf.json'))['end']['sum_received']['bits_per_second']/1e9))"
 }
 
 echo "# swemu on the veth testbed, $secs s per figure, $(date -u +%F)"
@@ -61,7 +62,7 @@ echo "# rate       offered   goodput_Gbps  expected_Gbps  measured/expected"
 "$top/testbed/topo.sh" start $name
 ip netns exec $name-h0 ping -c 1 -W 2 10.77.0.2 >/dev/null
 for rate in 100M 500M 1G 2G; do
-	ip netns exec $name-h0 "$top/testbed/swemu-ctl" 10.77.0.254 "op = \"emu\"; port = \"h1\"; rate = \"$rate\"; buffer = \"1M\";" >/dev/null
+	ip netns exec $name-h0 "$top/testbed/swemu-ctl" --key "/run/swemu-testbed/$name/ctrl.key" 10.77.0.254 "op = \"emu\"; port = \"h1\"; rate = \"$rate\"; buffer = \"1M\";" >/dev/null
 	bps=$("$top/build/testbed/swemu-trial-cfg" --rate "$rate")
 	offer=$((bps * 3 / 2))
 	read -r g _ _ <<<"$(iperf_udp 8000 $offer)"

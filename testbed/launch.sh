@@ -6,7 +6,7 @@
 # MASTER_ADDR/HCL_DATA_ADDR set from the topology (host 0 is the master),
 # MASTER_PORT=P (default 29500), HCL_RACK=i/S (default S: the topology's
 # rack size) and, when the rack's ToR aggregates, HCL_INA_SWITCH=its
-# address.  Rank 0 writes to this terminal; rank i's output goes to
+# address, and HCL_INA_KEY_FILE=the topology's control key.  Rank 0 writes to this terminal; rank i's output goes to
 # /run/swemu-testbed/NAME/rank-i.log.  Exit status 0 when every rank
 # succeeded; otherwise the failing ranks' last lines are shown.  With
 # --hostfile a rank gets only RANK and HCL_HOSTFILE=NAME/hosts.cfg.
@@ -42,6 +42,8 @@ for ((i = 0; i < n; i++)); do
 	r=$((racksize > 0 ? i / racksize : 0))
 	if [ "$(cat "$d/rack$r.ina" 2>/dev/null)" = true ]; then env+=(HCL_INA_SWITCH=$subnet.$((254 - r))); fi
 	[ -z "$hostfile" ] || env=(RANK=$i HCL_HOSTFILE=$hostfile)
+	# the switch's key signs the ranks' commands to it (a secret: not in hosts.cfg)
+	[ ! -f "$d/ctrl.key" ] || env+=(HCL_INA_KEY_FILE=$d/ctrl.key)
 	if ((i == 0)); then
 		ip netns exec "$name-h$i" env "${env[@]}" "$@" &
 	else

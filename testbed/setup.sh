@@ -25,6 +25,8 @@ packages=(
 	build-essential pkg-config meson ninja-build
 	# libraries: DPDK 22.11, JSON stats, unit tests
 	libdpdk-dev dpdk-dev libjansson-dev libcmocka-dev
+	# HMAC of control commands (nic/ctl_auth.c)
+	libssl-dev
 	# libFuzzer and sanitizers
 	clang libclang-rt-14-dev
 	# AF_XDP ports and the namespace testbed

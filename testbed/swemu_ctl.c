@@ -22,7 +22,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: swemu-ctl [--port P] [--timeout S] [--raw] SWITCH_IP 'COMMAND'\n"
+		"usage: swemu-ctl [--port P] [--timeout S] [--key FILE] [--raw] SWITCH_IP 'COMMAND'\n"
 		"  Sends COMMAND to the switch's control channel (UDP, default port %u) from\n"
 		"  this host, which must be a mgmt source of the switch; prints the answer.\n"
 		"  Commands (docs/SWEMU.md, \"Control channel\"):\n"
@@ -32,6 +32,8 @@ static void usage(FILE *f)
 		"    op = \"stats\"; id = 3;\n"
 		"    op = \"emu\"; port = \"h1\"; rate = \"1G\"; buffer = \"1M\"; delay_us = 50; loss = 0.01;\n"
 		"  --timeout S  give up after S seconds (default 2; the command is re-sent every 100 ms)\n"
+		"  --key FILE   sign the command with the switch's key (its ctrl_key_file; mode 0600);\n"
+		"               default: $SWEMU_CTL_KEY_FILE if set, else unsigned\n"
 		"  --raw        send the text unchecked\n"
 		"  Exit: 0 ok, 1 error answer or command refused here, 2 no answer or bad arguments.\n",
 		INA_CTRL_PORT);
@@ -39,16 +41,18 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = { { "port", required_argument, 0, 'p' },
-					      { "timeout", required_argument, 0, 't' },
-					      { "raw", no_argument, 0, 'r' },
-					      { "help", no_argument, 0, 'h' },
-					      { 0, 0, 0, 0 } };
+	static const struct option opts[] = {
+		{ "port", required_argument, 0, 'p' }, { "timeout", required_argument, 0, 't' },
+		{ "raw", no_argument, 0, 'r' },	       { "key", required_argument, 0, 'k' },
+		{ "help", no_argument, 0, 'h' },       { 0, 0, 0, 0 }
+	};
 	long long port = INA_CTRL_PORT;
 	double timeout = 2;
 	int raw = 0, o;
-	while ((o = getopt_long(argc, argv, "p:t:rh", opts, NULL)) != -1) {
+	const char *key_file = getenv("SWEMU_CTL_KEY_FILE");
+	while ((o = getopt_long(argc, argv, "p:t:k:rh", opts, NULL)) != -1) {
 		switch (o) {
+		case 'k': key_file = optarg; break;
 		case 'p':
 			if (parse_int(optarg, 1, 65535, &port) < 0)
 				goto bad;
@@ -78,6 +82,14 @@ int main(int argc, char **argv)
 	struct tor sw;
 	struct sockaddr_in any = { .sin_family = AF_INET };
 	tor_init(&sw, &any, ip, 0); /* an owner goes in the command text */
+	static struct ctl_key key;
+	if (key_file && *key_file) {
+		if (ctl_key_load(key_file, &key, err, sizeof(err)) < 0) {
+			fprintf(stderr, "swemu-ctl: not sent: %s\n", err);
+			return 2;
+		}
+		tor_set_key(&sw, &key);
+	}
 	sw.ctl.sin_port = htons((uint16_t)port);
 	char answer[1024];
 	int rc = tor_command(&sw, text, !raw && cmd.op == CTL_INSTALL ? "is installed" : NULL, answer, sizeof(answer),

@@ -53,15 +53,27 @@ check_name() {
 	[[ "$1" =~ ^[a-z][a-z0-9]{0,5}$ ]] || die "NAME must be 1-6 lower-case letters/digits (interface names are short)"
 }
 
+# The pid in NAME's pid file if that process is still the swemu this
+# topology started (its command line carries the topology's file prefix),
+# else nothing: a pid file outlives its process, and the pid may since
+# belong to something else, which must not be signalled.
+swemu_pid() {
+	local name=$1 pid
+	pid=$(cat "$state/$name/swemu.pid" 2>/dev/null) || return 0
+	[[ "$pid" =~ ^[0-9]+$ ]] || return 0
+	tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -q -- "--file-prefix swemu-$name " && echo "$pid"
+	return 0
+}
+
 cmd_down() {
 	local name=$1 d=$state/$1
-	if [ -f "$d/swemu.pid" ]; then
-		local pid
-		pid=$(cat "$d/swemu.pid")
+	local pid
+	pid=$(swemu_pid "$name")
+	if [ -n "$pid" ]; then
 		if kill -0 "$pid" 2>/dev/null; then
 			kill -TERM "$pid" 2>/dev/null || true
-			for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-			kill -KILL "$pid" 2>/dev/null || true
+			for _ in $(seq 50); do [ -n "$(swemu_pid "$name")" ] || break; sleep 0.1; done
+			[ -z "$(swemu_pid "$name")" ] || kill -KILL "$pid" 2>/dev/null || true
 		fi
 	fi
 	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$name-h[0-9]+$" || true); do
@@ -196,11 +208,15 @@ cmd_up() {
 		spine+="      { name = \"t$r\"; link = \"tor$r.up\";$upemu },$nl"
 		sws+="  { name = \"tor$r\"; ina = ${rack_ina[r]}; mac = \"02:5e:00:00:00:$(printf %02x $((254 - r)))\";"
 		sws+=" ip = \"$subnet.$((254 - r))\";$nl"
-		[ "${rack_ina[r]}" = true ] && sws+="    slots = 2048; max_elems = 2048; mgmt = [ ${mg%, } ];$nl"
+		[ "${rack_ina[r]}" = true ] &&
+			sws+="    slots = 2048; max_elems = 2048; mgmt = [ ${mg%, } ]; ctrl_key_file = \"$d/ctrl.key\";$nl"
 		sws+="    ports = ($nl${ports%,$nl}$nl    ); },$nl"
 		echo "${rack_ina[r]}" > "$d/rack$r.ina"
 	done
 	((racks == 1)) || sws+="  { name = \"spine\"; ports = ($nl${spine%,$nl}$nl    ); },$nl"
+	# the control channel's key: commands are signed with it (HMAC), so a
+	# host that only spoofs a mgmt address is refused; root's alone
+	(umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' > "$d/ctrl.key")
 	cat > "$d/swemu.cfg" <<EOF
 # written by testbed/topo.sh up $name $n, $racks rack(s)
 stats_file = "$d/stats.json";
@@ -252,7 +268,8 @@ cmd_start() {
 
 cmd_stats() {
 	local d=$state/$1 pid
-	pid=$(cat "$d/swemu.pid")
+	pid=$(swemu_pid "$1")
+	[ -n "$pid" ] || die "no swemu of topology $1 is running"
 	local before=0
 	[ -f "$d/stats.json" ] && before=$(stat -c %Y.%N "$d/stats.json" 2>/dev/null || echo 0)
 	rm -f "$d/stats.json"

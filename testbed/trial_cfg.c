@@ -294,6 +294,11 @@ static int load(const struct conf *cf, struct trial *tr)
 		uint64_t hr;
 		parse_rate(tr->host_rate, &hr);
 		double up = (double)hr * tr->hosts / tr->oversub;
+		if (up < 1e6) /* swemu's slowest link (NETEM_MIN_RATE) */
+			return bad(o,
+				   "the uplink would run at %.0f bit/s (host_rate x hosts_per_rack / "
+				   "oversubscription); swemu's slowest link is 1M",
+				   up);
 		if (up >= 1e9 && up == 1e9 * (long long)(up / 1e9))
 			snprintf(tr->rate_buf, sizeof(tr->rate_buf), "%.0fG", up / 1e9);
 		else if (up >= 1e6 && up == 1e6 * (long long)(up / 1e6))

@@ -4,6 +4,7 @@
 #include "conf.h"
 #include "ctl_msg.h"
 #include "parse.h"
+#include "sw_fdb.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -190,8 +191,10 @@ static int load_jobs(const struct conf_reader *p, const struct conf_node *sw, st
 
 static int load_switch(const struct conf_reader *p, const struct conf_node *g, struct sw_switch_cfg *s)
 {
-	static const char *const keys[] = { "name", "ina",	 "mac",	  "ip",	   "ctrl_port", "slots", "max_elems",
-					    "mgmt", "fdb_age_s", "lcore", "ports", "fdb",	"jobs",	 NULL };
+	static const char *const keys[] = { "name",  "ina",	  "mac",  "ip",	       "ctrl_port",
+					    "slots", "max_elems", "mgmt", "fdb_age_s", "fdb_port_limit",
+					    "lcore", "ports",	  "fdb",  "jobs",      "ctrl_key_file",
+					    NULL };
 	const char *mac = NULL, *ip = NULL;
 	if (g->type != CONF_GROUP)
 		return conf_fail(p, g, "a switch must be a group { name = ...; ports = (...); }");
@@ -208,6 +211,7 @@ static int load_switch(const struct conf_reader *p, const struct conf_node *g, s
 	s->slots = s->ina ? 1024 : 0;
 	s->max_elems = 2048;
 	s->fdb_age_s = 300;
+	s->fdb_port_limit = SW_FDB_SIZE / 4; /* four ports' worth fill the table */
 	uint32_t port = s->ctrl_port, maxe = s->max_elems;
 	long long lcore = -1;
 	s->line = g->line;
@@ -215,7 +219,8 @@ static int load_switch(const struct conf_reader *p, const struct conf_node *g, s
 	    conf_get_u32(p, g, "ctrl_port", 1, 65535, false, &port) < 0 ||
 	    conf_get_u32(p, g, "slots", 1, 1 << 20, false, &s->slots) < 0 ||
 	    conf_get_u32(p, g, "max_elems", 1, INA_MAX_ELEMS, false, &maxe) < 0 ||
-	    conf_get_u32(p, g, "fdb_age_s", 1, 86400, false, &s->fdb_age_s) < 0)
+	    conf_get_u32(p, g, "fdb_age_s", 1, 86400, false, &s->fdb_age_s) < 0 ||
+	    conf_get_u32(p, g, "fdb_port_limit", 0, SW_FDB_SIZE, false, &s->fdb_port_limit) < 0)
 		return -1;
 	s->ctrl_port = (uint16_t)port;
 	s->max_elems = (uint16_t)maxe;
@@ -234,6 +239,17 @@ static int load_switch(const struct conf_reader *p, const struct conf_node *g, s
 		}
 		if (!s->ina)
 			return conf_fail(p, mg, "'mgmt' only makes sense on an INA switch");
+	}
+	const char *key_file = NULL;
+	if (conf_get_str(p, g, "ctrl_key_file", false, &key_file) < 0)
+		return -1;
+	if (key_file) {
+		char why[300];
+		if (!s->ina)
+			return conf_fail(p, conf_member(g, "ctrl_key_file"),
+					 "'ctrl_key_file' only makes sense on an INA switch");
+		if (ctl_key_load(key_file, &s->ctrl_key, why, sizeof(why)) < 0)
+			return conf_fail(p, conf_member(g, "ctrl_key_file"), "%s", why);
 	}
 	return load_ports(p, g, s) < 0 || load_fdb(p, g, s) < 0 || load_jobs(p, g, s) < 0 ? -1 : 0;
 }

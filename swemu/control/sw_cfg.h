@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ctl_auth.h"
 #include "ctl_msg.h"
 #include "ina_engine.h"
 
@@ -49,9 +50,11 @@ struct sw_switch_cfg {
 	uint32_t slots;		    /* engine slot indices */
 	uint16_t max_elems;	    /* elements per slot */
 	uint32_t mgmt[SW_MAX_MGMT]; /* sources allowed on the control channel */
+	struct ctl_key ctrl_key;    /* commands must be signed with it (len 0: not asked) */
 	int nmgmt;
 	uint32_t fdb_age_s;
-	int lcore; /* EAL lcore that runs it; -1: spread over EAL's lcores */
+	uint32_t fdb_port_limit; /* learned MACs per port; 0: no limit */
+	int lcore;		 /* EAL lcore that runs it; -1: spread over EAL's lcores */
 	int line;
 	int nports;
 	struct sw_port_cfg ports[SW_MAX_PORTS];

@@ -35,11 +35,11 @@ static void reply(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint1
 
 /* Parses a command for this switch: the grammar's own checks, then the
  * switch's (the port of an emu command).  0, or -1 with why in err. */
-static int parse_for(const struct sw_lsw *sw, const struct sw_udp_view *v, struct ctl_cmd *cmd, int *port, char *err,
+static int parse_for(const struct sw_lsw *sw, const char *text, size_t len, struct ctl_cmd *cmd, int *port, char *err,
 		     size_t errlen)
 {
 	const struct ctl_limits lim = { sw->cfg->slots, sw->cfg->max_elems };
-	if (ctl_parse((const char *)v->payload, v->payload_len, "ctrl", &lim, cmd, err, errlen) < 0)
+	if (ctl_parse(text, len, "ctrl", &lim, cmd, err, errlen) < 0)
 		return -1;
 	if (cmd->op == CTL_EMU && (*port = sw_cfg_find_port(sw->cfg, cmd->port)) < 0) {
 		snprintf(err, errlen, "ctrl:1: switch '%s' has no port '%s'", sw->cfg->name, cmd->port);
@@ -90,20 +90,63 @@ static int install(struct sw_lsw *sw, struct ctl_cmd *cmd, const char **why)
 	return ina_job_install(sw->eng, &cmd->job, why);
 }
 
+/* A token bucket per management source: a flood of commands (each one a
+ * parse on the datapath lcore) is cut to CTRL_RATE a second. */
+#define CTRL_RATE  50.0
+#define CTRL_BURST 100.0
+static bool within_rate(struct sw_lsw *sw, int src)
+{
+	typeof(sw->ctrl_bucket[0]) *b = &sw->ctrl_bucket[src];
+	if (b->at_ns == 0)
+		b->tokens = CTRL_BURST;
+	else
+		b->tokens += (double)(sw->now_ns - b->at_ns) * 1e-9 * CTRL_RATE;
+	if (b->tokens > CTRL_BURST)
+		b->tokens = CTRL_BURST;
+	b->at_ns = sw->now_ns;
+	if (b->tokens < 1)
+		return false;
+	b->tokens -= 1;
+	return true;
+}
+
 void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, const struct sw_udp_view *v)
 {
 	struct ctl_cmd *cmd = sw->ctrl_cmd; /* a job config is 3 KiB: not on the stack */
 	char err[300], msg[320];
-	bool allowed = false;
-	int port = -1;
+	int src = -1, port = -1;
 
-	for (int i = 0; i < sw->cfg->nmgmt; i++)
-		allowed |= sw->cfg->mgmt[i] == v->src_ip;
-	if (!allowed) {
+	for (int i = 0; i < sw->cfg->nmgmt && src < 0; i++)
+		if (sw->cfg->mgmt[i] == v->src_ip)
+			src = i;
+	if (src < 0) {
 		in->st.drops[SW_D_CTRL_DENIED]++;
 		return;
 	}
-	if (parse_for(sw, v, cmd, &port, err, sizeof(err)) < 0) {
+	if (!within_rate(sw, src)) { /* not answered: that is what it is for */
+		in->st.drops[SW_D_CTRL_RATE]++;
+		return;
+	}
+	const char *text = (const char *)v->payload;
+	size_t len = v->payload_len;
+	if (!sw->cfg->ctrl_key.len && len > 6 && memcmp(text, "AUTH1 ", 6) == 0) {
+		/* no key to check it against: the command after the line, as
+		 * if unsigned (a signing client, a switch configured without) */
+		const char *nl = memchr(text, '\n', len);
+		size_t skip = nl ? (size_t)(nl - text) + 1 : len;
+		text += skip;
+		len -= skip;
+	} else if (sw->cfg->ctrl_key.len) {
+		enum ctl_auth_verdict a = ctl_auth_check(&sw->cfg->ctrl_key, &sw->ctrl_seen, ctl_auth_now_ms(), text,
+							 len, &text, &len);
+		if (a != CTL_AUTH_OK) {
+			in->st.drops[SW_D_CTRL_AUTH]++;
+			snprintf(msg, sizeof(msg), "error: ctrl: not authenticated: %s\n", ctl_auth_verdict_name(a));
+			reply(rt, sw, in, vlan, v, msg);
+			return;
+		}
+	}
+	if (parse_for(sw, text, len, cmd, &port, err, sizeof(err)) < 0) {
 		in->st.drops[SW_D_CTRL_BAD]++;
 		snprintf(msg, sizeof(msg), "error: %s\n", err);
 		reply(rt, sw, in, vlan, v, msg);
@@ -130,7 +173,7 @@ void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uin
 		rc = ina_job_remove(sw->eng, cmd->id);
 		why = "no job with this id";
 		break;
-	case CTL_EMU: sw_netem_set(&sw->ports[port].netem, &cmd->netem); break;
+	case CTL_EMU: sw_netem_set(&sw->ports[port].netem, &cmd->netem, sw->now_ns); break;
 	case CTL_STATS: {
 		/* an agent's view of its rack's progress: the job's counters */
 		const struct ina_job_stats *js = ina_job_stats(sw->eng, cmd->id);

@@ -118,6 +118,14 @@ int main(int argc, char **argv)
 	rt.quit = &quit_flag;
 	rt.dump_stats = &dump_flag;
 
+	/* before EAL and the ports start: a SIGTERM meanwhile then ends the
+	 * run through the teardown below instead of leaving EAL's runtime
+	 * directory behind (the loop returns at once on a set flag) */
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 	argv[sep] = "--";
 	if (rte_eal_init(sep, argv) < 0) {
 		fprintf(stderr, "swemu: EAL does not start: %s\n", rte_strerror(rte_errno));
@@ -134,11 +142,6 @@ int main(int argc, char **argv)
 	if (sw_telemetry_register(&rt) != 0)
 		fprintf(stderr, "swemu: warning: telemetry commands not registered\n");
 
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL);
 	/* idle sleeps of a few microseconds need a timer slack below the
 	 * default 50 us */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);

@@ -23,7 +23,6 @@
 
 #define SW_RING_DESC  1024
 #define SW_LINK_QUEUE 4096
-#define SW_MTU	      9000
 /* A jumbo frame in one segment; af_packet wants room for its whole
  * frame (framesz=10240 in the testbed). */
 #define SW_MBUF_DATA  (RTE_PKTMBUF_HEADROOM + 10240)
@@ -155,7 +154,7 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 	}
 	for (int w = 0; w < 64; w++)
 		sw->vlans += __builtin_popcountll(seen[w]);
-	sw_fdb_init(&sw->fdb, c->fdb_age_s);
+	sw_fdb_init(&sw->fdb, c->fdb_age_s, c->fdb_port_limit);
 	for (int i = 0; i < c->nfdb; i++)
 		sw_fdb_add_static(&sw->fdb, c->fdb[i].mac, c->ports[c->fdb[i].port].vlan, c->fdb[i].port);
 	if (c->ina) {

@@ -70,6 +70,7 @@ static json_t *ina_json(const struct sw_lsw *sw)
 		json_object_set_new(j, "retransmits", json_integer((json_int_t)js->retransmits));
 		json_object_set_new(j, "emits", json_integer((json_int_t)js->emits));
 		json_object_set_new(j, "overflows", json_integer((json_int_t)js->overflows));
+		json_object_set_new(j, "reclaimed", json_integer((json_int_t)js->reclaimed));
 		json_object_set_new(j, "drops", drops_json(js->drops, INA_R_MAX_, ina_name));
 		json_object_set_new(jobs, key, j);
 	}
@@ -109,8 +110,12 @@ char *sw_stats_json(const struct sw_rt *rt)
 		json_object_set_new(s, "ports", ports);
 		json_object_set_new(s, "fdb_entries", json_integer(sw->fdb.n));
 		json_object_set_new(s, "fdb_full_drops", json_integer((json_int_t)sw->fdb.full_drops));
+		json_object_set_new(s, "fdb_moves", json_integer((json_int_t)sw->fdb.moves));
+		json_object_set_new(s, "fdb_moves_damped", json_integer((json_int_t)sw->fdb.moves_damped));
 		json_object_set_new(s, "flooded", json_integer((json_int_t)sw->st.flooded));
 		json_object_set_new(s, "arp_replies", json_integer((json_int_t)sw->st.arp_replies));
+		json_object_set_new(s, "neighbours", json_integer(sw_neigh_live(&sw->neigh, sw->now_s)));
+		json_object_set_new(s, "neighbour_full", json_integer((json_int_t)sw->neigh.full));
 		json_object_set_new(s, "ctrl_ok", json_integer((json_int_t)sw->st.ctrl_ok));
 		json_object_set_new(s, "ctrl_refused", json_integer((json_int_t)sw->st.ctrl_refused));
 		json_object_set_new(s, "ctrl_not_owner", json_integer((json_int_t)sw->st.ctrl_not_owner));
@@ -247,6 +252,7 @@ static int tel_job(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "retransmits", js->retransmits);
 	rte_tel_data_add_dict_u64(d, "emits", js->emits);
 	rte_tel_data_add_dict_u64(d, "overflows", js->overflows);
+	rte_tel_data_add_dict_u64(d, "reclaimed", js->reclaimed);
 	add_nonzero_drops(d, js->drops, INA_R_MAX_, ina_name);
 	return 0;
 }

@@ -33,8 +33,16 @@ static const char *const drop_names[SW_D_FRAME_BASE] = {
 	[SW_D_INA_OFF] = "ina_off",
 	[SW_D_CTRL_DENIED] = "ctrl_denied",
 	[SW_D_CTRL_BAD] = "ctrl_bad",
+	[SW_D_CTRL_AUTH] = "ctrl_auth",
+	[SW_D_CTRL_RATE] = "ctrl_rate",
 	[SW_D_VLAN_NOT_ALLOWED] = "vlan_not_allowed",
 	[SW_D_UNTAGGED] = "untagged_on_trunk",
+	[SW_D_TAGGED_ON_ACCESS] = "tagged_on_access",
+	[SW_D_QINQ] = "qinq",
+	[SW_D_CLAIMS_SWITCH] = "claims_switch_address",
+	[SW_D_OVER_MTU] = "over_mtu",
+	[SW_D_SOURCE_GUARD] = "source_guard",
+	[SW_D_MAC_LIMIT] = "mac_limit",
 };
 
 const char *sw_drop_name(unsigned d)
@@ -65,40 +73,6 @@ static void spend(struct sw_lsw *sw, struct rte_mbuf *m)
 	sw->spent[sw->nspent++] = m;
 	if (sw->nspent == RTE_DIM(sw->spent))
 		free_spent(sw);
-}
-
-/* ---- neighbours ---- */
-
-static unsigned neigh_home(uint32_t ip) { return (ip * 2654435761u) >> 22; }
-
-/* Where results for ip go: its MAC and the VLAN it spoke from. */
-static void neigh_learn(struct sw_neigh *n, uint32_t ip, const uint8_t *mac, uint16_t vlan)
-{
-	unsigned i = neigh_home(ip);
-	for (unsigned k = 0; k < SW_NEIGH_SIZE; k++, i = (i + 1) % SW_NEIGH_SIZE) {
-		if (n->ip[i] == ip || n->ip[i] == 0) {
-			/* write only on change */
-			if (n->ip[i] != ip || memcmp(n->mac[i], mac, 6) || n->vlan[i] != vlan) {
-				n->ip[i] = ip;
-				memcpy(n->mac[i], mac, 6);
-				n->vlan[i] = vlan;
-			}
-			return;
-		}
-	}
-}
-
-/* The entry of ip, or -1. */
-static int neigh_lookup(const struct sw_neigh *n, uint32_t ip)
-{
-	unsigned i = neigh_home(ip);
-	for (unsigned k = 0; k < SW_NEIGH_SIZE; k++, i = (i + 1) % SW_NEIGH_SIZE) {
-		if (n->ip[i] == ip)
-			return (int)i;
-		if (n->ip[i] == 0)
-			return -1;
-	}
-	return -1;
 }
 
 /* ---- egress ---- */
@@ -313,14 +287,16 @@ static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 		/* the switch's endpoint is in every VLAN: a result goes out in
 		 * the one its destination spoke from, else the trigger's */
 		const bool no_mac = !(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]);
-		int nb = no_mac || sw->vlans > 1 ? neigh_lookup(&sw->neigh, e->dst.ip) : -1;
-		uint16_t vlan = nb >= 0 ? sw->neigh.vlan[nb] : in_vlan;
+		const struct sw_neigh_entry *nb = no_mac || sw->vlans > 1
+							  ? sw_neigh_find(&sw->neigh, e->dst.ip, sw->now_s)
+							  : NULL;
+		uint16_t vlan = nb ? nb->vlan : in_vlan;
 		if (no_mac) {
-			if (nb < 0) {
+			if (!nb) { /* never flooded: a member's result goes where it spoke from */
 				in->st.drops[SW_D_NO_NEIGHBOR]++;
 				continue;
 			}
-			mac = sw->neigh.mac[nb];
+			mac = nb->mac;
 		}
 		if (!g.first || !same_group(g.first, e))
 			group_start(rt, in, &g, e);
@@ -331,7 +307,10 @@ static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 		if (!m)
 			continue;
 		sw->st.ina_emits++;
-		forward_l2(rt, sw, NULL, vlan, m, mac);
+		if (no_mac) /* the port it is bound to, not the FDB's (or a flood) */
+			sw_send_port(rt, &sw->ports[nb->port], m, vlan);
+		else /* a peer the job's installer named, MAC and all */
+			forward_l2(rt, sw, NULL, vlan, m, mac);
 	}
 	rte_pktmbuf_free(g.shared); /* the clones hold it now */
 }
@@ -359,6 +338,12 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 {
 	struct sw_udp_view v;
 	enum sw_frame_err fe = SW_FRAME_OK;
+	if (rte_pktmbuf_data_len(m) > SW_ETH_HLEN + SW_MTU) {
+		/* a device with a larger frame size (af_packet's framesz) or a
+		 * link may carry one; the engine never sees it */
+		drop(in, SW_D_OVER_MTU, m);
+		return;
+	}
 	unsigned verified = rx_csum_verdict(m, &fe);
 	if (fe == SW_FRAME_OK)
 		fe = sw_frame_parse_udp(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), verified, &v);
@@ -380,11 +365,17 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 		drop(in, SW_D_INA_OFF, m);
 		return;
 	}
+	/* a member's address spoken from elsewhere than it is bound to */
+	if (!sw_neigh_allows(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s)) {
+		drop(in, SW_D_SOURCE_GUARD, m);
+		return;
+	}
 	struct ina_addr src = { .ip = v.src_ip, .port = v.src_port };
-	neigh_learn(&sw->neigh, v.src_ip, v.src_mac, vlan);
 	sw->st.ina_packets++;
-	/* the engine counts its own drops; emits point into slot memory */
-	ina_engine_rx(sw->eng, v.payload, v.payload_len, &src, sw->emits);
+	/* the engine counts its own drops; emits point into slot memory.  Only
+	 * a member's accepted packet binds its address. */
+	if (ina_engine_rx(sw->eng, v.payload, v.payload_len, &src, sw->emits) == INA_OK)
+		sw_neigh_learn(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s);
 	spend(sw, m);
 	send_emits(rt, sw, in, vlan, v.dst_port);
 }
@@ -398,11 +389,17 @@ static bool is_mine(const struct sw_lsw *sw, const uint8_t *dst)
  * (or the native VLAN); 0 when it is dropped.  Out of line, so access
  * ports' path stays as small as it was: inlined into sw_input, forwarding
  * measured 10-20% slower in alternating runs (swemu-bench -m l2). */
-static __attribute__((noinline)) uint16_t trunk_ingress(struct sw_port *in, struct rte_mbuf *m)
+static __attribute__((noinline)) uint16_t trunk_ingress(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf **mp)
 {
+	struct rte_mbuf *m = *mp;
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 	uint32_t len = rte_pktmbuf_data_len(m);
-	if (sw_frame_ethertype(f, len) != RTE_ETHER_TYPE_VLAN) {
+	uint16_t et = sw_frame_ethertype(f, len);
+	if (et != RTE_ETHER_TYPE_VLAN) {
+		if (sw_frame_is_tpid(et)) { /* an 802.1ad outer tag */
+			drop(in, SW_D_QINQ, m);
+			return 0;
+		}
 		if (!in->cfg->vlan)
 			drop(in, SW_D_UNTAGGED, m);
 		return in->cfg->vlan;
@@ -415,6 +412,21 @@ static __attribute__((noinline)) uint16_t trunk_ingress(struct sw_port *in, stru
 	if (!sw_port_carries(in, vlan) || vlan == in->cfg->vlan) {
 		drop(in, SW_D_VLAN_NOT_ALLOWED, m);
 		return 0;
+	}
+	if (sw_frame_is_tpid((uint16_t)(f[16] << 8 | f[17]))) {
+		/* the inner tag would be honoured by the next switch */
+		drop(in, SW_D_QINQ, m);
+		return 0;
+	}
+	if (rte_mbuf_refcnt_read(m) > 1 || !RTE_MBUF_DIRECT(m)) {
+		/* the tag comes off in place: not in a frame others still read */
+		struct rte_mbuf *c = rte_pktmbuf_copy(m, rt->pool, 0, UINT32_MAX);
+		rte_pktmbuf_free(m);
+		if (!c) {
+			in->st.drops[SW_D_NO_MBUF]++;
+			return 0;
+		}
+		*mp = m = c;
 	}
 	rte_vlan_strip(m);
 	return vlan;
@@ -437,14 +449,28 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 		return;
 	}
 	uint16_t vlan = in->cfg->vlan;
-	if (in->tagged) {
-		if (!(vlan = trunk_ingress(in, m)))
+	if (!in->tagged) {
+		if (unlikely(sw_frame_is_tpid(sw_frame_ethertype(f, len)))) {
+			drop(in, SW_D_TAGGED_ON_ACCESS, m);
+			return;
+		}
+	} else {
+		if (!(vlan = trunk_ingress(rt, in, &m)))
 			return;
 		len = rte_pktmbuf_data_len(m);
 		f = rte_pktmbuf_mtod(m, const uint8_t *);
 	}
+	if (sw->cfg->ip && unlikely(sw_frame_claims(f, len, sw->cfg->mac, sw->cfg->ip))) {
+		/* flooded, it would point the hosts' ARP caches (or the FDB)
+		 * at the claimant for the switch's traffic */
+		drop(in, SW_D_CLAIMS_SWITCH, m);
+		return;
+	}
 	if (memcmp(in->last_src, f + 6, 6) || in->last_src_vlan != vlan || in->last_src_s != sw->now_s) {
-		sw_fdb_learn(&sw->fdb, f + 6, vlan, in->index, sw->now_s);
+		if (unlikely(sw_fdb_learn(&sw->fdb, f + 6, vlan, in->index, sw->now_s) == SW_FDB_PORT_FULL)) {
+			drop(in, SW_D_MAC_LIMIT, m); /* not cached below: every frame of it is refused */
+			return;
+		}
 		memcpy(in->last_src, f + 6, 6);
 		in->last_src_vlan = vlan;
 		in->last_src_s = sw->now_s;
@@ -497,6 +523,8 @@ static void clock_tick(const struct sw_rt *rt, struct sw_lsw *sw)
 {
 	sw->now_ns = clock_ns(rt);
 	sw->now_s = (uint32_t)(sw->now_ns / 1000000000ull);
+	if (sw->eng)
+		ina_engine_set_time(sw->eng, sw->now_ns);
 }
 
 /* Releases what the switch's emulators hold and is due; returns how many. */

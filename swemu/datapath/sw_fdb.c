@@ -18,10 +18,23 @@ static uint32_t home(uint64_t k)
 	return (uint32_t)(k >> 40) & (SW_FDB_SIZE - 1);
 }
 
-void sw_fdb_init(struct sw_fdb *f, uint32_t age_s)
+void sw_fdb_init(struct sw_fdb *f, uint32_t age_s, uint32_t port_limit)
 {
 	memset(f, 0, sizeof(*f));
 	f->age_s = age_s;
+	f->port_limit = port_limit;
+}
+
+/* per-port counts of learned entries (ports past the array are not limited) */
+static void count_port(struct sw_fdb *f, const struct sw_fdb_slot *s, int d)
+{
+	if (!s->is_static && s->port >= 0 && s->port < SW_FDB_MAX_PORTS)
+		f->learned[s->port] = (uint32_t)((int)f->learned[s->port] + d);
+}
+
+static bool port_full(const struct sw_fdb *f, int port)
+{
+	return f->port_limit && port >= 0 && port < SW_FDB_MAX_PORTS && f->learned[port] >= f->port_limit;
 }
 
 /* Linear probing; returns the entry of k or the empty slot where it goes. */
@@ -55,6 +68,12 @@ static void erase(struct sw_fdb *f, uint32_t i)
 	f->n--;
 }
 
+static void remove_at(struct sw_fdb *f, uint32_t i)
+{
+	count_port(f, &f->slot[i], -1);
+	erase(f, i);
+}
+
 static bool expired(const struct sw_fdb *f, const struct sw_fdb_slot *s, uint32_t now_s)
 {
 	return !s->is_static && now_s - s->last_seen_s > f->age_s;
@@ -68,32 +87,51 @@ int sw_fdb_add_static(struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, int
 		return -1;
 	if (s->key == 0)
 		f->n++;
+	else
+		count_port(f, s, -1); /* a learned entry becomes static */
 	*s = (struct sw_fdb_slot){ .key = k, .port = (int16_t)port, .is_static = true };
 	return 0;
 }
 
-void sw_fdb_learn(struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, int port, uint32_t now_s)
+enum sw_fdb_learnt sw_fdb_learn(struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, int port, uint32_t now_s)
 {
 	if (mac[0] & 1) /* group address: never a source */
-		return;
+		return SW_FDB_KEPT;
 	uint64_t k = key(mac, vlan);
 	struct sw_fdb_slot *s = probe(f, k);
+	enum sw_fdb_learnt r = SW_FDB_KNOWN;
 	if (s && s->key == k) {
 		if (s->is_static)
-			return;
-		if (s->port != port)
-			s->port = (int16_t)port; /* station moved */
+			return SW_FDB_KEPT; /* static entries always win */
+		if (s->port != port) {	    /* the station moved, or someone sends from its MAC */
+			if (s->moved_s == now_s && now_s) {
+				f->moves_damped++;
+				return SW_FDB_KEPT;
+			}
+			if (port_full(f, port))
+				return SW_FDB_PORT_FULL;
+			count_port(f, s, -1);
+			s->port = (int16_t)port;
+			count_port(f, s, +1);
+			s->moved_s = now_s;
+			f->moves++;
+			r = SW_FDB_MOVED;
+		}
 		if (s->last_seen_s != now_s)
 			s->last_seen_s = now_s;
-		return;
+		return r;
 	}
+	if (port_full(f, port))
+		return SW_FDB_PORT_FULL;
 	/* keep one slot free so that probes always end */
 	if (!s || f->n + 1 >= SW_FDB_SIZE) {
 		f->full_drops++;
-		return;
+		return SW_FDB_KEPT;
 	}
 	*s = (struct sw_fdb_slot){ .key = k, .port = (int16_t)port, .last_seen_s = now_s };
+	count_port(f, s, +1);
 	f->n++;
+	return r;
 }
 
 int sw_fdb_lookup(const struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, uint32_t now_s)
@@ -110,7 +148,7 @@ unsigned sw_fdb_age(struct sw_fdb *f, uint32_t now_s)
 	unsigned removed = 0;
 	for (uint32_t i = 0; i < SW_FDB_SIZE; i++)
 		while (f->slot[i].key && expired(f, &f->slot[i], now_s)) {
-			erase(f, i); /* may pull another entry into i: check it too */
+			remove_at(f, i); /* may pull another entry into i: check it too */
 			removed++;
 		}
 	return removed;
@@ -120,5 +158,5 @@ void sw_fdb_flush_port(struct sw_fdb *f, int port)
 {
 	for (uint32_t i = 0; i < SW_FDB_SIZE; i++)
 		while (f->slot[i].key && !f->slot[i].is_static && f->slot[i].port == port)
-			erase(f, i);
+			remove_at(f, i);
 }

@@ -2,18 +2,23 @@
 /* The forwarding database of one logical switch: (VLAN, MAC) -> port,
  * learned from source addresses, aged out after a configured idle time;
  * static entries never age and never move.  The same MAC in two VLANs is
- * two entries.  Pure C (no DPDK), unit-tested. */
+ * two entries.  A port learns at most port_limit MACs (so one host cannot
+ * fill the table for all), and a MAC moves at most once a second (a host
+ * sending from another's MAC cannot take its traffic back and forth at
+ * frame rate).  Pure C (no DPDK), unit-tested. */
 #ifndef SW_FDB_H
 #define SW_FDB_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SW_FDB_SIZE 4096 /* entries; a power of two */
+#define SW_FDB_SIZE	 4096 /* entries; a power of two */
+#define SW_FDB_MAX_PORTS 64   /* port numbers below this */
 
 struct sw_fdb_slot {
 	uint64_t key; /* 48-bit MAC, 1 << 48 when used, VLAN << 49 */
 	uint32_t last_seen_s;
+	uint32_t moved_s; /* when it last moved */
 	int16_t port;
 	bool is_static;
 };
@@ -21,16 +26,28 @@ struct sw_fdb_slot {
 struct sw_fdb {
 	uint32_t age_s;
 	uint32_t n;
-	uint64_t full_drops; /* learn attempts refused: table full */
+	uint32_t port_limit;		    /* learned MACs per port; 0: no limit */
+	uint32_t learned[SW_FDB_MAX_PORTS]; /* learned (not static) entries per port */
+	uint64_t full_drops;		    /* learn attempts refused: table full */
+	uint64_t moves;			    /* MACs that moved to another port */
+	uint64_t moves_damped;		    /* moves refused: the MAC moved this second */
 	struct sw_fdb_slot slot[SW_FDB_SIZE];
 };
 
-void sw_fdb_init(struct sw_fdb *f, uint32_t age_s);
+/* What sw_fdb_learn did with a source. */
+enum sw_fdb_learnt {
+	SW_FDB_KNOWN,	  /* learned or refreshed where it was */
+	SW_FDB_MOVED,	  /* moved to this port */
+	SW_FDB_KEPT,	  /* static, a group address, a move refused this second, or a full table */
+	SW_FDB_PORT_FULL, /* a new MAC on a port at its limit: the frame is refused */
+};
+
+void sw_fdb_init(struct sw_fdb *f, uint32_t age_s, uint32_t port_limit);
 /* 0, or -1 when the table is full. */
 int sw_fdb_add_static(struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, int port);
 /* Learns (or refreshes) mac in vlan on port; writes only when something
  * changes.  Group addresses are never learned. */
-void sw_fdb_learn(struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, int port, uint32_t now_s);
+enum sw_fdb_learnt sw_fdb_learn(struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, int port, uint32_t now_s);
 /* The port for mac in vlan, or -1 (unknown or aged out). */
 int sw_fdb_lookup(const struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, uint32_t now_s);
 /* Removes entries idle for longer than age_s; returns how many. */

@@ -212,7 +212,8 @@ size_t sw_frame_udp_headers(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *
 		return 0;
 	/* head_len is even, so the payload's words line up with its own sum */
 	sw_frame_udp_prefix(buf, h, ulen, sw_csum_partial(head, head_len, payload_sum));
-	memcpy(buf + SW_UDP_PREFIX_LEN, head, head_len);
+	if (head_len) /* head may be NULL then */
+		memcpy(buf + SW_UDP_PREFIX_LEN, head, head_len);
 	return hlen;
 }
 

@@ -5,8 +5,10 @@
 #ifndef SW_FRAME_H
 #define SW_FRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SW_ETH_HLEN	  14
 #define SW_IP_HLEN	  20
@@ -40,6 +42,10 @@ struct sw_udp_view {
 
 /* Ethertype of a frame (0 if too short for one). */
 uint16_t sw_frame_ethertype(const uint8_t *f, size_t len);
+
+/* Whether an ethertype is a VLAN tag's TPID: 802.1Q, 802.1ad (QinQ) or
+ * the pre-standard 0x9100 some stacking gear uses. */
+static inline bool sw_frame_is_tpid(uint16_t et) { return et == 0x8100 || et == 0x88a8 || et == 0x9100; }
 
 /* Checksums a NIC has verified already (its RX flags said good): those are
  * not summed again in software. */
@@ -91,5 +97,20 @@ void sw_frame_udp_prefix_nocsum(uint8_t *buf, const struct sw_udp_hdrs *h, size_
 /* If f is an ARP request for ip, writes the reply from mac into buf and
  * returns its length; otherwise 0. */
 size_t sw_frame_arp_reply(const uint8_t *f, size_t len, const uint8_t mac[6], uint32_t ip, uint8_t *buf, size_t cap);
+
+/* Whether f claims another's address: an ARP request or reply whose
+ * sender IP is ip but whose sender MAC is not mac, or any frame from mac
+ * itself (the switch's own addresses, arriving from outside). */
+static inline bool sw_frame_claims(const uint8_t *f, size_t len, const uint8_t mac[6], uint32_t ip)
+{
+	/* inline: every frame into an INA switch asks */
+	if (len < SW_ETH_HLEN)
+		return false;
+	if (!memcmp(f + 6, mac, 6))
+		return true;
+	if (len < SW_ETH_HLEN + 28 || (f[12] << 8 | f[13]) != SW_ETHERTYPE_ARP)
+		return false;
+	return !memcmp(f + SW_ETH_HLEN + 14, &ip, 4) && memcmp(f + SW_ETH_HLEN + 8, mac, 6) != 0;
+}
 
 #endif

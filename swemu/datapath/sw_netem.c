@@ -21,7 +21,7 @@ int sw_netem_init(struct sw_netem *e, const struct netem_cfg *cfg, uint32_t cap_
 		return -ENOMEM;
 	e->cap = cap;
 	e->rng = seed * 0x9E3779B97F4A7C15ull + 1;
-	sw_netem_set(e, cfg);
+	sw_netem_set(e, cfg, 0);
 	return 0;
 }
 
@@ -31,9 +31,40 @@ void sw_netem_free(struct sw_netem *e)
 	e->ring = NULL;
 }
 
-void sw_netem_set(struct sw_netem *e, const struct netem_cfg *cfg)
+static uint64_t serialise_ns(const struct netem_cfg *c, uint32_t len)
+{
+	return c->rate_bps ? (uint64_t)len * 8 * 1000000000ull / c->rate_bps : 0;
+}
+
+/* Held packets take the new parameters: those not yet departed are
+ * serialised again at the new rate from now, and every held packet is
+ * released at its departure + the new delay (order kept).  Without this, a
+ * packet queued at a tiny rate keeps a release time hours away after the
+ * rate is raised, and the port stays dark. */
+static void retime_held(struct sw_netem *e, uint64_t now_ns)
+{
+	uint32_t mask = e->cap - 1;
+	uint64_t depart = now_ns, release = 0;
+	for (uint32_t i = e->head; i != e->tail; i++) {
+		struct sw_netem_item *it = &e->ring[i & mask];
+		if (it->depart_ns > now_ns) {
+			it->depart_ns = (depart > now_ns ? depart : now_ns) + serialise_ns(&e->cfg, it->len);
+			depart = it->depart_ns;
+		}
+		uint64_t r = it->depart_ns + (uint64_t)e->cfg.delay_us * 1000;
+		it->release_ns = r > release ? r : release;
+		release = it->release_ns;
+	}
+	if (e->head != e->tail) {
+		e->last_depart_ns = depart;
+		e->last_release_ns = release;
+	}
+}
+
+void sw_netem_set(struct sw_netem *e, const struct netem_cfg *cfg, uint64_t now_ns)
 {
 	e->cfg = *cfg;
+	retime_held(e, now_ns);
 	/* once active, stay active while packets are held, so they drain */
 	e->active = cfg_active(cfg) || e->head != e->tail;
 }
@@ -79,7 +110,7 @@ enum sw_netem_verdict sw_netem_enqueue(struct sw_netem *e, void *pkt, uint32_t l
 	uint64_t depart = now_ns;
 	if (c->rate_bps) {
 		uint64_t start = e->last_depart_ns > now_ns ? e->last_depart_ns : now_ns;
-		depart = start + (uint64_t)len * 8 * 1000000000ull / c->rate_bps;
+		depart = start + serialise_ns(c, len);
 	}
 	uint64_t release = depart + (uint64_t)c->delay_us * 1000;
 	if (c->jitter_us)

@@ -45,8 +45,9 @@ struct sw_netem {
 /* cap_pkts: packets the emulator may hold (rounded up to a power of two). */
 int sw_netem_init(struct sw_netem *e, const struct netem_cfg *cfg, uint32_t cap_pkts, uint64_t seed);
 void sw_netem_free(struct sw_netem *e);
-/* Replaces the parameters at run time; what is queued keeps its times. */
-void sw_netem_set(struct sw_netem *e, const struct netem_cfg *cfg);
+/* Replaces the parameters at run time (now_ns: the datapath's clock); what
+ * is queued is re-timed by the new rate and delay. */
+void sw_netem_set(struct sw_netem *e, const struct netem_cfg *cfg, uint64_t now_ns);
 /* True when any emulation is configured (otherwise bypass the emulator). */
 static inline bool sw_netem_active(const struct sw_netem *e) { return e->active; }
 

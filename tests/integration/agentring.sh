@@ -76,22 +76,21 @@ for i in $(seq 0 7); do
 	((r == 1)) && sw=HCL_INA_SWITCH=$sub.253
 	ip netns exec "$TOPO_NAME-h$i" env RANK=$i WORLD_SIZE=8 MASTER_ADDR=$sub.1 MASTER_PORT=29500 \
 		HCL_DATA_ADDR=$sub.$((i + 1)) HCL_RACK=$r $sw \
-		"$perf" -a agent-ring -b 4M -e 4M -n 200 -w 0 -t 8000 > /tmp/itagr-$i.log 2>&1 &
+		"$perf" -a agent-ring -b 4M -e 4M -n 200 -w 0 -t 8000 > $LOGDIR/agr-$i.log 2>&1 &
 	pids+=($!)
 done
 for _ in $(seq 300); do
 	(($(stats_get 'sum(j["completions"] for j in d["switches"]["tor1"]["ina"]["jobs"].values())') > 0)) && break
 	sleep 0.05
 done
-kill -KILL "${pids[5]}" 2>/dev/null || fail "rank 5 ended before it was killed: $(tail -n 1 /tmp/itagr-5.log)"
+kill -KILL "${pids[5]}" 2>/dev/null || fail "rank 5 ended before it was killed: $(tail -n 1 $LOGDIR/agr-5.log)"
 start=$(date +%s)
 for i in 0 1 2 3 4 6 7; do
 	if wait "${pids[$i]}"; then fail "rank $i finished without rank 5"; fi
 done
 wait "${pids[5]}" 2>/dev/null || true
 (($(date +%s) - start <= 30)) || fail "errors took longer than the deadline allows"
-grep -l "agent-ring: .*waiting for\|did not" /tmp/itagr-*.log >/dev/null || fail "no rank named what it waited for"
-grep -h "agent-ring\|did not" /tmp/itagr-*.log | head -3
+grep -l "agent-ring: .*waiting for\|did not\|is gone" $LOGDIR/agr-*.log >/dev/null || fail "no rank named what it waited for"
+grep -h "agent-ring\|did not\|is gone" $LOGDIR/agr-*.log | head -3
 [ "$(jobs_left)" = 0 ] || fail "the job stayed installed after a member died"
-rm -f /tmp/itagr-*.log
 echo "agentring: 0, 1, 2 INA racks of 2 (8 ranks) exact with 5% loss (int32, fp32, odd counts); agent link ratio $ratio; one INA rack; four INA racks at 200M; a dead member stops the others, jobs removed"

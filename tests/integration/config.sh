@@ -5,7 +5,7 @@
 # leave no DPDK runtime directory, no hugepage file and no process behind.
 . "$(dirname "$0")/lib.sh"
 exe=${SWEMU:-$top/build/swemu/swemu}
-tmp=$(mktemp -d)
+tmp=$LOGDIR
 trap 'rm -rf "$tmp"; rm -rf /var/run/dpdk/swemu-itcfg' EXIT
 
 eal="--no-huge -m 256 --file-prefix swemu-itcfg --no-pci -l 0"
@@ -53,5 +53,19 @@ rc=0; "$exe" --bogus >/dev/null 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "unknown option: exit $rc"
 "$exe" --help | grep -q "usage: swemu" || fail "--help"
 "$exe" --version | grep -q "^swemu [0-9]" || fail "--version"
+
+# SIGTERM while EAL starts (its runtime directory exists, the ports are not
+# up): a clean exit 0 through the teardown, nothing left behind
+cat > "$tmp/ok.cfg" <<'C'
+switches = ( { name = "tor0"; ports = ( { name = "p0"; dev = "net_null0"; } ); } );
+C
+"$exe" $eal --vdev net_null0 -- -c "$tmp/ok.cfg" > "$tmp/early.log" 2>&1 &
+pid=$!
+for _ in $(seq 200000); do [ -d /var/run/dpdk/swemu-itcfg ] && break; kill -0 $pid 2>/dev/null || break; done
+kill -TERM $pid
+rc=0; wait $pid || rc=$?
+grep -q "running from" "$tmp/early.log" && echo "  (note: the switch was up before SIGTERM came)"
+[ "$rc" = 0 ] || fail "SIGTERM during start: exit $rc, want 0: $(cat "$tmp/early.log")"
+[ -z "$(ls -A /var/run/dpdk/swemu-itcfg 2>/dev/null)" ] || fail "SIGTERM during start left $(ls /var/run/dpdk/swemu-itcfg)"
 pgrep -f "file-prefix swemu-itcfg" >/dev/null && fail "a swemu process is left"
-echo "config: bad file, missing device, absent lcore and missing file exit 2 with file:line; nothing left behind"
+echo "config: bad file, missing device, absent lcore and missing file exit 2 with file:line; SIGTERM during start exits 0; nothing left behind"

@@ -35,4 +35,20 @@ contrib=$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["3"]["contributions"]'
 ((lost > 0)) || fail "no emulated loss counted"
 ((retx > 0)) || fail "no retransmission answered"
 [ "$contrib" = 1200 ] || fail "job 3: $contrib contributions, want exactly 1200"
+
+# a pid file that outlived its swemu: neither stats nor down signal the
+# process that now has that pid
+bystander=""
+trap 'rc=$?; [ -z "$bystander" ] || kill "$bystander" 2>/dev/null; (exit $rc); cleanup' EXIT
+pid=$(cat /run/swemu-testbed/itina/swemu.pid)
+kill -TERM "$pid"
+while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done # polls: swemu exits within its 1 s grace
+sleep 300 &
+bystander=$!
+echo "$bystander" > /run/swemu-testbed/itina/swemu.pid
+ans=$("$top/testbed/topo.sh" stats itina 2>&1) && fail "stats of a stale pid file: ok?"
+[[ "$ans" == *"no swemu of topology itina is running"* ]] || fail "stats of a stale pid file said '$ans'"
+"$top/testbed/topo.sh" down itina
+TOPO_NAME=""
+kill -0 "$bystander" || fail "topo.sh down signalled a process that is not its swemu"
 echo "ina: fan-in 4 int32, fp32 and bf16 exact; control refusals answered and counted; under 5% loss exact with $lost packets lost, $retx retransmissions answered"

@@ -9,7 +9,7 @@ in_host 0 ping -c 3 -i 0.2 -W 2 10.78.0.2 >/dev/null || fail "ping h0 -> h1"
 in_host 2 ping -c 2 -i 0.2 -W 2 -s 8000 -M do 10.78.0.1 >/dev/null || fail "jumbo ping h2 -> h0"
 
 # 32 MiB over TCP, sha256 on both sides
-in_host 1 $PY - <<'PY' &
+in_host 1 $PY - > "$LOGDIR/l2-rx" <<'PY' &
 import hashlib, socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("10.78.0.2", 5001)); s.listen(1); s.settimeout(30)
@@ -18,7 +18,7 @@ while True:
     b = c.recv(1 << 16)
     if not b: break
     h.update(b); n += len(b)
-open("/tmp/itl2-rx", "w").write(f"{n} {h.hexdigest()}")
+print(f"{n} {h.hexdigest()}")
 PY
 srv=$!
 # connect retries until the server listens (no fixed sleep)
@@ -35,7 +35,7 @@ print(f"{len(data)} {hashlib.sha256(data).hexdigest()}")
 PY
 )
 wait $srv || fail "TCP receiver"
-got=$(cat /tmp/itl2-rx); rm -f /tmp/itl2-rx
+got=$(cat "$LOGDIR/l2-rx")
 [ "$got" = "$want" ] || fail "TCP transfer: got '$got', want '$want'"
 
 # counters: the bytes went h0 -> h1 through the switch, nothing dropped (a

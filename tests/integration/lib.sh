@@ -7,8 +7,12 @@ PY=/usr/bin/python3
 [ "$(id -u)" = 0 ] || { echo "integration tests need root"; exit 77; }
 
 TOPO_NAME=""
+# the test's logs and scratch files: its own directory, never a fixed name
+# another run (or another user) could own
+LOGDIR=$(mktemp -d /tmp/swemu-it.XXXXXX)
 cleanup() {
 	local rc=$?
+	rm -rf "$LOGDIR"
 	if [ -n "$TOPO_NAME" ]; then
 		if ((rc != 0)) && [ -f "/run/swemu-testbed/$TOPO_NAME/swemu.log" ]; then
 			echo "--- swemu log" >&2
@@ -25,6 +29,14 @@ topo() {
 	TOPO_NAME=$1
 	"$top/testbed/topo.sh" up "$@"
 	"$top/testbed/topo.sh" start "$1"
+	use_key
+}
+
+# Commands the tests and their ranks send are signed with the topology's
+# key (topo.sh up writes one), when it has one.
+use_key() {
+	local k=/run/swemu-testbed/$TOPO_NAME/ctrl.key
+	if [ -f "$k" ]; then export SWEMU_CTL_KEY_FILE=$k HCL_INA_KEY_FILE=$k; fi
 }
 
 in_host() { local i=$1; shift; ip netns exec "$TOPO_NAME-h$i" "$@"; }
@@ -44,6 +56,7 @@ install_job() {
 	local id=$1 fanin=$2 dtype=$3 subnet=$4 extra=${5:-}
 	local members=""
 	for ((i = 0; i < fanin; i++)); do members+="\"$subnet.$((i + 1)):48864\", "; done
+	use_key
 	in_host 0 "$top/testbed/swemu-ctl" "$subnet.254" \
 		"op = \"install\"; job = { id = $id; fan_in = $fanin; dtype = \"$dtype\"; slots = 16; elems = 1024; outputs = [\"multicast\"]; contributors = [ ${members%, } ]; $extra };"
 }
@@ -55,6 +68,7 @@ install_job() {
 pair_job() {
 	local id=$1 subnet=$2 a=$3 b=$4 flooded k=0 pids=()
 	flooded=$(stats_get 'd["switches"]["tor0"]["flooded"]')
+	use_key
 	in_host "$a" "$top/testbed/swemu-ctl" "$subnet.254" \
 		"op = \"install\"; job = { id = $id; fan_in = 2; dtype = \"int32\"; slots = 16; elems = 1024; outputs = [\"multicast\"]; contributors = [ \"$subnet.$((a + 1)):48864\", \"$subnet.$((b + 1)):48864\" ]; };" \
 		>/dev/null || fail "install job $id"
@@ -99,5 +113,4 @@ kill_rank_expect() {
 	done
 	wait "${pids[2]}" 2>/dev/null || true
 	(($(date +%s) - start <= limit)) || fail "errors took longer than the deadline allows"
-	rm -f "$logs"-*.log
 }

@@ -96,7 +96,7 @@ pids=()
 for i in 0 1 2 3; do
 	ip netns exec "$TOPO_NAME-h$i" env RANK=$i WORLD_SIZE=4 MASTER_ADDR=$sub.1 MASTER_PORT=29500 \
 		HCL_DATA_ADDR=$sub.$((i + 1)) HCL_INA_SWITCH=$sub.254 \
-		"$perf" -a ps-ina -b 4M -e 4M -n 200 -w 0 -t 4000 > /tmp/itpsi-$i.log 2>&1 &
+		"$perf" -a ps-ina -b 4M -e 4M -n 200 -w 0 -t 4000 > $LOGDIR/psi-$i.log 2>&1 &
 	pids+=($!)
 done
 # mid-run = the job has completed slices (any moment after that will do)
@@ -104,6 +104,6 @@ for _ in $(seq 200); do
 	(($(stats_get 'd["switches"]["tor0"]["ina"]["accepted"]') > 0)) && break
 	sleep 0.05
 done
-kill_rank_expect /tmp/itpsi 15 "switch $sub\.254:48864 did not answer in time"
+kill_rank_expect $LOGDIR/psi 15 "switch $sub\.254:48864 did not answer in time"
 [ "$(jobs_left)" = 0 ] || fail "the job stayed installed after a member died"
 echo "psina: 4 ranks through swemu, exact, also with 5% loss; 2 racks with one or both INA (software-PS fallback), exact with 5% loss; a dead member stops the others within the deadline and the job is removed"

@@ -7,7 +7,7 @@
 # broken trial file must fail with file:line before anything is built,
 # leaving no namespace, veth or swemu behind.
 . "$(dirname "$0")/lib.sh"
-out=$(mktemp -d /tmp/ittrial.XXXXXX)
+out=$LOGDIR
 trap 'rc=$?; rm -rf "$out"; exit $rc' EXIT
 "$top/testbed/trial.sh" --fast -o "$out/r" > "$out/log" 2>&1 || { tail -20 "$out/log"; fail "the default trial failed"; }
 grep -q '^\[5/5\] agent-ring' "$out/log" || fail "no progress lines: $(head -5 "$out/log")"

@@ -65,6 +65,13 @@ trial = {
   oversubscription = 2.0;
 };
 E
+expect 3 'slowest link is 1M' <<'E'
+trial = {
+  host_rate = "1M";
+  oversubscription = 64.0;
+  hosts_per_rack = 2;
+};
+E
 expect 2 'size "1G"' <<'E'
 trial = {
   sizes = ["1G"];

@@ -76,11 +76,16 @@ static void test_refused(void **state)
 		  "[\"multicast\"];"
 		  " contributors = [\"10.0.0.1:48864\"]; };",
 		  "'elems' must be 1..256" },
+		{ "op = \"install\"; job = { id = 1; dtype = \"int32\"; slots = 1; elems = 1; outputs = "
+		  "[\"multicast\"]; contributors = [\"10.0.0.1:48864\"]; reclaim_ms = 10; };",
+		  "'reclaim_ms' must be 500..3600000" },
 		{ "op = \"install\";", "missing setting 'job'" },
 		{ "op = \"emu\"; port = \"h1\"; delay = 5;", "unknown setting 'delay'" },
 		{ "op = \"emu\"; port = \"h1\"; burst_loss = { p_good_bad = 0.1; p_bad_good = 0; loss_bad = 1; };",
 		  "never leaves the bad state" },
 		{ "op = \"emu\";", "missing setting 'port'" },
+		{ "op = \"emu\"; port = \"h1\"; rate = 1;", "'rate' must be at least 1M" },
+		{ "op = \"emu\"; port = \"h1\"; rate = \"999K\";", "'rate' must be at least 1M" },
 		{ "op = \"emu\"; port = \"\"; rate = \"1G\";", "no port is called ''" },
 		/* no file access from a datagram: refused before anything reads
 		 * a path, and the answer does not name it */
@@ -129,6 +134,7 @@ static void test_round_trip(void **state)
 	j.dtype = INA_D_FP32;
 	j.upstream_index = 2;
 	j.upstream_job = 39;
+	j.reclaim_ms = 750;
 	j.forward = (struct ina_peer){ { htonl(0x0a0002fe), htons(48864), { 2, 0, 0, 0, 2, 0xfe } }, 41, 0xffff };
 	memset(&j.parent, 0, sizeof(j.parent));
 	j.parent.job = j.id; /* the parser fills it whatever the outputs */

@@ -224,6 +224,8 @@ static void test_engine_reasons(void **state)
 		{ INA_R_STALE, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 1, 0, 0, 4, 8), &c.contributors[1] },
 		{ INA_R_STALE, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 1, 0, 0xffffffff, 9, 8), &c.contributors[1] },
 		{ INA_R_SLOT_BUSY, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 1, 0, 0, 6, 8), &c.contributors[1] },
+		{ INA_R_EPOCH_AHEAD, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 1, 0, INA_EPOCH_WINDOW + 1, 5, 8),
+		  &c.contributors[1] },
 		{ INA_R_COUNT_MISMATCH, tl_hdr(INA_T_DATA, INA_D_INT32, 6, 1, 0, 0, 5, 7), &c.contributors[1] },
 		{ INA_R_NOT_READY, tl_hdr(INA_T_PULL, INA_D_INT32, 6, 1, 0, 0, 5, 8), &c.contributors[1] },
 		/* contributor 0 may not use set 1 while its set-0 part is pending */
@@ -551,6 +553,85 @@ static void test_ring_ack(void **state)
 	ina_engine_destroy(e);
 }
 
+/* Sends (epoch, seq) with values base + contributor to slot|set from each
+ * of the members in who[]; returns the last verdict. */
+static enum ina_reason send_from(struct ina_engine *e, const struct ina_job_cfg *c, const unsigned *who, unsigned n,
+				 uint32_t slot, uint32_t epoch, uint32_t base)
+{
+	enum ina_reason r = INA_OK;
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t v[4] = { base + who[i], base + who[i], base + who[i], base + who[i] };
+		struct ina_hdr h = tl_hdr(INA_T_DATA, INA_D_INT32, c->id, (uint16_t)who[i], slot, epoch, 0, 4);
+		r = tl_send(e, &c->contributors[who[i]], &h, v);
+		if (r != INA_OK)
+			return r;
+	}
+	return r;
+}
+
+/* Wedged slots: a call that failed part-way leaves a partial round, which
+ * the next call's slice takes over at once (a newer epoch under an
+ * unfinished round: no member finishes a call with a slice unfinished);
+ * a forged slice far ahead is refused, one within the window holds the
+ * slot only until it has been idle for the reclaim time; a finished slot
+ * whose straggler never moved on gives way after the same time, but not
+ * while someone still re-sends to it.  Every sum stays exact: a reclaimed
+ * round's contributions are not in the next. */
+static void test_slot_reclaim(void **state)
+{
+	(void)state;
+	struct ina_engine *e = ina_engine_create(8, 16);
+	struct ina_job_cfg c = tl_job(12, 3, INA_D_INT32, 2, 4);
+	const unsigned first2[] = { 0, 1 }, last2[] = { 1, 2 }, all[] = { 0, 1, 2 }, one[] = { 2 };
+	const uint64_t ms = 1000000;
+	assert_int_equal(ina_job_install(e, &c, NULL), 0);
+	ina_engine_set_time(e, 5000 * ms);
+
+	/* epoch 1 fails part-way: members 0 and 1 are in, 2 never comes */
+	assert_int_equal(send_from(e, &c, first2, 2, 0, 1, 100), INA_OK);
+	/* epoch 2 on the same slot and set: member 2 first, then 0 and 1 */
+	assert_int_equal(send_from(e, &c, one, 1, 0, 2, 200), INA_OK);
+	assert_int_equal(ina_job_stats(e, 12)->reclaimed, 1);
+	assert_int_equal(send_from(e, &c, first2, 2, 0, 2, 200), INA_OK);
+	uint32_t want[4] = { 603, 603, 603, 603 }; /* 200 + 201 + 202: nothing of epoch 1 */
+	struct ina_hdr h2 = tl_hdr(INA_T_DATA, INA_D_INT32, 12, 0, 0, 2, 0, 4);
+	tl_assert_results(&tl_out, &c, &h2, want, 0);
+
+	/* a forged slice far ahead of the newest completed epoch (2) */
+	assert_int_equal(send_from(e, &c, first2, 1, 1, 2 + INA_EPOCH_WINDOW + 1, 0), INA_R_EPOCH_AHEAD);
+	/* one within the window wedges slot 1 ... */
+	assert_int_equal(send_from(e, &c, first2, 1, 1, 90, 0), INA_OK);
+	assert_int_equal(send_from(e, &c, last2, 1, 1, 3, 300), INA_R_STALE);
+	ina_engine_set_time(e, 6999 * ms);
+	assert_int_equal(send_from(e, &c, last2, 1, 1, 3, 300), INA_R_STALE);
+	/* ... until it sat idle for the reclaim time */
+	ina_engine_set_time(e, 7000 * ms);
+	assert_int_equal(send_from(e, &c, last2, 2, 1, 3, 300), INA_OK);
+	assert_int_equal(ina_job_stats(e, 12)->reclaimed, 2);
+	assert_int_equal(send_from(e, &c, first2, 1, 1, 3, 300), INA_OK);
+	for (int k = 0; k < 4; k++)
+		want[k] = 903;
+	struct ina_hdr h3 = tl_hdr(INA_T_DATA, INA_D_INT32, 12, 0, 1, 3, 0, 4);
+	tl_assert_results(&tl_out, &c, &h3, want, 0);
+
+	/* slot 1 finished, but member 2 (its result lost, its call failed)
+	 * comes back on the same set: it waits for the others to move on */
+	assert_int_equal(send_from(e, &c, one, 1, 1, 4, 400), INA_R_SLOT_BUSY);
+	ina_engine_set_time(e, 8500 * ms);
+	assert_int_equal(send_from(e, &c, first2, 1, 1, 3, 300), INA_OK); /* a straggler re-sends: answered */
+	assert_int_equal(tl_out.n, 1);
+	ina_engine_set_time(e, 9500 * ms); /* 1 s after that re-send */
+	assert_int_equal(send_from(e, &c, one, 1, 1, 4, 400), INA_R_SLOT_BUSY);
+	ina_engine_set_time(e, 10500 * ms);
+	assert_int_equal(send_from(e, &c, all, 3, 1, 4, 400), INA_OK);
+	assert_int_equal(ina_job_stats(e, 12)->reclaimed, 3);
+	for (int k = 0; k < 4; k++)
+		want[k] = 1203;
+	struct ina_hdr h4 = tl_hdr(INA_T_DATA, INA_D_INT32, 12, 0, 1, 4, 0, 4);
+	tl_assert_results(&tl_out, &c, &h4, want, 0);
+	ina_engine_destroy(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -558,6 +639,7 @@ int main(void)
 		cmocka_unit_test(test_remove_frees_state), cmocka_unit_test(test_engine_reasons),
 		cmocka_unit_test(test_int32_overflow),	   cmocka_unit_test(test_forward_and_upstream),
 		cmocka_unit_test(test_ps_hierarchy),	   cmocka_unit_test(test_ring_ack),
+		cmocka_unit_test(test_slot_reclaim),
 	};
 	return cmocka_run_group_tests_name("engine_jobs", tests, setup_eng, teardown_eng);
 }

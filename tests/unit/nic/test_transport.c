@@ -112,6 +112,48 @@ static void test_udp_timeout(void **state)
 	dgram_close(&t);
 }
 
+/* A datagram to a port nothing listens on: the host's ICMP report names
+ * that destination (unreachable), and the socket goes on working — the
+ * report is neither a failed receive nor a failed send. */
+static void test_udp_unreachable(void **state)
+{
+	(void)state;
+	struct dgram_transport a, b, c;
+	struct sockaddr_in aa, ba, ca, gone;
+	uint8_t msg[16] = { 1 }, buf[64];
+	open_loopback(&a, &aa);
+	open_loopback(&b, &ba);
+	open_loopback(&c, &ca);
+	dgram_close(&b); /* b's port is closed now */
+	assert_int_equal(a.ops->unreachable(a.ctx, &gone), 0);
+	struct dgram_pkt s = { .buf = msg, .len = sizeof(msg), .peer = ba };
+	assert_int_equal(a.ops->send_batch(a.ctx, &s, 1), 1);
+	double t0 = now_s();
+	int found = 0;
+	while (!found && now_s() - t0 < 5) {
+		struct dgram_pkt p = { .buf = buf, .len = sizeof(buf) };
+		assert_int_equal(a.ops->recv_batch(a.ctx, &p, 1, 10000000), 0);
+		found = a.ops->unreachable(a.ctx, &gone);
+	}
+	assert_int_equal(found, 1);
+	assert_int_equal(gone.sin_port, ba.sin_port);
+	assert_int_equal(gone.sin_addr.s_addr, ba.sin_addr.s_addr);
+	assert_int_equal(a.ops->unreachable(a.ctx, &gone), 0); /* reported once */
+	/* the same again, then a send elsewhere: the pending report does not
+	 * fail it, and the datagram arrives */
+	assert_int_equal(a.ops->send_batch(a.ctx, &s, 1), 1);
+	struct dgram_pkt p = { .buf = buf, .len = sizeof(buf) };
+	for (t0 = now_s(); !a.ops->unreachable(a.ctx, &gone) && now_s() - t0 < 5;)
+		assert_true(a.ops->recv_batch(a.ctx, &p, 1, 10000000) >= 0);
+	s.peer = ca;
+	assert_int_equal(a.ops->send_batch(a.ctx, &s, 1), 1);
+	p = (struct dgram_pkt){ .buf = buf, .len = sizeof(buf) };
+	assert_int_equal(c.ops->recv_batch(c.ctx, &p, 1, 1000000000), 1);
+	assert_memory_equal(buf, msg, sizeof(msg));
+	dgram_close(&a);
+	dgram_close(&c);
+}
+
 static void test_udp_bind_error(void **state)
 {
 	(void)state;
@@ -226,7 +268,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_udp_batches),	cmocka_unit_test(test_udp_timeout),
 		cmocka_unit_test(test_udp_bind_error),	cmocka_unit_test(test_fake_hub),
-		cmocka_unit_test(test_udp_avoid_ports),
+		cmocka_unit_test(test_udp_unreachable), cmocka_unit_test(test_udp_avoid_ports), /* last: a netns */
 	};
 	return cmocka_run_group_tests_name("transport", tests, NULL, NULL);
 }

@@ -37,9 +37,22 @@ struct worker {
 	size_t count;
 	unsigned calls, world, rank;
 	int64_t timeout_ns;
+	uint32_t bias; /* added to every int32 value (wrapping): sums that overflow */
 	int rc;
 	char err[256];
 };
+
+/* Member i's client of job 5 at the aggregator behind endpoint world. */
+static struct hcl_ina_cfg one_job(unsigned i, unsigned world)
+{
+	return (struct hcl_ina_cfg){ .shards = 1,
+				     .index = (uint16_t)i,
+				     .slots = SLOTS,
+				     .elems = ELEMS,
+				     .rto_us = 2000,
+				     .job = { 5 },
+				     .sw = { fake_addr(world) } };
+}
 
 static int32_t ival(unsigned rank, unsigned call, size_t i)
 {
@@ -66,7 +79,7 @@ static void *worker_main(void *arg)
 			if (w->dt == HCL_FP32)
 				memcpy(&buf[i], &f, 4);
 			else
-				buf[i] = ival(w->rank, call, i);
+				buf[i] = (int32_t)((uint32_t)ival(w->rank, call, i) + w->bias);
 		}
 		w->rc = hcl_ina_allreduce(a, buf, w->count, w->dt, clock_now_ns() + w->timeout_ns, w->err,
 					  sizeof(w->err));
@@ -74,7 +87,7 @@ static void *worker_main(void *arg)
 			int32_t want = 0;
 			float fwant = 0;
 			for (unsigned r = 0; r < w->world; r++) {
-				want = (int32_t)((uint32_t)want + (uint32_t)ival(r, call, i));
+				want = (int32_t)((uint32_t)want + (uint32_t)ival(r, call, i) + w->bias);
 				fwant += fval(r, call, i);
 			}
 			float f;
@@ -140,13 +153,7 @@ static void one_switch(unsigned world, const struct fake_net *net, uint8_t dtype
 					.world = world,
 					.rank = i,
 					.timeout_ns = skip >= 0 ? 300000000 : 10000000000,
-					.cfg = { .shards = 1,
-						 .index = (uint16_t)i,
-						 .slots = SLOTS,
-						 .elems = ELEMS,
-						 .rto_us = 2000,
-						 .job = { 5 },
-						 .sw = { fake_addr(world) } } };
+					.cfg = one_job(i, world) };
 	}
 	run_workers(w, world, skip);
 	for (unsigned i = 0; i < world; i++) {
@@ -182,6 +189,61 @@ static void test_dead_member(void **state)
 	(void)state;
 	const struct fake_net clean = { .seed = 3 };
 	one_switch(4, &clean, INA_D_INT32, HCL_INT32, 5 * ELEMS, 2);
+}
+
+/* What the client takes as a result: a RESULT from the switch's address
+ * but another port is not one (it would be summed into the tensor
+ * otherwise), and a sum the switch flags as wrapped fails the call with
+ * -EOVERFLOW and says so, instead of handing back a wrong tensor. */
+static void test_result_checks(void **state)
+{
+	(void)state;
+	const struct fake_net clean = { .seed = 5 };
+	for (int overflow = 0; overflow < 2; overflow++) {
+		struct fake_hub *hub = fake_hub_new(4, &clean);
+		struct ina_job_cfg job;
+		plan_job_init(&job, 5, INA_D_INT32, SLOTS, ELEMS, INA_OUT_MULTICAST);
+		for (unsigned i = 0; i < 2; i++)
+			job.contributors[job.fan_in++] = ep_addr(i);
+		struct softsw *sw = aggregator(hub, 2, &job, 1);
+		struct worker w[2];
+		for (unsigned i = 0; i < 2; i++) {
+			w[i] = (struct worker){ .hub = hub,
+						.ep = i,
+						.dt = HCL_INT32,
+						.count = 3 * ELEMS,
+						.calls = 1,
+						.world = 2,
+						.rank = i,
+						.timeout_ns = 10000000000,
+						.bias = overflow ? 0x60000000u : 0,
+						.cfg = one_job(i, 2) };
+			/* a forged result for the first slice, from 127.0.0.1
+			 * but not the switch's port, waits in each queue */
+			struct dgram_transport rogue;
+			fake_hub_endpoint(hub, 3, &rogue);
+			uint8_t pkt[INA_HDR_LEN + ELEMS * 4] = { 0 };
+			struct ina_hdr h = { .version = INA_VERSION,
+					     .type = INA_T_RESULT,
+					     .dtype = INA_D_INT32,
+					     .job = 5,
+					     .contributor = (uint16_t)i,
+					     .epoch = 1,
+					     .count = ELEMS };
+			ina_hdr_encode(&h, pkt);
+			struct dgram_pkt d = { .buf = pkt, .len = sizeof(pkt), .peer = fake_addr(i) };
+			assert_int_equal(rogue.ops->send_batch(rogue.ctx, &d, 1), 1);
+		}
+		run_workers(w, 2, -1);
+		for (unsigned i = 0; i < 2; i++) {
+			if (!overflow && w[i].rc)
+				fail_msg("rank %u: %s", i, w[i].err);
+			if (overflow && (w[i].rc != -EOVERFLOW || !strstr(w[i].err, "overflowed in the switch")))
+				fail_msg("rank %u with a wrapped sum: rc %d '%s'", i, w[i].rc, w[i].err);
+		}
+		softsw_stop(sw);
+		fake_hub_free(hub);
+	}
 }
 
 /* ps-ina as its plan lays it out: two racks behind ToRs (software here)
@@ -291,9 +353,8 @@ static void test_window_rack(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_one_switch),
-		cmocka_unit_test(test_dead_member),
-		cmocka_unit_test(test_psina_plan_shards),
+		cmocka_unit_test(test_one_switch),    cmocka_unit_test(test_dead_member),
+		cmocka_unit_test(test_result_checks), cmocka_unit_test(test_psina_plan_shards),
 		cmocka_unit_test(test_window_rack),
 	};
 	return cmocka_run_group_tests_name("ina", tests, NULL, NULL);

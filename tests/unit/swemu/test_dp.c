@@ -397,6 +397,145 @@ static void test_trunk(void **state)
 	assert_int_not_equal(rte_be_to_cpu_16(*(uint16_t *)(frames[0] + 12)), RTE_ETHER_TYPE_VLAN);
 }
 
+/* No VLAN hopping: a tag on the access port (which would leave the trunk
+ * inside VLAN 10 and be honoured as VLAN 20 next door), a stacked tag or
+ * an 802.1ad tag on the trunk are dropped by name and reach no port.  A
+ * tagged frame that others still hold is copied before its tag comes off. */
+static void test_vlan_hopping(void **state)
+{
+	struct fixture *fx = *state;
+	static uint8_t frames[4][9100], want[128];
+	size_t len[4], n;
+	const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+	send_and_poll(fx, 0, raw_frame(fx, 0, bcast, 20, 0));
+	assert_int_equal(port_stats(fx, 0)->drops[SW_D_TAGGED_ON_ACCESS], 1);
+	assert_int_equal(received(fx, 1, frames, len, 4), 0);
+
+	struct rte_mbuf *m = raw_frame(fx, 1, bcast, 20, 0); /* inner 20 ... */
+	m->vlan_tci = 10;				     /* ... in outer 10 */
+	assert_int_equal(rte_vlan_insert(&m), 0);
+	send_and_poll(fx, 1, m);
+	m = raw_frame(fx, 1, bcast, 10, 0);
+	rte_pktmbuf_mtod(m, uint8_t *)[12] = 0x88; /* 802.1ad */
+	rte_pktmbuf_mtod(m, uint8_t *)[13] = 0xa8;
+	send_and_poll(fx, 1, m);
+	assert_int_equal(port_stats(fx, 1)->drops[SW_D_QINQ], 2);
+	assert_int_equal(received(fx, 0, frames, len, 4), 0);
+	assert_string_equal(sw_drop_name(SW_D_QINQ), "qinq");
+	assert_string_equal(sw_drop_name(SW_D_TAGGED_ON_ACCESS), "tagged_on_access");
+
+	/* a frame this test still holds: forwarded untagged, ours untouched */
+	m = raw_frame(fx, 1, bcast, 10, 0);
+	rte_mbuf_refcnt_update(m, 1);
+	send_and_poll(fx, 1, m);
+	assert_int_equal(received(fx, 0, frames, len, 4), 1);
+	n = write_frame(1, bcast, 0, want);
+	assert_int_equal(len[0], n);
+	assert_memory_equal(frames[0], want, n);
+	n = write_frame(1, bcast, 10, want);
+	assert_int_equal(rte_pktmbuf_pkt_len(m), n);
+	assert_memory_equal(rte_pktmbuf_mtod(m, uint8_t *), want, n);
+	rte_pktmbuf_free(m);
+}
+
+/* The switch's own addresses: an ARP reply from host 0 saying the
+ * switch's IP is at host 0's MAC, and a frame from the switch's MAC, are
+ * dropped by name and reach no one; an over-MTU datagram to the switch
+ * never reaches the engine. */
+static void test_claims_and_mtu(void **state)
+{
+	struct fixture *fx = *state;
+	static uint8_t frames[4][9100];
+	size_t len[4];
+	uint8_t mac0[6];
+	host_mac(0, mac0);
+	struct rte_mbuf *m = rte_pktmbuf_alloc(fx->gen);
+	assert_non_null(m);
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	memset(f, 0, 60);
+	memset(f, 0xff, 6);
+	memcpy(f + 6, mac0, 6);
+	f[12] = 0x08, f[13] = 0x06;
+	uint8_t *a = f + 14;
+	a[1] = 1, a[2] = 0x08, a[4] = 6, a[5] = 4, a[7] = 2; /* a gratuitous reply */
+	memcpy(a + 8, mac0, 6);
+	uint32_t ip = rte_cpu_to_be_32(sw_ip_host);
+	memcpy(a + 14, &ip, 4);
+	memcpy(a + 24, &ip, 4);
+	m->data_len = m->pkt_len = 60;
+	send_and_poll(fx, 0, m);
+	assert_int_equal(port_stats(fx, 0)->drops[SW_D_CLAIMS_SWITCH], 1);
+	assert_int_equal(received(fx, 1, frames, len, 4), 0);
+
+	m = raw_frame(fx, 0, (uint8_t[]){ 0xff, 0xff, 0xff, 0xff, 0xff, 0xff }, 0, 0);
+	memcpy(rte_pktmbuf_mtod(m, uint8_t *) + 6, sw_mac, 6);
+	send_and_poll(fx, 0, m);
+	assert_int_equal(port_stats(fx, 0)->drops[SW_D_CLAIMS_SWITCH], 2);
+	assert_int_equal(received(fx, 1, frames, len, 4), 0);
+
+	static uint8_t big[SW_MTU];
+	struct sw_udp_hdrs u = { .src_ip = host_ip(0),
+				 .dst_ip = ip,
+				 .src_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN),
+				 .dst_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN) };
+	memcpy(u.src_mac, mac0, 6);
+	memcpy(u.dst_mac, sw_mac, 6);
+	m = rte_pktmbuf_alloc(fx->gen);
+	size_t n = sw_frame_build_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &u, NULL, 0, big,
+				      SW_MTU - 27, 0); /* one byte over */
+	assert_int_equal(n, SW_ETH_HLEN + SW_MTU + 1);
+	m->data_len = m->pkt_len = (uint32_t)n;
+	send_and_poll(fx, 0, m);
+	assert_int_equal(port_stats(fx, 0)->drops[SW_D_OVER_MTU], 1);
+	assert_int_equal(fx->rt.sw[0]->st.ina_packets, 0);
+	assert_string_equal(sw_drop_name(SW_D_CLAIMS_SWITCH), "claims_switch_address");
+}
+
+/* Members as the host library installs them (no MAC: the switch learns
+ * it), each bound to where it spoke from: INA in a member's name from
+ * another MAC, port or VLAN, or from a group MAC, is refused under
+ * source_guard and moves nothing; results still reach each member on its
+ * own port, and none is flooded.  (Learnt from any frame, the foreign MAC
+ * sent host 1's result to port 0 and the broadcast one flooded it.) */
+static void test_source_guard(void **state)
+{
+	struct fixture *fx = *state;
+	static uint8_t frames[4][9100];
+	size_t len[4];
+	struct ina_engine *eng = fx->rt.sw[0]->eng;
+	struct ina_job_cfg job = fx->job;
+	for (unsigned h = 0; h < NHOSTS; h++)
+		memset(job.contributors[h].mac, 0, 6);
+	assert_int_equal(ina_job_remove(eng, 1), 0);
+	assert_int_equal(ina_job_install(eng, &job, NULL), 0);
+	send_and_poll(fx, 0, contribution(fx, 0, 1, 16)); /* binds host 0 to port 0 */
+	send_and_poll(fx, 1, contribution(fx, 1, 0, 16)); /* binds host 1 to port 1 */
+
+	uint64_t ina_before = fx->rt.sw[0]->st.ina_packets;
+	struct rte_mbuf *m = contribution(fx, 1, 1, 16); /* host 1's name, host 0's MAC, port 0 */
+	host_mac(0, rte_pktmbuf_mtod(m, uint8_t *) + 6);
+	send_and_poll(fx, 0, m);
+	m = contribution(fx, 1, 2, 16); /* host 1's name from a broadcast MAC */
+	memset(rte_pktmbuf_mtod(m, uint8_t *) + 6, 0xff, 6);
+	send_and_poll(fx, 1, m);
+	assert_int_equal(port_stats(fx, 0)->drops[SW_D_SOURCE_GUARD], 1);
+	assert_int_equal(port_stats(fx, 1)->drops[SW_D_SOURCE_GUARD], 1);
+	assert_int_equal(fx->rt.sw[0]->st.ina_packets, ina_before);
+
+	uint64_t flooded = fx->rt.sw[0]->st.flooded;
+	send_and_poll(fx, 0, contribution(fx, 0, 0, 16)); /* completes slot 0 */
+	for (unsigned h = 0; h < NHOSTS; h++) {
+		assert_int_equal(received(fx, h, frames, len, 4), 1);
+		struct sw_udp_view v;
+		assert_int_equal(sw_frame_parse_udp(frames[0], len[0], 0, &v), SW_FRAME_OK);
+		assert_int_equal(v.dst_ip, host_ip(h));
+	}
+	assert_int_equal(fx->rt.sw[0]->st.flooded, flooded);
+	assert_int_equal(ina_job_stats(eng, 1)->completions, 1);
+	assert_string_equal(sw_drop_name(SW_D_SOURCE_GUARD), "source_guard");
+}
+
 int main(void)
 {
 	char prefix[64];
@@ -410,6 +549,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_multicast_results, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_checksum_verdict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trunk, setup_trunk, teardown),
+		cmocka_unit_test_setup_teardown(test_vlan_hopping, setup_trunk, teardown),
+		cmocka_unit_test_setup_teardown(test_claims_and_mtu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_source_guard, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	sw_eal_cleanup();

@@ -29,7 +29,7 @@ static void test_fdb_learn_move_age(void **state)
 	mac_of(1, a);
 	mac_of(2, b);
 	mac_of(3, st);
-	sw_fdb_init(&f, 10);
+	sw_fdb_init(&f, 10, 0);
 	assert_int_equal(sw_fdb_lookup(&f, a, 1, 0), -1);
 	sw_fdb_learn(&f, a, 1, 3, 100);
 	assert_int_equal(sw_fdb_lookup(&f, a, 1, 100), 3);
@@ -62,7 +62,7 @@ static void test_fdb_vlans(void **state)
 	uint8_t a[6], st[6];
 	mac_of(1, a);
 	mac_of(3, st);
-	sw_fdb_init(&f, 10);
+	sw_fdb_init(&f, 10, 0);
 	sw_fdb_learn(&f, a, 1, 2, 100);
 	assert_int_equal(sw_fdb_lookup(&f, a, 1, 100), 2);
 	assert_int_equal(sw_fdb_lookup(&f, a, 2, 100), -1);
@@ -88,7 +88,7 @@ static void test_fdb_full_and_chains(void **state)
 	(void)state;
 	static struct sw_fdb f;
 	uint8_t m[6];
-	sw_fdb_init(&f, 5);
+	sw_fdb_init(&f, 5, 0);
 	for (uint32_t i = 0; i < SW_FDB_SIZE - 1; i++) {
 		mac_of(i * 2654435761u, m);
 		sw_fdb_learn(&f, m, 1, (int)(i % 16), i % 2 ? 100 : 50);
@@ -105,12 +105,63 @@ static void test_fdb_full_and_chains(void **state)
 	}
 }
 
+/* A port learns at most port_limit MACs (its frames from more are to be
+ * refused), freed by ageing; a MAC moves at most once a second (counted),
+ * never over a static entry; the counts follow moves and removals. */
+static void test_fdb_port_limit_and_moves(void **state)
+{
+	(void)state;
+	static struct sw_fdb f;
+	uint8_t m[6], st[6];
+	sw_fdb_init(&f, 10, 3);
+	for (uint32_t i = 0; i < 3; i++) {
+		mac_of(i, m);
+		assert_int_equal(sw_fdb_learn(&f, m, 1, 2, 100), SW_FDB_KNOWN);
+	}
+	mac_of(3, m);
+	assert_int_equal(sw_fdb_learn(&f, m, 1, 2, 100), SW_FDB_PORT_FULL);
+	assert_int_equal(sw_fdb_lookup(&f, m, 1, 100), -1);
+	assert_int_equal(sw_fdb_learn(&f, m, 1, 4, 100), SW_FDB_KNOWN); /* another port has room */
+	mac_of(0, m);
+	assert_int_equal(sw_fdb_learn(&f, m, 1, 2, 101), SW_FDB_KNOWN); /* known ones refresh */
+	/* MAC 0 moves to port 4, and in the same second back: refused */
+	assert_int_equal(sw_fdb_learn(&f, m, 1, 4, 102), SW_FDB_MOVED);
+	assert_int_equal(sw_fdb_learn(&f, m, 1, 2, 102), SW_FDB_KEPT);
+	assert_int_equal(sw_fdb_lookup(&f, m, 1, 102), 4);
+	assert_int_equal(f.moves, 1);
+	assert_int_equal(f.moves_damped, 1);
+	assert_int_equal(f.learned[2], 2);
+	assert_int_equal(f.learned[4], 2);
+	/* port 2 has room again for a new MAC, not for a third move-in */
+	mac_of(5, m);
+	assert_int_equal(sw_fdb_learn(&f, m, 1, 2, 103), SW_FDB_KNOWN);
+	mac_of(0, m);
+	assert_int_equal(sw_fdb_learn(&f, m, 1, 2, 104), SW_FDB_PORT_FULL);
+	assert_int_equal(sw_fdb_lookup(&f, m, 1, 104), 4);
+	/* static entries always win and do not count */
+	mac_of(9, st);
+	assert_int_equal(sw_fdb_add_static(&f, st, 1, 7), 0);
+	assert_int_equal(sw_fdb_learn(&f, st, 1, 2, 104), SW_FDB_KEPT);
+	assert_int_equal(sw_fdb_lookup(&f, st, 1, 104), 7);
+	assert_int_equal(f.learned[7], 0);
+	/* ageing frees the places */
+	assert_int_equal(sw_fdb_age(&f, 112), 3); /* MACs 1, 2 on port 2 and 3 on port 4, seen at 100 */
+	assert_int_equal(f.learned[2], 1);
+	assert_int_equal(f.learned[4], 1);
+	mac_of(6, m);
+	assert_int_equal(sw_fdb_learn(&f, m, 1, 2, 112), SW_FDB_KNOWN);
+	sw_fdb_flush_port(&f, 2);
+	assert_int_equal(f.learned[2], 0);
+	assert_int_equal(sw_fdb_lookup(&f, st, 1, 112), 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fdb_learn_move_age),
 		cmocka_unit_test(test_fdb_vlans),
 		cmocka_unit_test(test_fdb_full_and_chains),
+		cmocka_unit_test(test_fdb_port_limit_and_moves),
 	};
 	return cmocka_run_group_tests_name("fdb", tests, NULL, NULL);
 }

@@ -209,6 +209,19 @@ static void test_arp(void **state)
 	assert_int_equal(sw_frame_arp_reply(req, sizeof(req), me, its_ip, rep, sizeof(rep)), 0);
 	a[7] = 2;
 	assert_int_equal(sw_frame_arp_reply(req, sizeof(req), me, my_ip, rep, sizeof(rep)), 0);
+
+	/* claims: the asker's own ARP is fine; one saying "10.0.0.254 is at
+	 * asker", request or reply, is a claim; so is any frame from our MAC */
+	assert_false(sw_frame_claims(req, sizeof(req), me, my_ip));
+	memcpy(a + 14, &my_ip, 4);
+	assert_true(sw_frame_claims(req, sizeof(req), me, my_ip));
+	a[7] = 1;
+	assert_true(sw_frame_claims(req, sizeof(req), me, my_ip));
+	memcpy(a + 8, me, 6); /* our own, looped back: not a claim */
+	assert_false(sw_frame_claims(req, sizeof(req), me, my_ip));
+	assert_false(sw_frame_claims(req, 41, me, my_ip));
+	memcpy(req + 6, me, 6);
+	assert_true(sw_frame_claims(req, sizeof(req), me, my_ip));
 }
 
 int main(void)

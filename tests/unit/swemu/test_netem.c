@@ -121,13 +121,47 @@ static void test_emu_loss(void **state)
 	sw_netem_free(&e);
 }
 
+/* A rate change applies to what is queued: packets held at a crawl leave
+ * at the new rate, not at the release times the crawl gave them. */
+static void test_emu_rate_change_retimes_queue(void **state)
+{
+	(void)state;
+	struct sw_netem e;
+	struct netem_cfg slow = { .rate_bps = 1000000, .buffer_bytes = 1 << 20, .delay_us = 10 };
+	void *out[8];
+	assert_int_equal(sw_netem_init(&e, &slow, 16, 1), 0);
+	/* 3 x 1250 B at 1 Mbit/s: 10 ms each, the last leaves at 30 ms */
+	for (uintptr_t i = 1; i <= 3; i++)
+		assert_int_equal(sw_netem_enqueue(&e, (void *)i, 1250, 0), SW_NETEM_QUEUED);
+	assert_int_equal(sw_netem_next_ns(&e), 10000000 + 10000);
+	/* at 5 ms the rate becomes 1 Gbit/s (10 us each) and the delay 20 us:
+	 * the first is still serialising, so all three leave from 5 ms on */
+	struct netem_cfg fast = { .rate_bps = 1000000000, .buffer_bytes = 1 << 20, .delay_us = 20 };
+	sw_netem_set(&e, &fast, 5000000);
+	assert_int_equal(sw_netem_next_ns(&e), 5000000 + 10000 + 20000);
+	assert_int_equal(sw_netem_dequeue(&e, 5000000 + 30000 + 20000 - 1, out, 8), 2);
+	assert_int_equal(sw_netem_dequeue(&e, 5000000 + 30000 + 20000, out, 8), 1);
+	assert_ptr_equal(out[0], (void *)3);
+	/* the next packet follows at the new rate, not behind the old schedule */
+	assert_int_equal(sw_netem_enqueue(&e, (void *)4, 1250, 6000000), SW_NETEM_QUEUED);
+	assert_int_equal(sw_netem_next_ns(&e), 6000000 + 10000 + 20000);
+	/* switching emulation off releases what is held at once, in order */
+	assert_int_equal(sw_netem_enqueue(&e, (void *)5, 1250, 6000000), SW_NETEM_QUEUED);
+	struct netem_cfg off = { 0 };
+	sw_netem_set(&e, &off, 6000001);
+	assert_int_equal(sw_netem_dequeue(&e, 6000001, out, 8), 2);
+	assert_ptr_equal(out[0], (void *)4);
+	assert_ptr_equal(out[1], (void *)5);
+	assert_false(sw_netem_active(&e));
+	sw_netem_free(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_emu_rate_and_buffer),
-		cmocka_unit_test(test_emu_rate_exact),
-		cmocka_unit_test(test_emu_jitter_order_inflight),
-		cmocka_unit_test(test_emu_loss),
+		cmocka_unit_test(test_emu_rate_and_buffer),	      cmocka_unit_test(test_emu_rate_exact),
+		cmocka_unit_test(test_emu_jitter_order_inflight),     cmocka_unit_test(test_emu_loss),
+		cmocka_unit_test(test_emu_rate_change_retimes_queue),
 	};
 	return cmocka_run_group_tests_name("netem", tests, NULL, NULL);
 }
