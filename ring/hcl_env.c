@@ -48,6 +48,28 @@ static int int_setting(long long cfg, const char *cfg_name, const char *name, lo
 	return 0;
 }
 
+/* The job's shared secret for the rendezvous: a file (HCL_JOB_TOKEN_FILE,
+ * mode 0600) or the variable itself (HCL_JOB_TOKEN); at least 16 bytes,
+ * so that strangers cannot guess it. */
+static int job_token(struct hcl_env *e, char *err, size_t errlen)
+{
+	const char *file = env("HCL_JOB_TOKEN_FILE"), *tok = env("HCL_JOB_TOKEN");
+	char why[300];
+	if (file && tok)
+		return bad(err, errlen, "HCL_JOB_TOKEN and HCL_JOB_TOKEN_FILE: set one of them");
+	if (file && ctl_key_load(file, &e->job_token, why, sizeof(why)) < 0)
+		return bad(err, errlen, "HCL_JOB_TOKEN_FILE: %s", why);
+	if (tok) {
+		size_t n = strlen(tok);
+		if (n < CTL_AUTH_KEY_MIN || n > CTL_AUTH_KEY_MAX)
+			return bad(err, errlen, "HCL_JOB_TOKEN: %zu characters; want %d to %d", n, CTL_AUTH_KEY_MIN,
+				   CTL_AUTH_KEY_MAX);
+		memcpy(e->job_token.k, tok, n);
+		e->job_token.len = n;
+	}
+	return 0;
+}
+
 /* A pacing parameter: unset gives 0 (the pacing layer's default). */
 static int pace_param(const char *name, double lo, double hi, double *v, char *err, size_t errlen)
 {
@@ -160,7 +182,7 @@ static int placement(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err,
 	char why[300];
 	if (key && ctl_key_load(key, &e->ina_key, why, sizeof(why)) < 0)
 		return bad(err, errlen, "HCL_INA_KEY_FILE: %s", why);
-	return 0;
+	return job_token(e, err, errlen);
 }
 
 /* The float job's wire format of ps, ps-ina and agent-ring. */

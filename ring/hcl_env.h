@@ -30,6 +30,7 @@ struct hcl_env {
 	int64_t timeout_ns;	    /* deadline of each call, rendezvous included */
 	struct ina_addr ina_switch; /* this rank's INA ToR; ip 0: none (HCL_INA_SWITCH, "ip[:port]") */
 	struct ctl_key ina_key;	    /* signs its commands (HCL_INA_KEY_FILE; len 0: unsigned) */
+	struct ctl_key job_token;   /* signs the rendezvous hellos (HCL_JOB_TOKEN[_FILE]; len 0: none) */
 	uint16_t ina_port;	    /* this rank's INA socket (HCL_INA_PORT) */
 	uint16_t ina_job;	    /* the first switch job id (HCL_INA_JOB; 0: the master picks) */
 	uint32_t ina_slots;	    /* slots in flight per job (HCL_INA_SLOTS) */

@@ -10,10 +10,14 @@
  * "Sharing a switch").  <job base> the first switch job id its
  * algorithms use (HCL_INA_JOB, or the master's random pick).
  * <tor> is the rank's INA switch "ip:port", or "-"; <extra> the
- * algorithm's own field (ring channels' ports), or "-". */
+ * algorithm's own field (ring channels' ports), or "-".  With a job token
+ * (HCL_JOB_TOKEN or HCL_JOB_TOKEN_FILE) a hello is signed with it: an
+ * AUTH1 line (nic/ctl_auth.h) in front, checked by the master, so that
+ * only the job's own ranks can claim a rank. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "ctl_auth.h"
 #include "hcl_algo.h"
 #include "hcl_comm_int.h"
 #include "parse.h"
@@ -184,6 +189,161 @@ static int pick_owner_and_jobs(struct hcl_comm *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* The master reads hellos from many connections at once, each with its own
+ * time to say it: one idle connection (a port scan, a stuck client) must
+ * not hold up every rank, and a bad hello is refused and logged, not fatal
+ * (anyone who can reach the port can send one).  A rank connects before it
+ * opens its sockets and asks its switch for a MAC, which on a busy host
+ * took over 2 s: the time is generous, as only MAX_PENDING wait at once. */
+#define HELLO_NS    30000000000
+#define MAX_PENDING 64
+#define HELLO_MAX   (CTL_AUTH_LINE_MAX + 256)
+
+struct pending {
+	int fd;
+	int64_t until;
+	size_t len;
+	char buf[HELLO_MAX];
+	char from[32];
+};
+
+struct gather {
+	struct hcl_comm *c;
+	int *fds, got;
+	struct pending p[MAX_PENDING];
+	int np;
+	struct ctl_auth_seen seen; /* signed hellos taken (HCL_JOB_TOKEN) */
+	unsigned nrefused;
+	char refused[200]; /* the last refusal, for the error if ranks are missing */
+};
+
+static void drop_pending(struct gather *g, int i)
+{
+	close(g->p[i].fd);
+	g->p[i] = g->p[--g->np];
+}
+
+static void refuse(struct gather *g, int i, const char *answer, const char *why)
+{
+	char m[240];
+	snprintf(m, sizeof(m), "ERR %s\n", answer);
+	ssize_t w = write(g->p[i].fd, m, strlen(m)); /* best effort: it may be gone */
+	(void)w;
+	snprintf(g->refused, sizeof(g->refused), "%s: %s", g->p[i].from, why);
+	fprintf(stderr, "hcl: rendezvous: refused a hello from %s\n", g->refused);
+	g->nrefused++;
+	drop_pending(g, i);
+}
+
+static void take_connection(struct gather *g, int ls)
+{
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	int fd = accept4(ls, (struct sockaddr *)&from, &fl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	if (g->np == MAX_PENDING) { /* a flood of silent connections: the oldest goes */
+		refuse(g, 0, "too many connections", "too many connections waiting to say hello");
+	}
+	struct pending *p = &g->p[g->np++];
+	p->fd = fd;
+	p->len = 0;
+	p->until = clock_now_ns() + HELLO_NS;
+	addr_s(&from, p->from, sizeof(p->from));
+}
+
+/* A complete hello (its AUTH1 line first when the job has a token):
+ * the rank, or refused. */
+static void on_hello(struct gather *g, int i)
+{
+	struct hcl_comm *c = g->c;
+	struct pending *p = &g->p[i];
+	const char *text = p->buf, *why = NULL;
+	size_t len = p->len;
+	if (c->env.job_token.len) {
+		enum ctl_auth_verdict v = ctl_auth_check(&c->env.job_token, &g->seen, ctl_auth_now_ms(), p->buf, p->len,
+							 &text, &len);
+		if (v != CTL_AUTH_OK) {
+			refuse(g, i, "job token", ctl_auth_verdict_name(v));
+			return;
+		}
+	}
+	char line[HELLO_MAX];
+	snprintf(line, sizeof(line), "%.*s", (int)len, text);
+	int r = hello_rank(c, line, g->fds, &why);
+	if (r < 0) {
+		char answer[160];
+		snprintf(answer, sizeof(answer), "rank %d: %s", atoi(line + 5), why);
+		refuse(g, i, answer, answer);
+		return;
+	}
+	int fl = fcntl(p->fd, F_GETFL);
+	fcntl(p->fd, F_SETFL, fl & ~O_NONBLOCK); /* the table goes out with plain writes */
+	g->fds[r] = p->fd;
+	g->got++;
+	g->p[i] = g->p[--g->np]; /* its fd is the rank's now */
+}
+
+static void on_readable(struct gather *g, int i)
+{
+	struct pending *p = &g->p[i];
+	ssize_t r = read(p->fd, p->buf + p->len, sizeof(p->buf) - 1 - p->len);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) { /* closed before a hello: nothing to answer */
+		drop_pending(g, i);
+		return;
+	}
+	p->len += (size_t)r;
+	p->buf[p->len] = 0;
+	unsigned lines = 0, want = g->c->env.job_token.len ? 2 : 1;
+	for (size_t k = 0; k < p->len; k++)
+		lines += p->buf[k] == '\n';
+	/* with a token: a first line that is not its AUTH1 line is refused at once */
+	if (lines >= want || (lines && want == 2 && strncmp(p->buf, "AUTH1 ", 6)))
+		on_hello(g, i);
+	else if (p->len + 1 >= sizeof(p->buf))
+		refuse(g, i, "hello too long", "hello too long");
+}
+
+/* Gathers the hellos until every rank has one or the deadline passes. */
+static int gather_hellos(struct gather *g, int ls, int64_t deadline, char *err, size_t errlen)
+{
+	const int world = g->c->world;
+	while (g->got < world - 1) {
+		int64_t now = clock_now_ns(), wake = deadline;
+		if (now >= deadline) {
+			char missing[128];
+			missing_ranks(g->fds, world, missing, sizeof(missing));
+			return hcl_fail(-ETIMEDOUT, err, errlen,
+					"rendezvous: %d of %d ranks did not arrive in time (missing: %s)%s%s%s",
+					world - 1 - g->got, world - 1, missing, g->nrefused ? "; refused " : "",
+					g->nrefused ? g->refused : "", g->nrefused > 1 ? " and others" : "");
+		}
+		struct pollfd pf[MAX_PENDING + 1] = { { .fd = ls, .events = POLLIN } };
+		for (int i = 0; i < g->np; i++) {
+			pf[i + 1] = (struct pollfd){ .fd = g->p[i].fd, .events = POLLIN };
+			if (g->p[i].until < wake)
+				wake = g->p[i].until;
+		}
+		int n = g->np;
+		int r = poll(pf, (nfds_t)n + 1, (int)((wake - now + 999999) / 1000000));
+		if (r < 0 && errno != EINTR)
+			return hcl_fail(-errno, err, errlen, "rendezvous: poll: %s", strerror(errno));
+		now = clock_now_ns();
+		/* from the back: handling one moves the last into its place */
+		for (int i = n - 1; i >= 0; i--) {
+			if (r > 0 && pf[i + 1].revents)
+				on_readable(g, i);
+			else if (g->p[i].until <= now)
+				refuse(g, i, "no hello in time", "connected but said nothing for 30 s");
+		}
+		if (r > 0 && (pf[0].revents & POLLIN))
+			take_connection(g, ls);
+	}
+	return 0;
+}
+
 /* Rank 0: collect everybody's hello, hand out the table. */
 static int master(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen)
 {
@@ -199,48 +359,22 @@ static int master(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen
 		return hcl_fail(-e, err, errlen, "rendezvous: cannot listen on %s: %s", addr_s(at, a, sizeof(a)),
 				strerror(e));
 	}
-	int *fds = calloc((size_t)c->world, sizeof(int)), rc = 0, got = 0;
-	if (!fds) {
+	struct gather *g = calloc(1, sizeof(*g));
+	int *fds = calloc((size_t)c->world, sizeof(int)), rc = 0;
+	if (!fds || !g) {
+		free(fds);
+		free(g);
 		close(ls);
 		return hcl_fail(-ENOMEM, err, errlen, "out of memory");
 	}
-	if ((rc = pick_owner_and_jobs(c, err, errlen)) < 0) {
-		free(fds);
-		close(ls);
-		return rc;
-	}
 	for (int i = 0; i < c->world; i++)
 		fds[i] = -1;
-	while (got < c->world - 1 && rc == 0) {
-		if (wait_fd(ls, POLLIN, deadline) <= 0) {
-			char missing[128];
-			missing_ranks(fds, c->world, missing, sizeof(missing));
-			rc = hcl_fail(-ETIMEDOUT, err, errlen,
-				      "rendezvous: %d of %d ranks did not arrive in time (missing: %s)",
-				      c->world - 1 - got, c->world - 1, missing);
-			break;
-		}
-		int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		char line[240], m[240];
-		const char *why = NULL;
-		int r = read_line(fd, line, sizeof(line), deadline) > 0 ? hello_rank(c, line, fds, &why) : -1;
-		if (r > 0) {
-			fds[r] = fd;
-			got++;
-			continue;
-		}
-		snprintf(m, sizeof(m), "ERR %s\n", why ? why : "no hello");
-		if (why && strcmp(why, "malformed hello")) { /* one of ours, wrong: the run cannot go on */
-			int claimed = atoi(line + 5);
-			snprintf(m, sizeof(m), "ERR rank %d: %s\n", claimed, why);
-			rc = hcl_fail(-EPROTO, err, errlen, "rendezvous: a rank announced itself as %d: %s", claimed,
-				      why);
-		}
-		write_all(fd, m);
-		close(fd);
-	}
+	g->c = c;
+	g->fds = fds;
+	if ((rc = pick_owner_and_jobs(c, err, errlen)) == 0)
+		rc = gather_hellos(g, ls, deadline, err, errlen);
+	while (g->np)
+		drop_pending(g, g->np - 1);
 	char *table = rc == 0 ? table_text(c) : NULL;
 	if (rc == 0 && !table)
 		rc = hcl_fail(-ENOMEM, err, errlen, "out of memory");
@@ -253,6 +387,7 @@ static int master(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen
 		if (fds[i] >= 0)
 			close(fds[i]);
 	free(fds);
+	free(g);
 	close(ls);
 	return rc;
 }
@@ -294,7 +429,15 @@ static int client(struct hcl_comm *c, int fd, int64_t deadline, char *err, size_
 	addr_s(&c->env.master, a, sizeof(a));
 	rank_text(c, c->rank, tail, sizeof(tail));
 	snprintf(line, sizeof(line), "HCL1 %d %d %s\n", c->rank, c->world, tail);
-	if (write_all(fd, line) < 0 || read_line(fd, line, sizeof(line), deadline) <= 0)
+	char hello[HELLO_MAX];
+	const char *out = line;
+	if (c->env.job_token.len) { /* the master takes only hellos signed with the job's token */
+		if (ctl_auth_sign(&c->env.job_token, ctl_auth_now_ms(), ctl_auth_nonce(), line, hello, sizeof(hello)) <
+		    0)
+			return hcl_fail(-E2BIG, err, errlen, "rendezvous: hello too long to sign");
+		out = hello;
+	}
+	if (write_all(fd, out) < 0 || read_line(fd, line, sizeof(line), deadline) <= 0)
 		return hcl_fail(-ETIMEDOUT, err, errlen, "rendezvous: no table from master %s in time", a);
 	unsigned long long owner;
 	unsigned base;

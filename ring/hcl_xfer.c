@@ -57,6 +57,8 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct dgram_trans
 											       : x->cfg.window,
 						 .ssthresh = x->cfg.window };
 	memcpy(x->peers, cfg->peers, cfg->nranks * sizeof(*x->peers));
+	for (unsigned i = 0; i < cfg->nranks; i++)
+		x->heard[i] = cfg->peers_ready;
 	x->rx_bufs = cfg->coalesced ? RX_RUN_BUFS : BATCH;
 	x->rx_buf_len = cfg->coalesced ? DGRAM_MAX_RUN : PKT_MAX;
 	for (unsigned i = 0; i < x->rx_bufs; i++)

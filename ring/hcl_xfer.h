@@ -53,6 +53,10 @@ struct hcl_xfer_cfg {
 	/* The transport was opened to coalesce received runs (dgram_udp_opts.gro):
 	 * receive buffers then hold DGRAM_MAX_RUN bytes each. */
 	bool coalesced;
+	/* Every peer's socket is open already (a rendezvous has run): a port
+	 * its host calls unreachable means that rank is gone.  Without it, a
+	 * rank is gone only once it was heard from (ranks start in any order). */
+	bool peers_ready;
 };
 
 struct hcl_xfer_stats {

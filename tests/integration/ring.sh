@@ -58,10 +58,12 @@ for i in 0 1 2 3; do
 		> $LOGDIR/ring-$i.log 2>&1 &
 	pids+=($!)
 done
-# mid-run = rank 2 has spoken to its neighbours (a rank that dies before
-# that is, to them, one that has not started yet: theirs is the deadline)
+# mid-run = rank 2 has spoken to both neighbours (these ranks meet without
+# a rendezvous: one that dies before it spoke is, to them, one that has not
+# started yet, and theirs is the deadline); past the first call's 2700
+# packets it has
 for _ in $(seq 200); do
-	(($(stats_get 'd["switches"]["tor0"]["ports"]["h2"]["rx_packets"]') > 100)) && break
+	(($(stats_get 'd["switches"]["tor0"]["ports"]["h2"]["rx_packets"]') > 4000)) && break
 	sleep 0.05
 done
 kill_rank_expect $LOGDIR/ring 4 "rank [0-9]+ \(10\.82\.0\.[0-9]+:5555\) (did not|is gone)"

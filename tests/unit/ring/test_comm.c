@@ -14,11 +14,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hcl.h"
 #include "ina_bfp.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static int free_port(void)
 {
@@ -570,6 +579,84 @@ static void test_world_mismatch(void **state)
 	run_refused(rks, "world size differs", "refused: ERR rank 2: world size differs");
 }
 
+/* A stranger at the master's port: connects (retrying until it listens),
+ * sends text unless it is NULL, and returns the connection. */
+static int stranger(int port, const char *text)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				 .sin_port = htons((uint16_t)port) };
+	for (int tries = 0; tries < 500; tries++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+			if (text)
+				assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+			return fd;
+		}
+		close(fd);
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL); /* the master is starting */
+	}
+	fail_msg("the master never listened on %d", port);
+	return -1;
+}
+
+/* The master's answer to a stranger's hello. */
+static void answer_to(int port, const char *hello, char *ans, size_t n)
+{
+	int fd = stranger(port, hello);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	assert_int_equal(poll(&p, 1, 5000), 1);
+	ssize_t r = read(fd, ans, n - 1);
+	ans[r > 0 ? r : 0] = 0;
+	close(fd);
+}
+
+/* Strangers at the rendezvous: a connection that says nothing, junk, a
+ * rank out of range, and — with a job token — a well-formed claim of
+ * rank 1 that is not signed with it.  Each is refused (an ERR answer),
+ * none holds up or aborts the rendezvous: the job's four ranks, started
+ * after the strangers, come together in a fraction of the 8 s deadline.
+ * (The master used to read one connection at a time under the global
+ * deadline, and a bad hello ended the rendezvous.) */
+static void test_rendezvous_strangers(void **state)
+{
+	(void)state;
+	for (int token = 0; token < 2; token++) {
+		if (token)
+			setenv("HCL_JOB_TOKEN", "job-token-0123456789", 1);
+		struct rk rks[4] = { 0 };
+		int port = free_port();
+		pthread_t th[4];
+		for (int i = 0; i < 4; i++)
+			rks[i] = (struct rk){ .rank = i, .world = 4, .port = port, .timeout_ms = 8000 };
+		pthread_create(&th[0], NULL, rank_main, &rks[0]);
+		int idle = stranger(port, NULL);
+		char ans[256];
+		answer_to(port, "garbage\n", ans, sizeof(ans));
+		assert_memory_equal(ans, "ERR ", 4);
+		answer_to(port, "HCL1 9 4 junk\n", ans, sizeof(ans));
+		assert_memory_equal(ans, "ERR ", 4);
+		if (token) {
+			answer_to(port, "HCL1 1 4 127.0.0.1 5555 0 0 00:00:00:00:00:00 - -\n", ans, sizeof(ans));
+			if (!strstr(ans, "ERR job token"))
+				fail_msg("an unsigned claim of rank 1: '%s'", ans);
+		}
+		double t0 = now_s();
+		for (int i = 1; i < 4; i++)
+			pthread_create(&th[i], NULL, rank_main, &rks[i]);
+		for (int i = 0; i < 4; i++)
+			pthread_join(th[i], NULL);
+		double el = now_s() - t0;
+		close(idle);
+		unsetenv("HCL_JOB_TOKEN");
+		for (int i = 0; i < 4; i++)
+			if (rks[i].rc)
+				fail_msg("token %d rank %d: %s", token, i, rks[i].err);
+		printf("# rendezvous beside strangers (token %d): %.2f s\n", token, el);
+		assert_true(el < 4);
+	}
+}
+
 static void test_errors(void **state)
 {
 	(void)state;
@@ -636,7 +723,7 @@ int main(void)
 		cmocka_unit_test(test_ps_bf16_wire), cmocka_unit_test(test_ps_shards),
 		cmocka_unit_test(test_hier),	     cmocka_unit_test(test_hostfile),
 		cmocka_unit_test(test_ps_bfp),	     cmocka_unit_test(test_world_mismatch),
-		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_errors),	     cmocka_unit_test(test_rendezvous_strangers),
 	};
 	return cmocka_run_group_tests_name("comm", tests, NULL, NULL);
 }
