@@ -535,17 +535,20 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 	 * it; while its contribution there is still pending, refuse this one
 	 * (clearing its bit there would let it be counted twice) — unless that
 	 * round belongs to a call the members have left. */
+	bool abandoned = false; /* given up once this slice is taken: a refusal changes nothing */
 	if (bit_test(x->other, c) && unfinished(x->other)) {
 		if (!newer_epoch(&x->pkt->hdr, x->other))
 			return INA_R_SLOT_BUSY;
-		reclaim(x, x->other);
+		abandoned = true;
 	}
-	if (s->state != SLOT_EMPTY && cmp != 0 && may_reclaim(x, s, cmp)) {
-		reclaim(x, s);
-	}
+	bool take_over = s->state != SLOT_EMPTY && cmp != 0 && may_reclaim(x, s, cmp);
 
-	switch (s->state) {
-	case SLOT_EMPTY: start_round(x); break;
+	switch (take_over ? SLOT_EMPTY : s->state) {
+	case SLOT_EMPTY:
+		if (take_over)
+			reclaim(x, s);
+		start_round(x);
+		break;
 	case SLOT_PARTIAL:
 		if (cmp < 0)
 			return INA_R_STALE;
@@ -565,6 +568,8 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 				return INA_R_STALE;
 			if (x->pkt->hdr.count != s->nelem)
 				return INA_R_COUNT_MISMATCH;
+			if (abandoned)
+				reclaim(x, x->other);
 			answer_retransmission(x, c);
 			return INA_OK;
 		}
@@ -575,6 +580,8 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 		start_round(x);
 		break;
 	}
+	if (abandoned)
+		reclaim(x, x->other);
 	bit_clear(x->other, c);
 	add_contribution(x, c);
 	s->touched_ms = x->eng->now_ms;

@@ -87,6 +87,11 @@ struct sw_port {
 	uint8_t last_src[6];
 	uint16_t last_src_vlan; /* a trunk host has one MAC in several VLANs */
 	uint32_t last_src_s;
+	/* the member whose INA this port carried last, bound here this second
+	 * (its neighbour entry need not be looked up again) */
+	uint32_t last_ina_ip, last_ina_s;
+	uint16_t last_ina_vlan;
+	uint8_t last_ina_mac[6];
 	struct sw_port_stats st;
 };
 

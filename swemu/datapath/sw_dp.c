@@ -365,8 +365,11 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 		drop(in, SW_D_INA_OFF, m);
 		return;
 	}
-	/* a member's address spoken from elsewhere than it is bound to */
-	if (!sw_neigh_allows(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s)) {
+	/* a member's address spoken from elsewhere than it is bound to; the
+	 * port's last member, bound here this second, needs no look-up */
+	const bool bound = in->last_ina_ip == v.src_ip && in->last_ina_s == sw->now_s && in->last_ina_vlan == vlan &&
+			   memcmp(in->last_ina_mac, v.src_mac, 6) == 0;
+	if (!bound && !sw_neigh_allows(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s)) {
 		drop(in, SW_D_SOURCE_GUARD, m);
 		return;
 	}
@@ -374,8 +377,13 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	sw->st.ina_packets++;
 	/* the engine counts its own drops; emits point into slot memory.  Only
 	 * a member's accepted packet binds its address. */
-	if (ina_engine_rx(sw->eng, v.payload, v.payload_len, &src, sw->emits) == INA_OK)
-		sw_neigh_learn(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s);
+	if (ina_engine_rx(sw->eng, v.payload, v.payload_len, &src, sw->emits) == INA_OK && !bound &&
+	    sw_neigh_learn(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s)) {
+		in->last_ina_ip = v.src_ip;
+		in->last_ina_s = sw->now_s;
+		in->last_ina_vlan = vlan;
+		memcpy(in->last_ina_mac, v.src_mac, 6);
+	}
 	spend(sw, m);
 	send_emits(rt, sw, in, vlan, v.dst_port);
 }

@@ -52,6 +52,8 @@ lost=$(stats_get 'sum(p["drops"]["emulated_loss"] for p in d["switches"]["tor0"]
 # the 5 s call deadline (its port closed, the ranks waiting on it hear so
 # from its host, and each rank that gives up closes its own in turn).
 # ip netns exec execs the rank, so $! is the rank itself.
+h2_rx() { stats_get 'd["switches"]["tor0"]["ports"]["h2"]["rx_packets"]'; }
+before=$(h2_rx)
 pids=()
 for i in 0 1 2 3; do
 	ip netns exec "$TOPO_NAME-h$i" "$exe" --rank $i --peers $peers --count 4000000 --calls 50 --deadline-s 5 \
@@ -61,11 +63,13 @@ done
 # mid-run = rank 2 has spoken to both neighbours (these ranks meet without
 # a rendezvous: one that dies before it spoke is, to them, one that has not
 # started yet, and theirs is the deadline); past the first call's 2700
-# packets it has
-for _ in $(seq 200); do
-	(($(stats_get 'd["switches"]["tor0"]["ports"]["h2"]["rx_packets"]') > 4000)) && break
-	sleep 0.05
+# packets of this run it has
+spoke=""
+for _ in $(seq 600); do
+	(($(h2_rx) - before > 4000)) && spoke=1 && break
+	sleep 0.05 # polls the counter: no fixed wait
 done
+[ -n "$spoke" ] || fail "rank 2 did not get through its first call: $(tail -n 2 $LOGDIR/ring-*.log)"
 kill_rank_expect $LOGDIR/ring 4 "rank [0-9]+ \(10\.82\.0\.[0-9]+:5555\) (did not|is gone)"
 "$top/testbed/topo.sh" down itring
 

@@ -629,6 +629,19 @@ static void test_slot_reclaim(void **state)
 		want[k] = 1203;
 	struct ina_hdr h4 = tl_hdr(INA_T_DATA, INA_D_INT32, 12, 0, 1, 4, 0, 4);
 	tl_assert_results(&tl_out, &c, &h4, want, 0);
+
+	/* a refused slice changes nothing, not even a round its sender left:
+	 * member 0 is in slot 0 set 1 at epoch 5 when its epoch-6 slice meets
+	 * set 0 holding a newer slice of epoch 6 (stale), then goes in */
+	ina_engine_set_time(e, 11000 * ms);
+	assert_int_equal(send_from(e, &c, first2, 1, INA_SLOT_SET_BIT, 5, 500), INA_OK);
+	struct ina_hdr newer = tl_hdr(INA_T_DATA, INA_D_INT32, 12, 1, 0, 6, 1, 4);
+	uint32_t v1[4] = { 1, 1, 1, 1 };
+	assert_int_equal(tl_send(e, &c.contributors[1], &newer, v1), INA_OK);
+	uint64_t reclaimed = ina_job_stats(e, 12)->reclaimed;
+	assert_int_equal(send_from(e, &c, first2, 1, 0, 6, 600), INA_R_STALE);
+	assert_int_equal(ina_job_stats(e, 12)->reclaimed, reclaimed);
+	assert_int_equal(ina_job_slots_busy(e, 12), 2); /* set 1's epoch 5 and set 0's epoch 6 */
 	ina_engine_destroy(e);
 }
 

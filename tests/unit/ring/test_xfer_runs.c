@@ -169,7 +169,11 @@ static void test_run_boundaries(void **state)
 			assert_true(s[0].st.data_runs < dg);
 			assert_true(s[1].st.rx_runs > 0);
 		}
-		assert_int_equal(s[0].st.data_resent, 0);
+		/* a timer that expires on a thread not scheduled in time (two
+		 * cores, sanitizer speed, other tests beside) resends nothing
+		 * lost: a timing assertion, not made there */
+		if (!getenv("SWEMU_SANITIZED"))
+			assert_int_equal(s[0].st.data_resent, 0);
 	}
 }
 
