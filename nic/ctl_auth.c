@@ -112,6 +112,19 @@ const char *ctl_auth_verdict_name(enum ctl_auth_verdict v)
 	return (unsigned)v < sizeof(names) / sizeof(names[0]) ? names[v] : "?";
 }
 
+bool ctl_auth_signed(const char *msg, size_t len) { return len >= 6 && memcmp(msg, "AUTH1 ", 6) == 0; }
+
+void ctl_auth_body(const char *msg, size_t len, const char **text, size_t *textlen)
+{
+	size_t skip = 0;
+	if (ctl_auth_signed(msg, len)) {
+		const char *nl = memchr(msg, '\n', len);
+		skip = nl ? (size_t)(nl - msg) + 1 : len;
+	}
+	*text = msg + skip;
+	*textlen = len - skip;
+}
+
 static int hex_digit(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
 
 /* "AUTH1 TS NONCE MAC\n": its fields, and where the command starts. */
@@ -145,7 +158,7 @@ enum ctl_auth_verdict ctl_auth_check(const struct ctl_key *key, struct ctl_auth_
 	uint64_t ts, nonce;
 	uint8_t mac[MAC_LEN], want[MAC_LEN];
 	size_t body;
-	if (len < 6 || memcmp(msg, "AUTH1 ", 6) != 0)
+	if (!ctl_auth_signed(msg, len))
 		return CTL_AUTH_MISSING;
 	if (parse_line(msg, len, &ts, &nonce, mac, &body) < 0 ||
 	    mac_of(key, ts, nonce, msg + body, len - body, want) < 0 || CRYPTO_memcmp(mac, want, MAC_LEN) != 0)

@@ -12,6 +12,7 @@
 #ifndef CTL_AUTH_H
 #define CTL_AUTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +60,13 @@ enum ctl_auth_verdict {
 	CTL_AUTH_REPLAYED, /* this signature was taken already */
 };
 const char *ctl_auth_verdict_name(enum ctl_auth_verdict v);
+
+/* Whether msg[0..len) begins with an AUTH1 line (signed or not, rightly). */
+bool ctl_auth_signed(const char *msg, size_t len);
+/* The command after msg's AUTH1 line, unchecked (a switch without a key
+ * takes a signing client's commands as unsigned); msg itself if it has
+ * none. */
+void ctl_auth_body(const char *msg, size_t len, const char **text, size_t *textlen);
 
 /* Checks the datagram msg[0..len) against key at now_ms; on CTL_AUTH_OK
  * remembers its signature and points *text, *textlen at the command. */

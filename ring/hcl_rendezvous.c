@@ -300,7 +300,7 @@ static void on_readable(struct gather *g, int i)
 	for (size_t k = 0; k < p->len; k++)
 		lines += p->buf[k] == '\n';
 	/* with a token: a first line that is not its AUTH1 line is refused at once */
-	if (lines >= want || (lines && want == 2 && strncmp(p->buf, "AUTH1 ", 6)))
+	if (lines >= want || (lines && want == 2 && !ctl_auth_signed(p->buf, p->len)))
 		on_hello(g, i);
 	else if (p->len + 1 >= sizeof(p->buf))
 		refuse(g, i, "hello too long", "hello too long");

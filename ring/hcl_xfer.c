@@ -52,13 +52,13 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct dgram_trans
 	x->heard = calloc(cfg->nranks, sizeof(*x->heard));
 	if (!x->peers || !x->cc || !x->refused || !x->heard)
 		goto nomem;
-	for (unsigned i = 0; i < cfg->nranks; i++)
+	for (unsigned i = 0; i < cfg->nranks; i++) {
 		x->cc[i] = (struct hcl_xfer_cc){ .cwnd = HCL_XFER_INITIAL_CWND < x->cfg.window ? HCL_XFER_INITIAL_CWND
 											       : x->cfg.window,
 						 .ssthresh = x->cfg.window };
-	memcpy(x->peers, cfg->peers, cfg->nranks * sizeof(*x->peers));
-	for (unsigned i = 0; i < cfg->nranks; i++)
 		x->heard[i] = cfg->peers_ready;
+	}
+	memcpy(x->peers, cfg->peers, cfg->nranks * sizeof(*x->peers));
 	x->rx_bufs = cfg->coalesced ? RX_RUN_BUFS : BATCH;
 	x->rx_buf_len = cfg->coalesced ? DGRAM_MAX_RUN : PKT_MAX;
 	for (unsigned i = 0; i < x->rx_bufs; i++)
@@ -394,7 +394,7 @@ int hcl_xfer_exchange_op(struct hcl_xfer *x, uint32_t tag, int to, const void *s
 	x->ping_at = clock_now_ns() + PING_NS;
 	if (from >= 0)
 		adopt_stage(x, tag, from, rbuf, rlen);
-	if (rc == 0 && r->active && x->refused[from].valid && x->refused[from].tag == tag) {
+	if (r->active && x->refused[from].valid && x->refused[from].tag == tag) {
 		x->refused[from].valid = false;
 		xfer_send_flow(x, from, T_READY, tag);
 	}

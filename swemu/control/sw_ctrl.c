@@ -127,18 +127,13 @@ void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uin
 		in->st.drops[SW_D_CTRL_RATE]++;
 		return;
 	}
-	const char *text = (const char *)v->payload;
-	size_t len = v->payload_len;
-	if (!sw->cfg->ctrl_key.len && len > 6 && memcmp(text, "AUTH1 ", 6) == 0) {
-		/* no key to check it against: the command after the line, as
-		 * if unsigned (a signing client, a switch configured without) */
-		const char *nl = memchr(text, '\n', len);
-		size_t skip = nl ? (size_t)(nl - text) + 1 : len;
-		text += skip;
-		len -= skip;
-	} else if (sw->cfg->ctrl_key.len) {
-		enum ctl_auth_verdict a = ctl_auth_check(&sw->cfg->ctrl_key, &sw->ctrl_seen, ctl_auth_now_ms(), text,
-							 len, &text, &len);
+	const char *text;
+	size_t len;
+	if (!sw->cfg->ctrl_key.len) { /* no key to check a signature against */
+		ctl_auth_body((const char *)v->payload, v->payload_len, &text, &len);
+	} else {
+		enum ctl_auth_verdict a = ctl_auth_check(&sw->cfg->ctrl_key, &sw->ctrl_seen, ctl_auth_now_ms(),
+							 (const char *)v->payload, v->payload_len, &text, &len);
 		if (a != CTL_AUTH_OK) {
 			in->st.drops[SW_D_CTRL_AUTH]++;
 			snprintf(msg, sizeof(msg), "error: ctrl: not authenticated: %s\n", ctl_auth_verdict_name(a));

@@ -121,22 +121,27 @@ static void deliver(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
 	p->st.tx_bytes += len; /* m may be the peer's already */
 }
 
-/* The 802.1Q tag of a frame leaving a trunk port.  A frame others still
- * read (flooded, a shared payload's owner) is copied first; a private one
- * gets the tag in its headroom. NULL when out of mbufs (counted). */
+/* m, or a copy of it (m's reference released) when others still read it
+ * (flooded, a shared payload's owner) or its headroom is under `room`: a
+ * frame whose tag changes in place.  NULL when out of mbufs (counted at p). */
+static struct rte_mbuf *writable(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint16_t room)
+{
+	if (rte_mbuf_refcnt_read(m) == 1 && RTE_MBUF_DIRECT(m) && rte_pktmbuf_headroom(m) >= room)
+		return m;
+	struct rte_mbuf *c = rte_pktmbuf_copy(m, rt->pool, 0, UINT32_MAX);
+	rte_pktmbuf_free(m);
+	if (!c)
+		p->st.drops[SW_D_NO_MBUF]++;
+	return c;
+}
+
+/* The 802.1Q tag of a frame leaving a trunk port, in the headroom of a
+ * writable frame.  NULL when out of mbufs (counted). */
 static __attribute__((noinline)) struct rte_mbuf *add_tag(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m,
 							  uint16_t vlan)
 {
-	if (rte_mbuf_refcnt_read(m) > 1 || !RTE_MBUF_DIRECT(m) ||
-	    rte_pktmbuf_headroom(m) < sizeof(struct rte_vlan_hdr)) {
-		struct rte_mbuf *c = rte_pktmbuf_copy(m, rt->pool, 0, UINT32_MAX);
-		rte_pktmbuf_free(m); /* this port's reference */
-		if (!c) {
-			p->st.drops[SW_D_NO_MBUF]++;
-			return NULL;
-		}
-		m = c;
-	}
+	if (!(m = writable(rt, p, m, sizeof(struct rte_vlan_hdr))))
+		return NULL;
 	m->vlan_tci = vlan;
 	if (rte_vlan_insert(&m) != 0) {
 		drop(p, SW_D_NO_MBUF, m);
@@ -426,16 +431,8 @@ static __attribute__((noinline)) uint16_t trunk_ingress(struct sw_rt *rt, struct
 		drop(in, SW_D_QINQ, m);
 		return 0;
 	}
-	if (rte_mbuf_refcnt_read(m) > 1 || !RTE_MBUF_DIRECT(m)) {
-		/* the tag comes off in place: not in a frame others still read */
-		struct rte_mbuf *c = rte_pktmbuf_copy(m, rt->pool, 0, UINT32_MAX);
-		rte_pktmbuf_free(m);
-		if (!c) {
-			in->st.drops[SW_D_NO_MBUF]++;
-			return 0;
-		}
-		*mp = m = c;
-	}
+	if (!(*mp = m = writable(rt, in, m, 0))) /* the tag comes off in place */
+		return 0;
 	rte_vlan_strip(m);
 	return vlan;
 }
