@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <rte_ethdev.h>
 #include <rte_telemetry.h>
 
 #include "sw_rt.h"
@@ -44,6 +45,18 @@ static json_t *port_json(const struct sw_port *p)
 	json_object_set_new(o, "tx_bytes", json_integer((json_int_t)p->st.tx_bytes));
 	json_object_set_new(o, "emu_held", json_integer(sw_netem_held(&p->netem)));
 	json_object_set_new(o, "drops", drops_json(p->st.drops, SW_D_MAX_, sw_drop_name));
+	struct rte_eth_stats es;
+	if (p->ext && rte_eth_stats_get(p->dev, &es) == 0) {
+		/* what the device (or the kernel under af_packet/af_xdp) lost
+		 * before the switch saw it, or could not send: not in "drops",
+		 * which counts the switch's own decisions */
+		json_t *d = json_object();
+		json_object_set_new(d, "rx_missed", json_integer((json_int_t)es.imissed));
+		json_object_set_new(d, "rx_errors", json_integer((json_int_t)es.ierrors));
+		json_object_set_new(d, "rx_nombuf", json_integer((json_int_t)es.rx_nombuf));
+		json_object_set_new(d, "tx_errors", json_integer((json_int_t)es.oerrors));
+		json_object_set_new(o, "device", d);
+	}
 	return o;
 }
 

@@ -17,6 +17,8 @@ cleanup() {
 		if ((rc != 0)) && [ -f "/run/swemu-testbed/$TOPO_NAME/swemu.log" ]; then
 			echo "--- swemu log" >&2
 			tail -n 20 "/run/swemu-testbed/$TOPO_NAME/swemu.log" >&2
+			echo "--- swemu counters (non-zero drops)" >&2
+			stats_summary >&2 || true
 		fi
 		"$top/testbed/topo.sh" down "$TOPO_NAME"
 	fi
@@ -42,6 +44,24 @@ use_key() {
 in_host() { local i=$1; shift; ip netns exec "$TOPO_NAME-h$i" "$@"; }
 
 stats() { "$top/testbed/topo.sh" stats "$TOPO_NAME"; }
+
+# Per port: packets in and out and every non-zero drop, the device's own
+# losses included; per engine: its non-zero drops.  For a failed test's log.
+stats_summary() {
+	local prog
+	prog=$(
+		cat <<'PY'
+import json, sys
+nz = lambda d: " ".join("%s=%s" % kv for kv in sorted(d.items()) if kv[1])
+for name, sw in json.load(sys.stdin)["switches"].items():
+    for pn, p in sw["ports"].items():
+        print(name, pn, "rx", p["rx_packets"], "tx", p["tx_packets"], nz(p["drops"]), nz(p.get("device", {})))
+    if "ina" in sw:
+        print(name, "ina drops:", nz(sw["ina"]["drops"]))
+PY
+	)
+	stats | $PY -c "$prog"
+}
 
 # jq-less JSON access: stats_get 'd["switches"]["tor0"]["arp_replies"]'
 stats_get() { stats | $PY -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
