@@ -34,6 +34,9 @@ struct slot {
 };
 
 struct job {
+	/* odd while install or remove rewrites the entry: a reader on another
+	 * thread (stats, telemetry) retries rather than mix two jobs' fields */
+	uint32_t gen;
 	bool used;
 	uint32_t base; /* first engine slot index */
 	struct ina_job_cfg cfg;
@@ -70,6 +73,38 @@ static void clear_slots(struct ina_engine *eng, uint32_t base, uint32_t n)
 {
 	for (size_t m = (size_t)base * 2; m < ((size_t)base + n) * 2; m++)
 		memset(slot_at(eng, m), 0, sizeof(struct slot));
+}
+
+/* The owner's side of a job entry's generation: odd from begin to end. */
+static void job_write_begin(struct job *j)
+{
+	__atomic_store_n(&j->gen, j->gen + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void job_write_end(struct job *j) { __atomic_store_n(&j->gen, j->gen + 1, __ATOMIC_RELEASE); }
+
+/* A reader's consistent copy of job id's slot range; false when the job is
+ * not installed.  Retries while the owner rewrites the entry. */
+static bool job_range(const struct ina_engine *eng, uint16_t id, uint32_t *base, uint32_t *n)
+{
+	unsigned i = __atomic_load_n(&eng->job_of_id[id], __ATOMIC_ACQUIRE);
+	if (!i)
+		return false;
+	const struct job *j = &eng->jobs[i - 1];
+	for (;;) {
+		uint32_t g = __atomic_load_n(&j->gen, __ATOMIC_ACQUIRE);
+		bool mine = __atomic_load_n(&j->used, __ATOMIC_RELAXED) &&
+			    __atomic_load_n(&j->cfg.id, __ATOMIC_RELAXED) == id;
+		*base = __atomic_load_n(&j->base, __ATOMIC_RELAXED);
+		*n = __atomic_load_n(&j->cfg.nslots, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (g & 1 || __atomic_load_n(&j->gen, __ATOMIC_RELAXED) != g)
+			continue;
+		/* the engine never installs past its slots; a reader of a torn
+		 * entry must not be led past them either */
+		return mine && *base <= eng->nslots && *n <= eng->nslots - *base;
+	}
 }
 
 struct ina_engine *ina_engine_create(uint32_t nslots, uint16_t max_elems)
@@ -191,12 +226,16 @@ int ina_job_install(struct ina_engine *eng, const struct ina_job_cfg *cfg, const
 		return -ENOSPC;
 	}
 
+	job_write_begin(j);
+	uint32_t gen = j->gen;
 	memset(j, 0, sizeof(*j));
+	j->gen = gen;
 	j->cfg = *cfg;
 	j->base = (uint32_t)base;
 	j->used = true;
 	clear_slots(eng, j->base, cfg->nslots);
-	eng->job_of_id[cfg->id] = (uint8_t)(j - eng->jobs + 1);
+	__atomic_store_n(&eng->job_of_id[cfg->id], (uint8_t)(j - eng->jobs + 1), __ATOMIC_RELEASE);
+	job_write_end(j);
 	return 0;
 }
 
@@ -205,9 +244,11 @@ int ina_job_remove(struct ina_engine *eng, uint16_t id)
 	struct job *j = eng ? find_job(eng, id) : NULL;
 	if (!j)
 		return -ENOENT;
+	job_write_begin(j);
 	clear_slots(eng, j->base, j->cfg.nslots);
 	j->used = false;
-	eng->job_of_id[id] = 0;
+	__atomic_store_n(&eng->job_of_id[id], 0, __ATOMIC_RELEASE);
+	job_write_end(j);
 	return 0;
 }
 
@@ -233,19 +274,20 @@ int ina_job_free_id(const struct ina_engine *eng, uint16_t from)
 
 long ina_job_slot_base(const struct ina_engine *eng, uint16_t id)
 {
-	const struct job *j = find_job(eng, id);
-	return j ? (long)j->base : -1;
+	uint32_t base, n;
+	return job_range(eng, id, &base, &n) ? (long)base : -1;
 }
 
 uint32_t ina_job_slots_busy(const struct ina_engine *eng, uint16_t id)
 {
-	const struct job *j = find_job(eng, id);
-	uint32_t busy = 0;
+	uint32_t base, n, busy = 0;
 
-	if (!j)
+	if (!job_range(eng, id, &base, &n))
 		return 0;
-	for (size_t m = (size_t)j->base * 2; m < ((size_t)j->base + j->cfg.nslots) * 2; m++) {
-		uint8_t st = slot_at(eng, m)->state;
+	/* a slot's state byte may change under a reader: a snapshot, but of
+	 * this job's slots only */
+	for (size_t m = (size_t)base * 2; m < ((size_t)base + n) * 2; m++) {
+		uint8_t st = __atomic_load_n(&slot_at(eng, m)->state, __ATOMIC_RELAXED);
 		busy += st == SLOT_PARTIAL || st == SLOT_WAIT_PARENT;
 	}
 	return busy;

@@ -126,7 +126,9 @@ const struct ina_job_stats *ina_job_stats(const struct ina_engine *eng, uint16_t
 const struct ina_job_cfg *ina_job_config(const struct ina_engine *eng, uint16_t id);
 /* The lowest id from `from` on that no job uses, or -1 (every id is in use). */
 int ina_job_free_id(const struct ina_engine *eng, uint16_t from);
-/* First slot (engine-wide index) of the job's range, or -1. */
+/* First slot (engine-wide index) of the job's range, or -1.  This and
+ * ina_job_slots_busy may be called from another thread while the owner
+ * installs or removes jobs: they see a job whole or not at all. */
 long ina_job_slot_base(const struct ina_engine *eng, uint16_t id);
 /* Slots of the job now holding a partial aggregate. */
 uint32_t ina_job_slots_busy(const struct ina_engine *eng, uint16_t id);

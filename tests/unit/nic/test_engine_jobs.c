@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -645,6 +646,65 @@ static void test_slot_reclaim(void **state)
 	ina_engine_destroy(e);
 }
 
+/* The owner thread installs and removes job X over and over, at bases and
+ * sizes that change, beside a job Y holding a partial slot; a stats reader
+ * on another thread must see X whole or not at all: never Y's range (or a
+ * mix of X's old and new one), so never a busy slot. */
+struct churn {
+	struct ina_engine *eng;
+	unsigned rounds;
+	int done, failed;
+};
+
+static void *churn_x(void *arg)
+{
+	struct churn *c = arg;
+	struct ina_job_cfg small = tl_job(21, 2, INA_D_INT32, 4, 8), big = tl_job(21, 2, INA_D_INT32, 12, 8);
+	struct ina_job_cfg pad = tl_job(22, 2, INA_D_INT32, 4, 8);
+	for (unsigned r = 0; r < c->rounds && !c->failed; r++) {
+		/* with the pad in front, X starts at 8, else at 4 */
+		bool padded = r & 2;
+		if ((padded && ina_job_install(c->eng, &pad, NULL)) ||
+		    ina_job_install(c->eng, r & 1 ? &big : &small, NULL) || ina_job_remove(c->eng, 21) ||
+		    (padded && ina_job_remove(c->eng, 22)))
+			c->failed = 1;
+	}
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_stats_read_beside_installs(void **state)
+{
+	(void)state;
+	struct ina_engine *e = ina_engine_create(32, 8);
+	struct ina_job_cfg y = tl_job(20, 2, INA_D_INT32, 4, 8);
+	uint32_t v[8] = { 1 };
+	assert_int_equal(ina_job_install(e, &y, NULL), 0);
+	struct ina_hdr h = tl_hdr(INA_T_DATA, INA_D_INT32, 20, 0, 0, 0, 1, 8);
+	assert_int_equal(tl_send(e, &y.contributors[0], &h, v), INA_OK);
+	assert_int_equal(ina_job_slots_busy(e, 20), 1);
+
+	struct churn c = { .eng = e, .rounds = 300000 };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, churn_x, &c), 0);
+	unsigned long reads = 0, seen = 0, bad_busy = 0, bad_base = 0;
+	while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE)) {
+		long base = ina_job_slot_base(e, 21);
+		bad_busy += ina_job_slots_busy(e, 21) != 0;
+		bad_base += base != -1 && base != 4 && base != 8;
+		seen += base != -1;
+		reads++;
+	}
+	pthread_join(t, NULL);
+	print_message("# %lu reads, %lu saw X installed\n", reads, seen);
+	assert_false(c.failed);
+	assert_int_equal(bad_busy, 0);
+	assert_int_equal(bad_base, 0);
+	assert_true(seen > 0);
+	assert_int_equal(ina_job_slots_busy(e, 20), 1);
+	ina_engine_destroy(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -652,7 +712,7 @@ int main(void)
 		cmocka_unit_test(test_remove_frees_state), cmocka_unit_test(test_engine_reasons),
 		cmocka_unit_test(test_int32_overflow),	   cmocka_unit_test(test_forward_and_upstream),
 		cmocka_unit_test(test_ps_hierarchy),	   cmocka_unit_test(test_ring_ack),
-		cmocka_unit_test(test_slot_reclaim),
+		cmocka_unit_test(test_slot_reclaim),	   cmocka_unit_test(test_stats_read_beside_installs),
 	};
 	return cmocka_run_group_tests_name("engine_jobs", tests, setup_eng, teardown_eng);
 }
