@@ -2,11 +2,13 @@
 /* swemu's run-time state: the fabric of logical switches built from the
  * config, their ports, and the counters.  Each logical switch belongs to
  * one lcore (a worker), which alone changes it; other lcores reach it only
- * through its link queues, and the stats writer and the telemetry thread
- * only read counters. */
+ * through its link queues; the control thread only through the requests
+ * it is handed (and the replay window it alone keeps), and it and the
+ * telemetry thread otherwise only read counters. */
 #ifndef SW_RT_H
 #define SW_RT_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +45,7 @@ enum sw_drop {
 	SW_D_CTRL_BAD,	       /* control message that could not be applied */
 	SW_D_CTRL_AUTH,	       /* control message unsigned, wrongly signed, stale or replayed */
 	SW_D_CTRL_RATE,	       /* control message over its source's rate */
+	SW_D_CTRL_BUSY,	       /* control message while SW_CTRL_QUEUE of the switch's are in hand */
 	SW_D_VLAN_NOT_ALLOWED, /* 802.1Q tag of a VLAN the trunk port does not carry */
 	SW_D_UNTAGGED,	       /* untagged frame on a trunk port without a native VLAN */
 	SW_D_TAGGED_ON_ACCESS, /* a VLAN tag on an access port: would hop VLANs at a trunk */
@@ -114,6 +117,31 @@ struct sw_lsw_stats {
 	uint64_t ctrl_not_owner; /* ... of which: remove or install over another owner's job */
 };
 
+/* Control commands a switch's lcore hands to the control thread at most. */
+#define SW_CTRL_QUEUE 16
+
+/* A control datagram's trip: the lcore fills the request part and hands it
+ * to the control thread, which authenticates and parses it (libconfig,
+ * malloc: never between two packets) and hands it back with a command to
+ * apply or an answer; the lcore applies it, answers, and keeps it for the
+ * next datagram. */
+struct sw_ctrl_req {
+	/* the lcore's: where it came from, what it says */
+	struct sw_port *in;
+	uint16_t vlan;
+	uint16_t src_port, dst_port; /* network order */
+	uint32_t src_ip;
+	uint8_t src_mac[6];
+	uint16_t len;
+	char text[SW_MTU - 28];
+	/* the control thread's: SW_D_CTRL_AUTH or SW_D_CTRL_BAD with the
+	 * answer, or 0 and the command (with an emu command's port index) */
+	int drop;
+	int port;
+	struct ctl_cmd cmd;
+	char answer[320];
+};
+
 struct sw_lsw {
 	int index;
 	const struct sw_switch_cfg *cfg;
@@ -124,8 +152,13 @@ struct sw_lsw {
 	int vlans;		/* distinct VLANs among the ports */
 	struct ina_engine *eng; /* NULL when INA is off */
 	struct ina_emits *emits;
-	struct ctl_cmd *ctrl_cmd;	/* a control command being applied (3 KiB) */
-	struct ctl_auth_seen ctrl_seen; /* signatures taken: no replay */
+	/* control commands: SW_CTRL_QUEUE requests, those not in flight on
+	 * the lcore's stack; to the control thread and back by SP/SC rings */
+	struct sw_ctrl_req *ctrl_reqs;
+	struct sw_ctrl_req *ctrl_idle[SW_CTRL_QUEUE];
+	unsigned ctrl_nidle;
+	struct rte_ring *ctrl_in, *ctrl_out;
+	struct ctl_auth_seen ctrl_seen; /* the control thread's: signatures taken, no replay */
 	/* per mgmt source: commands it may still send now (token bucket) */
 	struct {
 		double tokens;
@@ -162,6 +195,12 @@ struct sw_rt {
 	double ns_per_tsc;
 	volatile sig_atomic_t *quit;
 	volatile sig_atomic_t *dump_stats;
+	/* the control thread (sw_ctrl_start): woken by ctrl_wake, an
+	 * eventfd the lcores and the signal handler write */
+	int ctrl_wake;
+	bool ctrl_running;
+	volatile int ctrl_stop;
+	pthread_t ctrl_thread;
 	int nworkers;				       /* workers[0] runs on the main lcore */
 	struct sw_worker workers[SW_MAX_SWITCHES + 1]; /* + the main lcore without switches */
 };
@@ -182,7 +221,7 @@ void sw_rt_teardown(struct sw_rt *rt);
 void sw_eal_cleanup(void);
 
 /* sw_dp.c: the poll loops, one per worker lcore (the main lcore runs
- * workers[0] and writes the stats); returns when *rt->quit is set. */
+ * workers[0]); returns when *rt->quit is set. */
 void sw_dp_run(struct sw_rt *rt);
 /* One pass over every switch on the calling lcore (benchmarks and tests
  * drive this); returns packets handled. */
@@ -199,11 +238,21 @@ void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint1
 /* Counts a device's unsent packets as tx_full drops. */
 void sw_port_tx_callback_init(struct sw_port *p);
 
-/* sw_ctrl.c: a datagram to the switch's control port.  Ids an install of
- * id "auto" gets start here (below it: ids people and files choose). */
+/* sw_ctrl_lcore.c, on the switch's lcore: a datagram to the switch's
+ * control port (filtered by source and rate, then queued for the control
+ * thread), and the commands the control thread parsed (applied and
+ * answered).  Ids an install of id "auto" gets start at SW_AUTO_JOB_MIN
+ * (below it: ids people and files choose). */
 #define SW_AUTO_JOB_MIN 32768
-void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
+void sw_ctrl_submit(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
 		    const struct sw_udp_view *v);
+void sw_ctrl_apply(struct sw_rt *rt, struct sw_lsw *sw);
+
+/* sw_ctrl.c: the control thread, which parses commands and writes the
+ * stats file (every stats_interval_ms and on *rt->dump_stats).  Start:
+ * 0, or -1 with why in err; stop joins it (a no-op when not started). */
+int sw_ctrl_start(struct sw_rt *rt, char *err, size_t errlen);
+void sw_ctrl_stop(struct sw_rt *rt);
 
 /* sw_stats.c */
 char *sw_stats_json(const struct sw_rt *rt); /* malloc'd, caller frees */

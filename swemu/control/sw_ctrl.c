@@ -1,37 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The control channel: plain-text commands (nic/conf.h syntax, see
- * sw_ctrl_parse) in UDP datagrams to the switch's address and ctrl_port,
- * accepted only from the configured mgmt sources.  They run on the datapath
- * lcore between two packets, so no locking is needed; the answer, "ok" or
- * "error: ...", goes back to the sender. */
+/* The control thread: the management plane apart from the datapath, as
+ * grout keeps it.  Commands (nic/conf.h syntax, see ctl_parse) arrive from
+ * the switches' lcores (sw_ctrl_lcore.c) already filtered by source and
+ * rate; here each is authenticated (when the switch has a key) and parsed
+ * — libconfig and malloc, which must never run between two packets — and
+ * handed back to its lcore to be applied and answered.  The thread also
+ * writes the stats file, on its timer and on SIGUSR1.  It sleeps on an
+ * eventfd the lcores and the signal handler write. */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
 
-#include <rte_mbuf.h>
+#include <rte_ring.h>
 
 #include "sw_rt.h"
-
-static void reply(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, const struct sw_udp_view *v,
-		  const char *text)
-{
-	struct rte_mbuf *m = rte_pktmbuf_alloc(rt->pool);
-	if (!m) {
-		in->st.drops[SW_D_NO_MBUF]++;
-		return;
-	}
-	struct sw_udp_hdrs h = {
-		.src_ip = sw->cfg->ip, .dst_ip = v->src_ip, .src_port = v->dst_port, .dst_port = v->src_port
-	};
-	memcpy(h.src_mac, sw->cfg->mac, 6);
-	memcpy(h.dst_mac, v->src_mac, 6);
-	size_t n = strlen(text);
-	size_t len = sw_frame_build_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &h, "", 0, text, n,
-					sw_csum_partial(text, n, 0));
-	m->data_len = m->pkt_len = (uint32_t)len;
-	/* straight back out of the port it came in on: the sender is there */
-	sw_send_port(rt, in, m, vlan);
-}
 
 /* Parses a command for this switch: the grammar's own checks, then the
  * switch's (the port of an emu command).  0, or -1 with why in err. */
@@ -48,156 +35,109 @@ static int parse_for(const struct sw_lsw *sw, const char *text, size_t len, stru
 	return 0;
 }
 
-/* Whether a command of `owner` may remove or replace job id: a job
- * installed with an owner belongs to it alone (tenants sharing a ToR);
- * one without (a config file's) to every management source.  Counts a
- * refusal. */
-static bool owns(struct sw_lsw *sw, uint16_t id, uint64_t owner)
+/* Authenticates and parses one request: on return it holds a command to
+ * apply or a refusal and its answer. */
+static void take(struct sw_lsw *sw, struct sw_ctrl_req *q)
 {
-	const struct ina_job_cfg *j = ina_job_config(sw->eng, id);
-	if (!j || !j->owner || j->owner == owner)
-		return true;
-	sw->st.ctrl_not_owner++;
-	return false;
-}
-
-/* An install: an id of the switch's choosing for "auto", never over
- * another owner's job.  0 or a negative errno with why. */
-static int install(struct sw_lsw *sw, struct ctl_cmd *cmd, const char **why)
-{
-	if (cmd->auto_id) {
-		/* a re-send (its "ok job=N" lost) gets the job it installed, not
-		 * a second one: the same owner and the same settings */
-		cmd->job.owner = cmd->owner;
-		for (uint32_t id = SW_AUTO_JOB_MIN; cmd->owner && id <= 65535; id++) {
-			const struct ina_job_cfg *j = ina_job_config(sw->eng, (uint16_t)id);
-			cmd->job.id = (uint16_t)id;
-			if (j && memcmp(j, &cmd->job, sizeof(*j)) == 0)
-				return 0;
-		}
-		int id = ina_job_free_id(sw->eng, SW_AUTO_JOB_MIN);
-		if (id < 0) {
-			*why = "job table full";
-			return -ENOSPC;
-		}
-		cmd->job.id = (uint16_t)id;
-	}
-	if (!owns(sw, cmd->job.id, cmd->owner)) {
-		*why = "job id in use by another owner";
-		return -EPERM;
-	}
-	cmd->job.owner = cmd->owner;
-	return ina_job_install(sw->eng, &cmd->job, why);
-}
-
-/* A token bucket per management source: a flood of commands (each one a
- * parse on the datapath lcore) is cut to CTRL_RATE a second. */
-#define CTRL_RATE  50.0
-#define CTRL_BURST 100.0
-static bool within_rate(struct sw_lsw *sw, int src)
-{
-	typeof(sw->ctrl_bucket[0]) *b = &sw->ctrl_bucket[src];
-	if (b->at_ns == 0)
-		b->tokens = CTRL_BURST;
-	else
-		b->tokens += (double)(sw->now_ns - b->at_ns) * 1e-9 * CTRL_RATE;
-	if (b->tokens > CTRL_BURST)
-		b->tokens = CTRL_BURST;
-	b->at_ns = sw->now_ns;
-	if (b->tokens < 1)
-		return false;
-	b->tokens -= 1;
-	return true;
-}
-
-void sw_ctrl_handle(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, const struct sw_udp_view *v)
-{
-	struct ctl_cmd *cmd = sw->ctrl_cmd; /* a job config is 3 KiB: not on the stack */
-	char err[300], msg[320];
-	int src = -1, port = -1;
-
-	for (int i = 0; i < sw->cfg->nmgmt && src < 0; i++)
-		if (sw->cfg->mgmt[i] == v->src_ip)
-			src = i;
-	if (src < 0) {
-		in->st.drops[SW_D_CTRL_DENIED]++;
-		return;
-	}
-	if (!within_rate(sw, src)) { /* not answered: that is what it is for */
-		in->st.drops[SW_D_CTRL_RATE]++;
-		return;
-	}
 	const char *text;
 	size_t len;
+	char err[300];
+
+	q->drop = 0;
+	q->port = -1;
 	if (!sw->cfg->ctrl_key.len) { /* no key to check a signature against */
-		ctl_auth_body((const char *)v->payload, v->payload_len, &text, &len);
+		ctl_auth_body(q->text, q->len, &text, &len);
 	} else {
-		enum ctl_auth_verdict a = ctl_auth_check(&sw->cfg->ctrl_key, &sw->ctrl_seen, ctl_auth_now_ms(),
-							 (const char *)v->payload, v->payload_len, &text, &len);
+		enum ctl_auth_verdict a = ctl_auth_check(&sw->cfg->ctrl_key, &sw->ctrl_seen, ctl_auth_now_ms(), q->text,
+							 q->len, &text, &len);
 		if (a != CTL_AUTH_OK) {
-			in->st.drops[SW_D_CTRL_AUTH]++;
-			snprintf(msg, sizeof(msg), "error: ctrl: not authenticated: %s\n", ctl_auth_verdict_name(a));
-			reply(rt, sw, in, vlan, v, msg);
+			q->drop = SW_D_CTRL_AUTH;
+			snprintf(q->answer, sizeof(q->answer), "error: ctrl: not authenticated: %s\n",
+				 ctl_auth_verdict_name(a));
 			return;
 		}
 	}
-	if (parse_for(sw, text, len, cmd, &port, err, sizeof(err)) < 0) {
-		in->st.drops[SW_D_CTRL_BAD]++;
-		snprintf(msg, sizeof(msg), "error: %s\n", err);
-		reply(rt, sw, in, vlan, v, msg);
+	if (parse_for(sw, text, len, &q->cmd, &q->port, err, sizeof(err)) < 0) {
+		q->drop = SW_D_CTRL_BAD;
+		snprintf(q->answer, sizeof(q->answer), "error: %s\n", err);
+	}
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *ctrl_main(void *arg)
+{
+	struct sw_rt *rt = arg;
+	const uint64_t stats_every = (uint64_t)rt->cfg.stats_interval_ms * 1000000;
+	uint64_t next_stats = mono_ns() + stats_every;
+
+	while (!__atomic_load_n(&rt->ctrl_stop, __ATOMIC_ACQUIRE)) {
+		uint64_t now = mono_ns();
+		int wait_ms = 1000; /* a bound, so that nothing here can hang */
+		if (stats_every && rt->cfg.stats_file[0]) {
+			if (now >= next_stats) {
+				sw_stats_write(rt, rt->cfg.stats_file);
+				next_stats = now + stats_every;
+			}
+			uint64_t left = (next_stats - now) / 1000000 + 1;
+			wait_ms = left < (uint64_t)wait_ms ? (int)left : wait_ms;
+		}
+		struct pollfd pfd = { .fd = rt->ctrl_wake, .events = POLLIN };
+		eventfd_t ignored;
+		if (poll(&pfd, 1, wait_ms) > 0)
+			eventfd_read(rt->ctrl_wake, &ignored);
+		if (*rt->dump_stats) {
+			*rt->dump_stats = 0;
+			if (rt->cfg.stats_file[0])
+				sw_stats_write(rt, rt->cfg.stats_file);
+		}
+		for (int s = 0; s < rt->nsw; s++) {
+			struct sw_lsw *sw = rt->sw[s];
+			struct sw_ctrl_req *q;
+			while (sw->ctrl_in && rte_ring_sc_dequeue(sw->ctrl_in, (void **)&q) == 0) {
+				take(sw, q);
+				/* never full: it holds every request there is */
+				rte_ring_sp_enqueue(sw->ctrl_out, q);
+			}
+		}
+	}
+	return NULL;
+}
+
+int sw_ctrl_start(struct sw_rt *rt, char *err, size_t errlen)
+{
+	rt->ctrl_stop = 0;
+	rt->ctrl_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (rt->ctrl_wake < 0) {
+		snprintf(err, errlen, "swemu: no eventfd for the control thread: %s", strerror(errno));
+		return -1;
+	}
+	/* set before the thread runs: the lcores and the signal handler
+	 * write the eventfd only when it is there */
+	__atomic_store_n(&rt->ctrl_running, true, __ATOMIC_RELEASE);
+	int rc = pthread_create(&rt->ctrl_thread, NULL, ctrl_main, rt);
+	if (rc != 0) {
+		rt->ctrl_running = false;
+		close(rt->ctrl_wake);
+		snprintf(err, errlen, "swemu: the control thread does not start: %s", strerror(rc));
+		return -1;
+	}
+	pthread_setname_np(rt->ctrl_thread, "swemu-ctrl");
+	return 0;
+}
+
+void sw_ctrl_stop(struct sw_rt *rt)
+{
+	if (!rt->ctrl_running)
 		return;
-	}
-	const char *why = NULL;
-	int rc = 0;
-	switch (cmd->op) {
-	case CTL_INSTALL:
-		if ((rc = install(sw, cmd, &why)) == 0 && cmd->auto_id) {
-			snprintf(msg, sizeof(msg), "ok job=%u\n", cmd->job.id);
-			sw->st.ctrl_ok++;
-			reply(rt, sw, in, vlan, v, msg);
-			return;
-		}
-		break;
-	case CTL_REMOVE:
-		if (!owns(sw, cmd->id, cmd->owner)) {
-			/* another tenant's job: not removed */
-			rc = -EPERM;
-			why = "not the owner of this job";
-			break;
-		}
-		rc = ina_job_remove(sw->eng, cmd->id);
-		why = "no job with this id";
-		break;
-	case CTL_EMU: sw_netem_set(&sw->ports[port].netem, &cmd->netem, sw->now_ns); break;
-	case CTL_STATS: {
-		/* an agent's view of its rack's progress: the job's counters */
-		const struct ina_job_stats *js = ina_job_stats(sw->eng, cmd->id);
-		if (!js) {
-			rc = -ENOENT;
-			why = "no job with this id";
-			break;
-		}
-		struct ctl_job_report r = { .id = cmd->id,
-					    .completions = js->completions,
-					    .contributions = js->contributions,
-					    .retransmits = js->retransmits,
-					    .slots_busy = ina_job_slots_busy(sw->eng, cmd->id) };
-		for (int k = 1; k < INA_R_MAX_; k++)
-			r.drops += js->drops[k];
-		ctl_format_report(&r, msg, sizeof(msg));
-		sw->st.ctrl_ok++;
-		reply(rt, sw, in, vlan, v, msg);
-		return;
-	}
-	}
-	if (rc < 0) {
-		/* a valid command the switch answers with a refusal (no such
-		 * job, no room): not a dropped packet */
-		sw->st.ctrl_refused++;
-		snprintf(msg, sizeof(msg), "error: ctrl: %s\n", why);
-	} else {
-		sw->st.ctrl_ok++;
-		snprintf(msg, sizeof(msg), "ok\n");
-	}
-	reply(rt, sw, in, vlan, v, msg);
+	__atomic_store_n(&rt->ctrl_stop, 1, __ATOMIC_RELEASE);
+	eventfd_write(rt->ctrl_wake, 1);
+	pthread_join(rt->ctrl_thread, NULL);
+	__atomic_store_n(&rt->ctrl_running, false, __ATOMIC_RELEASE);
+	close(rt->ctrl_wake);
 }

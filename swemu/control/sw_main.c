@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -21,15 +22,21 @@
 
 #define SWEMU_VERSION "0.1.0"
 
-/* A signal handler can reach only globals: two flags, nothing else. */
+/* A signal handler can reach only globals: two flags and the control
+ * thread's eventfd, which wakes it to write the stats. */
 static volatile sig_atomic_t quit_flag, dump_flag;
+static volatile int ctrl_wake_fd = -1;
 
 static void on_signal(int sig)
 {
-	if (sig == SIGUSR1)
+	if (sig == SIGUSR1) {
 		dump_flag = 1;
-	else
+		uint64_t one = 1;
+		if (ctrl_wake_fd >= 0 && write(ctrl_wake_fd, &one, sizeof(one)) < 0)
+			return; /* full (it is being woken anyway) */
+	} else {
 		quit_flag = 1;
+	}
 }
 
 static void usage(FILE *f)
@@ -146,9 +153,19 @@ int main(int argc, char **argv)
 	 * default 50 us */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 
+	if (sw_ctrl_start(&rt, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		sw_rt_teardown(&rt);
+		sw_cfg_free(&rt.cfg);
+		sw_eal_cleanup();
+		return 1;
+	}
+	ctrl_wake_fd = rt.ctrl_wake;
 	printf("swemu: %d switch(es) running from %s; SIGINT stops\n", rt.nsw, args.config);
 	fflush(stdout);
 	sw_dp_run(&rt);
+	ctrl_wake_fd = -1;
+	sw_ctrl_stop(&rt); /* after the lcores: they write its eventfd */
 
 	char *final = sw_stats_json(&rt);
 	if (rt.cfg.stats_file[0])

@@ -124,6 +124,34 @@ fail:
 	return -EIO;
 }
 
+/* A ring of the control channel's requests, in memory of its own (the
+ * name is for debugging only: rte_ring_init registers nothing). */
+static struct rte_ring *ctrl_ring(const char *name)
+{
+	unsigned count = 2 * SW_CTRL_QUEUE; /* a power of two that holds them all */
+	struct rte_ring *r = rte_zmalloc(NULL, (size_t)rte_ring_get_memsize(count), RTE_CACHE_LINE_SIZE);
+	if (r && rte_ring_init(r, name, count, RING_F_SP_ENQ | RING_F_SC_DEQ) < 0) {
+		rte_free(r);
+		r = NULL;
+	}
+	return r;
+}
+
+/* The switch's control requests, all idle, and the rings they take to
+ * the control thread and back.  0 or -1 (no memory). */
+static int ctrl_queues(struct sw_lsw *sw)
+{
+	sw->ctrl_reqs = calloc(SW_CTRL_QUEUE, sizeof(*sw->ctrl_reqs));
+	sw->ctrl_in = ctrl_ring("swemu_ctrl_in");
+	sw->ctrl_out = ctrl_ring("swemu_ctrl_out");
+	if (!sw->ctrl_reqs || !sw->ctrl_in || !sw->ctrl_out)
+		return -1;
+	for (unsigned i = 0; i < SW_CTRL_QUEUE; i++)
+		sw->ctrl_idle[i] = &sw->ctrl_reqs[i];
+	sw->ctrl_nidle = SW_CTRL_QUEUE;
+	return 0;
+}
+
 static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 {
 	const struct sw_switch_cfg *c = &rt->cfg.sw[idx];
@@ -160,8 +188,7 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 	if (c->ina) {
 		sw->eng = ina_engine_create(c->slots, c->max_elems);
 		sw->emits = malloc(sizeof(*sw->emits));
-		sw->ctrl_cmd = malloc(sizeof(*sw->ctrl_cmd));
-		if (!sw->eng || !sw->emits || !sw->ctrl_cmd) {
+		if (!sw->eng || !sw->emits || ctrl_queues(sw) < 0) {
 			snprintf(err, errlen, "switch '%s': no memory for %u slots of %u elements", c->name, c->slots,
 				 c->max_elems);
 			return -ENOMEM;
@@ -332,7 +359,9 @@ void sw_rt_teardown(struct sw_rt *rt)
 		}
 		ina_engine_destroy(sw->eng);
 		free(sw->emits);
-		free(sw->ctrl_cmd);
+		free(sw->ctrl_reqs);
+		rte_free(sw->ctrl_in);
+		rte_free(sw->ctrl_out);
 		free(sw);
 		rt->sw[i] = NULL;
 	}

@@ -35,6 +35,7 @@ static const char *const drop_names[SW_D_FRAME_BASE] = {
 	[SW_D_CTRL_BAD] = "ctrl_bad",
 	[SW_D_CTRL_AUTH] = "ctrl_auth",
 	[SW_D_CTRL_RATE] = "ctrl_rate",
+	[SW_D_CTRL_BUSY] = "ctrl_busy",
 	[SW_D_VLAN_NOT_ALLOWED] = "vlan_not_allowed",
 	[SW_D_UNTAGGED] = "untagged_on_trunk",
 	[SW_D_TAGGED_ON_ACCESS] = "tagged_on_access",
@@ -358,7 +359,7 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	}
 	uint16_t dport = rte_be_to_cpu_16(v.dst_port);
 	if (dport == sw->cfg->ctrl_port && sw->eng) {
-		sw_ctrl_handle(rt, sw, in, vlan, &v);
+		sw_ctrl_submit(rt, sw, in, vlan, &v);
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -554,14 +555,19 @@ static unsigned pump_emulators(struct sw_rt *rt, struct sw_lsw *sw, uint64_t *ne
 	return total;
 }
 
-static void flush_switches(struct sw_lsw *const *sws, int nsw)
+/* Commands the control thread parsed are applied here too: at most one
+ * flush interval (100 us) late, and never inside a burst. */
+static void flush_switches(struct sw_rt *rt, struct sw_lsw *const *sws, int nsw)
 {
-	for (int s = 0; s < nsw; s++)
+	for (int s = 0; s < nsw; s++) {
+		if (sws[s]->ctrl_out && !rte_ring_empty(sws[s]->ctrl_out))
+			sw_ctrl_apply(rt, sws[s]);
 		for (int i = 0; i < sws[s]->nports; i++) {
 			struct sw_port *p = &sws[s]->ports[i];
 			if (p->ext)
 				rte_eth_tx_buffer_flush(p->dev, 0, p->txb);
 		}
+	}
 }
 
 /* Grows 1, 2, 4 ... us up to the cap while idle, and never past the next
@@ -638,24 +644,22 @@ static unsigned poll_switches(struct sw_rt *rt, struct sw_lsw *const *sws, int n
 
 unsigned sw_dp_poll(struct sw_rt *rt, uint64_t *next_due) { return poll_switches(rt, rt->sw, rt->nsw, next_due); }
 
-void sw_dp_flush(struct sw_rt *rt) { flush_switches(rt->sw, rt->nsw); }
+void sw_dp_flush(struct sw_rt *rt) { flush_switches(rt, rt->sw, rt->nsw); }
 
 unsigned sw_dp_poll_worker(struct sw_worker *w, uint64_t *next_due)
 {
 	return poll_switches(w->rt, w->sw, w->nsw, next_due);
 }
 
-void sw_dp_flush_worker(struct sw_worker *w) { flush_switches(w->sw, w->nsw); }
+void sw_dp_flush_worker(struct sw_worker *w) { flush_switches(w->rt, w->sw, w->nsw); }
 
-/* A worker's loop; the main lcore's (is_main) also writes the stats. */
-static void run_worker(struct sw_worker *w, bool is_main)
+/* A worker's loop (the stats file is the control thread's). */
+static void run_worker(struct sw_worker *w)
 {
 	struct sw_rt *rt = w->rt;
-	uint64_t next_flush = 0, next_age = 0, next_stats;
-	const uint64_t stats_every = (uint64_t)rt->cfg.stats_interval_ms * 1000000;
+	uint64_t next_flush = 0, next_age = 0;
 	unsigned idle = 0;
 
-	next_stats = clock_ns(rt) + stats_every;
 	while (!*rt->quit) {
 		uint64_t next_due;
 		unsigned work = poll_switches(rt, w->sw, w->nsw, &next_due);
@@ -663,7 +667,7 @@ static void run_worker(struct sw_worker *w, bool is_main)
 		w->loops++;
 
 		if (now >= next_flush) { /* a lone packet waits at most 100 us */
-			flush_switches(w->sw, w->nsw);
+			flush_switches(rt, w->sw, w->nsw);
 			next_flush = now + 100000;
 		}
 		if (now >= next_age) {
@@ -671,28 +675,22 @@ static void run_worker(struct sw_worker *w, bool is_main)
 				sw_fdb_age(&w->sw[s]->fdb, w->sw[s]->now_s);
 			next_age = now + 1000000000ull;
 		}
-		if (is_main && ((stats_every && now >= next_stats) || *rt->dump_stats)) {
-			*rt->dump_stats = 0;
-			if (rt->cfg.stats_file[0])
-				sw_stats_write(rt, rt->cfg.stats_file);
-			next_stats = now + stats_every;
-		}
 		if (work) {
 			idle = 0;
 		} else if (rt->cfg.idle_sleep_max_us || !w->nsw) {
-			flush_switches(w->sw, w->nsw);
+			flush_switches(rt, w->sw, w->nsw);
 			if (rt->cfg.idle_sleep_max_us)
 				idle_sleep(w, &idle, now, next_due);
 			else /* a main lcore without switches has nothing to poll */
 				nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 		}
 	}
-	flush_switches(w->sw, w->nsw);
+	flush_switches(rt, w->sw, w->nsw);
 }
 
 static int worker_main(void *arg)
 {
-	run_worker(arg, false);
+	run_worker(arg);
 	return 0;
 }
 
@@ -704,6 +702,6 @@ void sw_dp_run(struct sw_rt *rt)
 			fprintf(stderr, "swemu: lcore %u does not start; stopping\n", rt->workers[i].lcore);
 			*rt->quit = 1;
 		}
-	run_worker(&rt->workers[0], true);
+	run_worker(&rt->workers[0]);
 	rte_eal_mp_wait_lcore();
 }

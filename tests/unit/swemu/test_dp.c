@@ -12,7 +12,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -60,6 +62,8 @@ static int setup(void **state)
 	memcpy(s->mac, sw_mac, 6);
 	s->ip = rte_cpu_to_be_32(sw_ip_host);
 	s->ctrl_port = INA_UDP_PORT_MIN - 1;
+	s->nmgmt = 1;
+	s->mgmt[0] = host_ip(0);
 	s->slots = SLOTS;
 	s->max_elems = MAX_ELEMS;
 	s->fdb_age_s = 300;
@@ -141,6 +145,26 @@ static int teardown(void **state)
 /* Host h's contribution to slot: element e is h * 1000 + e - 7 * slot. */
 static int32_t value(unsigned h, unsigned slot, unsigned e) { return (int32_t)(h * 1000 + e) - 7 * (int32_t)slot; }
 
+/* A UDP datagram from host h to the switch's port dport: head, then
+ * payload. */
+static struct rte_mbuf *udp_to_switch(struct fixture *fx, unsigned h, uint16_t dport, const void *head, size_t head_len,
+				      const void *payload, size_t len)
+{
+	struct sw_udp_hdrs u = { .src_ip = host_ip(h),
+				 .dst_ip = rte_cpu_to_be_32(sw_ip_host),
+				 .src_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN),
+				 .dst_port = rte_cpu_to_be_16(dport) };
+	host_mac(h, u.src_mac);
+	memcpy(u.dst_mac, sw_mac, 6);
+	struct rte_mbuf *m = rte_pktmbuf_alloc(fx->gen);
+	assert_non_null(m);
+	size_t n = sw_frame_build_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &u, head, head_len,
+				      payload, len, sw_csum_partial(payload, len, 0));
+	assert_true(n > 0);
+	m->data_len = m->pkt_len = (uint32_t)n;
+	return m;
+}
+
 static struct rte_mbuf *contribution(struct fixture *fx, unsigned h, unsigned slot, unsigned count)
 {
 	static uint8_t payload[MAX_ELEMS * 4];
@@ -159,19 +183,7 @@ static struct rte_mbuf *contribution(struct fixture *fx, unsigned h, unsigned sl
 			      .count = (uint16_t)count };
 	uint8_t head[INA_HDR_LEN];
 	ina_hdr_encode(&ih, head);
-	struct sw_udp_hdrs u = { .src_ip = host_ip(h),
-				 .dst_ip = rte_cpu_to_be_32(sw_ip_host),
-				 .src_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN),
-				 .dst_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN) };
-	host_mac(h, u.src_mac);
-	memcpy(u.dst_mac, sw_mac, 6);
-	struct rte_mbuf *m = rte_pktmbuf_alloc(fx->gen);
-	assert_non_null(m);
-	size_t len = sw_frame_build_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &u, head, sizeof(head),
-					payload, (size_t)count * 4, sw_csum_partial(payload, (size_t)count * 4, 0));
-	assert_true(len > 0);
-	m->data_len = m->pkt_len = (uint32_t)len;
-	return m;
+	return udp_to_switch(fx, h, INA_UDP_PORT_MIN, head, sizeof(head), payload, (size_t)count * 4);
 }
 
 static void send_and_poll(struct fixture *fx, unsigned h, struct rte_mbuf *m)
@@ -536,6 +548,120 @@ static void test_source_guard(void **state)
 	assert_string_equal(sw_drop_name(SW_D_SOURCE_GUARD), "source_guard");
 }
 
+/* ---- the control channel ---- */
+
+/* Linked with --wrap=ctl_parse: every parse of a control command comes
+ * here first, says on which thread it runs, and waits while the test holds
+ * the parser (at most 10 s: no test can hang on it). */
+int __real_ctl_parse(const char *text, size_t len, const char *origin, const struct ctl_limits *lim,
+		     struct ctl_cmd *cmd, char *err, size_t errlen);
+static pthread_mutex_t parse_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t parse_cv = PTHREAD_COND_INITIALIZER;
+static bool parse_held;
+static unsigned parses;
+static pthread_t parse_thread;
+
+int __wrap_ctl_parse(const char *text, size_t len, const char *origin, const struct ctl_limits *lim,
+		     struct ctl_cmd *cmd, char *err, size_t errlen)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&parse_mu);
+	parses++;
+	parse_thread = pthread_self();
+	pthread_cond_broadcast(&parse_cv);
+	while (parse_held && pthread_cond_timedwait(&parse_cv, &parse_mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&parse_mu);
+	return __real_ctl_parse(text, len, origin, lim, cmd, err, errlen);
+}
+
+static void hold_parser(bool hold)
+{
+	pthread_mutex_lock(&parse_mu);
+	parse_held = hold;
+	pthread_cond_broadcast(&parse_cv);
+	pthread_mutex_unlock(&parse_mu);
+}
+
+static unsigned parses_begun(void)
+{
+	pthread_mutex_lock(&parse_mu);
+	unsigned n = parses;
+	pthread_mutex_unlock(&parse_mu);
+	return n;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Polls the switch until cond(fx) holds or 5 s pass; whether it held. */
+static bool poll_until(struct fixture *fx, bool (*cond)(struct fixture *))
+{
+	uint64_t due, end = now_ms() + 5000;
+	while (!cond(fx) && now_ms() < end) {
+		sw_dp_poll(&fx->rt, &due);
+		sw_dp_flush(&fx->rt);
+	}
+	return cond(fx);
+}
+
+static bool parse_started(struct fixture *fx) { return (void)fx, parses_begun() > 0; }
+static bool frame_at_h1(struct fixture *fx) { return rte_ring_count(fx->tx[1]) > 0; }
+static unsigned want_answers;
+static bool answers_at_h0(struct fixture *fx) { return rte_ring_count(fx->tx[0]) >= want_answers; }
+
+/* A command takes its trip through the control thread: its parse runs
+ * there, never on the thread that polls, so a parse that takes long (held
+ * here) stops no forwarding; SW_CTRL_QUEUE commands wait for it and more
+ * are dropped as ctrl_busy, unanswered; each one taken is answered once
+ * the parser goes on. */
+static void test_ctrl_off_the_datapath(void **state)
+{
+	struct fixture *fx = *state;
+	char err[256];
+	const char cmd[] = "op = \"stats\"; id = 1;";
+	const uint16_t ctrl = fx->rt.sw[0]->cfg->ctrl_port;
+	const unsigned extra = 4;
+
+	parses = 0;
+	hold_parser(true);
+	assert_int_equal(sw_ctrl_start(&fx->rt, err, sizeof(err)), 0);
+	for (unsigned i = 0; i < SW_CTRL_QUEUE + extra; i++)
+		assert_int_equal(rte_ring_enqueue(fx->rx[0], udp_to_switch(fx, 0, ctrl, "", 0, cmd, strlen(cmd))), 0);
+	assert_true(poll_until(fx, parse_started));
+	assert_false(pthread_equal(parse_thread, pthread_self()));
+
+	/* the parser is held: a frame from h0 to h1 still goes through */
+	uint8_t h1_mac[6];
+	host_mac(1, h1_mac);
+	assert_int_equal(rte_ring_enqueue(fx->rx[0], raw_frame(fx, 0, h1_mac, 0, 0)), 0);
+	assert_true(poll_until(fx, frame_at_h1));
+	assert_int_equal(rte_ring_count(fx->tx[0]), 0); /* nothing answered yet */
+	assert_int_equal(port_stats(fx, 0)->drops[SW_D_CTRL_BUSY], extra);
+
+	hold_parser(false);
+	want_answers = SW_CTRL_QUEUE;
+	assert_true(poll_until(fx, answers_at_h0));
+	sw_ctrl_stop(&fx->rt);
+	static uint8_t buf[SW_CTRL_QUEUE + 1][9100];
+	size_t len[SW_CTRL_QUEUE + 1];
+	assert_int_equal(received(fx, 0, buf, len, SW_CTRL_QUEUE + 1), SW_CTRL_QUEUE);
+	for (unsigned i = 0; i < SW_CTRL_QUEUE; i++) {
+		struct sw_udp_view v;
+		assert_int_equal(sw_frame_parse_udp(buf[i], len[i], 0, &v), SW_FRAME_OK);
+		assert_int_equal(rte_be_to_cpu_16(v.src_port), ctrl);
+		assert_true(v.payload_len > 7 && !memcmp(v.payload, "ok job=1", 8));
+	}
+	assert_int_equal(parses_begun(), SW_CTRL_QUEUE);
+	assert_int_equal(fx->rt.sw[0]->st.ctrl_ok, SW_CTRL_QUEUE);
+}
+
 int main(void)
 {
 	char prefix[64];
@@ -552,6 +678,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_vlan_hopping, setup_trunk, teardown),
 		cmocka_unit_test_setup_teardown(test_claims_and_mtu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_source_guard, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ctrl_off_the_datapath, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	sw_eal_cleanup();
