@@ -142,6 +142,9 @@ struct hcl_comm_stats {
 	unsigned long long ina_stale; /* answers that matched nothing in flight (duplicates, late) */
 	unsigned long long agg_packets, agg_accepted;
 	unsigned long long agg_dropped; /* refused by the software aggregator, every reason */
+	/* calls finished on the software ring because an INA aggregator was
+	 * lost mid-job (HCL_INA_LOST_MS); from the first, every call is */
+	unsigned long long ina_fallback_calls;
 };
 int hcl_comm_stats(const struct hcl_comm *c, struct hcl_comm_stats *out);
 

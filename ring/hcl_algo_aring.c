@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "hcl_algo.h"
 #include "hcl_aring.h"
+#include "hcl_fallback.h"
 #include "hcl_ring.h"
 #include "softsw.h"
 #include "tor.h"
@@ -29,12 +30,15 @@ struct aring_state {
 	struct softsw *member;	      /* this host's software member, in a rack without INA */
 	struct tor tor;		      /* this rank's ToR, if it is a rack's agent */
 	unsigned long long expect[2]; /* slices the ToR should have completed so far (reports) */
+	int last_d;		      /* the worker of the last call (0 float, 1 int32), -1 before any */
 };
 
 static int aring_prepare(struct hcl_comm *c, struct dgram_udp_opts *o, char *err, size_t errlen)
 {
-	if (!(c->algo_state = calloc(1, sizeof(struct aring_state))))
+	struct aring_state *s = calloc(1, sizeof(*s));
+	if (!(c->algo_state = s))
 		return hcl_fail(-ENOMEM, err, errlen, "out of memory");
+	s->last_d = -1;
 	return hcl_ina_prepare(c, o);
 }
 
@@ -158,18 +162,38 @@ static int aring_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t e
 		if (!(s->worker[d] = hcl_aring_new(&s->plan[d], (unsigned)c->rank, &s->ina_t, err, errlen)))
 			return -ENOMEM;
 		hcl_aring_set_poll(s->worker[d], hcl_comm_poll_xfer, c);
+		hcl_aring_set_lost(s->worker[d], c->env.ina_lost_ns);
 	}
 	/* nobody sends before every member's jobs are in place */
 	return hcl_comm_barrier(c, deadline, err, errlen);
 }
 
+/* Through the ring of members; when the chain stops mid-job, this call
+ * (from its input, which the worker keeps, as it keeps the call before's)
+ * and the later ones on the software ring. */
 static int aring_allreduce(struct hcl_comm *c, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline)
 {
 	struct aring_state *s = c->algo_state;
-	int rc = hcl_aring_allreduce(s->worker[dt == HCL_INT32], buf, buf, count, deadline, c->err, sizeof(c->err));
-	if (rc == -ETIMEDOUT && c->env.debug)
-		hcl_aring_dump(s->worker[dt == HCL_INT32], stderr);
-	return rc;
+	const int d = dt == HCL_INT32, prev_d = s->last_d;
+	struct hcl_aring *w = s->worker[d];
+	struct hcl_fallback_in kept = { 0 }; /* later calls: the buffer holds the input */
+	s->last_d = d;
+	if (!c->ina_lost) {
+		int rc = hcl_aring_allreduce(w, buf, buf, count, deadline, c->err, sizeof(c->err));
+		if ((rc == -ETIMEDOUT || rc == -ENETDOWN) && c->env.debug)
+			hcl_aring_dump(w, stderr);
+		if (rc != -ENETDOWN)
+			return rc;
+		hcl_fallback_begin(c, c->err);
+		/* the call before this one ran on this worker or the other */
+		kept.input = hcl_aring_input(w);
+		if (prev_d == d)
+			kept.prev_input = hcl_aring_prev_input(w, &kept.prev_count);
+		else if (prev_d >= 0)
+			kept.prev_input = hcl_aring_last_input(s->worker[prev_d], &kept.prev_count);
+		kept.prev_dt = prev_d == 1 ? HCL_INT32 : c->wire_bf16 ? HCL_BF16 : HCL_FP32;
+	}
+	return hcl_fallback_allreduce(c, buf, count, dt, &kept, deadline);
 }
 
 /* An agent prints its rack's progress after each call: the ToR's counters

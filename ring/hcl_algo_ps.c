@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "hcl_algo.h"
+#include "hcl_fallback.h"
 #include "hcl_ina.h"
 #include "hcl_ring.h"
 #include "psina_plan.h"
@@ -184,6 +185,7 @@ static int start_aggregators(struct hcl_comm *c, char *err, size_t errlen)
 	for (unsigned d = 0; d < 2; d++) {
 		const struct psina_plan *p = &s->plan[d];
 		struct hcl_ina_cfg ic = { .shards = n,
+					  .lost_ns = c->env.ina_lost_ns,
 					  .index = p->client[c->rank].index,
 					  .slots = shard_slots(c),
 					  .elems = c->env.ina_elems,
@@ -232,13 +234,29 @@ static int ps_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t errl
 	return rc < 0 ? rc : hcl_comm_barrier(c, deadline, err, errlen);
 }
 
+static bool slice_done(const void *client, size_t k) { return hcl_ina_slice_done(client, k); }
+
+/* Through the aggregators; when one is lost mid-job, this call and the
+ * later ones on the software ring. */
 static int ps_allreduce(struct hcl_comm *c, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline)
 {
 	struct ps_state *s = c->algo_state;
-	if (dt == HCL_FP32 && c->env.float_wire == INA_D_BFP32)
-		return hcl_ina_allreduce_bfp(s->client[0], buf, count, (unsigned)c->world, deadline, c->err,
-					     sizeof(c->err));
-	return hcl_ina_allreduce(s->client[dt == HCL_INT32], buf, count, dt, deadline, c->err, sizeof(c->err));
+	const struct hcl_ina *a = s->client[dt == HCL_INT32];
+	struct hcl_fallback_in left = { 0 }; /* the buffer holds the input whole */
+	if (!c->ina_lost) {
+		int rc;
+		if (dt == HCL_FP32 && c->env.float_wire == INA_D_BFP32)
+			rc = hcl_ina_allreduce_bfp(s->client[0], buf, count, (unsigned)c->world, deadline, c->err,
+						   sizeof(c->err));
+		else
+			rc = hcl_ina_allreduce(s->client[dt == HCL_INT32], buf, count, dt, deadline, c->err,
+					       sizeof(c->err));
+		if (rc != -ENETDOWN)
+			return rc;
+		hcl_fallback_begin(c, c->err);
+		left = (struct hcl_fallback_in){ .slice_elems = c->env.ina_elems, .done = slice_done, .ctx = a };
+	}
+	return hcl_fallback_allreduce(c, buf, count, dt, &left, deadline);
 }
 
 static void ps_stats(const struct hcl_comm *c, struct hcl_comm_stats *out)

@@ -40,17 +40,41 @@ struct hcl_aring {
 	struct step_state *s;
 	uint32_t epoch;
 	const uint8_t *src; /* the call's input */
-	uint8_t *scratch;   /* the input, when the call is in place */
-	size_t scratch_bytes;
+	/* the input, when the call is in place: two buffers in turn, so the
+	 * previous call's stays (a rank a call behind may need it, see
+	 * ring/hcl_fallback.c); prev_count its elements, or 0 */
+	uint8_t *scratch[2];
+	size_t scratch_bytes[2];
+	unsigned cur;
+	size_t count, prev_count;
 	struct hcl_ina_rx rx;
 	uint8_t tx[INA_HDR_LEN + INA_MAX_PAYLOAD];
 	struct hcl_aring_stats st;
 	int overflowed_job; /* the job of a result whose int32 sum wrapped, or -1 */
-	void (*poll)(void *ctx);
+	int (*poll)(void *ctx);
 	void *poll_ctx;
+	int64_t lost_ns;     /* no answer for this long while slices are out: -ENETDOWN (0: never) */
+	size_t results_left; /* slices of the call whose result (a final sum) has not come */
+	int nacked_job;	     /* a step job the aggregator said it has not (NACK), or -1 */
 };
 
-void hcl_aring_set_poll(struct hcl_aring *a, void (*fn)(void *ctx), void *ctx)
+void hcl_aring_set_lost(struct hcl_aring *a, int64_t lost_ns) { a->lost_ns = lost_ns; }
+
+const void *hcl_aring_input(const struct hcl_aring *a) { return a->src; }
+
+const void *hcl_aring_last_input(const struct hcl_aring *a, size_t *count)
+{
+	*count = a->count;
+	return a->count && a->src == a->scratch[a->cur] ? a->src : NULL;
+}
+
+const void *hcl_aring_prev_input(const struct hcl_aring *a, size_t *count)
+{
+	*count = a->prev_count;
+	return a->prev_count ? a->scratch[!a->cur] : NULL;
+}
+
+void hcl_aring_set_poll(struct hcl_aring *a, int (*fn)(void *ctx), void *ctx)
 {
 	a->poll = fn;
 	a->poll_ctx = ctx;
@@ -91,7 +115,8 @@ void hcl_aring_free(struct hcl_aring *a)
 	for (unsigned k = 0; a->s && k < a->nsteps; k++)
 		hcl_inaw_free(&a->s[k].win);
 	free(a->s);
-	free(a->scratch);
+	free(a->scratch[0]);
+	free(a->scratch[1]);
 	hcl_ina_rx_free(&a->rx);
 	free(a);
 }
@@ -210,6 +235,12 @@ static bool resend_one(void *ctx, uint32_t slot)
 static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 {
 	struct ina_pkt p;
+	if (in->peer.sin_addr.s_addr == a->agg.sin_addr.s_addr && in->peer.sin_port == a->agg.sin_port &&
+	    ina_parse(in->buf, in->len, &p) == INA_OK && p.hdr.type == INA_T_NACK && p.hdr.epoch == a->epoch &&
+	    p.hdr.job >= a->p->job0 && p.hdr.job < a->p->job0 + a->nsteps) {
+		a->nacked_job = p.hdr.job; /* gone there: the chain cannot go on */
+		return 0;
+	}
 	if (in->peer.sin_addr.s_addr != a->agg.sin_addr.s_addr || in->peer.sin_port != a->agg.sin_port ||
 	    ina_parse(in->buf, in->len, &p) != INA_OK || (p.hdr.type != INA_T_RESULT && p.hdr.type != INA_T_ACK) ||
 	    p.hdr.dtype != a->p->dtype || p.hdr.job < a->p->job0 || p.hdr.job >= a->p->job0 + a->nsteps) {
@@ -238,6 +269,7 @@ static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 		size_t esz = ina_wire_elem_size(a->p->dtype);
 		hcl_ina_swap_elems(dst + slice_lo(a, ss, o->slice) * esz, p.payload, p.hdr.count, esz);
 		a->st.results++;
+		a->results_left--;
 	}
 	if ((ss->st.need_ack && !(o->got & GOT_ACK)) || (ss->st.need_result && !(o->got & GOT_RESULT)))
 		return 0;
@@ -251,36 +283,43 @@ static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 
 /* The input of a call: src, or a copy of it when the call is in place
  * (contributions must not see results).  NULL when out of memory. */
-static const uint8_t *input(struct hcl_aring *a, const uint8_t *src, const uint8_t *dst, size_t bytes)
+static const uint8_t *input(struct hcl_aring *a, const uint8_t *src, const uint8_t *dst, size_t count)
 {
+	size_t bytes = count * ina_wire_elem_size(a->p->dtype);
+	/* the last call's copy, if it made one, becomes the previous input */
+	a->prev_count = a->src == a->scratch[a->cur] ? a->count : 0;
+	a->count = count;
 	if (src != dst || !bytes)
 		return src;
-	if (a->scratch_bytes < bytes) {
-		uint8_t *b = realloc(a->scratch, bytes);
+	unsigned k = a->prev_count ? !a->cur : a->cur;
+	if (a->scratch_bytes[k] < bytes) {
+		uint8_t *b = realloc(a->scratch[k], bytes);
 		if (!b)
 			return NULL;
-		a->scratch = b;
-		a->scratch_bytes = bytes;
+		a->scratch[k] = b;
+		a->scratch_bytes[k] = bytes;
 	}
-	memcpy(a->scratch, src, bytes);
-	return a->scratch;
+	memcpy(a->scratch[k], src, bytes);
+	a->cur = k;
+	return a->scratch[k];
 }
 
 int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_t count, int64_t deadline_ns, char *err,
 			size_t errlen)
 {
 	uint8_t *dst = vdst;
-	size_t esz = ina_wire_elem_size(a->p->dtype);
 	if (count && (!vsrc || !dst)) {
 		snprintf(err, errlen, "agent-ring: no buffers");
 		return -EINVAL;
 	}
-	if (!(a->src = input(a, vsrc, dst, count * esz))) {
+	if (!(a->src = input(a, vsrc, dst, count))) {
 		snprintf(err, errlen, "agent-ring: out of memory");
 		return -ENOMEM;
 	}
 	a->epoch++;
 	a->overflowed_job = -1;
+	a->nacked_job = -1;
+	a->results_left = 0;
 	size_t left = 0;
 	for (unsigned k = 0; k < a->nsteps; k++) {
 		struct step_state *ss = &a->s[k];
@@ -289,15 +328,40 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 		ss->done = 0;
 		hcl_inaw_reset(&ss->win);
 		left += ss->nslices;
+		a->results_left += ss->st.need_result ? ss->nslices : 0;
 		for (size_t j = 0; j < ss->nslices && j < a->p->slots; j++)
 			start_slice(a, k, j);
 	}
+	int64_t progress_at = clock_now_ns();
 	while (left) {
-		if (a->poll)
-			a->poll(a->poll_ctx);
+		int peer = a->poll ? a->poll(a->poll_ctx) : 0;
 		int64_t now = clock_now_ns(), wake = now + 1000000;
 		if (now >= deadline_ns)
 			return timed_out(a, left, err, errlen);
+		if (peer || a->nacked_job >= 0 || (a->lost_ns && now - progress_at >= a->lost_ns)) {
+			/* the chain stopped: a member's job went (an INA rack's
+			 * ToR lost it, or refuses it), stalling every rank.
+			 * Results are final sums (only steps from the end of the
+			 * reduce on multicast): with all of them here only ACKs
+			 * are missing and this rank's call is done; the others
+			 * then meet it in the next call, where all stall */
+			if (!a->results_left)
+				return 0;
+			timed_out(a, left, err, errlen);
+			size_t n = strlen(err);
+			if (a->nacked_job >= 0)
+				snprintf(err + n, errlen > n ? errlen - n : 0,
+					 " (its switch no longer has job %d: it answered NACK)", a->nacked_job);
+			else if (peer)
+				snprintf(err + n, errlen > n ? errlen - n : 0,
+					 " (rank %d lost its INA aggregator in this call)", peer - 1);
+			else
+				snprintf(err + n, errlen > n ? errlen - n : 0,
+					 " (nothing for %lld ms: the chain stopped aggregating)",
+					 (long long)(a->lost_ns / 1000000));
+			return -ENETDOWN;
+		}
+		uint64_t answers = a->st.results + a->st.acks;
 		for (unsigned k = 0; k < a->nsteps; k++) {
 			struct resend_ctx r = { a, k };
 			hcl_inaw_resend(&a->s[k].win, now, chain_reached(a, k) ? 0 : CHAIN_WAIT_NS, resend_one, &r,
@@ -311,6 +375,8 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 		}
 		for (int i = 0; i < n; i++)
 			left -= (size_t)take(a, &in[i], dst);
+		if (a->st.results + a->st.acks != answers)
+			progress_at = now;
 		if (a->overflowed_job >= 0) {
 			snprintf(err, errlen,
 				 "agent-ring: the int32 sum of job %d overflowed in the switch: the result would be "

@@ -25,13 +25,26 @@ struct hcl_aring *hcl_aring_new(const struct aring_plan *plan, unsigned rank, st
 				size_t errlen);
 void hcl_aring_free(struct hcl_aring *a);
 /* fn(ctx) on every turn of the wait loop (see struct hcl_ina_cfg.poll). */
-void hcl_aring_set_poll(struct hcl_aring *a, void (*fn)(void *ctx), void *ctx);
+void hcl_aring_set_poll(struct hcl_aring *a, int (*fn)(void *ctx), void *ctx);
 
 /* dst = sum over ranks of src (count elements of the plan's dtype);
  * src == dst is in place.  0 or a negative errno, err naming the member
  * the worker was waiting for. */
 int hcl_aring_allreduce(struct hcl_aring *a, const void *src, void *dst, size_t count, int64_t deadline_ns, char *err,
 			size_t errlen);
+
+/* A call whose member's aggregator answers nothing for lost_ns (any step,
+ * results and ACKs alike) ends -ENETDOWN; 0 (the default): only the
+ * deadline ends it. */
+void hcl_aring_set_lost(struct hcl_aring *a, int64_t lost_ns);
+/* The last call's input, whole (src, or its copy when the call was in
+ * place): what a call that failed can start again from. */
+const void *hcl_aring_input(const struct hcl_aring *a);
+/* The last call's input when the worker keeps a copy of it (the call was
+ * in place; count: its elements), else NULL; and the same for the call
+ * before it. */
+const void *hcl_aring_last_input(const struct hcl_aring *a, size_t *count);
+const void *hcl_aring_prev_input(const struct hcl_aring *a, size_t *count);
 
 /* What is still in flight (for HCL_DEBUG after a failed call). */
 void hcl_aring_dump(const struct hcl_aring *a, FILE *f);

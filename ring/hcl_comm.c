@@ -35,10 +35,13 @@ int hcl_fail(int rc, char *err, size_t n, const char *fmt, ...)
 	return rc;
 }
 
-void hcl_comm_poll_xfer(void *ctx)
+int hcl_comm_poll_xfer(void *ctx)
 {
 	struct hcl_comm *c = ctx;
+	int from;
 	hcl_xfer_poll(c->x);
+	uint32_t lost = hcl_xfer_lost_call(c->x, &from);
+	return lost && lost >= c->calls ? from + 1 : 0;
 }
 
 int hcl_comm_barrier(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen)
@@ -180,7 +183,7 @@ int hcl_comm_stats(const struct hcl_comm *c, struct hcl_comm_stats *out)
 {
 	if (!c || !out)
 		return -EINVAL;
-	*out = (struct hcl_comm_stats){ 0 };
+	*out = (struct hcl_comm_stats){ .ina_fallback_calls = c->ina_fallback_calls };
 	if (c->x) {
 		const struct hcl_xfer_stats *x = hcl_xfer_stats(c->x);
 		out->xfer_sent = x->data_sent;
@@ -236,7 +239,7 @@ static void *scratch(struct hcl_comm *c, size_t bytes)
 	return c->scratch;
 }
 
-static float bf16_widen(uint16_t h)
+float hcl_bf16_widen(uint16_t h)
 {
 	uint32_t u = (uint32_t)h << 16;
 	float f;
@@ -244,7 +247,7 @@ static float bf16_widen(uint16_t h)
 	return f;
 }
 
-static uint16_t bf16_narrow(float f)
+uint16_t hcl_bf16_narrow(float f)
 {
 	uint32_t u;
 	memcpy(&u, &f, 4);
@@ -254,6 +257,7 @@ static uint16_t bf16_narrow(float f)
 /* The algorithm's sum of buf in place, and its report. */
 static int sum(struct hcl_comm *c, void *buf, size_t count, enum hcl_dtype dt)
 {
+	c->calls++;
 	int rc = c->algo->allreduce(c, buf, count, dt, clock_now_ns() + c->env.timeout_ns);
 	if (rc == 0 && c->env.agent_report && c->algo->report)
 		c->algo->report(c, dt, count);
@@ -271,17 +275,17 @@ static int allreduce_bf16(const uint16_t *send, uint16_t *recv, size_t count, bo
 			memmove(recv, send, count * 2);
 		int rc = sum(c, recv, count, HCL_BF16);
 		for (size_t i = 0; rc == 0 && avg && i < count; i++)
-			recv[i] = bf16_narrow(bf16_widen(recv[i]) / n);
+			recv[i] = hcl_bf16_narrow(hcl_bf16_widen(recv[i]) / n);
 		return rc;
 	}
 	float *w = scratch(c, count * 4);
 	if (!w && count)
 		return -ENOMEM;
 	for (size_t i = 0; i < count; i++)
-		w[i] = bf16_widen(send[i]);
+		w[i] = hcl_bf16_widen(send[i]);
 	int rc = sum(c, w, count, HCL_FP32);
 	for (size_t i = 0; rc == 0 && i < count; i++)
-		recv[i] = bf16_narrow(avg ? w[i] / n : w[i]);
+		recv[i] = hcl_bf16_narrow(avg ? w[i] / n : w[i]);
 	return rc;
 }
 
@@ -294,10 +298,10 @@ static int allreduce_word(const void *send, void *recv, size_t count, enum hcl_d
 		if (!h && count)
 			return -ENOMEM;
 		for (size_t i = 0; i < count; i++)
-			h[i] = bf16_narrow(((const float *)send)[i]);
+			h[i] = hcl_bf16_narrow(((const float *)send)[i]);
 		rc = sum(c, h, count, HCL_BF16);
 		for (size_t i = 0; rc == 0 && i < count; i++)
-			((float *)recv)[i] = bf16_widen(h[i]);
+			((float *)recv)[i] = hcl_bf16_widen(h[i]);
 	} else {
 		if (send != recv && count)
 			memmove(recv, send, count * 4);

@@ -38,8 +38,17 @@ struct hcl_comm {
 	void *scratch;		      /* bf16 calls widened, fp32 calls narrowed */
 	size_t scratch_bytes;
 	struct hcl_sync *sync; /* timing and pacing around each call (ring/hcl_sync.h) */
+	/* an INA aggregator was lost mid-job: every later call runs on the
+	 * software ring (ring/hcl_fallback.h); calls that did so */
+	bool ina_lost;
+	unsigned long long ina_fallback_calls;
+	uint32_t calls; /* all-reduce calls begun (the fall-back checks every rank is in the same) */
 	char err[320];
 };
+
+/* bf16 <-> binary32: exact one way, rounded to nearest even the other. */
+float hcl_bf16_widen(uint16_t h);
+uint16_t hcl_bf16_narrow(float f);
 
 /* The error convention of the host library: a negative errno returned,
  * the message beside it.  Writes the message, returns rc. */
@@ -54,8 +63,10 @@ int hcl_rendezvous(struct hcl_comm *c, const struct dgram_udp_opts *data_opts, i
 /* All ranks reach this point (a one-element ring all-reduce on c->x). */
 int hcl_comm_barrier(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen);
 /* For the INA clients' wait loops (ctx is the communicator): a rank that
- * moved on from the last exchange still answers a peer whose ACK was lost. */
-void hcl_comm_poll_xfer(void *ctx);
+ * moved on from the last exchange still answers a peer whose ACK was lost.
+ * Not 0: 1 + a rank that lost its INA aggregator in this call or a later
+ * one (ring/hcl_fallback.c), so this rank's call will not finish either. */
+int hcl_comm_poll_xfer(void *ctx);
 /* The INA packets of ps, ps-ina and agent-ring must fit the MTU of this
  * rank's route to where they go (its rack's ToR, else the next rank): 0,
  * or -EMSGSIZE with the largest element count that fits in err. */

@@ -35,6 +35,7 @@ struct hcl_env {
 	uint16_t ina_job;	    /* the first switch job id (HCL_INA_JOB; 0: the master picks) */
 	uint32_t ina_slots;	    /* slots in flight per job (HCL_INA_SLOTS) */
 	uint16_t ina_elems;	    /* elements per INA packet (HCL_INA_ELEMS) */
+	int64_t ina_lost_ns;	    /* an aggregator silent this long is lost (HCL_INA_LOST_MS; 0: never) */
 	uint8_t float_wire;	    /* INA_D_FP32, INA_D_BFP32 or INA_D_BF16 (cfg.ina_bfp, HCL_INA_FP32) */
 	uint16_t ps_port;	    /* the software PS or ring member (HCL_PS_PORT; shard h: + h) */
 	unsigned ps_shards;	    /* 1..HCL_INA_MAX_SHARDS (HCL_PS_SHARDS) */

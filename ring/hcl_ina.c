@@ -22,6 +22,11 @@ struct hcl_ina {
 	struct hcl_ina_stats st;
 	size_t overflowed; /* 1 + the first slice whose int32 sum wrapped, or 0 */
 	uint16_t overflowed_job;
+	/* the last pass (hcl_ina_slice_done after a lost aggregator) */
+	bool last_raw; /* it wrote results into the caller's buffer */
+	size_t last_nslices;
+	int64_t progress_at[HCL_INA_MAX_SHARDS]; /* per shard: its pass began or a result came */
+	int nacked;				 /* 1 + the shard whose aggregator said it has no such job, or 0 */
 };
 
 struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transport *t, char *err, size_t errlen)
@@ -201,6 +206,33 @@ static int timed_out(const struct hcl_ina *a, size_t done, size_t nslices, char 
 	return -ETIMEDOUT;
 }
 
+/* An aggregator that said it has no such job (a NACK for this pass), or
+ * that has had slices out and answered none for lost_ns (the engine
+ * refusing the job): -ENETDOWN naming it, else 0. */
+static int lost(const struct hcl_ina *a, int64_t now, size_t done, size_t nslices, char *err, size_t errlen)
+{
+	if (a->nacked) {
+		char ip[INET_ADDRSTRLEN];
+		const unsigned h = (unsigned)a->nacked - 1;
+		inet_ntop(AF_INET, &a->cfg.sw[h].sin_addr, ip, sizeof(ip));
+		snprintf(err, errlen, "switch %s:%u no longer has job %u (it answered NACK; %zu of %zu slices done)",
+			 ip, ntohs(a->cfg.sw[h].sin_port), a->cfg.job[h], done, nslices);
+		return -ENETDOWN;
+	}
+	for (unsigned h = 0; a->cfg.lost_ns && h < a->cfg.shards; h++) {
+		if (!any_busy(&a->win[h]) || now - a->progress_at[h] < a->cfg.lost_ns)
+			continue;
+		char ip[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &a->cfg.sw[h].sin_addr, ip, sizeof(ip));
+		snprintf(err, errlen,
+			 "switch %s:%u stopped aggregating job %u: no result for %lld ms (%zu of %zu slices done)", ip,
+			 ntohs(a->cfg.sw[h].sin_port), a->cfg.job[h], (long long)(a->cfg.lost_ns / 1000000), done,
+			 nslices);
+		return -ENETDOWN;
+	}
+	return 0;
+}
+
 /* Takes what arrived: results matched to what is outstanding, each done
  * slot starting its next slice.  Returns the slices finished. */
 static size_t take_batch(struct hcl_ina *a, const struct pass *ps, struct dgram_pkt *in, int n, size_t nslices)
@@ -209,6 +241,11 @@ static size_t take_batch(struct hcl_ina *a, const struct pass *ps, struct dgram_
 	for (int i = 0; i < n; i++) {
 		struct ina_pkt p;
 		int h = -1;
+		if (ina_parse(in[i].buf, in[i].len, &p) == INA_OK && p.hdr.type == INA_T_NACK &&
+		    p.hdr.epoch == a->epoch && (h = shard_of(a, &in[i], &p)) >= 0) {
+			a->nacked = h + 1; /* the job is gone there: no answer will come */
+			continue;
+		}
 		if (ina_parse(in[i].buf, in[i].len, &p) != INA_OK || p.hdr.type != INA_T_RESULT ||
 		    p.hdr.dtype != ps->dtype || (h = shard_of(a, &in[i], &p)) < 0) {
 			a->st.foreign++;
@@ -235,7 +272,8 @@ static size_t take_batch(struct hcl_ina *a, const struct pass *ps, struct dgram_
 		}
 		a->st.results++;
 		done++;
-		hcl_inaw_done(w, o, clock_now_ns());
+		a->progress_at[h] = clock_now_ns();
+		hcl_inaw_done(w, o, a->progress_at[h]);
 		size_t k = o->slice + a->cfg.slots; /* the same slot's next slice */
 		if (k < shard_first(nslices, a->cfg.shards, (unsigned)h + 1))
 			start_slice(a, ps, (unsigned)h, (uint32_t)(o - w->s), k);
@@ -251,8 +289,13 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 	const unsigned shards = a->cfg.shards;
 	size_t nslices = (ps->count + a->cfg.elems - 1) / a->cfg.elems, done = 0;
 	a->epoch++;
-	for (unsigned h = 0; h < shards; h++)
+	a->last_raw = ps->kind != PASS_EXPONENT;
+	a->nacked = 0;
+	a->last_nslices = nslices;
+	for (unsigned h = 0; h < shards; h++) {
 		hcl_inaw_reset(&a->win[h]);
+		a->progress_at[h] = clock_now_ns();
+	}
 	/* the first windows, the shards' in turn so every aggregator starts at once */
 	for (uint32_t j = 0; j < a->cfg.slots; j++)
 		for (unsigned h = 0; h < shards; h++) {
@@ -261,11 +304,19 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 				start_slice(a, ps, h, j, k);
 		}
 	while (done < nslices) {
-		if (a->cfg.poll)
-			a->cfg.poll(a->cfg.poll_ctx);
+		int peer = a->cfg.poll ? a->cfg.poll(a->cfg.poll_ctx) : 0;
+		if (peer) {
+			snprintf(err, errlen,
+				 "rank %d lost its INA aggregator in this call (%zu of %zu slices done here)", peer - 1,
+				 done, nslices);
+			return -ENETDOWN;
+		}
 		int64_t now = clock_now_ns(), wake = now + 1000000;
 		if (now >= deadline_ns)
 			return timed_out(a, done, nslices, err, errlen);
+		int rc = lost(a, now, done, nslices, err, errlen);
+		if (rc < 0)
+			return rc;
 		for (unsigned h = 0; h < shards; h++) {
 			struct resend_ctx r = { a, ps, h };
 			hcl_inaw_resend(&a->win[h], now, 0, resend_one, &r, &wake, &a->st.resent);
@@ -277,6 +328,8 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 			return n;
 		}
 		done += take_batch(a, ps, in, n, nslices);
+		if ((rc = lost(a, clock_now_ns(), done, nslices, err, errlen)) < 0)
+			return rc;
 		if (a->overflowed) {
 			snprintf(err, errlen,
 				 "the int32 sum of slice %zu (elements from %zu) overflowed in the switch (job %u): "
@@ -287,6 +340,21 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 		}
 	}
 	return 0;
+}
+
+bool hcl_ina_slice_done(const struct hcl_ina *a, size_t k)
+{
+	if (!a->last_raw || k >= a->last_nslices)
+		return false;
+	/* shard h's slot j carries its slices first+j, first+j+slots, ... in
+	 * turn: those before the one it has in flight are done, the rest not
+	 * (an idle slot has finished all of its own) */
+	unsigned h = 0;
+	while (h + 1 < a->cfg.shards && k >= shard_first(a->last_nslices, a->cfg.shards, h + 1))
+		h++;
+	size_t first = shard_first(a->last_nslices, a->cfg.shards, h);
+	const struct hcl_inaw_slot *slot = &a->win[h].s[(k - first) % a->cfg.slots];
+	return !(slot->busy && slot->slice <= k);
 }
 
 static int check_count(size_t count, const struct hcl_ina *a, char *err, size_t errlen)

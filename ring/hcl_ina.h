@@ -16,6 +16,7 @@
 #define HCL_INA_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,9 +33,14 @@ struct hcl_ina_cfg {
 	uint32_t slots;				   /* each job's slot count = each shard's window */
 	uint16_t elems;				   /* elements per packet (<= the job's elems) */
 	uint32_t rto_us;			   /* first resend timeout; 0 = 5000 */
+	/* an aggregator that answers nothing for this long while slices are
+	 * out is lost: the call ends -ENETDOWN (0: wait for the deadline) */
+	int64_t lost_ns;
 	/* called on every turn of the wait loop (the communicator's reliable
-	 * transfer answers late re-sends from there); may be NULL */
-	void (*poll)(void *ctx);
+	 * transfer answers late re-sends from there); may be NULL.  Not 0:
+	 * 1 + a rank that lost its aggregator in this call, and so will this
+	 * one's (the call ends -ENETDOWN) */
+	int (*poll)(void *ctx);
 	void *poll_ctx;
 };
 
@@ -44,11 +50,17 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transpor
 void hcl_ina_free(struct hcl_ina *a);
 
 /* In place over buf (count int32 or fp32 elements); 0 or a negative errno
- * with err naming the switch: -ETIMEDOUT, or -EOVERFLOW when the switch
- * flags an int32 sum that wrapped.  Results are taken only from the
+ * with err naming the switch: -ETIMEDOUT, -ENETDOWN (lost_ns without an
+ * answer), or -EOVERFLOW when the switch flags an int32 sum that wrapped.  Results are taken only from the
  * aggregator's address and port, for the job and dtype sent. */
 int hcl_ina_allreduce(struct hcl_ina *a, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline_ns, char *err,
 		      size_t errlen);
+
+/* After a call that ended -ENETDOWN (an aggregator lost): whether slice k
+ * (elements k*elems ..) of the caller's buffer holds its result (else it
+ * still holds this rank's input).  No slice of a BFP call's exponent pass
+ * holds one. */
+bool hcl_ina_slice_done(const struct hcl_ina *a, size_t k);
 
 /* fp32 over a BFP32 job (int32 mantissas: what a switch without floating
  * point adds): a first pass agrees on each slice's exponent (the switch

@@ -124,6 +124,24 @@ void hcl_xfer_set_note_handler(struct hcl_xfer *x, void (*cb)(void *ctx, int src
 	x->note_ctx = ctx;
 }
 
+int hcl_xfer_send_lost(struct hcl_xfer *x, int to, uint32_t call)
+{
+	uint8_t b[HCL_XFER_HDR] = { MAGIC, T_LOST };
+	if (to < 0 || (unsigned)to >= x->cfg.nranks)
+		return -EINVAL;
+	b[2] = (uint8_t)(x->cfg.rank >> 8);
+	b[3] = (uint8_t)x->cfg.rank;
+	put32(b + 4, call);
+	struct dgram_pkt p = { .buf = b, .len = sizeof(b), .peer = x->peers[to] };
+	return x->t->ops->send_batch(x->t->ctx, &p, 1) == 1 ? 0 : -EAGAIN;
+}
+
+uint32_t hcl_xfer_lost_call(const struct hcl_xfer *x, int *from)
+{
+	*from = x->lost_from;
+	return x->lost_call;
+}
+
 int hcl_xfer_send_note(struct hcl_xfer *x, int to, const void *buf, size_t len)
 {
 	uint8_t b[HCL_XFER_HDR + HCL_XFER_NOTE_MAX] = { MAGIC, T_NOTE };

@@ -121,6 +121,12 @@ int hcl_xfer_poll_wait(struct hcl_xfer *x, int64_t wait_ns);
 void hcl_xfer_set_note_handler(struct hcl_xfer *x, void (*cb)(void *ctx, int src, const void *p, size_t len),
 			       void *ctx);
 int hcl_xfer_send_note(struct hcl_xfer *x, int to, const void *buf, size_t len);
+/* INA lost (ring/hcl_fallback.c): tells rank `to` that this rank lost its
+ * INA aggregator in call `call` (unreliable, like a note); and the latest
+ * call a peer said so of (0: none; *from: that peer). */
+int hcl_xfer_send_lost(struct hcl_xfer *x, int to, uint32_t call);
+uint32_t hcl_xfer_lost_call(const struct hcl_xfer *x, int *from);
+
 /* Before the transfer goes away: the same for every remembered receive
  * whose FIN is missing, with a quiet time that outlasts any peer's backed-off
  * timer.  (Between calls a lost ACK is answered by the next call's

@@ -31,6 +31,10 @@
  * if its process is gone, the host answers "port unreachable", and the
  * receive fails in a fraction of a second instead of at its deadline. */
 #define T_PING	    7
+/* "My INA aggregator is lost in call N" (N in the tag field): a rank that
+ * falls back to the software ring tells the others, whose INA calls stall
+ * too but whose own switch may still answer (ring/hcl_fallback.c). */
+#define T_LOST	    8
 #define PING_NS	    250000000
 #define BATCH	    64
 #define PKT_MAX	    9000
@@ -158,6 +162,8 @@ struct hcl_xfer {
 	size_t cap_pk; /* per-packet arrays sized for this many */
 	void (*note_cb)(void *ctx, int src, const void *p, size_t len);
 	void *note_ctx;
+	uint32_t lost_call; /* the latest call a peer said it lost INA in (T_LOST), 0: none */
+	int lost_from;
 	/* round-trip estimate (RFC 6298), kept across exchanges */
 	int64_t srtt_ns, rttvar_ns, rto_base_ns, rto_initial_ns;
 	struct hcl_xfer_cc *cc; /* per peer, kept across exchanges */

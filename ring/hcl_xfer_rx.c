@@ -271,6 +271,12 @@ static void handle(struct hcl_xfer *x, int src, const uint8_t *p, size_t len, st
 	case T_WAIT:
 	case T_READY: xfer_on_flow(x, src, p[1], get32(p + 4)); return;
 	case T_PING: return; /* its answer is that this port is open */
+	case T_LOST:
+		if (get32(p + 4) > x->lost_call) {
+			x->lost_call = get32(p + 4);
+			x->lost_from = src;
+		}
+		return;
 	case T_NOTE:
 		if (x->note_cb) {
 			x->stats.notes_received++;

@@ -112,6 +112,7 @@ struct sw_lsw_stats {
 	uint64_t arp_replies;
 	uint64_t ina_packets; /* handed to the engine */
 	uint64_t ina_emits;   /* packets built from emits */
+	uint64_t ina_nacks;   /* NACKs sent for DATA to a job the switch does not have */
 	uint64_t ctrl_ok;
 	uint64_t ctrl_refused;	 /* valid commands answered with a refusal */
 	uint64_t ctrl_not_owner; /* ... of which: remove or install over another owner's job */

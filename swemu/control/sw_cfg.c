@@ -189,12 +189,39 @@ static int load_jobs(const struct conf_reader *p, const struct conf_node *sw, st
 	return 0;
 }
 
+/* Where control commands may come from besides their source address: the
+ * ports they may come in by (mgmt_ports, names) and their VLAN
+ * (mgmt_vlan), so that a host on a data port cannot send them at all. */
+static int load_mgmt_scope(const struct conf_reader *p, const struct conf_node *g, struct sw_switch_cfg *s)
+{
+	const struct conf_node *mp = conf_member(g, "mgmt_ports"), *mv = conf_member(g, "mgmt_vlan");
+	uint32_t vlan = 0;
+	if ((mp || mv) && !s->ina)
+		return conf_fail(p, mp ? mp : mv, "'%s' only makes sense on an INA switch",
+				 mp ? "mgmt_ports" : "mgmt_vlan");
+	if (conf_get_u32(p, g, "mgmt_vlan", 1, 4094, false, &vlan) < 0)
+		return -1;
+	s->mgmt_vlan = (uint16_t)vlan;
+	if (!mp)
+		return 0;
+	if ((mp->type != CONF_ARRAY && mp->type != CONF_LIST) || mp->n == 0)
+		return conf_fail(p, mp, "'mgmt_ports' must be a non-empty list of port names");
+	for (unsigned i = 0; i < mp->n; i++) {
+		const struct conf_node *e = conf_elem(mp, i);
+		int k = e->type == CONF_STRING ? sw_cfg_find_port(s, e->v.s) : -1;
+		if (k < 0)
+			return conf_fail(p, e, "mgmt_ports entry %u: switch '%s' has no such port", i, s->name);
+		s->mgmt_ports |= 1u << k;
+	}
+	return 0;
+}
+
 static int load_switch(const struct conf_reader *p, const struct conf_node *g, struct sw_switch_cfg *s)
 {
-	static const char *const keys[] = { "name",  "ina",	  "mac",  "ip",	       "ctrl_port",
-					    "slots", "max_elems", "mgmt", "fdb_age_s", "fdb_port_limit",
-					    "lcore", "ports",	  "fdb",  "jobs",      "ctrl_key_file",
-					    NULL };
+	static const char *const keys[] = { "name",	  "ina",       "mac",  "ip",	    "ctrl_port",
+					    "slots",	  "max_elems", "mgmt", "fdb_age_s", "fdb_port_limit",
+					    "lcore",	  "ports",     "fdb",  "jobs",	    "ctrl_key_file",
+					    "mgmt_ports", "mgmt_vlan", NULL };
 	const char *mac = NULL, *ip = NULL;
 	if (g->type != CONF_GROUP)
 		return conf_fail(p, g, "a switch must be a group { name = ...; ports = (...); }");
@@ -251,7 +278,10 @@ static int load_switch(const struct conf_reader *p, const struct conf_node *g, s
 		if (ctl_key_load(key_file, &s->ctrl_key, why, sizeof(why)) < 0)
 			return conf_fail(p, conf_member(g, "ctrl_key_file"), "%s", why);
 	}
-	return load_ports(p, g, s) < 0 || load_fdb(p, g, s) < 0 || load_jobs(p, g, s) < 0 ? -1 : 0;
+	return load_ports(p, g, s) < 0 || load_mgmt_scope(p, g, s) < 0 || load_fdb(p, g, s) < 0 ||
+			       load_jobs(p, g, s) < 0
+		       ? -1
+		       : 0;
 }
 
 /* Links name "switch.port" and must point at each other. */

@@ -14,10 +14,11 @@
 #include "ina_engine.h"
 
 #define SW_MAX_SWITCHES 16
-#define SW_MAX_PORTS	16  /* per logical switch */
-#define SW_MAX_FDB	256 /* static entries per switch */
-#define SW_MAX_MGMT	16
-#define SW_NAME_LEN	CTL_NAME_LEN
+#define SW_MAX_PORTS	16 /* per logical switch */
+_Static_assert(SW_MAX_PORTS <= 32, "mgmt_ports is a 32-bit mask of ports");
+#define SW_MAX_FDB  256 /* static entries per switch */
+#define SW_MAX_MGMT 16
+#define SW_NAME_LEN CTL_NAME_LEN
 
 #define SW_VLAN_DEFAULT 1
 #define SW_MAX_TRUNK	64   /* tagged VLANs on one trunk port */
@@ -50,6 +51,8 @@ struct sw_switch_cfg {
 	uint32_t slots;		    /* engine slot indices */
 	uint16_t max_elems;	    /* elements per slot */
 	uint32_t mgmt[SW_MAX_MGMT]; /* sources allowed on the control channel */
+	uint32_t mgmt_ports;	    /* ... and the ports they may come in by (bit i: port i; 0: any) */
+	uint16_t mgmt_vlan;	    /* ... and the VLAN (0: any) */
 	struct ctl_key ctrl_key;    /* commands must be signed with it (len 0: not asked) */
 	int nmgmt;
 	uint32_t fdb_age_s;

@@ -67,6 +67,7 @@ static json_t *ina_json(const struct sw_lsw *sw)
 	json_object_set_new(o, "rx_packets", json_integer((json_int_t)es->rx_packets));
 	json_object_set_new(o, "accepted", json_integer((json_int_t)es->accepted));
 	json_object_set_new(o, "emits_sent", json_integer((json_int_t)sw->st.ina_emits));
+	json_object_set_new(o, "nacks_sent", json_integer((json_int_t)sw->st.ina_nacks));
 	json_object_set_new(o, "drops", drops_json(es->drops, INA_R_MAX_, ina_name));
 	for (unsigned id = 0; id < 65536; id++) {
 		const struct ina_job_stats *js = ina_job_stats(sw->eng, (uint16_t)id);
@@ -75,6 +76,12 @@ static json_t *ina_json(const struct sw_lsw *sw)
 		char key[8];
 		snprintf(key, sizeof(key), "%u", id);
 		json_t *j = json_object();
+		const struct ina_job_cfg *jc = ina_job_config(sw->eng, (uint16_t)id);
+		if (jc && jc->owner) { /* who may remove it (hex, as commands name it) */
+			char own[20];
+			snprintf(own, sizeof(own), "%llx", (unsigned long long)jc->owner);
+			json_object_set_new(j, "owner", json_string(own));
+		}
 		json_object_set_new(j, "slot_base", json_integer(ina_job_slot_base(sw->eng, (uint16_t)id)));
 		json_object_set_new(j, "slots_busy", json_integer(ina_job_slots_busy(sw->eng, (uint16_t)id)));
 		json_object_set_new(j, "rx_packets", json_integer((json_int_t)js->rx_packets));
@@ -239,6 +246,7 @@ static int tel_ina(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "rx_packets", es->rx_packets);
 	rte_tel_data_add_dict_u64(d, "accepted", es->accepted);
 	rte_tel_data_add_dict_u64(d, "emits_sent", sw->st.ina_emits);
+	rte_tel_data_add_dict_u64(d, "nacks_sent", sw->st.ina_nacks);
 	add_nonzero_drops(d, es->drops, INA_R_MAX_, ina_name);
 	return 0;
 }

@@ -63,8 +63,9 @@ void sw_ctrl_submit(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uin
 	for (int i = 0; i < sw->cfg->nmgmt && src < 0; i++)
 		if (sw->cfg->mgmt[i] == v->src_ip)
 			src = i;
-	if (src < 0) {
-		in->st.drops[SW_D_CTRL_DENIED]++;
+	const struct sw_switch_cfg *c = sw->cfg;
+	if (src < 0 || (c->mgmt_ports && !(c->mgmt_ports >> in->index & 1)) || (c->mgmt_vlan && vlan != c->mgmt_vlan)) {
+		in->st.drops[SW_D_CTRL_DENIED]++; /* not a manager, or not where managers are */
 		return;
 	}
 	if (!within_rate(sw, src)) { /* not answered: that is what it is for */

@@ -340,6 +340,36 @@ static unsigned rx_csum_verdict(const struct rte_mbuf *m, enum sw_frame_err *bad
 	return verified;
 }
 
+/* DATA for a job the switch does not have: a NACK back to its sender,
+ * the header echoed without payload (never longer than what came), so a
+ * host whose job went mid-run (removed, the switch restarted) learns it at
+ * once instead of by a timer (ring/hcl_fallback.c).  Still counted
+ * unknown_job by the engine. */
+static void send_nack(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
+		      const struct sw_udp_view *v)
+{
+	struct ina_pkt p;
+	struct rte_mbuf *r;
+	if (ina_parse(v->payload, v->payload_len, &p) != INA_OK || p.hdr.type != INA_T_DATA || !(r = new_mbuf(rt, in)))
+		return;
+	struct ina_hdr h = p.hdr;
+	h.type = INA_T_NACK;
+	h.flags = 0;
+	h.count = 0;
+	h.exponent = 0;
+	uint8_t head[INA_HDR_LEN];
+	ina_hdr_encode(&h, head);
+	struct sw_udp_hdrs u = {
+		.src_ip = sw->cfg->ip, .dst_ip = v->src_ip, .src_port = v->dst_port, .dst_port = v->src_port
+	};
+	memcpy(u.src_mac, sw->cfg->mac, 6);
+	memcpy(u.dst_mac, v->src_mac, 6);
+	r->data_len = r->pkt_len = (uint32_t)sw_frame_build_udp(rte_pktmbuf_mtod(r, uint8_t *), rte_pktmbuf_tailroom(r),
+								&u, head, sizeof(head), "", 0, 0);
+	sw->st.ina_nacks++;
+	sw_send_port(rt, in, r, vlan);
+}
+
 static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m)
 {
 	struct sw_udp_view v;
@@ -383,8 +413,10 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	sw->st.ina_packets++;
 	/* the engine counts its own drops; emits point into slot memory.  Only
 	 * a member's accepted packet binds its address. */
-	if (ina_engine_rx(sw->eng, v.payload, v.payload_len, &src, sw->emits) == INA_OK && !bound &&
-	    sw_neigh_learn(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s)) {
+	enum ina_reason r = ina_engine_rx(sw->eng, v.payload, v.payload_len, &src, sw->emits);
+	if (unlikely(r == INA_R_UNKNOWN_JOB))
+		send_nack(rt, sw, in, vlan, &v);
+	else if (r == INA_OK && !bound && sw_neigh_learn(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s)) {
 		in->last_ina_ip = v.src_ip;
 		in->last_ina_s = sw->now_s;
 		in->last_ina_vlan = vlan;

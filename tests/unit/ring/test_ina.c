@@ -350,12 +350,103 @@ static void test_window_rack(void **state)
 	hcl_inaw_free(&w);
 }
 
+/* An aggregator lost mid-job: a switch (played here, for one member) that
+ * answers slices 0..K-1 with the input plus one and then nothing, or a
+ * NACK (what swemu sends for a job it does not have).  The call ends
+ * -ENETDOWN well before its deadline — after lost_ns, or at the NACK with
+ * lost_ns far away — naming the switch; slices before K hold their
+ * results and say so, the rest hold the input and say so. */
+struct lost_call {
+	struct worker w;
+	struct hcl_ina *a;
+	int32_t *buf;
+};
+
+static void *lost_call_main(void *arg)
+{
+	struct lost_call *l = arg;
+	l->w.rc = hcl_ina_allreduce(l->a, l->buf, l->w.count, HCL_INT32, clock_now_ns() + l->w.timeout_ns, l->w.err,
+				    sizeof(l->w.err));
+	return NULL;
+}
+
+static void lost_aggregator(bool nack)
+{
+	const struct fake_net clean = { .seed = 9 };
+	const size_t nslices = 10, answered = 6;
+	struct fake_hub *hub = fake_hub_new(2, &clean);
+	struct lost_call l = { .w = { .count = nslices * ELEMS - 5, .timeout_ns = 20000000000, .cfg = one_job(0, 1) } };
+	l.w.cfg.lost_ns = nack ? 60000000000 : 200000000;
+	struct dgram_transport t, sw;
+	fake_hub_endpoint(hub, 0, &t);
+	fake_hub_endpoint(hub, 1, &sw);
+	l.a = hcl_ina_new(&l.w.cfg, &t, l.w.err, sizeof(l.w.err));
+	assert_non_null(l.a);
+	l.buf = malloc(l.w.count * 4);
+	for (size_t i = 0; i < l.w.count; i++)
+		l.buf[i] = ival(0, 0, i);
+	int64_t t0 = clock_now_ns();
+	pthread_t th;
+	pthread_create(&th, NULL, lost_call_main, &l);
+	/* the switch: until the member has been quiet for a second */
+	static uint8_t rx[INA_HDR_LEN + ELEMS * 4], tx[INA_HDR_LEN + ELEMS * 4];
+	struct dgram_pkt in = { .buf = rx, .len = sizeof(rx) };
+	while (sw.ops->recv_batch(sw.ctx, &in, 1, 1000000000) == 1) {
+		struct ina_pkt p;
+		assert_int_equal(ina_parse(rx, in.len, &p), INA_OK);
+		if (p.hdr.seq >= answered && nack) {
+			struct ina_hdr h = p.hdr;
+			h.type = INA_T_NACK;
+			h.count = 0;
+			ina_hdr_encode(&h, tx);
+			struct dgram_pkt out = { .buf = tx, .len = INA_HDR_LEN, .peer = in.peer };
+			assert_int_equal(sw.ops->send_batch(sw.ctx, &out, 1), 1);
+		} else if (p.hdr.seq < answered) {
+			struct ina_hdr h = p.hdr;
+			h.type = INA_T_RESULT;
+			ina_hdr_encode(&h, tx);
+			for (unsigned e = 0; e < h.count; e++) {
+				uint32_t v;
+				memcpy(&v, p.payload + 4 * e, 4);
+				v = htonl(ntohl(v) + 1);
+				memcpy(tx + INA_HDR_LEN + 4 * e, &v, 4);
+			}
+			struct dgram_pkt out = { .buf = tx, .len = INA_HDR_LEN + 4u * h.count, .peer = in.peer };
+			assert_int_equal(sw.ops->send_batch(sw.ctx, &out, 1), 1);
+		}
+		in.len = sizeof(rx);
+	}
+	pthread_join(th, NULL);
+	int64_t took = clock_now_ns() - t0;
+	if (l.w.rc != -ENETDOWN || !strstr(l.w.err, nack ? "no longer has job 5" : "stopped aggregating job 5") ||
+	    !strstr(l.w.err, "6 of 10 slices done"))
+		fail_msg("rc %d '%s'", l.w.rc, l.w.err);
+	assert_true(took < 5000000000); /* lost_ns, not the deadline */
+	for (size_t k = 0; k < nslices; k++) {
+		assert_int_equal(hcl_ina_slice_done(l.a, k), k < answered);
+		for (size_t i = k * ELEMS; i < (k + 1) * ELEMS && i < l.w.count; i++)
+			if (l.buf[i] != ival(0, 0, i) + (k < answered))
+				fail_msg("slice %zu element %zu: %d", k, i, l.buf[i]);
+	}
+	assert_false(hcl_ina_slice_done(l.a, nslices));
+	free(l.buf);
+	hcl_ina_free(l.a);
+	fake_hub_free(hub);
+}
+
+static void test_lost_aggregator(void **state)
+{
+	(void)state;
+	lost_aggregator(false);
+	lost_aggregator(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_switch),    cmocka_unit_test(test_dead_member),
 		cmocka_unit_test(test_result_checks), cmocka_unit_test(test_psina_plan_shards),
-		cmocka_unit_test(test_window_rack),
+		cmocka_unit_test(test_window_rack),   cmocka_unit_test(test_lost_aggregator),
 	};
 	return cmocka_run_group_tests_name("ina", tests, NULL, NULL);
 }

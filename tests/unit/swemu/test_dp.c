@@ -548,6 +548,44 @@ static void test_source_guard(void **state)
 	assert_string_equal(sw_drop_name(SW_D_SOURCE_GUARD), "source_guard");
 }
 
+/* A contribution to a job the switch does not have is dropped (counted
+ * unknown_job) and answered with a NACK to its sender, by the port it came
+ * in on: the DATA's header echoed, count 0, no payload; the switch's
+ * nacks_sent counts it.  A job it has gets none. */
+static void test_nack_for_unknown_job(void **state)
+{
+	struct fixture *fx = *state;
+	struct rte_mbuf *m = contribution(fx, 1, 3, 16);
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	f[SW_UDP_PREFIX_LEN + 4 + 1] = 99;				       /* job 1 -> 99 (low byte) */
+	f[SW_ETH_HLEN + SW_IP_HLEN + 6] = f[SW_ETH_HLEN + SW_IP_HLEN + 7] = 0; /* no UDP checksum */
+	const struct ina_engine_stats *es = ina_engine_stats(fx->rt.sw[0]->eng);
+	uint64_t unknown = es->drops[INA_R_UNKNOWN_JOB];
+	send_and_poll(fx, 1, m);
+	assert_int_equal(es->drops[INA_R_UNKNOWN_JOB] - unknown, 1);
+	assert_int_equal(fx->rt.sw[0]->st.ina_nacks, 1);
+	static uint8_t buf[2][9100];
+	size_t len[2];
+	assert_int_equal(received(fx, 0, buf, len, 2), 0);
+	assert_int_equal(received(fx, 1, buf, len, 2), 1);
+	struct sw_udp_view v;
+	struct ina_pkt p;
+	assert_int_equal(sw_frame_parse_udp(buf[0], len[0], 0, &v), SW_FRAME_OK);
+	assert_int_equal(v.dst_ip, host_ip(1));
+	assert_int_equal(rte_be_to_cpu_16(v.dst_port), INA_UDP_PORT_MIN);
+	assert_int_equal(ina_parse(v.payload, v.payload_len, &p), INA_OK);
+	assert_int_equal(p.hdr.type, INA_T_NACK);
+	assert_int_equal(p.hdr.job, 99);
+	assert_int_equal(p.hdr.contributor, 1);
+	assert_int_equal(p.hdr.slot, 3);
+	assert_int_equal(p.hdr.seq, 3);
+	assert_int_equal(p.hdr.count, 0);
+	assert_int_equal(v.payload_len, INA_HDR_LEN);
+	/* the job it has: aggregated, no NACK */
+	send_and_poll(fx, 1, contribution(fx, 1, 3, 16));
+	assert_int_equal(fx->rt.sw[0]->st.ina_nacks, 1);
+}
+
 /* ---- the control channel ---- */
 
 /* Linked with --wrap=ctl_parse: every parse of a control command comes
@@ -662,6 +700,38 @@ static void test_ctrl_off_the_datapath(void **state)
 	assert_int_equal(fx->rt.sw[0]->st.ctrl_ok, SW_CTRL_QUEUE);
 }
 
+/* A manager's address is not enough where mgmt_ports or mgmt_vlan are
+ * set: the command must also come in by such a port, in that VLAN;
+ * otherwise it is dropped (ctrl_denied) and never parsed. */
+static void test_ctrl_scope(void **state)
+{
+	struct fixture *fx = *state;
+	char err[256];
+	const char cmd[] = "op = \"stats\"; id = 1;";
+	struct sw_switch_cfg *sc = &fx->rt.cfg.sw[0];
+	const uint16_t ctrl = sc->ctrl_port;
+	struct {
+		uint32_t ports;
+		uint16_t vlan;
+		bool taken;
+	} cases[] = { { 1u << 1, 0, false }, { 1u << 0, 7, false }, { 1u << 0, SW_VLAN_DEFAULT, true } };
+
+	parses = 0;
+	assert_int_equal(sw_ctrl_start(&fx->rt, err, sizeof(err)), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t denied = port_stats(fx, 0)->drops[SW_D_CTRL_DENIED];
+		sc->mgmt_ports = cases[i].ports;
+		sc->mgmt_vlan = cases[i].vlan;
+		send_and_poll(fx, 0, udp_to_switch(fx, 0, ctrl, "", 0, cmd, strlen(cmd)));
+		assert_int_equal(port_stats(fx, 0)->drops[SW_D_CTRL_DENIED] - denied, !cases[i].taken);
+	}
+	want_answers = 1;
+	assert_true(poll_until(fx, answers_at_h0));
+	sw_ctrl_stop(&fx->rt);
+	assert_int_equal(parses_begun(), 1);
+	assert_int_equal(rte_ring_count(fx->tx[0]), 1);
+}
+
 int main(void)
 {
 	char prefix[64];
@@ -678,7 +748,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_vlan_hopping, setup_trunk, teardown),
 		cmocka_unit_test_setup_teardown(test_claims_and_mtu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_source_guard, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nack_for_unknown_job, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ctrl_off_the_datapath, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ctrl_scope, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	sw_eal_cleanup();

@@ -31,7 +31,7 @@ static const char good[] = "stats_file = \"/tmp/s.json\";\n" /* 1 */
 			   "idle_sleep_max_us = 100;\n"	     /* 3 */
 			   "switches = (\n"		     /* 4 */
 			   "  { name = \"tor0\"; ina = true; mac = \"02:00:00:00:00:fe\"; ip = \"10.0.0.254\";\n"
-			   "    slots = 128; max_elems = 256; mgmt = [\"10.0.0.1\"];\n"
+			   "    slots = 128; max_elems = 256; mgmt = [\"10.0.0.1\"]; mgmt_ports = [\"h1\", \"up\"];\n"
 			   "    ports = (\n"
 			   "      { name = \"h0\"; dev = \"net_af_packet0\"; },\n"
 			   "      { name = \"h1\"; dev = \"net_af_packet1\"; vlan = 5; trunk = [30, 20]; rate = "
@@ -76,6 +76,8 @@ static void test_good(void **state)
 	assert_int_equal(t->ports[1].trunk[1], 30);
 	assert_int_equal(t->ports[0].ntrunk, 0);
 	assert_int_equal(t->nmgmt, 1);
+	assert_int_equal(t->mgmt_ports, 6); /* h1 and up */
+	assert_int_equal(t->mgmt_vlan, 0);  /* any */
 	assert_int_equal(t->nports, 3);
 	assert_string_equal(t->ports[0].dev, "net_af_packet0");
 	assert_int_equal(t->ports[0].vlan, SW_VLAN_DEFAULT);
@@ -134,6 +136,11 @@ static const struct bad bads[] = {
 	{ "slots = 128;", "slots = 128; fdb_port_limit = 5000;", 6, "'fdb_port_limit' must be 0..4096" },
 	{ "max_elems = 256;", "max_elems = 3000;", 6, "'max_elems' must be 1..2237" },
 	{ "mgmt = [\"10.0.0.1\"]", "mgmt = [\"bogus\"]", 6, "mgmt entry 0 is not an IPv4 address" },
+	{ "[\"h1\", \"up\"]", "[\"h1\", \"h9\"]", 6, "mgmt_ports entry 1: switch 'tor0' has no such port" },
+	{ "[\"h1\", \"up\"]", "[]", 6, "'mgmt_ports' must be a non-empty list of port names" },
+	{ "[\"h1\", \"up\"];", "[\"h1\"]; mgmt_vlan = 0;", 6, "'mgmt_vlan' must be 1..4094" },
+	{ "{ name = \"spine\"; lcore = 0;", "{ name = \"spine\"; lcore = 0; mgmt_vlan = 7;", 21,
+	  "'mgmt_vlan' only makes sense on an INA switch" },
 	{ "{ name = \"h0\"; dev = \"net_af_packet0\"; }", "{ name = \"h0\"; }", 8, "exactly one of 'dev'" },
 	{ "{ name = \"h0\"; dev = \"net_af_packet0\"; }", "{ name = \"h0\"; dev = \"x\"; link = \"a.b\"; }", 8,
 	  "exactly one of 'dev'" },
