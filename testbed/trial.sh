@@ -106,6 +106,9 @@ for algo in "${algos[@]}"; do
 		wait $run_pid || rc=$?
 		run_pid=""
 		echo $rc > "$d/rc"
+		# what the other ranks said (an agent's fall-back to the software PS,
+		# INA lost mid-run): the report credits INA only where it happened
+		cp /run/swemu-testbed/$name/rank-*.log "$d/" 2>/dev/null || true
 		((rc == 0)) || echo "  failed: $(grep -m1 -E 'rank|error' "$d/perf.out" || tail -1 "$d/perf.out")"
 		"$top/testbed/topo.sh" stats $name > "$d/stats-after.json"
 	done

@@ -5,13 +5,14 @@ and PNG plots, and prints the summary table.
 
     trial_report.py REPORT_DIR
 
-Reads trial.env, machine.txt and runs/ALGO-SIZE/{rc,perf.out,
+Reads trial.env, machine.txt and runs/ALGO-SIZE/{rc,perf.out,rank-*.log,
 stats-before.json,stats-after.json,trace/rank*.jsonl}.  Only the Python
 standard library and gnuplot (for the plots; skipped with a note when it
 is missing)."""
 import glob
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -169,6 +170,24 @@ INA_ALGOS = ("ps-ina", "agent-ring")
 BASELINES = ("ring", "hier", "ps")
 
 
+def ina_check(d, text, ina):
+    """Whether a run of an INA algorithm really aggregated in the switches:
+    they accepted contributions, and no rank lost its aggregator and
+    finished on the software ring.  Also the racks whose agent sent them to
+    the software PS at setup (no room in their ToR)."""
+    logs = [text] + [open(f, errors="replace").read() for f in sorted(glob.glob(os.path.join(d, "rank-*.log")))]
+    accepted = sum(v for k, v in ina.items() if k.endswith(" accepted"))
+    lost = [l for t in logs for l in t.splitlines() if "run on the software ring" in l]
+    soft = sorted({m.group(1) for t in logs for m in re.finditer(r"^hcl: (rack \d+): .*the rack uses the software PS",
+                                                                 t, re.M)})
+    why = None
+    if lost:
+        why = "its switch job was lost mid-run and the calls finished on the software ring (%s)" % lost[0].strip()[:160]
+    elif accepted <= 0:
+        why = "the switches accepted no contribution during the run"
+    return {"credited": why is None, "why": why, "accepted": accepted, "soft_racks": soft}
+
+
 def answer(t, results, algos, sizes):
     """The trial's question, per size: the best algorithm that uses the INA
     racks against the best one that does not (the call, and the iteration
@@ -178,6 +197,12 @@ def answer(t, results, algos, sizes):
     lines = []
     for s in sizes:
         ok = {a: results[a][s] for a in algos if results[a][s].get("time_us") and results[a][s].get("wrong") == 0}
+        for a in [a for a in ok if a in INA_ALGOS and not ok[a].get("ina_check", {}).get("credited", True)]:
+            lines.append("- %s: %s is not credited with INA: %s." % (s, a, ok.pop(a)["ina_check"]["why"]))
+        for a in [a for a in ok if ok[a].get("ina_check", {}).get("soft_racks")]:
+            lines.append("- %s: in the %s run, %s sent to the software PS at setup (no room in the ToR): "
+                         "those racks did not aggregate in their switch." % (
+                             s, a, ", ".join(ok[a]["ina_check"]["soft_racks"])))
         ina = [a for a in ok if a in INA_ALGOS]
         base = [a for a in ok if a in BASELINES]
         if not ina or not base:
@@ -247,6 +272,8 @@ def main():
                     v["bytes_per_call"] = busiest / ncalls
                     v["utilisation"] = (busiest * 8 / (per_call_s * ncalls) / rate) if per_call_s and rate else 0
                 r.update(links=links, drops=drops, ina=ina)
+                if a in INA_ALGOS:
+                    r["ina_check"] = ina_check(d, text, ina)
                 for l in links:
                     if l not in link_names:
                         link_names.append(l)

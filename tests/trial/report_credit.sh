@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The trial report credits INA only where it happened: from made-up run
+# directories (no network needed), a ps-ina run whose job was lost mid-run
+# (its calls finished on the software ring) or whose switches accepted
+# nothing is named and left out of the answer; a rack its agent sent to
+# the software PS at setup is named; a real INA run is the answer.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d /tmp/swemu-report.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# run DIR ALGO TIME_US ACCEPTED [RANK_LOG_LINE] [PERF_EXTRA_LINE]
+run() {
+	local d=$1/runs/$2-256K
+	mkdir -p "$d"
+	echo 0 > "$d/rc"
+	printf '# ina-allreduce-perf\n %s %s float sum %s 0.2 0.3 0\n%s\n' 262144 65536 "$3" "${6:-}" > "$d/perf.out"
+	printf '{"switches": {"tor1": {"ports": {"h2": {"rx_bytes": 0, "tx_bytes": 0, "rx_packets": 0, "tx_packets": 0, "drops": {}}}, "ina": {"accepted": %s, "drops": {}}}}}\n' 0 > "$d/stats-before.json"
+	printf '{"switches": {"tor1": {"ports": {"h2": {"rx_bytes": 1000, "tx_bytes": 1000, "rx_packets": 1, "tx_packets": 1, "drops": {}}}, "ina": {"accepted": %s, "drops": {}}}}}\n' "$4" > "$d/stats-after.json"
+	[ -z "${5:-}" ] || echo "$5" > "$d/rank-2.log"
+}
+
+trial() { # DIR ALGOS
+	mkdir -p "$1"
+	cat > "$1/trial.env" <<ENV
+T_NAME='t'
+T_ALGOS='$2'
+T_SIZES='256K'
+T_WARMUP=1
+T_ITERATIONS=3
+T_RACKS=2
+T_HOSTS=2
+T_HOST_BPS=200000000
+T_UPLINK_BPS=200000000
+T_SIZE_BYTES='262144'
+T_COMPUTE_MS=0
+T_INA_RACKS=1
+T_HOST_RATE=200M
+T_UPLINK_RATE=200M
+T_UPLINK_BUFFER=
+T_HOST_BUFFER=
+T_LOSS=0
+T_DTYPE=float
+T_JITTER=
+T_STRAGGLER=
+T_PACE=0
+T_SEED=1
+T_PMD=af_packet
+ENV
+}
+
+report() { /usr/bin/python3 "$top/testbed/trial_report.py" "$1" >/dev/null && cat "$1/report.md"; }
+
+# A: ps-ina lost its job mid-run (rank 0's count, rank 2's line); agent-ring aggregated
+trial "$tmp/a" "ring ps-ina agent-ring"
+run "$tmp/a" ring 2000 0
+run "$tmp/a" ps-ina 1000 100 "hcl: rank 2: ps-ina: switch 10.93.0.253:48864 no longer has job 5 (it answered NACK; 3 of 32 slices done); this call and the later ones run on the software ring" "# INA lost mid-job at rank 0: 4 calls finished on the software ring"
+run "$tmp/a" agent-ring 1500 50
+md=$(report "$tmp/a")
+grep -q "^- 256K: ps-ina is not credited with INA: its switch job was lost mid-run" <<<"$md" || fail "A: lost job not named: $md"
+grep -q "^- 256K: with INA, agent-ring takes 1.5 ms per all-reduce; without, ring takes 2.0 ms: \*\*1.33× faster with INA\*\*" <<<"$md" ||
+	fail "A: the answer should be agent-ring's: $md"
+
+# B: ps-ina aggregated, but rack 1's agent sent it to the software PS at setup
+trial "$tmp/b" "ring ps-ina"
+run "$tmp/b" ring 2000 0
+run "$tmp/b" ps-ina 1000 100 "hcl: rack 1: ps-ina: installing job 7: switch 10.93.0.253: error: ctrl: not enough free slots; the rack uses the software PS on rank 0"
+md=$(report "$tmp/b")
+grep -q "^- 256K: in the ps-ina run, rack 1 sent to the software PS at setup" <<<"$md" || fail "B: soft rack not named: $md"
+grep -q "^- 256K: with INA, ps-ina takes 1.0 ms" <<<"$md" || fail "B: ps-ina should be the answer: $md"
+
+# C: the switches accepted nothing: no INA answer at all
+trial "$tmp/c" "ring ps-ina"
+run "$tmp/c" ring 2000 0
+run "$tmp/c" ps-ina 1000 0
+md=$(report "$tmp/c")
+grep -q "^- 256K: ps-ina is not credited with INA: the switches accepted no contribution during the run" <<<"$md" ||
+	fail "C: nothing accepted, not named: $md"
+grep -q "^- 256K: no answer: it needs a run of ps-ina or agent-ring" <<<"$md" || fail "C: an answer without INA: $md"
+echo "report_credit: a lost job, an empty switch and a rack on the software PS named; INA credited only where it ran"
