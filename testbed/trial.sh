@@ -29,12 +29,13 @@ perf=${PERF:-$top/build/ring/ina-allreduce-perf}
 vars=$("$checker" "$cfgfile") || exit 2
 eval "$vars"
 [ "$(id -u)" = 0 ] || { echo "trial: needs root (network namespaces)" >&2; exit 2; }
-if ((fast)); then T_SIZES=256K T_ITERATIONS=3 T_WARMUP=1; fi
+if ((fast)); then T_SIZES=256K T_ITERATIONS=3 T_WARMUP=1 T_REPEATS=2; fi
 out=${out:-$top/trial-results/$T_NAME-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out/runs"
 cp "$cfgfile" "$out/trial.cfg"
 printf '%s\n' "$vars" > "$out/trial.env"
-((fast)) && printf 'T_SIZES=%s\nT_ITERATIONS=%s\nT_WARMUP=%s\n' "$T_SIZES" $T_ITERATIONS $T_WARMUP >> "$out/trial.env"
+((fast)) && printf 'T_SIZES=%s\nT_ITERATIONS=%s\nT_WARMUP=%s\nT_REPEATS=%s\n' "$T_SIZES" $T_ITERATIONS $T_WARMUP \
+	$T_REPEATS >> "$out/trial.env"
 # the numbers behind the units, read by the one parser, for the report
 size_bytes=""
 for s in $T_SIZES; do size_bytes+="$("$checker" --size "$s") "; done
@@ -87,30 +88,38 @@ wire+=(HCL_RING_CHANNELS="${HCL_RING_CHANNELS:-2}")
 printf 'T_RING_CHANNELS=%s\n' "${HCL_RING_CHANNELS:-2}" >> "$out/trial.env"
 read -ra algos <<<"$T_ALGOS"
 read -ra sizes <<<"$T_SIZES"
-total=$((${#algos[@]} * ${#sizes[@]})) k=0 start=$SECONDS
-for algo in "${algos[@]}"; do
-	for size in "${sizes[@]}"; do
-		k=$((k + 1))
-		el=$((SECONDS - start))
-		est=$((k > 1 ? el * total / (k - 1) : 0))
-		printf '[%d/%d] %-10s %6s  elapsed %ds%s\n' $k $total "$algo" "$size" $el \
-			"$( ((k > 1 && el > 0)) && echo ", estimated total ${est}s")"
-		d=$out/runs/$algo-$size
-		mkdir -p "$d/trace"
-		"$top/testbed/topo.sh" stats $name > "$d/stats-before.json"
-		env "${wire[@]}" "$top/testbed/launch.sh" $name -- "$perf" -a "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
-			-n "$T_ITERATIONS" -w "$T_WARMUP" -t "$T_TIMEOUT_MS" --trace "$d/trace" "${noise[@]}" \
-			> "$d/perf.out" 2>&1 &
-		run_pid=$!
-		rc=0
-		wait $run_pid || rc=$?
-		run_pid=""
-		echo $rc > "$d/rc"
-		# what the other ranks said (an agent's fall-back to the software PS,
-		# INA lost mid-run): the report credits INA only where it happened
-		cp /run/swemu-testbed/$name/rank-*.log "$d/" 2>/dev/null || true
-		((rc == 0)) || echo "  failed: $(grep -m1 -E 'rank|error' "$d/perf.out" || tail -1 "$d/perf.out")"
-		"$top/testbed/topo.sh" stats $name > "$d/stats-after.json"
+total=$((${#algos[@]} * ${#sizes[@]} * T_REPEATS)) k=0 start=$SECONDS
+# every algorithm and size T_REPEATS times, the algorithms' order reversed
+# every other repeat (a drift of the machine then hits all of them alike);
+# repeat 1 in runs/ALGO-SIZE, repeat r in runs/ALGO-SIZE@r
+for ((rep = 1; rep <= T_REPEATS; rep++)); do
+	order=("${algos[@]}")
+	((rep % 2)) || for ((i = 0; i < ${#algos[@]}; i++)); do order[i]=${algos[${#algos[@]} - 1 - i]}; done
+	for algo in "${order[@]}"; do
+		for size in "${sizes[@]}"; do
+			k=$((k + 1))
+			el=$((SECONDS - start))
+			est=$((k > 1 ? el * total / (k - 1) : 0))
+			printf '[%d/%d] %-10s %6s  repeat %d/%d  elapsed %ds%s\n' $k $total "$algo" "$size" $rep $T_REPEATS $el \
+				"$( ((k > 1 && el > 0)) && echo ", estimated total ${est}s")"
+			d=$out/runs/$algo-$size
+			((rep == 1)) || d+=@$rep
+			mkdir -p "$d/trace"
+			"$top/testbed/topo.sh" stats $name > "$d/stats-before.json"
+			env "${wire[@]}" "$top/testbed/launch.sh" $name -- "$perf" -a "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
+				-n "$T_ITERATIONS" -w "$T_WARMUP" -t "$T_TIMEOUT_MS" --trace "$d/trace" "${noise[@]}" \
+				> "$d/perf.out" 2>&1 &
+			run_pid=$!
+			rc=0
+			wait $run_pid || rc=$?
+			run_pid=""
+			echo $rc > "$d/rc"
+			# what the other ranks said (an agent's fall-back to the software PS,
+			# INA lost mid-run): the report credits INA only where it happened
+			cp /run/swemu-testbed/$name/rank-*.log "$d/" 2>/dev/null || true
+			((rc == 0)) || echo "  failed: $(grep -m1 -E 'rank|error' "$d/perf.out" || tail -1 "$d/perf.out")"
+			"$top/testbed/topo.sh" stats $name > "$d/stats-after.json"
+		done
 	done
 done
 "$top/testbed/topo.sh" down $name >/dev/null

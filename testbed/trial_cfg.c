@@ -19,7 +19,7 @@
 
 struct trial {
 	const char *name;
-	int seed, racks, hosts, iterations, warmup, timeout_ms;
+	int seed, racks, hosts, iterations, warmup, timeout_ms, repeats;
 	int ina_elems, ina_slots, ps_shards;
 	bool ina[8];
 	const char *host_rate, *uplink_rate, *uplink_buffer, *host_buffer, *jitter, *straggler, *dtype, *pmd, *ina_wire;
@@ -205,7 +205,7 @@ static const char *const known_keys[] = {
 	"name",	     "seed",	    "racks",	     "hosts_per_rack",	 "ina_racks", "host_rate",  "host_buffer",
 	"pmd",	     "uplink_rate", "uplink_buffer", "oversubscription", "loss",      "compute_ms", "jitter",
 	"straggler", "algorithms",  "sizes",	     "iterations",	 "warmup",    "pace",	    "dtype",
-	"ina_wire",  "ina_elems",   "ina_slots",     "ps_shards",	 "timeout_ms"
+	"ina_wire",  "ina_elems",   "ina_slots",     "ps_shards",	 "timeout_ms", "repeats"
 };
 
 static int load(const struct conf *cf, struct trial *tr)
@@ -245,6 +245,7 @@ static int load(const struct conf *cf, struct trial *tr)
 	    get_words(t, "sizes", "size", "[\"1M\", \"4M\"]", 12, check_size, tr->sizes, sizeof(tr->sizes)) < 0 ||
 	    get_int(t, "iterations", 1, 10000, &tr->iterations) < 0 || get_int(t, "warmup", 0, 1000, &tr->warmup) < 0 ||
 	    get_int(t, "timeout_ms", 1000, 3600000, &tr->timeout_ms) < 0 ||
+	    get_int(t, "repeats", 1, 20, &tr->repeats) < 0 ||
 	    /* the testbed's ToRs take 2048 elements per packet; agent-ring's
 	     * 2m-1 step jobs of two ranges must fit their 2048 slots */
 	    get_int(t, "ina_elems", 1, 2048, &tr->ina_elems) < 0 ||
@@ -347,6 +348,7 @@ int main(int argc, char **argv)
 			    .iterations = 10,
 			    .warmup = 2,
 			    .timeout_ms = 120000,
+			    .repeats = 3,
 			    .host_rate = "200M",
 			    .uplink_rate = NULL,
 			    .uplink_buffer = "",
@@ -374,11 +376,11 @@ int main(int argc, char **argv)
 	       "T_UPLINK_BUFFER=%s\nT_HOST_BUFFER=%s\nT_PMD=%s\nT_LOSS=%g\nT_COMPUTE_MS=%g\nT_JITTER=%s\nT_STRAGGLER=%"
 	       "s\nT_ALGOS='%s'\n"
 	       "T_SIZES='%s'\nT_ITERATIONS=%d\nT_WARMUP=%d\nT_PACE=%d\nT_DTYPE=%s\nT_INA_WIRE=%s\nT_INA_ELEMS=%d\n"
-	       "T_INA_SLOTS=%d\nT_PS_SHARDS=%d\nT_TIMEOUT_MS=%d\n",
+	       "T_INA_SLOTS=%d\nT_PS_SHARDS=%d\nT_TIMEOUT_MS=%d\nT_REPEATS=%d\n",
 	       tr.name, tr.seed, tr.racks, tr.hosts, *ina ? ina : "none", tr.host_rate,
 	       tr.uplink_rate ? tr.uplink_rate : tr.host_rate, tr.uplink_buffer, tr.host_buffer, tr.pmd, tr.loss,
 	       tr.compute_ms, tr.jitter, tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype,
-	       tr.ina_wire, tr.ina_elems, tr.ina_slots, tr.ps_shards, tr.timeout_ms);
+	       tr.ina_wire, tr.ina_elems, tr.ina_slots, tr.ps_shards, tr.timeout_ms, tr.repeats);
 	conf_free(&cf);
 	return 0;
 }

@@ -188,6 +188,35 @@ def ina_check(d, text, ina):
     return {"credited": why is None, "why": why, "accepted": accepted, "soft_racks": soft}
 
 
+# Student's t at 97.5% for 1..19 degrees of freedom: a 95% two-sided
+# interval from at most 20 repeats
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093)
+
+
+def mean_ci(xs):
+    """Mean and the half-width of its 95% confidence interval (None with
+    fewer than two values)."""
+    m = statistics.mean(xs)
+    if len(xs) < 2:
+        return m, None
+    return m, T975[len(xs) - 2] * statistics.stdev(xs) / len(xs) ** 0.5
+
+
+def ratio_words(tb, tw, pairs):
+    """The speed-up of the INA algorithm (time tw) over the baseline (tb),
+    with its confidence interval over the repeats' paired ratios."""
+    m, h = mean_ci([b / w for b, w in pairs]) if pairs else (tb / tw, None)
+    if h is None:
+        return "**%.2f× %s** (one run: no confidence interval; set repeats ≥ 2)" % (
+            m if m >= 1 else 1 / m, "faster with INA" if m >= 1 else "slower with INA")
+    ci = "95%% CI %.2f–%.2f over %d repeats" % (m - h, m + h, len(pairs))
+    if m - h <= 1 <= m + h:
+        return "**no difference measured**: %.2f× (%s)" % (m, ci)
+    return "**%.2f× %s** (%s)" % (m if m >= 1 else 1 / m, "faster with INA" if m >= 1 else "slower with INA",
+                                  "speed-up " + ci)
+
+
 def answer(t, results, algos, sizes):
     """The trial's question, per size: the best algorithm that uses the INA
     racks against the best one that does not (the call, and the iteration
@@ -209,20 +238,90 @@ def answer(t, results, algos, sizes):
             lines.append("- %s: no answer: it needs a run of %s that ended with every result right." % (
                 s, "ps-ina or agent-ring" if not ina else "ring, hier or ps"))
             continue
-        w = min(ina, key=lambda a: ok[a]["time_us"])
-        b = min(base, key=lambda a: ok[a]["time_us"])
-        tw, tb = ok[w]["time_us"], ok[b]["time_us"]
-        line = "- %s: with INA, %s takes %.1f ms per all-reduce; without, %s takes %.1f ms: **%.2f× %s**" % (
-            s, w, tw / 1e3, b, tb / 1e3, tb / tw if tb >= tw else tw / tb, "faster with INA" if tb >= tw
-            else "slower with INA")
+        # the mean over the repeats that count; the ratio paired by repeat
+        mean = {a: statistics.mean([x for x in ok[a].get("repeats", [ok[a]["time_us"]]) if x]) for a in ok}
+        w = min(ina, key=lambda a: mean[a])
+        b = min(base, key=lambda a: mean[a])
+        tw, tb = mean[w], mean[b]
+        pairs = [(x, y) for x, y in zip(ok[b].get("repeats", []), ok[w].get("repeats", [])) if x and y]
+        line = "- %s: with INA, %s takes %.1f ms per all-reduce; without, %s takes %.1f ms: %s" % (
+            s, w, tw / 1e3, b, tb / 1e3, ratio_words(tb, tw, pairs))
         iw, ib = ok[w].get("timing", {}).get("mean_us"), ok[b].get("timing", {}).get("mean_us")
         if iw and ib and float(t["T_COMPUTE_MS"]) > 0:
             line += "; an iteration with %s ms of compute: %.1f → %.1f ms (%.2f×)" % (
                 t["T_COMPUTE_MS"], ib / 1e3, iw / 1e3, ib / iw)
         lines.append(line + ".")
-    lines += ["", "Differences of a few percent are within this machine's run-to-run spread (up to 5% at 1 MiB "
-              "in repeated default trials, docs/BENCHMARKS.md): rerun before deciding on them."]
+    lines += [""] + noise_words(results, algos, sizes)
     return lines
+
+
+def noise_words(results, algos, sizes):
+    """How much the runs themselves varied: every algorithm's time per call
+    over its repeats (half the range, against the mean)."""
+    spreads = []
+    for a in algos:
+        for s in sizes:
+            xs = [x for x in results[a][s].get("repeats", []) if x]
+            if len(xs) >= 2:
+                spreads.append(((max(xs) - min(xs)) / 2 / statistics.mean(xs), a, s, len(xs)))
+    if not spreads:
+        return ["One run of each: how much a rerun would differ is not measured here (set repeats ≥ 2)."]
+    hi = max(spreads)
+    return ["Run-to-run spread measured here: the times per call of an algorithm varied by ±%.1f%% at most across "
+            "its repeats (%s at %s, %d repeats), ±%.1f%% in the median; ratios whose interval includes 1 are "
+            "reported as no difference." % (100 * hi[0], hi[1], hi[2], hi[3],
+                                             100 * statistics.median(x[0] for x in spreads))]
+
+
+def load_run(d, a, t, nb, ctx):
+    """One run of algorithm a (directory d, nb bytes): its time and #wrong
+    from perf.out, the timing traces, the switches' counters and, for an
+    INA algorithm, whether INA really happened."""
+    warmup, iters, world, host_rate, up_rate, link_names = ctx
+    r = {"bytes": nb, "rc": int(open(os.path.join(d, "rc")).read()) if os.path.exists(os.path.join(d, "rc")) else -1}
+    text = open(os.path.join(d, "perf.out")).read() if os.path.exists(os.path.join(d, "perf.out")) else ""
+    p = perf_line(text, nb) if r["rc"] == 0 else None
+    tr = traces(os.path.join(d, "trace"), nb, warmup, iters) if p else None
+    if p:
+        r.update(p)
+        # with compute, the program times whole iterations: the
+        # all-reduce is the iteration less its compute (traces)
+        if float(t["T_COMPUTE_MS"]) > 0 and tr and tr.get("call_mean_us"):
+            r["iteration_us"], r["time_us"] = p["time_us"], tr["call_mean_us"]
+        r["algbw_gbs"] = nb / r["time_us"] / 1e3
+        r["busbw_gbs"] = r["algbw_gbs"] * 2 * (world - 1) / world
+    else:
+        r["error"] = (text.strip().splitlines() or ["no output"])[-1][:200]
+    if tr:
+        r["timing"] = tr
+    try:
+        before = json.load(open(os.path.join(d, "stats-before.json")))
+        after = json.load(open(os.path.join(d, "stats-after.json")))
+        links, drops, ina = counters(before, after)
+        # calls in the run: warm-up, timed, the check and its #wrong sum
+        ncalls = warmup + iters + 2
+        per_call_s = p["time_us"] / 1e6 if p else 0
+        for l, v in links.items():
+            rate = up_rate if l.endswith(".up") or l.startswith("spine.") else host_rate
+            busiest = max(v["rx_bytes"], v["tx_bytes"])
+            v["bytes_per_call"] = busiest / ncalls
+            v["utilisation"] = (busiest * 8 / (per_call_s * ncalls) / rate) if per_call_s and rate else 0
+        r.update(links=links, drops=drops, ina=ina)
+        if a in INA_ALGOS:
+            r["ina_check"] = ina_check(d, text, ina)
+        for l in links:
+            if l not in link_names:
+                link_names.append(l)
+    except (OSError, ValueError, KeyError) as e:
+        r["counters_error"] = str(e)
+    return r
+
+
+def run_time(r):
+    """A run's time per call, or None when it does not count (failed, a
+    wrong element, INA not credited)."""
+    ok = r.get("time_us") and r.get("wrong") == 0 and r.get("ina_check", {}).get("credited", True)
+    return r["time_us"] if ok else None
 
 
 def main():
@@ -238,47 +337,17 @@ def main():
     host_rate, up_rate = float(t["T_HOST_BPS"]), float(t["T_UPLINK_BPS"])
     size_bytes = dict(zip(sizes, map(int, t["T_SIZE_BYTES"].split())))
     results, link_names = {}, []
+    ctx = (warmup, iters, world, host_rate, up_rate, link_names)
+    repeats = int(t.get("T_REPEATS", "1"))
     for a in algos:
         results[a] = {}
         for s in sizes:
-            d = os.path.join(out, "runs", "%s-%s" % (a, s))
             nb = size_bytes[s] // 4 * 4
-            r = {"bytes": nb, "rc": int(open(os.path.join(d, "rc")).read()) if os.path.exists(os.path.join(d, "rc")) else -1}
-            text = open(os.path.join(d, "perf.out")).read() if os.path.exists(os.path.join(d, "perf.out")) else ""
-            p = perf_line(text, nb) if r["rc"] == 0 else None
-            tr = traces(os.path.join(d, "trace"), nb, warmup, iters) if p else None
-            if p:
-                r.update(p)
-                # with compute, the program times whole iterations: the
-                # all-reduce is the iteration less its compute (traces)
-                if float(t["T_COMPUTE_MS"]) > 0 and tr and tr.get("call_mean_us"):
-                    r["iteration_us"], r["time_us"] = p["time_us"], tr["call_mean_us"]
-                r["algbw_gbs"] = nb / r["time_us"] / 1e3
-                r["busbw_gbs"] = r["algbw_gbs"] * 2 * (world - 1) / world
-            else:
-                r["error"] = (text.strip().splitlines() or ["no output"])[-1][:200]
-            if tr:
-                r["timing"] = tr
-            try:
-                before = json.load(open(os.path.join(d, "stats-before.json")))
-                after = json.load(open(os.path.join(d, "stats-after.json")))
-                links, drops, ina = counters(before, after)
-                # calls in the run: warm-up, timed, the check and its #wrong sum
-                ncalls = warmup + iters + 2
-                per_call_s = p["time_us"] / 1e6 if p else 0
-                for l, v in links.items():
-                    rate = up_rate if l.endswith(".up") or l.startswith("spine.") else host_rate
-                    busiest = max(v["rx_bytes"], v["tx_bytes"])
-                    v["bytes_per_call"] = busiest / ncalls
-                    v["utilisation"] = (busiest * 8 / (per_call_s * ncalls) / rate) if per_call_s and rate else 0
-                r.update(links=links, drops=drops, ina=ina)
-                if a in INA_ALGOS:
-                    r["ina_check"] = ina_check(d, text, ina)
-                for l in links:
-                    if l not in link_names:
-                        link_names.append(l)
-            except (OSError, ValueError, KeyError) as e:
-                r["counters_error"] = str(e)
+            r = load_run(os.path.join(out, "runs", "%s-%s" % (a, s)), a, t, nb, ctx)
+            # the other repeats: their times (and whether they count) only
+            r["repeats"] = [run_time(r)] + [
+                run_time(load_run(os.path.join(out, "runs", "%s-%s@%d" % (a, s, k)), a, t, nb, ctx))
+                for k in range(2, repeats + 1)]
             results[a][s] = r
     for a in algos:
         for s in sizes:

@@ -10,7 +10,9 @@
 out=$LOGDIR
 trap 'rc=$?; rm -rf "$out"; exit $rc' EXIT
 "$top/testbed/trial.sh" --fast -o "$out/r" > "$out/log" 2>&1 || { tail -20 "$out/log"; fail "the default trial failed"; }
-grep -q '^\[5/5\] agent-ring' "$out/log" || fail "no progress lines: $(head -5 "$out/log")"
+# --fast: two repeats, the second in the reverse order
+grep -q '^\[5/10\] agent-ring .*repeat 1/2' "$out/log" && grep -q '^\[10/10\] ring .*repeat 2/2' "$out/log" ||
+	fail "no progress lines: $(head -5 "$out/log")"
 $PY - "$out/r" <<'P'
 import json, sys, os
 d = sys.argv[1]
@@ -44,9 +46,13 @@ for a in algos:
 # the answer: the best INA algorithm against the best one without INA
 import re
 m = re.search(r"^- 256K: with INA, (ps-ina|agent-ring) takes ([0-9.]+) ms per all-reduce; without, (ring|hier|ps) "
-              r"takes ([0-9.]+) ms: \*\*([0-9.]+)× (faster|slower) with INA\*\*", md, re.M)
+              r"takes ([0-9.]+) ms: (\*\*([0-9.]+)× (faster|slower) with INA\*\* \(speed-up |\*\*no difference "
+              r"measured\*\*: [0-9.]+× \()95% CI [0-9.]+–[0-9.]+ over 2 repeats\)", md, re.M)
 assert "## The answer" in md and m, "no answer in report.md"
-best = lambda names: min(res["results"][a]["256K"]["time_us"] for a in names) / 1e3
+assert "Run-to-run spread measured here" in md
+# the times of the answer: means over both repeats
+avg = lambda a: sum(res["results"][a]["256K"]["repeats"]) / 2
+best = lambda names: min(avg(a) for a in names) / 1e3
 assert abs(float(m.group(2)) - best(["ps-ina", "agent-ring"])) < 0.1, m.group(0)
 assert abs(float(m.group(4)) - best(["ring", "hier", "ps"])) < 0.1, m.group(0)
 # INA did its part: the INA ToR completed aggregations for ps-ina and agent-ring

@@ -31,6 +31,12 @@ trial = {
   rackz = 3;
 };
 E
+expect 3 "'repeats' must be 1..20, not 0" <<'E'
+trial = {
+  racks = 2;
+  repeats = 0;
+};
+E
 expect 2 "'racks' must be 1..8, not 9" <<'E'
 trial = {
   racks = 9;

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The trial report credits INA only where it happened: from made-up run
-# directories (no network needed), a ps-ina run whose job was lost mid-run
-# (its calls finished on the software ring) or whose switches accepted
-# nothing is named and left out of the answer; a rack its agent sent to
-# the software PS at setup is named; a real INA run is the answer.
+# The trial report's answer, from made-up run directories (no network
+# needed).  It credits INA only where it happened: a ps-ina run whose job
+# was lost mid-run (its calls finished on the software ring) or whose
+# switches accepted nothing is named and left out; a rack its agent sent
+# to the software PS at setup is named.  With repeats, the speed-up comes
+# with its 95% confidence interval, "no difference measured" when that
+# includes 1, and the run-to-run spread is measured, not a fixed sentence.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/swemu-report.XXXXXX)
@@ -13,7 +15,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # run DIR ALGO TIME_US ACCEPTED [RANK_LOG_LINE] [PERF_EXTRA_LINE]
 run() {
-	local d=$1/runs/$2-256K
+	local d=$1/runs/$2-256K${REP:-}
 	mkdir -p "$d"
 	echo 0 > "$d/rc"
 	printf '# ina-allreduce-perf\n %s %s float sum %s 0.2 0.3 0\n%s\n' 262144 65536 "$3" "${6:-}" > "$d/perf.out"
@@ -22,9 +24,10 @@ run() {
 	[ -z "${5:-}" ] || echo "$5" > "$d/rank-2.log"
 }
 
-trial() { # DIR ALGOS
+trial() { # DIR ALGOS [REPEATS]
 	mkdir -p "$1"
 	cat > "$1/trial.env" <<ENV
+T_REPEATS=${3:-1}
 T_NAME='t'
 T_ALGOS='$2'
 T_SIZES='256K'
@@ -79,4 +82,29 @@ md=$(report "$tmp/c")
 grep -q "^- 256K: ps-ina is not credited with INA: the switches accepted no contribution during the run" <<<"$md" ||
 	fail "C: nothing accepted, not named: $md"
 grep -q "^- 256K: no answer: it needs a run of ps-ina or agent-ring" <<<"$md" || fail "C: an answer without INA: $md"
-echo "report_credit: a lost job, an empty switch and a rack on the software PS named; INA credited only where it ran"
+grep -q "one run: no confidence interval" <<<"$(cat "$tmp/b/report.md")" || fail "B: one run without its caveat"
+
+# D: three repeats, the same 2x each time: a tight interval, not 1
+trial "$tmp/d" "ring ps-ina" 3
+for k in 1 2 3; do
+	t=$((1900 + 100 * k))
+	REP=$( ((k > 1)) && echo "@$k") run "$tmp/d" ring $t 0
+	REP=$( ((k > 1)) && echo "@$k") run "$tmp/d" ps-ina $((t / 2)) 100
+done
+md=$(report "$tmp/d")
+grep -q "^- 256K: with INA, ps-ina takes 1.1 ms per all-reduce; without, ring takes 2.1 ms: \*\*2.00× faster with INA\*\* (speed-up 95% CI 2.00–2.00 over 3 repeats)" <<<"$md" ||
+	fail "D: want 2.00x with its interval: $md"
+grep -q "^Run-to-run spread measured here: .*±4.8% at most" <<<"$md" || fail "D: spread not measured: $md"
+
+# E: ratios 1.05, 0.75, 1.19 over three repeats: no difference measured
+trial "$tmp/e" "ring ps-ina" 3
+run "$tmp/e" ring 2000 0
+run "$tmp/e" ps-ina 1900 100
+REP=@2 run "$tmp/e" ring 1500 0
+REP=@2 run "$tmp/e" ps-ina 2000 100
+REP=@3 run "$tmp/e" ring 2500 0
+REP=@3 run "$tmp/e" ps-ina 2100 100
+md=$(report "$tmp/e")
+grep -q "^- 256K: .*: \*\*no difference measured\*\*: 1.00× (95% CI .* over 3 repeats)" <<<"$md" ||
+	fail "E: want no difference: $md"
+echo "report_answer: a lost job, an empty switch and a rack on the software PS named; INA credited only where it ran; intervals and spread from the repeats"
