@@ -202,17 +202,16 @@ static int check_straggler(const struct conf_node *t, const char *s, int world)
 }
 
 static const char *const known_keys[] = {
-	"name",	     "seed",	    "racks",	     "hosts_per_rack",	 "ina_racks", "host_rate",  "host_buffer",
-	"pmd",	     "uplink_rate", "uplink_buffer", "oversubscription", "loss",      "compute_ms", "jitter",
-	"straggler", "algorithms",  "sizes",	     "iterations",	 "warmup",    "pace",	    "dtype",
+	"name",	     "seed",	    "racks",	     "hosts_per_rack",	 "ina_racks",  "host_rate",  "host_buffer",
+	"pmd",	     "uplink_rate", "uplink_buffer", "oversubscription", "loss",       "compute_ms", "jitter",
+	"straggler", "algorithms",  "sizes",	     "iterations",	 "warmup",     "pace",	     "dtype",
 	"ina_wire",  "ina_elems",   "ina_slots",     "ps_shards",	 "timeout_ms", "repeats"
 };
 
-static int load(const struct conf *cf, struct trial *tr)
+/* Every setting of the group is one the runner knows: a misspelt one
+ * would silently keep its default. */
+static int known_only(const struct conf_node *t)
 {
-	const struct conf_node *t = conf_member(cf->root, "trial");
-	if (!t || t->type != CONF_GROUP)
-		return bad(t ? t : cf->root, "the file needs a group: trial = { ... };");
 	for (int i = 0; i < (int)t->n; i++) {
 		const struct conf_node *e = conf_elem(t, (unsigned)i);
 		bool ok = false;
@@ -221,6 +220,16 @@ static int load(const struct conf *cf, struct trial *tr)
 		if (!ok)
 			return bad(e, "unknown setting '%s'", e->name);
 	}
+	return 0;
+}
+
+static int load(const struct conf *cf, struct trial *tr)
+{
+	const struct conf_node *t = conf_member(cf->root, "trial");
+	if (!t || t->type != CONF_GROUP)
+		return bad(t ? t : cf->root, "the file needs a group: trial = { ... };");
+	if (known_only(t) < 0)
+		return -1;
 	const struct conf_node *w;
 	if (get_str(t, "name", &tr->name, &w) < 0)
 		return -1;
