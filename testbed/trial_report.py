@@ -210,7 +210,7 @@ def ratio_words(tb, tw, pairs):
     if h is None:
         return "**%.2f× %s** (one run: no confidence interval; set repeats ≥ 2)" % (
             m if m >= 1 else 1 / m, "faster with INA" if m >= 1 else "slower with INA")
-    ci = "95%% CI %.2f–%.2f over %d repeats" % (m - h, m + h, len(pairs))
+    ci = "95%% CI %.2f–%.2f over %d repeats" % (max(m - h, 0), m + h, len(pairs))  # a ratio is not negative
     if m - h <= 1 <= m + h:
         return "**no difference measured**: %.2f× (%s)" % (m, ci)
     return "**%.2f× %s** (%s)" % (m if m >= 1 else 1 / m, "faster with INA" if m >= 1 else "slower with INA",

@@ -48,7 +48,7 @@ import re
 m = re.search(r"^- 256K: with INA, (ps-ina|agent-ring) takes ([0-9.]+) ms per all-reduce; without, (ring|hier|ps) "
               r"takes ([0-9.]+) ms: (\*\*([0-9.]+)× (faster|slower) with INA\*\* \(speed-up |\*\*no difference "
               r"measured\*\*: [0-9.]+× \()95% CI [0-9.]+–[0-9.]+ over 2 repeats\)", md, re.M)
-assert "## The answer" in md and m, "no answer in report.md"
+assert "## The answer" in md and m, "no answer in report.md: %s" % md[md.find("## The answer"):][:600]
 assert "Run-to-run spread measured here" in md
 # the times of the answer: means over both repeats
 avg = lambda a: sum(res["results"][a]["256K"]["repeats"]) / 2
