@@ -353,8 +353,8 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 				snprintf(err + n, errlen > n ? errlen - n : 0,
 					 " (its switch no longer has job %d: it answered NACK)", a->nacked_job);
 			else if (peer)
-				snprintf(err + n, errlen > n ? errlen - n : 0,
-					 " (rank %d lost its INA aggregator in this call)", peer - 1);
+				snprintf(err + n, errlen > n ? errlen - n : 0, " (rank %d lost its INA aggregator)",
+					 peer - 1);
 			else
 				snprintf(err + n, errlen > n ? errlen - n : 0,
 					 " (nothing for %lld ms: the chain stopped aggregating)",

@@ -40,8 +40,11 @@ int hcl_comm_poll_xfer(void *ctx)
 	struct hcl_comm *c = ctx;
 	int from;
 	hcl_xfer_poll(c->x);
+	/* a peer that lost it in this call or a later one, or in the call
+	 * before this one (it is behind, in its fall-back, and this call
+	 * cannot finish without it) */
 	uint32_t lost = hcl_xfer_lost_call(c->x, &from);
-	return lost && lost >= c->calls ? from + 1 : 0;
+	return lost && lost + 1 >= c->calls ? from + 1 : 0;
 }
 
 int hcl_comm_barrier(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen)

@@ -41,6 +41,7 @@ struct hcl_comm {
 	/* an INA aggregator was lost mid-job: every later call runs on the
 	 * software ring (ring/hcl_fallback.h); calls that did so */
 	bool ina_lost;
+	bool fallback_aligned; /* every rank met in one fall-back call: the later ones need no check */
 	unsigned long long ina_fallback_calls;
 	uint32_t calls; /* all-reduce calls begun (the fall-back checks every rank is in the same) */
 	char err[320];
@@ -64,8 +65,9 @@ int hcl_rendezvous(struct hcl_comm *c, const struct dgram_udp_opts *data_opts, i
 int hcl_comm_barrier(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen);
 /* For the INA clients' wait loops (ctx is the communicator): a rank that
  * moved on from the last exchange still answers a peer whose ACK was lost.
- * Not 0: 1 + a rank that lost its INA aggregator in this call or a later
- * one (ring/hcl_fallback.c), so this rank's call will not finish either. */
+ * Not 0: 1 + a rank that lost its INA aggregator in the call before this
+ * one, this one or a later one (ring/hcl_fallback.c), so this rank's call
+ * will not finish either. */
 int hcl_comm_poll_xfer(void *ctx);
 /* The INA packets of ps, ps-ina and agent-ring must fit the MTU of this
  * rank's route to where they go (its rack's ToR, else the next rank): 0,

@@ -228,9 +228,10 @@ int hcl_fallback_allreduce(struct hcl_comm *c, void *buf, size_t count, enum hcl
 	const size_t nslices = (count + se - 1) / se, words = (nslices + 31) / 32;
 	c->ina_fallback_calls++;
 	int32_t *m = NULL;
-	int rc = align_calls(c, buf, count, dt, in, deadline);
+	int rc = c->fallback_aligned ? 0 : align_calls(c, buf, count, dt, in, deadline);
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
+	c->fallback_aligned = true; /* all in this call: from here on they stay together */
 	if (in->input && count && in->input != buf)
 		memcpy(buf, in->input, count * (dt == HCL_BF16 ? 2 : 4));
 	if ((rc = share_done(c, nslices, in, deadline, &m)) < 0)

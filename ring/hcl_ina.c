@@ -306,8 +306,7 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 	while (done < nslices) {
 		int peer = a->cfg.poll ? a->cfg.poll(a->cfg.poll_ctx) : 0;
 		if (peer) {
-			snprintf(err, errlen,
-				 "rank %d lost its INA aggregator in this call (%zu of %zu slices done here)", peer - 1,
+			snprintf(err, errlen, "rank %d lost its INA aggregator (%zu of %zu slices done here)", peer - 1,
 				 done, nslices);
 			return -ENETDOWN;
 		}
