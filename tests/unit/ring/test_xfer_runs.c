@@ -152,6 +152,19 @@ static struct fake_stats run(struct fake_net net, const struct side *proto, stru
 	return fs;
 }
 
+/* Nothing was lost, so nothing went again but on a timer: a timer may
+ * expire on a thread not scheduled in time (two cores, sanitizer speed,
+ * other tests or a CI job beside: both subtests failed that way in one
+ * clean-clone run, 10 of 30 runs beside two busy loops), which is
+ * scheduling, not the transport; a re-send without an expiry or a tail
+ * probe would be a loss the transport made up. */
+static void nothing_lost_resent_by_time(const struct fake_stats *fs, const struct hcl_xfer_stats *st)
+{
+	assert_int_equal(fs->lost, 0);
+	if (st->data_resent)
+		assert_true(st->timeouts + st->tail_probes > 0);
+}
+
 /* Messages whose packets fill whole runs, end one with a short packet,
  * are one short packet, or empty: all arrive exact, sent as runs and
  * received coalesced. */
@@ -169,11 +182,7 @@ static void test_run_boundaries(void **state)
 			assert_true(s[0].st.data_runs < dg);
 			assert_true(s[1].st.rx_runs > 0);
 		}
-		/* a timer that expires on a thread not scheduled in time (two
-		 * cores, sanitizer speed, other tests beside) resends nothing
-		 * lost: a timing assertion, not made there */
-		if (!getenv("SWEMU_SANITIZED"))
-			assert_int_equal(s[0].st.data_resent, 0);
+		nothing_lost_resent_by_time(&fs, &s[0].st);
 	}
 }
 
@@ -206,8 +215,10 @@ static void test_runs_refused(void **state)
 	struct fake_stats fs = run((struct fake_net){ .seed = 3, .refuse_runs = 1 },
 				   &(struct side){ .msgs = 2, .len = 40 * 8948 }, s);
 	assert_int_equal(fs.runs_sent, 0);
-	assert_int_equal(s[0].st.data_runs, s[0].st.data_sent);
-	assert_int_equal(s[0].st.data_resent, 0);
+	/* every new datagram went in a send of its own (a re-send on a
+	 * timer, see above, adds one more) */
+	assert_true(s[0].st.data_runs >= s[0].st.data_sent);
+	nothing_lost_resent_by_time(&fs, &s[0].st);
 }
 
 /* The last datagram of a message is lost: nothing after it can be
