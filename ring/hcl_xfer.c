@@ -50,7 +50,8 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct dgram_trans
 	x->cc = calloc(cfg->nranks, sizeof(*x->cc));
 	x->refused = calloc(cfg->nranks, sizeof(*x->refused));
 	x->heard = calloc(cfg->nranks, sizeof(*x->heard));
-	if (!x->peers || !x->cc || !x->refused || !x->heard)
+	x->suspect_at = calloc(cfg->nranks, sizeof(*x->suspect_at));
+	if (!x->peers || !x->cc || !x->refused || !x->heard || !x->suspect_at)
 		goto nomem;
 	for (unsigned i = 0; i < cfg->nranks; i++) {
 		x->cc[i] = (struct hcl_xfer_cc){ .cwnd = HCL_XFER_INITIAL_CWND < x->cfg.window ? HCL_XFER_INITIAL_CWND
@@ -84,6 +85,7 @@ void hcl_xfer_free(struct hcl_xfer *x)
 	free(x->cc);
 	free(x->refused);
 	free(x->heard);
+	free(x->suspect_at);
 	free(x->rx.got);
 	for (unsigned i = 0; i < STAGE_DEPTH; i++) {
 		free(x->st[i].buf);
@@ -312,6 +314,17 @@ static int peer_gone(struct hcl_xfer *x, char *err, size_t errlen)
 		 * from: not started yet (ranks start in any order), not gone */
 		if (k < 0 || !x->heard[k])
 			continue;
+		int64_t now = clock_now_ns();
+		if (!x->suspect_at[k] || now - x->suspect_at[k] < 1000000) {
+			/* first word of it (or one the PING cannot have caused
+			 * yet): ask again, and believe the answer to that */
+			if (!x->suspect_at[k]) {
+				x->suspect_at[k] = now;
+				xfer_send_flow(x, k, T_PING, x->rx.active ? x->rx.tag : x->tx.tag);
+				x->stats.pings_sent++;
+			}
+			continue;
+		}
 		char s[64];
 		snprintf(err, errlen,
 			 "xfer: rank %d (%s) is gone: its host says nothing listens on its port (it exited or crashed)",

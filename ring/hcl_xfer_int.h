@@ -173,6 +173,12 @@ struct hcl_xfer {
 	} * refused;	   /* per peer: the tag we told to WAIT */
 	size_t rx_len_max; /* the largest receive asked for so far: bounds a stage */
 	bool *heard;	   /* per peer: a datagram of ours came from it (peer_gone) */
+	/* per peer: when a port-unreachable report about it made us PING it
+	 * (0: no suspicion); only a report after that PING, with nothing
+	 * heard from it since, means it is gone.  A report can be stale: a
+	 * datagram of a closed socket that had this socket's address (the
+	 * port reused by the next run) refused by the peer's host */
+	int64_t *suspect_at;
 	struct {
 		bool valid;
 		int from;

@@ -254,6 +254,7 @@ static void handle(struct hcl_xfer *x, int src, const uint8_t *p, size_t len, st
 	}
 	if (!x->heard[src])
 		x->heard[src] = true;
+	x->suspect_at[src] = 0; /* it spoke: whatever said it was gone was stale */
 	switch (p[1]) {
 	case T_ACK: xfer_on_ack(x, src, p); return;
 	case T_FIN: {

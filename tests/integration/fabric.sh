@@ -38,7 +38,7 @@ C
 scenario() {
 "$top/testbed/topo.sh" start itfab "$cfg"
 
-in_host 0 ping -c 3 -i 0.2 -W 2 10.81.0.4 >/dev/null || fail "ping h0 -> h3 across the spine"
+in_host 0 ping -c 3 -i 0.2 -W 5 10.81.0.4 >/dev/null || fail "ping h0 -> h3 across the spine"
 in_host 3 ping -c 2 -i 0.2 -W 2 -s 8000 -M do 10.81.0.2 >/dev/null || fail "jumbo ping h3 -> h1 across the spine"
 spine_before=$(stats_get 'd["switches"]["spine"]["ports"]["t0"]["rx_bytes"]')
 
