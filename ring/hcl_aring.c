@@ -235,15 +235,17 @@ static bool resend_one(void *ctx, uint32_t slot)
 static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 {
 	struct ina_pkt p;
-	if (in->peer.sin_addr.s_addr == a->agg.sin_addr.s_addr && in->peer.sin_port == a->agg.sin_port &&
-	    ina_parse(in->buf, in->len, &p) == INA_OK && p.hdr.type == INA_T_NACK && p.hdr.epoch == a->epoch &&
-	    p.hdr.job >= a->p->job0 && p.hdr.job < a->p->job0 + a->nsteps) {
+	if (in->peer.sin_addr.s_addr != a->agg.sin_addr.s_addr || in->peer.sin_port != a->agg.sin_port ||
+	    ina_parse(in->buf, in->len, &p) != INA_OK || p.hdr.job < a->p->job0 ||
+	    p.hdr.job >= a->p->job0 + a->nsteps) {
+		a->st.stale++;
+		return 0;
+	}
+	if (p.hdr.type == INA_T_NACK && p.hdr.epoch == a->epoch) {
 		a->nacked_job = p.hdr.job; /* gone there: the chain cannot go on */
 		return 0;
 	}
-	if (in->peer.sin_addr.s_addr != a->agg.sin_addr.s_addr || in->peer.sin_port != a->agg.sin_port ||
-	    ina_parse(in->buf, in->len, &p) != INA_OK || (p.hdr.type != INA_T_RESULT && p.hdr.type != INA_T_ACK) ||
-	    p.hdr.dtype != a->p->dtype || p.hdr.job < a->p->job0 || p.hdr.job >= a->p->job0 + a->nsteps) {
+	if ((p.hdr.type != INA_T_RESULT && p.hdr.type != INA_T_ACK) || p.hdr.dtype != a->p->dtype) {
 		a->st.stale++;
 		return 0;
 	}

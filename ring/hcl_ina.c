@@ -241,13 +241,15 @@ static size_t take_batch(struct hcl_ina *a, const struct pass *ps, struct dgram_
 	for (int i = 0; i < n; i++) {
 		struct ina_pkt p;
 		int h = -1;
-		if (ina_parse(in[i].buf, in[i].len, &p) == INA_OK && p.hdr.type == INA_T_NACK &&
-		    p.hdr.epoch == a->epoch && (h = shard_of(a, &in[i], &p)) >= 0) {
+		if (ina_parse(in[i].buf, in[i].len, &p) != INA_OK) {
+			a->st.foreign++;
+			continue;
+		}
+		if (p.hdr.type == INA_T_NACK && p.hdr.epoch == a->epoch && (h = shard_of(a, &in[i], &p)) >= 0) {
 			a->nacked = h + 1; /* the job is gone there: no answer will come */
 			continue;
 		}
-		if (ina_parse(in[i].buf, in[i].len, &p) != INA_OK || p.hdr.type != INA_T_RESULT ||
-		    p.hdr.dtype != ps->dtype || (h = shard_of(a, &in[i], &p)) < 0) {
+		if (p.hdr.type != INA_T_RESULT || p.hdr.dtype != ps->dtype || (h = shard_of(a, &in[i], &p)) < 0) {
 			a->st.foreign++;
 			continue;
 		}
