@@ -355,6 +355,29 @@ static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16
 	e->payload = (const uint8_t *)x->data;
 	e->payload_len = type == INA_T_ACK ? 0 : (size_t)s->nelem * ina_wire_elem_size(x->job->cfg.dtype);
 	e->dst = *dst;
+	e->same_as_prev = false;
+}
+
+/* The same frame to every contributor but the upstream: the first emit
+ * built field by field, the others copied from it. */
+static void emit_to_contributors(struct ctx *x, uint8_t type, uint8_t flags)
+{
+	const struct ina_job_cfg *c = &x->job->cfg;
+	const struct ina_emit *first = NULL;
+	for (unsigned i = 0; i < c->fan_in; i++) {
+		if ((int)i == c->upstream_index)
+			continue;
+		if (!first) {
+			first = &x->out->e[x->out->n];
+			emit(x, type, &c->contributors[i], c->id, (uint16_t)i, flags);
+			continue;
+		}
+		struct ina_emit *e = &x->out->e[x->out->n++];
+		*e = *first;
+		e->hdr.contributor = (uint16_t)i;
+		e->dst = c->contributors[i];
+		e->same_as_prev = true;
+	}
 }
 
 static void emit_ack_upstream(struct ctx *x)
@@ -364,26 +387,14 @@ static void emit_ack_upstream(struct ctx *x)
 }
 
 /* the downstream's ACK, passed to the contributors (not the upstream) */
-static void emit_ack_contributors(struct ctx *x)
-{
-	const struct ina_job_cfg *c = &x->job->cfg;
-	for (unsigned i = 0; i < c->fan_in; i++)
-		if ((int)i != c->upstream_index)
-			emit(x, INA_T_ACK, &c->contributors[i], c->id, (uint16_t)i, 0);
-}
+static void emit_ack_contributors(struct ctx *x) { emit_to_contributors(x, INA_T_ACK, 0); }
 
 static void emit_result_to(struct ctx *x, unsigned c, uint8_t flags)
 {
 	emit(x, INA_T_RESULT, &x->job->cfg.contributors[c], x->job->cfg.id, (uint16_t)c, flags);
 }
 
-static void emit_multicast(struct ctx *x)
-{
-	const struct ina_job_cfg *c = &x->job->cfg;
-	for (unsigned i = 0; i < c->fan_in; i++)
-		if ((int)i != c->upstream_index)
-			emit_result_to(x, i, 0);
-}
+static void emit_multicast(struct ctx *x) { emit_to_contributors(x, INA_T_RESULT, 0); }
 
 static void emit_peer(struct ctx *x, const struct ina_peer *p, uint8_t flags)
 {

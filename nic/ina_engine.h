@@ -98,6 +98,10 @@ struct ina_emit {
 	const uint8_t *payload; /* wire order; valid until the next process call */
 	size_t payload_len;
 	struct ina_addr dst;
+	/* the previous emit's header and payload but for hdr.contributor and
+	 * dst (a multicast's second and later frames): a packet builder may
+	 * reuse what it made of that one */
+	bool same_as_prev;
 };
 
 struct ina_emits {

@@ -108,7 +108,7 @@ static size_t expected_payload(uint8_t type, uint8_t flags, uint8_t dtype, uint1
 enum ina_reason ina_parse(const void *buf, size_t len, struct ina_pkt *pkt)
 {
 	const uint8_t *p = buf;
-	struct ina_hdr h;
+	struct ina_hdr h; /* pkt is written only when valid */
 
 	if (len < INA_HDR_LEN)
 		return INA_R_TRUNCATED;

@@ -39,10 +39,11 @@ struct bench {
 	struct rte_mempool *gen_pool;
 	unsigned fan_in, elems;
 	enum mode mode;
-	bool ina; /* frames addressed to the switch */
+	bool ina;	/* frames addressed to the switch */
 	bool zero_csum; /* senders leave the UDP checksum 0 (SwitchML practice) */
 	bool nic_csum;	/* frames arrive marked verified, as from a NIC with RX checksum offload */
 	double seconds;
+	unsigned fixed_rounds; /* -c: exactly this many rounds, no warm-up (instruction counts) */
 };
 
 /* One logical switch and its generator, run by one lcore. */
@@ -242,7 +243,7 @@ static struct rte_mbuf *copy_of(struct lane *l, const struct rte_mbuf *t)
 
 /* The bare I/O loop on the switch's ports: every burst straight out of the
  * next port, nothing looked at. */
-static unsigned bare_io(struct lane *l)
+static __attribute__((noinline)) unsigned bare_io(struct lane *l)
 {
 	struct rte_mbuf *pkts[32];
 	unsigned work = 0;
@@ -265,7 +266,8 @@ static int drive(void *arg)
 	struct rte_mbuf *drain[256], *in[WINDOW * 32];
 	uint64_t due;
 	double hz = (double)rte_get_tsc_hz(), t0 = (double)rte_rdtsc(), t;
-	double warm = b->seconds / 5; /* first touch of pools and slots: not timed */
+	/* first touch of pools and slots: not timed */
+	double warm = b->fixed_rounds ? 0 : b->seconds / 5;
 	l->packets = l->in_switch = 0;
 	l->rounds = 0;
 	do {
@@ -311,7 +313,7 @@ static int drive(void *arg)
 		l->packets += (uint64_t)WINDOW * b->fan_in;
 		l->rounds++;
 		t = ((double)rte_rdtsc() - t0) / hz;
-	} while (t < b->seconds);
+	} while (b->fixed_rounds ? l->rounds < b->fixed_rounds : t < b->seconds);
 	l->t = t;
 	return 0;
 }
@@ -319,7 +321,7 @@ static int drive(void *arg)
 /* The bare add of the same payloads into slot memory, in the order the
  * switch gets them: ns per frame (the ceiling an aggregating switch's
  * lcore cannot beat). */
-static double bare_add_ns(const struct bench *b, struct rte_mbuf *const *tmpl)
+static __attribute__((noinline)) double bare_add_ns(const struct bench *b, struct rte_mbuf *const *tmpl)
 {
 	const size_t off = SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN + INA_HDR_LEN;
 	uint32_t *slots = aligned_alloc(64, (size_t)WINDOW * b->elems * 4);
@@ -335,7 +337,8 @@ static double bare_add_ns(const struct bench *b, struct rte_mbuf *const *tmpl)
 					      rte_pktmbuf_mtod(tmpl[c * WINDOW + i], const uint8_t *) + off, b->elems);
 		frames += (uint64_t)WINDOW * b->fan_in;
 		t = rte_rdtsc();
-	} while ((double)(t - t0) / hz < b->seconds / 2);
+	} while (b->fixed_rounds ? frames < (uint64_t)b->fixed_rounds * WINDOW * b->fan_in
+				 : (double)(t - t0) / hz < b->seconds / 2);
 	free(slots);
 	return (double)(t - t0) / hz * 1e9 / (double)frames;
 }
@@ -412,27 +415,32 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-r N] [-w 1|2] [-m io|l2|ina] [-z|-o] "
-		   "[-H] [-q|--quick] [-h|--help]\n"
-		   "  swemu's datapath on in-memory ring ports, one lcore per lane, busy polling:\n"
-		   "  the bare I/O loop, plain L2 forwarding and INA aggregation of the same frames,\n"
-		   "  and the bare add of their payloads; the ratios issue 19's goals are set in.\n"
-		   "  -s S     seconds per figure (default 1)\n"
-		   "  -w N     lanes: N logical switches, each with its own ports and\n"
-		   "           generator on its own lcore (1 or 2; default 1); Mpps add up,\n"
-		   "           sw_ns stays per packet on its lcore\n"
-		   "  -r N     rounds per row, the modes taking turns; medians are shown\n"
-		   "           (default 1, at most 15)\n"
-		   "  -e LIST  elements per packet (default 64,256,1024,2048)\n"
-		   "  -n LIST  fan-in (default 4,32)\n"
-		   "  -m MODE  io, l2 or ina only (for profiling; default all three)\n"
-		   "  -H       hugepages (2 MiB, reserved beforehand in /proc/sys/vm/nr_hugepages)\n"
-		   "           instead of --no-huge\n"
-		   "  -z       senders leave the UDP checksum 0 (as SwitchML hosts do):\n"
-		   "           the switch then has nothing to verify\n"
-		   "  -o       frames arrive marked checksum-good, as from a NIC with RX\n"
-		   "           checksum offload: the switch trusts the mark\n"
-		   "  -q       0.2 s per figure\n");
+	fprintf(f,
+		"usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-r N] [-w 1|2] [-m io|l2|ina] [-z|-o] "
+		"[-H] [-c ROUNDS] [-q|--quick] [-h|--help]\n"
+		"  swemu's datapath on in-memory ring ports, one lcore per lane, busy polling:\n"
+		"  the bare I/O loop, plain L2 forwarding and INA aggregation of the same frames,\n"
+		"  and the bare add of their payloads; the ratios issue 19's goals are set in.\n"
+		"  -s S     seconds per figure (default 1)\n"
+		"  -w N     lanes: N logical switches, each with its own ports and\n"
+		"           generator on its own lcore (1 or 2; default 1); Mpps add up,\n"
+		"           sw_ns stays per packet on its lcore\n"
+		"  -r N     rounds per row, the modes taking turns; medians are shown\n"
+		"           (default 1, at most 15)\n"
+		"  -e LIST  elements per packet (default 64,256,1024,2048)\n"
+		"  -n LIST  fan-in (default 4,32)\n"
+		"  -m MODE  io, l2 or ina only (for profiling; default all three)\n"
+		"  -H       hugepages (2 MiB, reserved beforehand in /proc/sys/vm/nr_hugepages)\n"
+		"           instead of --no-huge\n"
+		"  -z       senders leave the UDP checksum 0 (as SwitchML hosts do):\n"
+		"           the switch then has nothing to verify\n"
+		"  -o       frames arrive marked checksum-good, as from a NIC with RX\n"
+		"           checksum offload: the switch trusts the mark\n"
+		"  -q       0.2 s per figure\n"
+		"  -c N     exactly N rounds of %u slots per figure instead of a time, and no\n"
+		"           warm-up: a fixed packet count, for counting instructions per\n"
+		"           packet under callgrind (testbed/bench-ipp.sh)\n",
+		WINDOW);
 }
 
 static int parse_list(const char *s, unsigned *v, int max, unsigned hi)
@@ -454,19 +462,22 @@ int main(int argc, char **argv)
 	unsigned elems[8] = { 64, 256, 1024, 2048 }, fanins[8] = { 4, 32 };
 	int ne = 4, nf = 2, o;
 	double seconds = 1;
-	int rounds = 1, lanes = 1;
+	int rounds = 1, lanes = 1, fixed = 0;
 	int only = -1; /* one mode only (for profiling): enum mode */
 	bool zero = false, huge = false, nic = false;
 	static const struct option longs[] = { { "help", no_argument, 0, 'h' },
 					       { "quick", no_argument, 0, 'q' },
 					       { 0, 0, 0, 0 } };
-	while ((o = getopt_long(argc, argv, "s:r:w:e:n:m:zoHqh", longs, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "s:r:w:e:n:m:c:zoHqh", longs, NULL)) != -1) {
 		switch (o) {
 		case 'H': huge = true; break;
 		case 'z': zero = true; break;
 		case 'o': nic = true; break;
 		case 'm':
-			only = !strcmp(optarg, "l2") ? M_L2 : !strcmp(optarg, "ina") ? M_INA : !strcmp(optarg, "io") ? M_IO : -2;
+			only = !strcmp(optarg, "l2")	? M_L2
+			       : !strcmp(optarg, "ina") ? M_INA
+			       : !strcmp(optarg, "io")	? M_IO
+							: -2;
 			break;
 		case 's': seconds = atof(optarg); break;
 		case 'r': rounds = atoi(optarg); break;
@@ -474,12 +485,13 @@ int main(int argc, char **argv)
 		case 'e': ne = parse_list(optarg, elems, 8, INA_MAX_ELEMS); break;
 		case 'n': nf = parse_list(optarg, fanins, 8, 250); break;
 		case 'q': seconds = 0.2; break;
+		case 'c': fixed = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (ne <= 0 || nf <= 0 || seconds <= 0 || seconds > 60 || only < -1 || rounds < 1 || rounds > MAX_ROUNDS ||
-	    lanes < 1 || lanes > 2) {
+	if (ne <= 0 || nf <= 0 || seconds <= 0 || seconds > 60 || only < -1 || rounds < 1 || fixed < 0 ||
+	    fixed > 1000000 || rounds > MAX_ROUNDS || lanes < 1 || lanes > 2) {
 		usage(stderr);
 		return 2;
 	}
@@ -500,7 +512,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "swemu-bench: EAL does not start\n");
 		return 1;
 	}
-	struct bench b = { .zero_csum = zero, .nic_csum = nic, .seconds = seconds };
+	struct bench b = { .zero_csum = zero, .nic_csum = nic, .seconds = seconds, .fixed_rounds = (unsigned)fixed };
 	b.gen_pool = rte_pktmbuf_pool_create("bench_gen", 16383, 256, 0, RTE_PKTMBUF_HEADROOM + 10240, 0);
 	if (!b.gen_pool) {
 		fprintf(stderr, "swemu-bench: no generator pool\n");
@@ -546,11 +558,13 @@ int main(int argc, char **argv)
 				}
 			}
 			double io = bench_median(ns[M_IO], rounds), l2 = bench_median(ns[M_L2], rounds),
-			       ina = bench_median(ns[M_INA], rounds), ad = only < 0 || only == M_INA ? bench_median(add, rounds) : 0;
+			       ina = bench_median(ns[M_INA], rounds),
+			       ad = only < 0 || only == M_INA ? bench_median(add, rounds) : 0;
 			bad += drops != 0;
-			printf("  %6u %5u | %6.1f %6.1f %6.1f %6.1f %8.1f | %5.2f %5.2f %5.2f | %s\n", b.elems, b.fan_in, io,
-			       l2, ina, ad, ina > 0 ? b.elems * 32.0 / ina : 0, ina > 0 ? (l2 + ad) / ina : 0,
-			       ina > 0 ? ad / ina : 0, io > 0 ? l2 / io : 0, drops ? "DROPS" : "ok");
+			printf("  %6u %5u | %6.1f %6.1f %6.1f %6.1f %8.1f | %5.2f %5.2f %5.2f | %s\n", b.elems,
+			       b.fan_in, io, l2, ina, ad, ina > 0 ? b.elems * 32.0 / ina : 0,
+			       ina > 0 ? (l2 + ad) / ina : 0, ina > 0 ? ad / ina : 0, io > 0 ? l2 / io : 0,
+			       drops ? "DROPS" : "ok");
 			fflush(stdout);
 		}
 	sw_eal_cleanup();

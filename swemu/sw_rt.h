@@ -143,6 +143,26 @@ struct sw_ctrl_req {
 	char answer[320];
 };
 
+/* Where results to one destination go, resolved once: the FDB's or the
+ * neighbour table's answer and the headers a frame to it starts with.  Good
+ * for the second it was made in while neither table changed, as sw_input's
+ * last_src is (sw_result.c). */
+struct sw_dst {
+	/* the key: an emit's destination, the result's source port, the VLAN
+	 * of the frame that triggered it */
+	uint32_t ip;
+	uint16_t port, src_port;
+	uint8_t mac[6]; /* zero: the member's MAC comes from the neighbour table */
+	uint16_t in_vlan;
+	uint32_t made_s1;		     /* now_s + 1 when made; 0: empty */
+	uint32_t fdb_changes, neigh_changes; /* of the tables when made */
+	uint16_t out, vlan;		     /* the port it leaves by, in this VLAN */
+	uint32_t ip_sum;		     /* sw_frame_udp_template */
+	uint8_t prefix[SW_UDP_PREFIX_LEN];
+};
+
+#define SW_DST_CACHE 64 /* a power of two; a job's members and peers */
+
 struct sw_lsw {
 	int index;
 	const struct sw_switch_cfg *cfg;
@@ -153,6 +173,7 @@ struct sw_lsw {
 	int vlans;		/* distinct VLANs among the ports */
 	struct ina_engine *eng; /* NULL when INA is off */
 	struct ina_emits *emits;
+	struct sw_dst dst_cache[SW_DST_CACHE];
 	/* control commands: SW_CTRL_QUEUE requests, those not in flight on
 	 * the lcore's stack; to the control thread and back by SP/SC rings */
 	struct sw_ctrl_req *ctrl_reqs;
@@ -220,6 +241,19 @@ int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen);
 void sw_rt_teardown(struct sw_rt *rt);
 /* rte_eal_cleanup, then removes the runtime directory EAL leaves behind. */
 void sw_eal_cleanup(void);
+
+/* sw_dp.c: an mbuf of the main pool, or NULL with no_mbuf counted at blame. */
+struct rte_mbuf *sw_new_mbuf(struct sw_rt *rt, struct sw_port *blame);
+/* L2 forwarding of m to dst within vlan: the FDB's port, or a flood; in is
+ * the port it came in on, NULL for a frame of the switch's own. */
+void sw_forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m,
+		   const uint8_t *dst);
+
+/* sw_result.c: the engine's emits (sw->emits) as frames from the switch's
+ * address, src_port its INA port that the trigger came to; and a NACK to
+ * the sender of a DATA for a job the switch does not have. */
+void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t in_vlan, uint16_t src_port);
+void sw_send_nack(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, const struct sw_udp_view *v);
 
 /* sw_dp.c: the poll loops, one per worker lcore (the main lcore runs
  * workers[0]); returns when *rt->quit is set. */

@@ -186,9 +186,8 @@ static void flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint1
 			sw_send_port(rt, &sw->ports[i], m, vlan);
 }
 
-/* in is NULL for a frame of the switch's own endpoint. */
-static void forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m,
-		       const uint8_t *dst)
+void sw_forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m,
+		   const uint8_t *dst)
 {
 	int out = dst[0] & 1 ? -1 : sw_fdb_lookup(&sw->fdb, dst, vlan, sw->now_s);
 	if (out < 0) {
@@ -204,121 +203,12 @@ static void forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 
 /* ---- the switch's own endpoint ---- */
 
-static struct rte_mbuf *new_mbuf(struct sw_rt *rt, struct sw_port *blame)
+struct rte_mbuf *sw_new_mbuf(struct sw_rt *rt, struct sw_port *blame)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(rt->pool);
 	if (!m)
 		blame->st.drops[SW_D_NO_MBUF]++;
 	return m;
-}
-
-/* What the frames of one group of emits (a multicast: same slot, header
- * and payload; only address and contributor differ) have in common. */
-struct emit_group {
-	const struct ina_emit *first;
-	uint8_t head[INA_HDR_LEN]; /* encoded with contributor 0 */
-	struct rte_mbuf *shared;   /* payload segment, or NULL: copied */
-};
-
-static bool same_group(const struct ina_emit *a, const struct ina_emit *b)
-{
-	const struct ina_hdr *x = &a->hdr, *y = &b->hdr;
-	return a->payload == b->payload && a->payload_len == b->payload_len && x->type == y->type &&
-	       x->dtype == y->dtype && x->flags == y->flags && x->job == y->job && x->slot == y->slot &&
-	       x->epoch == y->epoch && x->seq == y->seq && x->count == y->count && x->exponent == y->exponent;
-}
-
-/* The header, once per group (a multicast of 32 encoded it 32 times
- * before).  Results carry UDP checksum 0: summing each group's payload
- * was 3% of an INA packet's time. */
-static void group_start(struct sw_rt *rt, struct sw_port *in, struct emit_group *g, const struct ina_emit *e)
-{
-	struct ina_hdr h = e->hdr;
-	h.contributor = 0;
-	ina_hdr_encode(&h, g->head);
-	g->first = e;
-	rte_pktmbuf_free(g->shared);
-	g->shared = NULL;
-	if (e->payload_len > SW_SHARE_MIN && (g->shared = new_mbuf(rt, in))) {
-		memcpy(rte_pktmbuf_mtod(g->shared, void *), e->payload, e->payload_len);
-		g->shared->data_len = g->shared->pkt_len = (uint32_t)e->payload_len;
-	}
-}
-
-/* One result frame: headers in a small mbuf followed by a clone of the
- * shared payload segment, or headers and payload copied into one mbuf.
- * NULL when out of mbufs (counted). */
-static struct rte_mbuf *result_frame(struct sw_rt *rt, struct sw_port *in, const struct emit_group *g,
-				     const struct ina_emit *e, const struct sw_udp_hdrs *h)
-{
-	struct rte_mbuf *m = NULL, *c = NULL;
-	if (!g->shared && e->payload_len > SW_SHARE_MIN) { /* its payload mbuf could not be had */
-		in->st.drops[SW_D_NO_MBUF]++;
-		return NULL;
-	}
-	m = rte_pktmbuf_alloc(g->shared ? rt->small_pool : rt->result_pool);
-	if (!m ||
-	    (g->shared && (!(c = rte_pktmbuf_clone(g->shared, rt->small_pool)) || rte_pktmbuf_chain(m, c) != 0))) {
-		in->st.drops[SW_D_NO_MBUF]++;
-		rte_pktmbuf_free(c);
-		rte_pktmbuf_free(m);
-		return NULL;
-	}
-	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
-	const size_t hlen = SW_UDP_PREFIX_LEN + INA_HDR_LEN;
-	sw_frame_udp_prefix_nocsum(d, h, SW_UDP_HLEN + INA_HDR_LEN + e->payload_len);
-	memcpy(d + SW_UDP_PREFIX_LEN, g->head, INA_HDR_LEN);
-	d[SW_UDP_PREFIX_LEN + 6] = (uint8_t)(e->hdr.contributor >> 8);
-	d[SW_UDP_PREFIX_LEN + 7] = (uint8_t)e->hdr.contributor;
-	m->data_len = (uint16_t)hlen;
-	if (!g->shared) {
-		memcpy(d + hlen, e->payload, e->payload_len);
-		m->data_len = (uint16_t)(hlen + e->payload_len);
-	}
-	m->pkt_len = hlen + e->payload_len;
-	return m;
-}
-
-/* Turns the engine's emits into frames from the switch's address. */
-static void send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t in_vlan, uint16_t src_port)
-{
-	const struct ina_emits *em = sw->emits;
-	struct emit_group g = { .first = NULL, .shared = NULL };
-	struct sw_udp_hdrs h = { .src_ip = sw->cfg->ip, .src_port = src_port };
-	memcpy(h.src_mac, sw->cfg->mac, 6);
-
-	for (unsigned i = 0; i < em->n; i++) {
-		const struct ina_emit *e = &em->e[i];
-		const uint8_t *mac = e->dst.mac;
-		/* the switch's endpoint is in every VLAN: a result goes out in
-		 * the one its destination spoke from, else the trigger's */
-		const bool no_mac = !(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]);
-		const struct sw_neigh_entry *nb = no_mac || sw->vlans > 1
-							  ? sw_neigh_find(&sw->neigh, e->dst.ip, sw->now_s)
-							  : NULL;
-		uint16_t vlan = nb ? nb->vlan : in_vlan;
-		if (no_mac) {
-			if (!nb) { /* never flooded: a member's result goes where it spoke from */
-				in->st.drops[SW_D_NO_NEIGHBOR]++;
-				continue;
-			}
-			mac = nb->mac;
-		}
-		if (!g.first || !same_group(g.first, e))
-			group_start(rt, in, &g, e);
-		memcpy(h.dst_mac, mac, 6);
-		h.dst_ip = e->dst.ip;
-		h.dst_port = e->dst.port;
-		struct rte_mbuf *m = result_frame(rt, in, &g, e, &h);
-		if (!m)
-			continue;
-		sw->st.ina_emits++;
-		if (no_mac) /* the port it is bound to, not the FDB's (or a flood) */
-			sw_send_port(rt, &sw->ports[nb->port], m, vlan);
-		else /* a peer the job's installer named, MAC and all */
-			forward_l2(rt, sw, NULL, vlan, m, mac);
-	}
-	rte_pktmbuf_free(g.shared); /* the clones hold it now */
 }
 
 /* What the device found of the frame's checksums, on ports that were
@@ -338,36 +228,6 @@ static unsigned rx_csum_verdict(const struct rte_mbuf *m, enum sw_frame_err *bad
 	if (l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
 		verified |= SW_CSUM_UDP_VERIFIED;
 	return verified;
-}
-
-/* DATA for a job the switch does not have: a NACK back to its sender,
- * the header echoed without payload (never longer than what came), so a
- * host whose job went mid-run (removed, the switch restarted) learns it at
- * once instead of by a timer (ring/hcl_fallback.c).  Still counted
- * unknown_job by the engine. */
-static void send_nack(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
-		      const struct sw_udp_view *v)
-{
-	struct ina_pkt p;
-	struct rte_mbuf *r;
-	if (ina_parse(v->payload, v->payload_len, &p) != INA_OK || p.hdr.type != INA_T_DATA || !(r = new_mbuf(rt, in)))
-		return;
-	struct ina_hdr h = p.hdr;
-	h.type = INA_T_NACK;
-	h.flags = 0;
-	h.count = 0;
-	h.exponent = 0;
-	uint8_t head[INA_HDR_LEN];
-	ina_hdr_encode(&h, head);
-	struct sw_udp_hdrs u = {
-		.src_ip = sw->cfg->ip, .dst_ip = v->src_ip, .src_port = v->dst_port, .dst_port = v->src_port
-	};
-	memcpy(u.src_mac, sw->cfg->mac, 6);
-	memcpy(u.dst_mac, v->src_mac, 6);
-	r->data_len = r->pkt_len = (uint32_t)sw_frame_build_udp(rte_pktmbuf_mtod(r, uint8_t *), rte_pktmbuf_tailroom(r),
-								&u, head, sizeof(head), "", 0, 0);
-	sw->st.ina_nacks++;
-	sw_send_port(rt, in, r, vlan);
 }
 
 static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m)
@@ -404,7 +264,7 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	/* a member's address spoken from elsewhere than it is bound to; the
 	 * port's last member, bound here this second, needs no look-up */
 	const bool bound = in->last_ina_ip == v.src_ip && in->last_ina_s == sw->now_s && in->last_ina_vlan == vlan &&
-			   memcmp(in->last_ina_mac, v.src_mac, 6) == 0;
+			   sw_mac_eq(in->last_ina_mac, v.src_mac);
 	if (!bound && !sw_neigh_allows(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s)) {
 		drop(in, SW_D_SOURCE_GUARD, m);
 		return;
@@ -415,7 +275,7 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	 * a member's accepted packet binds its address. */
 	enum ina_reason r = ina_engine_rx(sw->eng, v.payload, v.payload_len, &src, sw->emits);
 	if (unlikely(r == INA_R_UNKNOWN_JOB))
-		send_nack(rt, sw, in, vlan, &v);
+		sw_send_nack(rt, sw, in, vlan, &v);
 	else if (r == INA_OK && !bound && sw_neigh_learn(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s)) {
 		in->last_ina_ip = v.src_ip;
 		in->last_ina_s = sw->now_s;
@@ -423,13 +283,10 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 		memcpy(in->last_ina_mac, v.src_mac, 6);
 	}
 	spend(sw, m);
-	send_emits(rt, sw, in, vlan, v.dst_port);
+	sw_send_emits(rt, sw, in, vlan, v.dst_port);
 }
 
-static bool is_mine(const struct sw_lsw *sw, const uint8_t *dst)
-{
-	return sw->cfg->ip && memcmp(dst, sw->cfg->mac, 6) == 0;
-}
+static bool is_mine(const struct sw_lsw *sw, const uint8_t *dst) { return sw->cfg->ip && sw_mac_eq(dst, sw->cfg->mac); }
 
 /* A frame in on a trunk port: its VLAN from its tag, which comes off here
  * (or the native VLAN); 0 when it is dropped.  Out of line, so access
@@ -504,7 +361,7 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 		drop(in, SW_D_CLAIMS_SWITCH, m);
 		return;
 	}
-	if (memcmp(in->last_src, f + 6, 6) || in->last_src_vlan != vlan || in->last_src_s != sw->now_s) {
+	if (!sw_mac_eq(in->last_src, f + 6) || in->last_src_vlan != vlan || in->last_src_s != sw->now_s) {
 		if (unlikely(sw_fdb_learn(&sw->fdb, f + 6, vlan, in->index, sw->now_s) == SW_FDB_PORT_FULL)) {
 			drop(in, SW_D_MAC_LIMIT, m); /* not cached below: every frame of it is refused */
 			return;
@@ -519,7 +376,7 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 		if (et == SW_ETHERTYPE_ARP && (f[0] & 1 || is_mine(sw, f))) {
 			struct rte_mbuf *r = NULL;
 			size_t n = 0;
-			if ((r = new_mbuf(rt, in)) &&
+			if ((r = sw_new_mbuf(rt, in)) &&
 			    (n = sw_frame_arp_reply(f, len, sw->cfg->mac, sw->cfg->ip, rte_pktmbuf_mtod(r, uint8_t *),
 						    rte_pktmbuf_tailroom(r)))) {
 				r->data_len = r->pkt_len = (uint32_t)n;
@@ -537,7 +394,7 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 			return;
 		}
 	}
-	forward_l2(rt, sw, in, vlan, m, f);
+	sw_forward_l2(rt, sw, in, vlan, m, f);
 }
 
 /* ---- the loop ---- */
@@ -678,12 +535,12 @@ unsigned sw_dp_poll(struct sw_rt *rt, uint64_t *next_due) { return poll_switches
 
 void sw_dp_flush(struct sw_rt *rt) { flush_switches(rt, rt->sw, rt->nsw); }
 
-unsigned sw_dp_poll_worker(struct sw_worker *w, uint64_t *next_due)
+__attribute__((noinline)) unsigned sw_dp_poll_worker(struct sw_worker *w, uint64_t *next_due)
 {
 	return poll_switches(w->rt, w->sw, w->nsw, next_due);
 }
 
-void sw_dp_flush_worker(struct sw_worker *w) { flush_switches(w->rt, w->sw, w->nsw); }
+__attribute__((noinline)) void sw_dp_flush_worker(struct sw_worker *w) { flush_switches(w->rt, w->sw, w->nsw); }
 
 /* A worker's loop (the stats file is the control thread's). */
 static void run_worker(struct sw_worker *w)

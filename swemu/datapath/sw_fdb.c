@@ -66,6 +66,7 @@ static void erase(struct sw_fdb *f, uint32_t i)
 	}
 	memset(&f->slot[i], 0, sizeof(f->slot[i]));
 	f->n--;
+	f->changes++;
 }
 
 static void remove_at(struct sw_fdb *f, uint32_t i)
@@ -90,6 +91,7 @@ int sw_fdb_add_static(struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, int
 	else
 		count_port(f, s, -1); /* a learned entry becomes static */
 	*s = (struct sw_fdb_slot){ .key = k, .port = (int16_t)port, .is_static = true };
+	f->changes++;
 	return 0;
 }
 
@@ -115,6 +117,7 @@ enum sw_fdb_learnt sw_fdb_learn(struct sw_fdb *f, const uint8_t mac[6], uint16_t
 			count_port(f, s, +1);
 			s->moved_s = now_s;
 			f->moves++;
+			f->changes++;
 			r = SW_FDB_MOVED;
 		}
 		if (s->last_seen_s != now_s)
@@ -131,6 +134,7 @@ enum sw_fdb_learnt sw_fdb_learn(struct sw_fdb *f, const uint8_t mac[6], uint16_t
 	*s = (struct sw_fdb_slot){ .key = k, .port = (int16_t)port, .last_seen_s = now_s };
 	count_port(f, s, +1);
 	f->n++;
+	f->changes++;
 	return r;
 }
 

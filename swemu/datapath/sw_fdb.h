@@ -31,6 +31,7 @@ struct sw_fdb {
 	uint64_t full_drops;		    /* learn attempts refused: table full */
 	uint64_t moves;			    /* MACs that moved to another port */
 	uint64_t moves_damped;		    /* moves refused: the MAC moved this second */
+	uint32_t changes;		    /* entries added, moved or removed: caches of answers compare it */
 	struct sw_fdb_slot slot[SW_FDB_SIZE];
 };
 

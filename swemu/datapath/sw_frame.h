@@ -41,7 +41,10 @@ struct sw_udp_view {
 };
 
 /* Ethertype of a frame (0 if too short for one). */
-uint16_t sw_frame_ethertype(const uint8_t *f, size_t len);
+static inline uint16_t sw_frame_ethertype(const uint8_t *f, size_t len)
+{
+	return len < SW_ETH_HLEN ? 0 : (uint16_t)(f[12] << 8 | f[13]);
+}
 
 /* Whether an ethertype is a VLAN tag's TPID: 802.1Q, 802.1ad (QinQ) or
  * the pre-standard 0x9100 some stacking gear uses. */
@@ -89,10 +92,42 @@ uint32_t sw_csum_add(uint32_t a, uint32_t b);
  * fast path that builds what follows itself and knows its sum. */
 void sw_frame_udp_prefix(uint8_t *buf, const struct sw_udp_hdrs *h, size_t ulen, uint32_t rest_sum);
 
-/* The same with UDP checksum 0 ("none"): for results, whose payload the
- * switch would otherwise sum once more per group (SwitchML's switch sends
- * 0 too; Ethernet's CRC covers the link). */
-void sw_frame_udp_prefix_nocsum(uint8_t *buf, const struct sw_udp_hdrs *h, size_t ulen);
+/* The same headers as a template for datagrams of any length, with UDP
+ * checksum 0 ("none"): for results, whose payload the switch would
+ * otherwise sum once more per group (SwitchML's switch sends 0 too;
+ * Ethernet's CRC covers the link).  sw_frame_udp_template writes the
+ * SW_UDP_PREFIX_LEN bytes with the lengths and IPv4 checksum left 0 and
+ * returns the sum the checksum starts from; sw_frame_udp_fill_len
+ * completes a copy of them for a UDP length. */
+uint32_t sw_frame_udp_template(uint8_t *buf, const struct sw_udp_hdrs *h);
+static inline void sw_frame_udp_fill_len(uint8_t *buf, uint32_t ip_sum, size_t ulen)
+{
+	/* inline: once per result frame */
+	uint8_t *ip = buf + SW_ETH_HLEN;
+	const uint16_t tot = (uint16_t)(SW_IP_HLEN + ulen);
+	uint32_t s = ip_sum + tot;
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	const uint16_t c = (uint16_t)~s;
+	ip[2] = (uint8_t)(tot >> 8);
+	ip[3] = (uint8_t)tot;
+	ip[10] = (uint8_t)(c >> 8);
+	ip[11] = (uint8_t)c;
+	ip[SW_IP_HLEN + 4] = (uint8_t)(ulen >> 8);
+	ip[SW_IP_HLEN + 5] = (uint8_t)ulen;
+}
+
+/* Two MAC addresses equal: inline, every frame into the switch asks. */
+static inline bool sw_mac_eq(const uint8_t *a, const uint8_t *b)
+{
+	uint32_t a4, b4;
+	uint16_t a2, b2;
+	memcpy(&a4, a, 4);
+	memcpy(&b4, b, 4);
+	memcpy(&a2, a + 4, 2);
+	memcpy(&b2, b + 4, 2);
+	return ((a4 ^ b4) | (uint32_t)(a2 ^ b2)) == 0;
+}
 
 /* If f is an ARP request for ip, writes the reply from mac into buf and
  * returns its length; otherwise 0. */
@@ -106,7 +141,7 @@ static inline bool sw_frame_claims(const uint8_t *f, size_t len, const uint8_t m
 	/* inline: every frame into an INA switch asks */
 	if (len < SW_ETH_HLEN)
 		return false;
-	if (!memcmp(f + 6, mac, 6))
+	if (sw_mac_eq(f + 6, mac))
 		return true;
 	if (len < SW_ETH_HLEN + 28 || (f[12] << 8 | f[13]) != SW_ETHERTYPE_ARP)
 		return false;

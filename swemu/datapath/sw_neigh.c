@@ -71,6 +71,7 @@ bool sw_neigh_learn(struct sw_neigh *t, uint32_t ip, const uint8_t mac[6], int p
 		memcpy(e->mac, mac, 6);
 		e->port = (int16_t)port;
 		e->vlan = vlan;
+		t->changes++;
 	}
 	if (e->seen_s != now_s)
 		e->seen_s = now_s;

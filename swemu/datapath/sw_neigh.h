@@ -26,7 +26,8 @@ struct sw_neigh_entry {
 };
 
 struct sw_neigh {
-	uint64_t full; /* members not bound: every entry live */
+	uint64_t full;	  /* members not bound: every entry live */
+	uint32_t changes; /* bindings made or moved: caches of answers compare it */
 	struct sw_neigh_entry e[SW_NEIGH_SIZE];
 };
 

@@ -31,6 +31,7 @@
 
 static volatile sig_atomic_t never;
 static bool trunk_mode; /* setup: p0 access VLAN 10, p1 a trunk of 10 and 20 tagged, no native */
+static bool learn_mode; /* setup: no static FDB entries */
 
 struct fixture {
 	struct sw_rt rt;
@@ -86,7 +87,7 @@ static int setup(void **state)
 		host_mac(h, s->fdb[h].mac);
 		s->fdb[h].port = (int)h;
 	}
-	s->nfdb = NHOSTS;
+	s->nfdb = learn_mode ? 0 : NHOSTS;
 	if (trunk_mode) {
 		s->ports[0].vlan = 10;
 		s->ports[1].vlan = 0;
@@ -127,6 +128,14 @@ static int setup_trunk(void **state)
 	trunk_mode = true;
 	int rc = setup(state);
 	trunk_mode = false;
+	return rc;
+}
+
+static int setup_learn(void **state)
+{
+	learn_mode = true;
+	int rc = setup(state);
+	learn_mode = false;
 	return rc;
 }
 
@@ -350,6 +359,37 @@ static struct rte_mbuf *raw_frame(struct fixture *fx, unsigned h, const uint8_t 
 	size_t n = write_frame(h, dst, vid, rte_pktmbuf_mtod(m, uint8_t *));
 	m->data_len = m->pkt_len = (uint32_t)(len ? len : n);
 	return m;
+}
+
+/* Results follow the FDB: host 1's MAC moves to port 0 and its next
+ * result leaves there, though the switch had resolved where host 1's
+ * results go within the same second (sw_result.c keeps that). */
+static void test_results_follow_a_move(void **state)
+{
+	struct fixture *fx = *state;
+	struct sw_lsw *sw = fx->rt.sw[0];
+	static uint8_t frames[4][9100];
+	size_t len[4];
+	uint8_t mac0[6], mac1[6];
+	host_mac(0, mac0), host_mac(1, mac1);
+	for (unsigned h = 0; h < NHOSTS; h++)
+		send_and_poll(fx, h, contribution(fx, h, 0, 64));
+	for (unsigned h = 0; h < NHOSTS; h++)
+		assert_int_equal(received(fx, h, frames, len, 4), 1);
+	uint32_t s0 = sw->now_s;
+	send_and_poll(fx, 0, raw_frame(fx, 1, mac0, 0, 0)); /* from host 1's MAC, on port 0 */
+	for (unsigned h = 0; h < NHOSTS; h++)
+		send_and_poll(fx, h, contribution(fx, h, 1, 64));
+	/* host 1's own frame on port 1 moves it back only in a later second */
+	int at = sw_fdb_lookup(&sw->fdb, mac1, SW_VLAN_DEFAULT, sw->now_s);
+	assert_true(at == 0 || (at == 1 && sw->now_s != s0));
+	unsigned n = received(fx, (unsigned)at, frames, len, 4);
+	assert_int_equal(n, at == 0 ? 2 : 1);
+	struct sw_udp_view v;
+	assert_int_equal(sw_frame_parse_udp(frames[n - 1], len[n - 1], 0, &v), SW_FRAME_OK);
+	assert_memory_equal(v.dst_mac, mac1, 6);
+	assert_int_equal(v.dst_ip, host_ip(1));
+	assert_int_equal(received(fx, (unsigned)!at, frames, len, 4), at == 0 ? 0 : 1);
 }
 
 /* Trunk port p1 (10 and 20 tagged, no native) beside access port p0 in
@@ -743,6 +783,7 @@ int main(void)
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_multicast_results, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_results_follow_a_move, setup_learn, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_checksum_verdict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trunk, setup_trunk, teardown),
 		cmocka_unit_test_setup_teardown(test_vlan_hopping, setup_trunk, teardown),

@@ -125,6 +125,29 @@ static void test_frame_prefix_parts(void **state)
 	}
 }
 
+/* A result's headers from a template completed per length: the bytes of
+ * the fully built frame but for the UDP checksum, which is 0, and an IPv4
+ * checksum that holds by the reference sum, at every length class. */
+static void test_frame_template(void **state)
+{
+	(void)state;
+	static uint8_t want[9100], got[SW_UDP_PREFIX_LEN], payload[9000];
+	uint8_t ina[INA_HDR_LEN], tmpl[SW_UDP_PREFIX_LEN];
+	static const size_t plens[] = { 0, 1, 255, 256, 1472 - INA_HDR_LEN - 8, 8000, 8972 - INA_HDR_LEN - 8 };
+	struct sw_udp_hdrs h = test_hdrs(ina);
+	h.dst_ip = inet_addr("192.168.255.255");
+	uint32_t sum = sw_frame_udp_template(tmpl, &h);
+	for (size_t k = 0; k < sizeof(plens) / sizeof(plens[0]); k++) {
+		size_t n = sw_frame_build_udp(want, sizeof(want), &h, ina, INA_HDR_LEN, payload, plens[k], 0);
+		assert_true(n > 0);
+		memcpy(got, tmpl, sizeof(got));
+		sw_frame_udp_fill_len(got, sum, SW_UDP_HLEN + INA_HDR_LEN + plens[k]);
+		assert_int_equal(ref_csum(got + SW_ETH_HLEN, SW_IP_HLEN, 0), 0);
+		want[SW_UDP_PREFIX_LEN - 2] = want[SW_UDP_PREFIX_LEN - 1] = 0;
+		assert_memory_equal(got, want, SW_UDP_PREFIX_LEN);
+	}
+}
+
 static void test_frame_errors(void **state)
 {
 	(void)state;
@@ -229,6 +252,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_frame_build_parse),
 		cmocka_unit_test(test_frame_prefix_parts),
+		cmocka_unit_test(test_frame_template),
 		cmocka_unit_test(test_frame_errors),
 		cmocka_unit_test(test_arp),
 	};
