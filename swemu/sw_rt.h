@@ -292,6 +292,12 @@ void sw_ctrl_stop(struct sw_rt *rt);
 /* sw_stats.c */
 char *sw_stats_json(const struct sw_rt *rt); /* malloc'd, caller frees */
 int sw_stats_write(const struct sw_rt *rt, const char *path);
+/* Writes the configured stats files: the Prometheus one first, so that a
+ * reader that waits for the JSON finds both. */
+void sw_stats_dump(const struct sw_rt *rt);
+/* sw_prom.c: the counters in Prometheus' text format, to path (atomically);
+ * 0 or -1. */
+int sw_prom_write(const struct sw_rt *rt, const char *path);
 int sw_telemetry_register(struct sw_rt *rt);
 
 #endif

@@ -220,6 +220,7 @@ cmd_up() {
 	cat > "$d/swemu.cfg" <<EOF
 # written by testbed/topo.sh up $name $n, $racks rack(s)
 stats_file = "$d/stats.json";
+stats_prom_file = "$d/stats.prom";
 idle_sleep_max_us = 200;
 mbufs = 8191;
 switches = (

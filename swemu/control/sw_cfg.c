@@ -333,11 +333,22 @@ static int resolve_links(const struct conf_reader *p, struct sw_cfg *c, const st
 	return 0;
 }
 
+/* An optional file path into buf (256 bytes; "" when not set). */
+static int path_setting(const struct conf_reader *p, const struct conf_node *root, const char *key, char buf[256])
+{
+	const char *v = NULL;
+	if (conf_get_str(p, root, key, false, &v) < 0)
+		return -1;
+	if (v && strlen(v) >= 256)
+		return conf_fail(p, conf_member(root, key), "%s is too long", key);
+	snprintf(buf, 256, "%s", v ? v : "");
+	return 0;
+}
+
 int sw_cfg_load(const char *path, struct sw_cfg *c, char *err, size_t errlen)
 {
-	static const char *const keys[] = {
-		"stats_file", "stats_interval_ms", "idle_sleep_max_us", "burst", "mbufs", "switches", NULL
-	};
+	static const char *const keys[] = { "stats_file", "stats_prom_file", "stats_interval_ms", "idle_sleep_max_us",
+					    "burst",	  "mbufs",	     "switches",	  NULL };
 	const struct conf_reader r = { path, err, errlen }, *p = &r;
 	struct conf text;
 	int rc = -1;
@@ -346,14 +357,9 @@ int sw_cfg_load(const char *path, struct sw_cfg *c, char *err, size_t errlen)
 	if (conf_load(path, &text, err, errlen) < 0)
 		return -1;
 	const struct conf_node *root = text.root;
-	const char *sf = NULL;
-	if (conf_only_keys(p, root, keys) < 0 || conf_get_str(p, root, "stats_file", false, &sf) < 0)
+	if (conf_only_keys(p, root, keys) < 0 || path_setting(p, root, "stats_file", c->stats_file) < 0 ||
+	    path_setting(p, root, "stats_prom_file", c->stats_prom_file) < 0)
 		goto out;
-	if (sf && strlen(sf) >= sizeof(c->stats_file)) {
-		conf_fail(p, conf_member(root, "stats_file"), "stats_file is too long");
-		goto out;
-	}
-	snprintf(c->stats_file, sizeof(c->stats_file), "%s", sf ? sf : "");
 	c->idle_sleep_max_us = 200;
 	c->burst = 32;
 	c->mbufs = 8191;

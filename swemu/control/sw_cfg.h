@@ -69,6 +69,7 @@ struct sw_switch_cfg {
 
 struct sw_cfg {
 	char stats_file[256];
+	char stats_prom_file[256];  /* the same counters for Prometheus (sw_prom.c) */
 	uint32_t stats_interval_ms; /* 0 = only on signal and exit */
 	uint32_t idle_sleep_max_us; /* 0 = busy poll (benchmarks) */
 	uint32_t burst;

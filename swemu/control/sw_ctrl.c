@@ -79,9 +79,9 @@ static void *ctrl_main(void *arg)
 	while (!__atomic_load_n(&rt->ctrl_stop, __ATOMIC_ACQUIRE)) {
 		uint64_t now = mono_ns();
 		int wait_ms = 1000; /* a bound, so that nothing here can hang */
-		if (stats_every && rt->cfg.stats_file[0]) {
+		if (stats_every && (rt->cfg.stats_file[0] || rt->cfg.stats_prom_file[0])) {
 			if (now >= next_stats) {
-				sw_stats_write(rt, rt->cfg.stats_file);
+				sw_stats_dump(rt);
 				next_stats = now + stats_every;
 			}
 			uint64_t left = (next_stats - now) / 1000000 + 1;
@@ -93,8 +93,7 @@ static void *ctrl_main(void *arg)
 			eventfd_read(rt->ctrl_wake, &ignored);
 		if (*rt->dump_stats) {
 			*rt->dump_stats = 0;
-			if (rt->cfg.stats_file[0])
-				sw_stats_write(rt, rt->cfg.stats_file);
+			sw_stats_dump(rt);
 		}
 		for (int s = 0; s < rt->nsw; s++) {
 			struct sw_lsw *sw = rt->sw[s];

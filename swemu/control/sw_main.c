@@ -41,11 +41,13 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: swemu [EAL options] -- -c CONFIG [--stats FILE]\n"
+	fprintf(f, "usage: swemu [EAL options] -- -c CONFIG [--stats FILE] [--prom FILE]\n"
 		   "  A DPDK software ToR switch: L2 switching, in-network aggregation, link\n"
 		   "  emulation; several logical switches per process (docs/SWEMU.md).\n"
 		   "  -c, --config FILE  switch configuration (configs/*.cfg, docs/SWEMU.md)\n"
 		   "  -s, --stats FILE   write JSON stats here (overrides stats_file)\n"
+		   "  -p, --prom FILE    write the counters for Prometheus here (overrides\n"
+		   "                     stats_prom_file; node_exporter's textfile collector)\n"
 		   "  -h, --help         this text\n"
 		   "  -V, --version      the version\n"
 		   "  Ports are DPDK devices named in the config, e.g. with EAL options\n"
@@ -59,24 +61,24 @@ static void usage(FILE *f)
 struct app_args {
 	const char *config;
 	const char *stats;
+	const char *prom;
 };
 
 /* App options come after "--"; --help and --version also work alone. */
 static int parse_app_args(int argc, char **argv, struct app_args *a)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, 0, 'c' },
-		{ "stats", required_argument, 0, 's' },
-		{ "help", no_argument, 0, 'h' },
-		{ "version", no_argument, 0, 'V' },
-		{ 0, 0, 0, 0 },
+		{ "config", required_argument, 0, 'c' }, { "stats", required_argument, 0, 's' },
+		{ "prom", required_argument, 0, 'p' },	 { "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, 'V' },	 { 0, 0, 0, 0 },
 	};
 	int o;
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "c:s:hV", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:s:p:hV", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c': a->config = optarg; break;
 		case 's': a->stats = optarg; break;
+		case 'p': a->prom = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("swemu %s (%s)\n", SWEMU_VERSION, rte_version()); exit(0);
 		default: usage(stderr); return -1;
@@ -121,6 +123,8 @@ int main(int argc, char **argv)
 	}
 	if (args.stats)
 		snprintf(rt.cfg.stats_file, sizeof(rt.cfg.stats_file), "%s", args.stats);
+	if (args.prom)
+		snprintf(rt.cfg.stats_prom_file, sizeof(rt.cfg.stats_prom_file), "%s", args.prom);
 	rt.cfg_path = args.config;
 	rt.quit = &quit_flag;
 	rt.dump_stats = &dump_flag;
@@ -168,8 +172,7 @@ int main(int argc, char **argv)
 	sw_ctrl_stop(&rt); /* after the lcores: they write its eventfd */
 
 	char *final = sw_stats_json(&rt);
-	if (rt.cfg.stats_file[0])
-		sw_stats_write(&rt, rt.cfg.stats_file);
+	sw_stats_dump(&rt);
 	printf("%s\n", final ? final : "{}");
 	free(final);
 	sw_rt_teardown(&rt);

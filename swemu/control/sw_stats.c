@@ -169,6 +169,14 @@ int sw_stats_write(const struct sw_rt *rt, const char *path)
 	return rc;
 }
 
+void sw_stats_dump(const struct sw_rt *rt)
+{
+	if (rt->cfg.stats_prom_file[0] && sw_prom_write(rt, rt->cfg.stats_prom_file) < 0)
+		fprintf(stderr, "swemu: cannot write %s\n", rt->cfg.stats_prom_file);
+	if (rt->cfg.stats_file[0] && sw_stats_write(rt, rt->cfg.stats_file) < 0)
+		fprintf(stderr, "swemu: cannot write %s\n", rt->cfg.stats_file);
+}
+
 /* ---- telemetry ---- */
 
 static struct sw_rt *tel_rt; /* the telemetry API takes no user argument */

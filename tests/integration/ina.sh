@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Aggregation of fan-in 4 through the real switch: exact int32 sums, fp32
 # sums and bf16 sums (2-byte elements on the wire), then int32 with 5%
-# emulated loss on every port.
+# emulated loss on every port; the counters' Prometheus file against the
+# JSON.
 . "$(dirname "$0")/lib.sh"
 topo itina 4 --subnet 10.79.0
 install_job 1 4 int32 10.79.0 >/dev/null || fail "install job 1"
@@ -35,6 +36,11 @@ contrib=$(stats_get 'd["switches"]["tor0"]["ina"]["jobs"]["3"]["contributions"]'
 ((lost > 0)) || fail "no emulated loss counted"
 ((retx > 0)) || fail "no retransmission answered"
 [ "$contrib" = 1200 ] || fail "job 3: $contrib contributions, want exactly 1200"
+# the Prometheus file (written just before the JSON) says the same, in
+# the text exposition format
+stats > "$LOGDIR/stats.json"
+prom=$($PY "$top/tests/integration/prom_check.py" /run/swemu-testbed/itina/stats.prom "$LOGDIR/stats.json") ||
+	fail "$prom"
 
 # a pid file that outlived its swemu: neither stats nor down signal the
 # process that now has that pid
@@ -51,4 +57,4 @@ ans=$("$top/testbed/topo.sh" stats itina 2>&1) && fail "stats of a stale pid fil
 "$top/testbed/topo.sh" down itina
 TOPO_NAME=""
 kill -0 "$bystander" || fail "topo.sh down signalled a process that is not its swemu"
-echo "ina: fan-in 4 int32, fp32 and bf16 exact; control refusals answered and counted; under 5% loss exact with $lost packets lost, $retx retransmissions answered"
+echo "ina: fan-in 4 int32, fp32 and bf16 exact; control refusals answered and counted; under 5% loss exact with $lost packets lost, $retx retransmissions answered; $prom"

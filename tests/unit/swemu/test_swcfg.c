@@ -61,6 +61,7 @@ static void test_good(void **state)
 		fail_msg("%s", err);
 	assert_int_equal(c.nswitches, 2);
 	assert_string_equal(c.stats_file, "/tmp/s.json");
+	assert_string_equal(c.stats_prom_file, ""); /* not set */
 	assert_int_equal(c.stats_interval_ms, 500);
 	assert_int_equal(c.idle_sleep_max_us, 100);
 	assert_int_equal(c.burst, 32); /* default */
@@ -122,6 +123,7 @@ struct bad {
 
 static const struct bad bads[] = {
 	{ "stats_interval_ms = 500;", "stats_interval_ms = -1;", 2, "'stats_interval_ms' must be 0..3600000" },
+	{ "stats_interval_ms = 500;", "stats_prom_file = 5;", 2, "'stats_prom_file' must be a string" },
 	{ "idle_sleep_max_us = 100;", "idle_sleep_max_us = \"x\";", 3, "must be an integer" },
 	{ "idle_sleep_max_us = 100;", "idel_sleep_max_us = 100;", 3, "unknown setting 'idel_sleep_max_us'" },
 	{ "idle_sleep_max_us = 100;", "idle_sleep_max_us = = 100;", 3, "syntax error" },
