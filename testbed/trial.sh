@@ -10,6 +10,9 @@
 # trial-results/NAME-DATE): report.md, results.json, PNG plots, the raw
 # outputs.  Prints the summary table at the end.  --fast: one 256K size,
 # 3 iterations (the test suite's variant).  Needs root.
+# With ina_racks = "sweep" every algorithm runs with every rack INA-capable,
+# then the INA algorithms again with 0, 1, ... racks upgraded in
+# sweep_order (sweep/kK/ALGO-SIZE): the report's deployment curve.
 set -euo pipefail
 case "${1:-}" in -h|--help) awk 'NR > 2 && !/^#/ {exit} NR > 2' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,15 +58,19 @@ trap cleanup EXIT
 # signal stops the run at once (topo.sh down then kills what is left of it)
 run_pid=""
 trap '[ -z "$run_pid" ] || kill -TERM "$run_pid" 2>/dev/null; exit 130' INT TERM
-opts=(--subnet 10.93.0 --racks $T_RACKS --ina-racks "$T_INA_RACKS" --rate "$T_HOST_RATE" --uplink-rate "$T_UPLINK_RATE")
+opts=(--subnet 10.93.0 --racks $T_RACKS --rate "$T_HOST_RATE" --uplink-rate "$T_UPLINK_RATE")
 opts+=(--pmd "$T_PMD")
 [ -n "$T_UPLINK_BUFFER" ] && opts+=(--uplink-buffer "$T_UPLINK_BUFFER")
 [ -n "$T_HOST_BUFFER" ] && opts+=(--buffer "$T_HOST_BUFFER")
 [ "$T_LOSS" != 0 ] && opts+=(--loss "$T_LOSS")
-echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS), links $T_HOST_RATE, uplinks $T_UPLINK_RATE, $T_PMD ports"
-"$top/testbed/topo.sh" down $name >/dev/null 2>&1 || true # a crashed run's leftovers
-"$top/testbed/topo.sh" up $name $n "${opts[@]}" > "$out/topo.log"
-"$top/testbed/topo.sh" start $name >> "$out/topo.log"
+echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS$( ((T_SWEEP)) && echo ", then a sweep in the order $T_SWEEP_ORDER")), links $T_HOST_RATE, uplinks $T_UPLINK_RATE, $T_PMD ports"
+# the racks, with INA-capable ToRs at racks $1 ("0,2", "none")
+racks_up() {
+	"$top/testbed/topo.sh" down $name >/dev/null 2>&1 || true # a crashed run's leftovers, or the last deployment
+	"$top/testbed/topo.sh" up $name $n "${opts[@]}" --ina-racks "$1" >> "$out/topo.log"
+	"$top/testbed/topo.sh" start $name >> "$out/topo.log"
+}
+racks_up "$T_INA_RACKS"
 cp /run/swemu-testbed/$name/swemu.cfg "$out/swemu.cfg" 2>/dev/null || true
 
 noise=(--seed "$T_SEED")
@@ -88,40 +95,62 @@ wire+=(HCL_RING_CHANNELS="${HCL_RING_CHANNELS:-2}")
 printf 'T_RING_CHANNELS=%s\n' "${HCL_RING_CHANNELS:-2}" >> "$out/trial.env"
 read -ra algos <<<"$T_ALGOS"
 read -ra sizes <<<"$T_SIZES"
+ina_algos=()
+for a in "${algos[@]}"; do [[ $a == ps-ina || $a == agent-ring ]] && ina_algos+=("$a"); done
 total=$((${#algos[@]} * ${#sizes[@]} * T_REPEATS)) k=0 start=$SECONDS
-# every algorithm and size T_REPEATS times, the algorithms' order reversed
-# every other repeat (a drift of the machine then hits all of them alike);
-# repeat 1 in runs/ALGO-SIZE, repeat r in runs/ALGO-SIZE@r
-for ((rep = 1; rep <= T_REPEATS; rep++)); do
-	order=("${algos[@]}")
-	((rep % 2)) || for ((i = 0; i < ${#algos[@]}; i++)); do order[i]=${algos[${#algos[@]} - 1 - i]}; done
-	for algo in "${order[@]}"; do
-		for size in "${sizes[@]}"; do
-			k=$((k + 1))
-			el=$((SECONDS - start))
-			est=$((k > 1 ? el * total / (k - 1) : 0))
-			printf '[%d/%d] %-10s %6s  repeat %d/%d  elapsed %ds%s\n' $k $total "$algo" "$size" $rep $T_REPEATS $el \
-				"$( ((k > 1 && el > 0)) && echo ", estimated total ${est}s")"
-			d=$out/runs/$algo-$size
-			((rep == 1)) || d+=@$rep
-			mkdir -p "$d/trace"
-			"$top/testbed/topo.sh" stats $name > "$d/stats-before.json"
-			env "${wire[@]}" "$top/testbed/launch.sh" $name -- "$perf" -a "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
-				-n "$T_ITERATIONS" -w "$T_WARMUP" -t "$T_TIMEOUT_MS" --trace "$d/trace" "${noise[@]}" \
-				> "$d/perf.out" 2>&1 &
-			run_pid=$!
-			rc=0
-			wait $run_pid || rc=$?
-			run_pid=""
-			echo $rc > "$d/rc"
-			# what the other ranks said (an agent's fall-back to the software PS,
-			# INA lost mid-run): the report credits INA only where it happened
-			cp /run/swemu-testbed/$name/rank-*.log "$d/" 2>/dev/null || true
-			((rc == 0)) || echo "  failed: $(grep -m1 -E 'rank|error' "$d/perf.out" || tail -1 "$d/perf.out")"
-			"$top/testbed/topo.sh" stats $name > "$d/stats-after.json"
+((T_SWEEP)) && total=$((total + T_RACKS * ${#ina_algos[@]} * ${#sizes[@]} * T_REPEATS))
+# every algorithm named after $1 and size T_REPEATS times, the algorithms'
+# order reversed every other repeat (a drift of the machine then hits all
+# of them alike); repeat 1 in $1/ALGO-SIZE, repeat r in $1/ALGO-SIZE@r
+run_set() {
+	local base=$1 rep i algo size d rc
+	shift
+	local set=("$@") order
+	for ((rep = 1; rep <= T_REPEATS; rep++)); do
+		order=("${set[@]}")
+		((rep % 2)) || for ((i = 0; i < ${#set[@]}; i++)); do order[i]=${set[${#set[@]} - 1 - i]}; done
+		for algo in "${order[@]}"; do
+			for size in "${sizes[@]}"; do
+				k=$((k + 1))
+				el=$((SECONDS - start))
+				est=$((k > 1 ? el * total / (k - 1) : 0))
+				printf '[%d/%d] %-10s %6s  repeat %d/%d  elapsed %ds%s\n' $k $total "$algo" "$size" $rep $T_REPEATS $el \
+					"$( ((k > 1 && el > 0)) && echo ", estimated total ${est}s")"
+				d=$base/$algo-$size
+				((rep == 1)) || d+=@$rep
+				mkdir -p "$d/trace"
+				"$top/testbed/topo.sh" stats $name > "$d/stats-before.json"
+				env "${wire[@]}" "$top/testbed/launch.sh" $name -- "$perf" -a "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
+					-n "$T_ITERATIONS" -w "$T_WARMUP" -t "$T_TIMEOUT_MS" --trace "$d/trace" "${noise[@]}" \
+					> "$d/perf.out" 2>&1 &
+				run_pid=$!
+				rc=0
+				wait $run_pid || rc=$?
+				run_pid=""
+				echo $rc > "$d/rc"
+				# what the other ranks said (an agent's fall-back to the software PS,
+				# INA lost mid-run): the report credits INA only where it happened
+				cp /run/swemu-testbed/$name/rank-*.log "$d/" 2>/dev/null || true
+				((rc == 0)) || echo "  failed: $(grep -m1 -E 'rank|error' "$d/perf.out" || tail -1 "$d/perf.out")"
+				"$top/testbed/topo.sh" stats $name > "$d/stats-after.json"
+			done
 		done
 	done
-done
+}
+run_set "$out/runs" "${algos[@]}"
+# the deployment curve: 0 .. racks-1 INA ToRs in sweep_order (all of them
+# is the main runs above), the INA algorithms only
+if ((T_SWEEP)) && ((${#ina_algos[@]})); then
+	read -ra order <<<"$T_SWEEP_ORDER"
+	for ((up = 0; up < T_RACKS; up++)); do
+		list=$(IFS=,; echo "${order[*]:0:up}")
+		mkdir -p "$out/sweep/k$up"
+		echo "${list:-none}" > "$out/sweep/k$up/ina_racks"
+		echo "deployment: $up of $T_RACKS racks INA-capable (${list:-none})"
+		racks_up "${list:-none}"
+		run_set "$out/sweep/k$up" "${ina_algos[@]}"
+	done
+fi
 "$top/testbed/topo.sh" down $name >/dev/null
 {
 	echo "git: $(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)"

@@ -22,6 +22,10 @@ struct trial {
 	int seed, racks, hosts, iterations, warmup, timeout_ms, repeats;
 	int ina_elems, ina_slots, ps_shards;
 	bool ina[8];
+	bool sweep;	/* ina_racks = "sweep": every deployment 0..racks, in sweep_order */
+	int order[8];	/* racks in the order they get INA ToRs */
+	bool costs;	/* a costs group: prices of the hardware */
+	double cost[4]; /* ina_tor, plain_tor, host, ina_tor_power */
 	const char *host_rate, *uplink_rate, *uplink_buffer, *host_buffer, *jitter, *straggler, *dtype, *pmd, *ina_wire;
 	double loss, compute_ms, oversub;
 	bool pace;
@@ -161,14 +165,16 @@ static int get_ina(const struct conf_node *t, struct trial *tr)
 		return 0;
 	if (s->type == CONF_STRING) {
 		const char *v = conf_string(s);
-		if (strcmp(v, "all") && strcmp(v, "none"))
-			return bad(s, "ina_racks = \"%s\": want \"all\", \"none\" or a list of rack numbers", v);
+		if (strcmp(v, "all") && strcmp(v, "none") && strcmp(v, "sweep"))
+			return bad(s, "ina_racks = \"%s\": want \"all\", \"none\", \"sweep\" or a list of rack numbers",
+				   v);
+		tr->sweep = !strcmp(v, "sweep"); /* its main runs: every rack INA */
 		for (int r = 0; r < tr->racks; r++)
-			tr->ina[r] = !strcmp(v, "all");
+			tr->ina[r] = strcmp(v, "none") != 0;
 		return 0;
 	}
 	if (s->type != CONF_ARRAY && s->type != CONF_LIST)
-		return bad(s, "ina_racks: want \"all\", \"none\" or a list of rack numbers");
+		return bad(s, "ina_racks: want \"all\", \"none\", \"sweep\" or a list of rack numbers");
 	memset(tr->ina, 0, sizeof(tr->ina));
 	for (int i = 0; i < (int)s->n; i++) {
 		const struct conf_node *e = conf_elem(s, (unsigned)i);
@@ -181,6 +187,59 @@ static int get_ina(const struct conf_node *t, struct trial *tr)
 			return bad(e, "ina_racks: rack %lld is listed twice", r);
 		tr->ina[r] = true;
 	}
+	return 0;
+}
+
+/* sweep_order: every rack once, the order INA ToRs replace plain ones
+ * (default 0, 1, ...); only with ina_racks = "sweep". */
+static int get_order(const struct conf_node *t, struct trial *tr)
+{
+	const struct conf_node *s = conf_member(t, "sweep_order");
+	for (int r = 0; r < tr->racks; r++)
+		tr->order[r] = r;
+	if (!s)
+		return 0;
+	if (!tr->sweep)
+		return bad(s, "sweep_order needs ina_racks = \"sweep\"");
+	if ((s->type != CONF_ARRAY && s->type != CONF_LIST) || (int)s->n != tr->racks)
+		return bad(s, "sweep_order: want a list of all %d racks in the order they get INA", tr->racks);
+	bool seen[8] = { false };
+	for (int i = 0; i < tr->racks; i++) {
+		const struct conf_node *e = conf_elem(s, (unsigned)i);
+		if (e->type != CONF_INT || e->v.i < 0 || e->v.i >= tr->racks)
+			return bad(e, "sweep_order: rack numbers are 0..%d", tr->racks - 1);
+		if (seen[e->v.i])
+			return bad(e, "sweep_order: rack %lld is listed twice", e->v.i);
+		seen[e->v.i] = true;
+		tr->order[i] = (int)e->v.i;
+	}
+	return 0;
+}
+
+/* costs = { ina_tor; plain_tor; host; [ina_tor_power] }: what a deployment
+ * costs, in any one currency (the report names none). */
+static int get_costs(const struct conf_node *t, struct trial *tr)
+{
+	static const char *const keys[] = { "ina_tor", "plain_tor", "host", "ina_tor_power", NULL };
+	const struct conf_node *c = conf_member(t, "costs");
+	if (!c)
+		return 0;
+	if (c->type != CONF_GROUP)
+		return bad(c, "costs: want a group such as { ina_tor = 30000; plain_tor = 12000; host = 25000; }");
+	if (conf_only_keys(&rd, c, keys) < 0)
+		return -1;
+	for (int k = 0; k < 4; k++) {
+		if (k < 3 && !conf_member(c, keys[k]))
+			return bad(c, "costs: missing %s (the price of %s)", keys[k],
+				   k == 0   ? "an INA-capable ToR"
+				   : k == 1 ? "a plain ToR"
+					    : "a host");
+		if (get_num(c, keys[k], 0, 1e12, &tr->cost[k]) < 0)
+			return -1;
+	}
+	if (tr->cost[1] * tr->racks + tr->cost[2] * tr->racks * tr->hosts <= 0)
+		return bad(c, "costs: a deployment without INA would cost nothing");
+	tr->costs = true;
 	return 0;
 }
 
@@ -205,7 +264,8 @@ static const char *const known_keys[] = {
 	"name",	     "seed",	    "racks",	     "hosts_per_rack",	 "ina_racks",  "host_rate",  "host_buffer",
 	"pmd",	     "uplink_rate", "uplink_buffer", "oversubscription", "loss",       "compute_ms", "jitter",
 	"straggler", "algorithms",  "sizes",	     "iterations",	 "warmup",     "pace",	     "dtype",
-	"ina_wire",  "ina_elems",   "ina_slots",     "ps_shards",	 "timeout_ms", "repeats"
+	"ina_wire",  "ina_elems",   "ina_slots",     "ps_shards",	 "timeout_ms", "repeats",    "sweep_order",
+	"costs"
 };
 
 /* Every setting of the group is one the runner knows: a misspelt one
@@ -242,7 +302,8 @@ static int load(const struct conf *cf, struct trial *tr)
 		return bad(conf_member(t, "hosts_per_rack") ? conf_member(t, "hosts_per_rack") : t,
 			   "racks x hosts_per_rack = %d: must be from 2 to %d on this testbed", tr->racks * tr->hosts,
 			   MAX_HOSTS);
-	if (get_ina(t, tr) < 0 || get_rate(t, "host_rate", 1e6, 1e11, &tr->host_rate) < 0 ||
+	if (get_ina(t, tr) < 0 || get_order(t, tr) < 0 || get_costs(t, tr) < 0 ||
+	    get_rate(t, "host_rate", 1e6, 1e11, &tr->host_rate) < 0 ||
 	    get_rate(t, "uplink_rate", 1e6, 1e11, &tr->uplink_rate) < 0 ||
 	    get_rate(t, "uplink_buffer", 1e3, 1e9, &tr->uplink_buffer) < 0 ||
 	    get_rate(t, "host_buffer", 1e3, 1e9, &tr->host_buffer) < 0 ||
@@ -390,6 +451,13 @@ int main(int argc, char **argv)
 	       tr.uplink_rate ? tr.uplink_rate : tr.host_rate, tr.uplink_buffer, tr.host_buffer, tr.pmd, tr.loss,
 	       tr.compute_ms, tr.jitter, tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype,
 	       tr.ina_wire, tr.ina_elems, tr.ina_slots, tr.ps_shards, tr.timeout_ms, tr.repeats);
+	char order[32] = "";
+	for (int i = 0; i < tr.racks; i++)
+		snprintf(order + strlen(order), sizeof(order) - strlen(order), "%s%d", i ? " " : "", tr.order[i]);
+	printf("T_SWEEP=%d\nT_SWEEP_ORDER='%s'\n", tr.sweep, order);
+	if (tr.costs)
+		printf("T_COST_INA_TOR=%g\nT_COST_PLAIN_TOR=%g\nT_COST_HOST=%g\nT_COST_INA_POWER=%g\n", tr.cost[0],
+		       tr.cost[1], tr.cost[2], tr.cost[3]);
 	conf_free(&cf);
 	return 0;
 }

@@ -6,7 +6,8 @@ and PNG plots, and prints the summary table.
     trial_report.py REPORT_DIR
 
 Reads trial.env, machine.txt and runs/ALGO-SIZE/{rc,perf.out,rank-*.log,
-stats-before.json,stats-after.json,trace/rank*.jsonl}.  Only the Python
+stats-before.json,stats-after.json,trace/rank*.jsonl} (and, for a sweep of
+deployments, sweep/kK/ALGO-SIZE the same way).  Only the Python
 standard library and gnuplot (for the plots; skipped with a note when it
 is missing)."""
 import glob
@@ -317,6 +318,127 @@ def load_run(d, a, t, nb, ctx):
     return r
 
 
+def deployment_cost(t, k):
+    """The hardware of the trial's racks with k INA-capable ToRs (None
+    without a costs group)."""
+    if "T_COST_INA_TOR" not in t:
+        return None
+    racks, hosts = int(t["T_RACKS"]), int(t["T_HOSTS"])
+    return (racks * hosts * float(t["T_COST_HOST"]) + k * (float(t["T_COST_INA_TOR"]) + float(t["T_COST_INA_POWER"]))
+            + (racks - k) * float(t["T_COST_PLAIN_TOR"]))
+
+
+def sweep(out, t, results, algos, sizes, ctx):
+    """The deployment curve: per size and INA algorithm, the speed-up over
+    the best algorithm without INA (main runs) with 0, 1, ... racks
+    upgraded in sweep_order (sweep/kK/; all racks: the main runs), with its
+    95% interval over the repeats' paired ratios.  With no INA rack the
+    INA algorithms run on the software PS or ring and are not expected to
+    aggregate; from one rack on they must (as in the answer)."""
+    racks, repeats = int(t["T_RACKS"]), int(t.get("T_REPEATS", "1"))
+    order = t["T_SWEEP_ORDER"].split()
+    ina = [a for a in algos if a in INA_ALGOS]
+    curve = {}
+    for s in sizes:
+        nb = results[algos[0]][s]["bytes"]
+        base = [a for a in algos if a in BASELINES and any(results[a][s]["repeats"])]
+        if not base or not ina:
+            continue
+        b = min(base, key=lambda a: statistics.mean(x for x in results[a][s]["repeats"] if x))
+        for a in ina:
+            pts = []
+            for k in range(racks + 1):
+                if k == racks:
+                    times = results[a][s]["repeats"]
+                else:
+                    d = os.path.join(out, "sweep", "k%d" % k)
+                    times = []
+                    for r in range(1, repeats + 1):
+                        run = load_run(os.path.join(d, "%s-%s%s" % (a, s, "@%d" % r if r > 1 else "")), a, t, nb, ctx)
+                        if k == 0:  # nothing to credit: no switch aggregates
+                            run.pop("ina_check", None)
+                        times.append(run_time(run))
+                pairs = [(x, y) for x, y in zip(results[b][s]["repeats"], times) if x and y]
+                if not pairs:
+                    pts.append({"racks": k, "error": "no run ended with every result right"})
+                    continue
+                m, h = mean_ci([x / y for x, y in pairs])
+                pts.append({"racks": k, "ina_racks": order[:k], "time_us": statistics.mean(y for _, y in pairs),
+                            "speedup": m, "ci": h, "cost": deployment_cost(t, k), "baseline": b})
+            curve.setdefault(s, {})[a] = pts
+    return curve
+
+
+def sweep_words(t, curve):
+    """The deployment curve as report lines: a table per size and, with
+    costs, the sentence per deployment."""
+    racks = int(t["T_RACKS"])
+    lines = ["## Deployment curve", "",
+             "The INA algorithms with 0 to %d of %d racks upgraded, in the order %s (0: no INA ToR, the software "
+             "aggregators alone; %d: the main runs above), against the best algorithm without INA; "
+             "95%% intervals over the repeats." % (racks, racks, ", ".join(t["T_SWEEP_ORDER"].split()), racks), ""]
+    cost0 = deployment_cost(t, 0)
+    for s, per in curve.items():
+        lines += ["| %s: racks upgraded | INA racks | %s |%s" % (s, " | ".join(per), " hardware cost |" if cost0 else ""),
+                  "|---|---|%s%s" % ("---|" * len(per), "---|" if cost0 else "")]
+        for k in range(racks + 1):
+            cells = []
+            for a in per:
+                p = per[a][k]
+                cells.append("–" if "error" in p else "%.2f× (%s), %.1f ms" % (
+                    p["speedup"], "%.2f–%.2f" % (max(p["speedup"] - p["ci"], 0), p["speedup"] + p["ci"])
+                    if p["ci"] is not None else "one run", p["time_us"] / 1e3))
+            racks_named = ",".join(t["T_SWEEP_ORDER"].split()[:k]) or "none"
+            cost = deployment_cost(t, k)
+            lines.append("| %d | %s | %s |%s" % (k, racks_named, " | ".join(cells),
+                                                 " %.0f (+%.1f%%) |" % (cost, 100 * (cost / cost0 - 1)) if cost0 else ""))
+        lines.append("")
+        if cost0:
+            for k in range(1, racks + 1):
+                ok = [(p[k]["speedup"], a) for a, p in per.items() if "error" not in p[k]]
+                if not ok:
+                    continue
+                sp, a = max(ok)
+                cost = deployment_cost(t, k)
+                lines.append("- %s: upgrading %d of %d racks gives %.2f× per all-reduce (%s, against %s) for %.1f%% "
+                             "more hardware cost: %.3f× per unit of cost." % (
+                                 s, k, racks, sp, a, per[a][k]["baseline"], 100 * (cost / cost0 - 1), sp / (cost / cost0)))
+            lines.append("")
+    return lines
+
+
+def sweep_plot(out, curve, racks):
+    """speed-up against racks upgraded, per INA algorithm and size."""
+    if not curve or not shutil.which("gnuplot"):
+        return None
+    pd = os.path.join(out, "plots")
+    os.makedirs(pd, exist_ok=True)
+    series = [(s, a) for s in curve for a in curve[s]]
+    with open(os.path.join(pd, "sweep.dat"), "w") as f:
+        for s, a in series:
+            f.write("# %s %s\n" % (a, s))
+            for p in curve[s][a]:
+                if "error" not in p:
+                    f.write("%d %g %g\n" % (p["racks"], p["speedup"], p["ci"] or 0))
+            f.write("\n\n")
+    gp = """set terminal pngcairo size 900,500 noenhanced
+set output '{pd}/sweep.png'
+set title 'speed-up against racks upgraded (1 = the best algorithm without INA)'
+set xlabel 'racks with an INA ToR'
+set ylabel 'speed-up'
+set xtics 1
+set xrange [-0.3:{r}.3]
+set yrange [0:*]
+set grid ytics
+set key outside right
+plot 1 title 'best without INA' dt 2 lc rgb 'gray', for [i=0:{n}] '{pd}/sweep.dat' index i using 1:2:3 with yerrorlines title word('{names}', i+1)
+""".format(pd=pd, r=racks, n=len(series) - 1, names=" ".join("%s@%s" % (a, s) for s, a in series))
+    with open(os.path.join(pd, "sweep.gp"), "w") as f:
+        f.write(gp)
+    r = subprocess.run(["gnuplot", os.path.join(pd, "sweep.gp")], capture_output=True, text=True)
+    return None if r.returncode == 0 else "gnuplot failed on the sweep: " + r.stderr.strip()[:300]
+
+
 def run_time(r):
     """A run's time per call, or None when it does not count (failed, a
     wrong element, INA not credited)."""
@@ -358,7 +480,9 @@ def main():
                     r["speedup_vs_" + ref.replace("-", "_")] = rr["time_us"] / r["time_us"]
     machine = open(os.path.join(out, "machine.txt")).read() if os.path.exists(os.path.join(out, "machine.txt")) else ""
     note = plots(out, results, algos, sizes, link_names)
-    json.dump({"trial": t, "world": world, "machine": machine.splitlines(), "results": results}, open(
+    curve = sweep(out, t, results, algos, sizes, ctx) if t.get("T_SWEEP") == "1" else {}
+    sweep_note = sweep_plot(out, curve, int(t["T_RACKS"]))
+    json.dump({"trial": t, "world": world, "machine": machine.splitlines(), "results": results, "sweep": curve}, open(
         os.path.join(out, "results.json"), "w"), indent=1)
 
     def fmt(v, f="%.3f"):
@@ -374,7 +498,8 @@ def main():
               iters, warmup, t["T_COMPUTE_MS"], ", jitter " + t["T_JITTER"] if t["T_JITTER"] else "",
               ", straggler " + t["T_STRAGGLER"] if t["T_STRAGGLER"] else "", "on" if t["T_PACE"] == "1" else "off",
               t["T_SEED"]), "",
-          "## The answer", ""] + answer(t, results, algos, sizes) + ["",
+          "## The answer", ""] + answer(t, results, algos, sizes) + [""] + (
+              sweep_words(t, curve) if curve else []) + [
           "## Bus bandwidth and speed-up", "",
           "| algorithm | size | time/call (ms) | busbw (GB/s) | vs ring | vs ps-ina | #wrong |",
           "|---|---|---|---|---|---|---|"]
@@ -443,6 +568,8 @@ def main():
     else:
         md += ["![throughput](plots/throughput.png)", "", "![iteration time](plots/itertime.png)", "",
                "![links](plots/links.png)"]
+    if curve:
+        md += ["", sweep_note or "![deployment curve](plots/sweep.png)"]
     md += ["", "## Machine and versions", "", "```", machine.strip(), "```", "",
            "Trial file: [trial.cfg](trial.cfg); raw outputs in runs/."]
     with open(os.path.join(out, "report.md"), "w") as f:
@@ -451,6 +578,8 @@ def main():
                                                   "iter CV", "#wrong"))
     print("\n".join(table))
     print("\n".join(l.replace("**", "") for l in answer(t, results, algos, sizes) if l.startswith("- ")))
+    if curve:
+        print("\n".join(l for l in sweep_words(t, curve) if l.startswith("|") or l.startswith("- ")))
 
 
 if __name__ == "__main__":

@@ -5,14 +5,18 @@
 # result and no wrong element, its byte counts must agree with swemu's
 # counters and with what each algorithm must move, plots must exist; and a
 # broken trial file must fail with file:line before anything is built,
-# leaving no namespace, veth or swemu behind.
+# leaving no namespace, veth or swemu behind.  The default trial sweeps
+# the deployment (0, 1, 2 INA racks): its curve, costs and plot.
 . "$(dirname "$0")/lib.sh"
 out=$LOGDIR
 trap 'rc=$?; rm -rf "$out"; exit $rc' EXIT
 "$top/testbed/trial.sh" --fast -o "$out/r" > "$out/log" 2>&1 || { tail -20 "$out/log"; fail "the default trial failed"; }
-# --fast: two repeats, the second in the reverse order
-grep -q '^\[5/10\] agent-ring .*repeat 1/2' "$out/log" && grep -q '^\[10/10\] ring .*repeat 2/2' "$out/log" ||
-	fail "no progress lines: $(head -5 "$out/log")"
+# --fast: two repeats, the second in the reverse order; then the sweep's
+# 8 runs of ps-ina and agent-ring with no INA rack and with rack 1
+grep -q '^\[5/18\] agent-ring .*repeat 1/2' "$out/log" && grep -q '^\[10/18\] ring .*repeat 2/2' "$out/log" &&
+	grep -q '^\[18/18\] .*repeat 2/2' "$out/log" || fail "no progress lines: $(grep '^\[' "$out/log")"
+[ "$(cat "$out/r/sweep/k0/ina_racks")" = none ] && [ "$(cat "$out/r/sweep/k1/ina_racks")" = 1 ] ||
+	fail "sweep: deployments $(cat "$out"/r/sweep/k*/ina_racks)"
 $PY - "$out/r" <<'P'
 import json, sys, os
 d = sys.argv[1]
@@ -55,11 +59,25 @@ avg = lambda a: sum(res["results"][a]["256K"]["repeats"]) / 2
 best = lambda names: min(avg(a) for a in names) / 1e3
 assert abs(float(m.group(2)) - best(["ps-ina", "agent-ring"])) < 0.1, m.group(0)
 assert abs(float(m.group(4)) - best(["ring", "hier", "ps"])) < 0.1, m.group(0)
-# INA did its part: the INA ToR completed aggregations for ps-ina and agent-ring
+# INA did its part: both ToRs (INA-capable in the main runs) aggregated for ps-ina and agent-ring
 for a in ("ps-ina", "agent-ring"):
     ina = res["results"][a]["256K"]["ina"]
-    assert any(k.startswith("tor1 ") and v > 0 for k, v in ina.items()), "%s: tor1 counted no INA work: %s" % (a, ina)
-    assert not any(k.startswith("tor0 ") for k in ina), "%s: the plain ToR did INA work" % a
+    for tor in ("tor0", "tor1"):
+        assert any(k.startswith(tor + " ") and v > 0 for k, v in ina.items()), "%s: %s counted no INA work: %s" % (a, tor, ina)
+# the sweep: with rack 1 upgraded only tor1 aggregated, with none neither;
+# the curve has a point for 0, 1 and 2 racks with its hardware cost
+def accepted(run, tor):
+    a, b = (json.load(open(os.path.join(run, f)))["switches"][tor] for f in ("stats-after.json", "stats-before.json"))
+    return a.get("ina", {}).get("accepted", 0) - b.get("ina", {}).get("accepted", 0)
+for a in ("ps-ina", "agent-ring"):
+    k1, k0 = d + "/sweep/k1/%s-256K" % a, d + "/sweep/k0/%s-256K" % a
+    assert accepted(k1, "tor1") > 0 and accepted(k1, "tor0") == 0, "%s k1: %d %d" % (a, accepted(k1, "tor1"), accepted(k1, "tor0"))
+    assert accepted(k0, "tor1") == 0 and accepted(k0, "tor0") == 0, a
+    pts = res["sweep"]["256K"][a]
+    assert [p["racks"] for p in pts] == [0, 1, 2] and all("error" not in p and p["speedup"] > 0 for p in pts), pts
+    assert [p["ina_racks"] for p in pts] == [[], ["1"], ["1", "0"]], pts
+    assert pts[0]["cost"] == 8 * 25000 + 2 * 12000 and pts[2]["cost"] == 8 * 25000 + 2 * 30000, pts
+assert "## Deployment curve" in md and "- 256K: upgrading 1 of 2 racks gives " in md, md[md.find("## Deploy"):][:800]
 # the hosts' side, from every rank's trace: INA clients sent only for the
 # algorithms that have them, and the software PS took ps's slices
 assert "## The hosts' side" in md
@@ -69,12 +87,12 @@ for a in algos:
 assert res["results"]["ps"]["256K"]["timing"]["host"]["agg_accepted"] > 0
 # ps is a baseline: no switch aggregates for it
 assert not any(v > 0 and k.endswith(" accepted") for k, v in res["results"]["ps"]["256K"]["ina"].items()), "ps used INA"
-for p in ("throughput", "itertime", "links"):
+for p in ("throughput", "itertime", "links", "sweep"):
     f = "%s/plots/%s.png" % (d, p)
     assert os.path.getsize(f) > 1000 and open(f, "rb").read(4) == b"\x89PNG", f
 for f in ("trial.cfg", "machine.txt"):
     assert os.path.getsize(d + "/" + f) > 0, f
-print("trial: 5 algorithms, report, results.json and plots consistent with swemu's counters")
+print("trial: 5 algorithms, report, results.json and plots consistent with swemu's counters; the sweep's deployments and curve")
 P
 # a broken trial file: file:line, exit 2, nothing built or left behind
 printf 'trial = {\n  racks = 2;\n  sizes = ["4M", "lots"];\n};\n' > "$out/bad.cfg"

@@ -149,6 +149,51 @@ trial = {
   host_buffer = "big";
 };
 E
+expect 3 'sweep_order needs ina_racks = "sweep"' <<'E'
+trial = {
+  ina_racks = [1];
+  sweep_order = [1, 0];
+};
+E
+expect 4 'sweep_order: rack 1 is listed twice' <<'E'
+trial = {
+  ina_racks = "sweep";
+  sweep_order = [1,
+                 1];
+};
+E
+expect 3 'sweep_order: want a list of all 2 racks' <<'E'
+trial = {
+  ina_racks = "sweep";
+  sweep_order = [1];
+};
+E
+expect 3 'want "all", "none", "sweep" or a list' <<'E'
+trial = {
+  racks = 2;
+  ina_racks = "some";
+};
+E
+expect 3 'costs: missing plain_tor' <<'E'
+trial = {
+  ina_racks = "sweep";
+  costs = { ina_tor = 30000;
+            host = 20000; };
+};
+E
+expect 4 "unknown setting 'switch'" <<'E'
+trial = {
+  costs = { ina_tor = 30000; plain_tor = 1;
+            host = 20000;
+            switch = 5; };
+};
+E
+expect 3 "'host' must be" <<'E'
+trial = {
+  racks = 2;
+  costs = { ina_tor = 30000; plain_tor = 10000; host = -5; };
+};
+E
 expect 1 'needs a group' <<'E'
 racks = 2;
 E

@@ -7,6 +7,8 @@
 # to the software PS at setup is named.  With repeats, the speed-up comes
 # with its 95% confidence interval, "no difference measured" when that
 # includes 1, and the run-to-run spread is measured, not a fixed sentence.
+# A sweep of deployments gives the curve of speed-up against racks
+# upgraded and, with prices, each deployment's cost.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/swemu-report.XXXXXX)
@@ -15,7 +17,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # run DIR ALGO TIME_US ACCEPTED [RANK_LOG_LINE] [PERF_EXTRA_LINE]
 run() {
-	local d=$1/runs/$2-256K${REP:-}
+	local d=$1/${RUNS:-runs}/$2-256K${REP:-}
 	mkdir -p "$d"
 	echo 0 > "$d/rc"
 	printf '# ina-allreduce-perf\n %s %s float sum %s 0.2 0.3 0\n%s\n' 262144 65536 "$3" "${6:-}" > "$d/perf.out"
@@ -51,7 +53,10 @@ T_STRAGGLER=
 T_PACE=0
 T_SEED=1
 T_PMD=af_packet
+T_SWEEP=${SWEEP:-0}
+T_SWEEP_ORDER='1 0'
 ENV
+	[ -z "${COSTS:-}" ] || printf '%s\n' $COSTS >> "$1/trial.env"
 }
 
 report() { /usr/bin/python3 "$top/testbed/trial_report.py" "$1" >/dev/null && cat "$1/report.md"; }
@@ -107,4 +112,21 @@ REP=@3 run "$tmp/e" ps-ina 2100 100
 md=$(report "$tmp/e")
 grep -q "^- 256K: .*: \*\*no difference measured\*\*: 1.00× (95% CI .* over 3 repeats)" <<<"$md" ||
 	fail "E: want no difference: $md"
-echo "report_answer: a lost job, an empty switch and a rack on the software PS named; INA credited only where it ran; intervals and spread from the repeats"
+# F: a sweep of deployments with costs: no INA rack, rack 1, both
+SWEEP=1 COSTS="T_COST_INA_TOR=30000 T_COST_PLAIN_TOR=12000 T_COST_HOST=25000 T_COST_INA_POWER=0" \
+	trial "$tmp/f" "ring ps-ina"
+run "$tmp/f" ring 2000 0
+run "$tmp/f" ps-ina 1000 100
+RUNS=sweep/k0 run "$tmp/f" ps-ina 2200 0 # the software PS alone: nothing to credit
+RUNS=sweep/k1 run "$tmp/f" ps-ina 1600 100
+md=$(report "$tmp/f")
+grep -q "^## Deployment curve" <<<"$md" || fail "F: no deployment curve: $md"
+grep -q "^| 0 | none | 0.91× (one run), 2.2 ms | 124000 (+0.0%) |" <<<"$md" || fail "F: no-INA row: $md"
+grep -q "^| 1 | 1 | 1.25× (one run), 1.6 ms | 142000 (+14.5%) |" <<<"$md" || fail "F: one-rack row: $md"
+grep -q "^| 2 | 1,0 | 2.00× (one run), 1.0 ms | 160000 (+29.0%) |" <<<"$md" || fail "F: full row: $md"
+grep -q "^- 256K: upgrading 1 of 2 racks gives 1.25× per all-reduce (ps-ina, against ring) for 14.5% more hardware cost: 1.092× per unit of cost." <<<"$md" ||
+	fail "F: no cost sentence: $md"
+# a rack upgraded whose switch accepted nothing is not a point of the curve
+RUNS=sweep/k1 run "$tmp/f" ps-ina 1600 0
+grep -q "^| 1 | 1 | – | 142000" <<<"$(report "$tmp/f")" || fail "F: an uncredited deployment was drawn"
+echo "report_answer: a lost job, an empty switch and a rack on the software PS named; INA credited only where it ran; intervals and spread from the repeats; a sweep's curve and costs"
