@@ -4,7 +4,8 @@
 #
 #   testbed/topo.sh up NAME HOSTS [--subnet 10.A.B] [--no-ina] [--loss P] [--rate R]
 #                                 [--buffer B] [--pmd af_packet|af_xdp|bridge] [--mgmt 10.M.N]
-#                                 [--lcores LIST]
+#                                 [--lcores LIST] [--delay-us US] [--jitter-us US]
+#                                 [--burst-loss P_GOOD_BAD,P_BAD_GOOD,LOSS_BAD]
 #                                 [--racks R [--ina-racks LIST] [--uplink-rate R]
 #                                  [--uplink-buffer B]]
 #       --racks splits the hosts evenly over R ToRs tor0..: ToR r is
@@ -15,6 +16,8 @@
 #       those ToRs INA-capable (default: all; --no-ina: none).  --rate and
 #       --loss apply to every egress port, links included; --buffer is the
 #       tail-drop queue of the host-facing ports (swemu's default otherwise).
+#       --delay-us, --jitter-us and --burst-loss (Gilbert-Elliott) apply to
+#       every egress port too: a packet between two racks crosses three.
 #       --rate also limits what each host sends (a tbf qdisc on its eth0),
 #       as its NIC would: the host link has the rate both ways.
 #       Also writes NAME/hosts.cfg, the layout as a host-library host file.
@@ -90,7 +93,7 @@ cmd_up() {
 	local name=$1 n=$2
 	shift 2
 	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet mgmt="" racks=1 inaracks=all
-	local uprate="" upbuf="" buf="" lcores=0
+	local uprate="" upbuf="" buf="" lcores=0 delay="" jitter="" geloss=""
 	while (($#)); do
 		case $1 in
 		--subnet) subnet=$2; shift 2;;
@@ -105,6 +108,9 @@ cmd_up() {
 		--pmd) pmd=$2; shift 2;;
 		--mgmt) mgmt=$2; shift 2;;
 		--lcores) lcores=$2; shift 2;;
+		--delay-us) delay=$2; shift 2;;
+		--jitter-us) jitter=$2; shift 2;;
+		--burst-loss) geloss=$2; shift 2;;
 		*) die "unknown option $1";;
 		esac
 	done
@@ -113,6 +119,10 @@ cmd_up() {
 	[[ "$pmd" =~ ^(af_packet|af_xdp|bridge)$ ]] || die "--pmd must be af_packet, af_xdp or bridge"
 	[ -z "$mgmt" ] || [[ "$mgmt" =~ ^10\.[0-9]+\.[0-9]+$ ]] || die "--mgmt must be 10.M.N"
 	[[ "$lcores" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--lcores must be a list of lcore ids like 0,1"
+	[ -z "$delay$jitter" ] || [[ "$delay$jitter" =~ ^[0-9]+$ ]] || die "--delay-us and --jitter-us take microseconds"
+	local prob='(0(\.[0-9]+)?|1(\.0*)?)'
+	[ -z "$geloss" ] || [[ "$geloss" =~ ^$prob,$prob,$prob$ ]] ||
+		die "--burst-loss must be P_GOOD_BAD,P_BAD_GOOD,LOSS_BAD, probabilities such as 0.01,0.3,0.5"
 	local host_bps=""
 	if [ -n "$rate" ]; then
 		host_bps=$(rate_bps "$rate")
@@ -192,6 +202,13 @@ cmd_up() {
 	done
 	local emu="" upemu sws="" spine=""
 	[ -n "$loss" ] && emu+=" loss = $loss;"
+	[ -n "$delay" ] && emu+=" delay_us = $delay;"
+	[ -n "$jitter" ] && emu+=" jitter_us = $jitter;"
+	if [ -n "$geloss" ]; then
+		local b
+		IFS=, read -ra b <<<"$geloss"
+		emu+=" burst_loss = { p_good_bad = ${b[0]}; p_bad_good = ${b[1]}; loss_bad = ${b[2]}; };"
+	fi
 	upemu=$emu
 	if [ -n "$uprate" ]; then upemu+=" rate = \"$uprate\";"; elif [ -n "$rate" ]; then upemu+=" rate = \"$rate\";"; fi
 	[ -n "$rate" ] && emu+=" rate = \"$rate\";"

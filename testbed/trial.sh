@@ -45,24 +45,47 @@ for s in $T_SIZES; do size_bytes+="$("$checker" --size "$s") "; done
 printf "T_SIZE_BYTES='%s'\nT_HOST_BPS=%s\nT_UPLINK_BPS=%s\n" "${size_bytes% }" "$("$checker" --rate "$T_HOST_RATE")" \
 	"$("$checker" --rate "$T_UPLINK_RATE")" >> "$out/trial.env"
 
-name=trial
+# a testbed slot of its own: trials running at the same time get their own
+# topology name (namespaces, veths, swemu's EAL prefix) and subnet.  A slot
+# is a directory holding its owner's pid; one whose owner died is taken over.
+slots=/run/swemu-testbed/.trial-slots
+mkdir -p "$slots"
+slot=""
+for ((i = 0; i < 10; i++)); do
+	if mkdir "$slots/$i" 2>/dev/null; then
+		slot=$i
+	elif owner=$(cat "$slots/$i/pid" 2>/dev/null) && ! kill -0 "$owner" 2>/dev/null &&
+		mv "$slots/$i" "$slots/$i.stale.$$" 2>/dev/null; then # one taker: mv is atomic
+		rm -rf "$slots/$i.stale.$$"
+		mkdir "$slots/$i" 2>/dev/null && slot=$i
+	fi
+	[ -z "$slot" ] || break
+done
+[ -n "$slot" ] || { echo "trial: ten trials run on this machine already ($slots)" >&2; exit 2; }
+echo $$ > "$slots/$slot/pid"
+name=trial$slot
 n=$((T_RACKS * T_HOSTS))
 cleanup() {
 	local rc=$?
 	"$top/testbed/topo.sh" down $name >/dev/null 2>&1 || true
+	rm -rf "${slots:?}/$slot"
 	exit $rc
 }
 trap cleanup EXIT
+printf 'T_TOPOLOGY=%s\n' $name >> "$out/trial.env"
 # bash runs a trap only when its foreground command ends, and a run may take
 # up to its deadline: runs go in the background and are waited for, so a
 # signal stops the run at once (topo.sh down then kills what is left of it)
 run_pid=""
 trap '[ -z "$run_pid" ] || kill -TERM "$run_pid" 2>/dev/null; exit 130' INT TERM
-opts=(--subnet 10.93.0 --racks $T_RACKS --rate "$T_HOST_RATE" --uplink-rate "$T_UPLINK_RATE")
+opts=(--subnet 10.93.$slot --racks $T_RACKS --rate "$T_HOST_RATE" --uplink-rate "$T_UPLINK_RATE")
 opts+=(--pmd "$T_PMD")
 [ -n "$T_UPLINK_BUFFER" ] && opts+=(--uplink-buffer "$T_UPLINK_BUFFER")
 [ -n "$T_HOST_BUFFER" ] && opts+=(--buffer "$T_HOST_BUFFER")
 [ "$T_LOSS" != 0 ] && opts+=(--loss "$T_LOSS")
+[ "${T_DELAY_US:-0}" != 0 ] && opts+=(--delay-us "$T_DELAY_US")
+[ "${T_JITTER_US:-0}" != 0 ] && opts+=(--jitter-us "$T_JITTER_US")
+[ -n "${T_BURST_LOSS:-}" ] && opts+=(--burst-loss "$T_BURST_LOSS")
 echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS$( ((T_SWEEP)) && echo ", then a sweep in the order $T_SWEEP_ORDER")), links $T_HOST_RATE, uplinks $T_UPLINK_RATE, $T_PMD ports"
 # the racks, with INA-capable ToRs at racks $1 ("0,2", "none")
 racks_up() {

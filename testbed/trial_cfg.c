@@ -28,6 +28,8 @@ struct trial {
 	double cost[4]; /* ina_tor, plain_tor, host, ina_tor_power */
 	const char *host_rate, *uplink_rate, *uplink_buffer, *host_buffer, *jitter, *straggler, *dtype, *pmd, *ina_wire;
 	double loss, compute_ms, oversub;
+	int delay_us, jitter_us; /* every egress port's emulated propagation delay and jitter */
+	char burst[64];		 /* Gilbert-Elliott loss "p_good_bad,p_bad_good,loss_bad", or "" */
 	bool pace;
 	char algos[128], sizes[256], rate_buf[32];
 };
@@ -243,6 +245,31 @@ static int get_costs(const struct conf_node *t, struct trial *tr)
 	return 0;
 }
 
+/* burst_loss = { p_good_bad; p_bad_good; loss_bad; }: every port's bursty
+ * loss (swemu's Gilbert-Elliott model, docs/SWEMU.md). */
+static int get_burst(const struct conf_node *t, struct trial *tr)
+{
+	static const char *const keys[] = { "p_good_bad", "p_bad_good", "loss_bad", NULL };
+	const struct conf_node *b = conf_member(t, "burst_loss");
+	double p[3];
+	if (!b)
+		return 0;
+	if (b->type != CONF_GROUP)
+		return bad(b, "burst_loss: want a group { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; }");
+	if (conf_only_keys(&rd, b, keys) < 0)
+		return -1;
+	for (int k = 0; k < 3; k++) {
+		if (!conf_member(b, keys[k]))
+			return bad(b, "burst_loss: missing %s", keys[k]);
+		if (get_num(b, keys[k], 0, 1, &p[k]) < 0)
+			return -1;
+	}
+	if (p[1] <= 0) /* the bad state would never end */
+		return bad(conf_member(b, "p_bad_good"), "burst_loss: p_bad_good must be > 0");
+	snprintf(tr->burst, sizeof(tr->burst), "%.6f,%.6f,%.6f", p[0], p[1], p[2]); /* as topo.sh reads them */
+	return 0;
+}
+
 static int check_jitter(const struct conf_node *t, const char *j)
 {
 	struct hcl_noise z;
@@ -265,7 +292,7 @@ static const char *const known_keys[] = {
 	"pmd",	     "uplink_rate", "uplink_buffer", "oversubscription", "loss",       "compute_ms", "jitter",
 	"straggler", "algorithms",  "sizes",	     "iterations",	 "warmup",     "pace",	     "dtype",
 	"ina_wire",  "ina_elems",   "ina_slots",     "ps_shards",	 "timeout_ms", "repeats",    "sweep_order",
-	"costs"
+	"costs",     "delay_us",    "jitter_us",     "burst_loss"
 };
 
 /* Every setting of the group is one the runner knows: a misspelt one
@@ -315,7 +342,8 @@ static int load(const struct conf *cf, struct trial *tr)
 	    get_words(t, "sizes", "size", "[\"1M\", \"4M\"]", 12, check_size, tr->sizes, sizeof(tr->sizes)) < 0 ||
 	    get_int(t, "iterations", 1, 10000, &tr->iterations) < 0 || get_int(t, "warmup", 0, 1000, &tr->warmup) < 0 ||
 	    get_int(t, "timeout_ms", 1000, 3600000, &tr->timeout_ms) < 0 ||
-	    get_int(t, "repeats", 1, 20, &tr->repeats) < 0 ||
+	    get_int(t, "repeats", 1, 20, &tr->repeats) < 0 || get_int(t, "delay_us", 0, 1000000, &tr->delay_us) < 0 ||
+	    get_int(t, "jitter_us", 0, 1000000, &tr->jitter_us) < 0 || get_burst(t, tr) < 0 ||
 	    /* the testbed's ToRs take 2048 elements per packet; agent-ring's
 	     * 2m-1 step jobs of two ranges must fit their 2048 slots */
 	    get_int(t, "ina_elems", 1, 2048, &tr->ina_elems) < 0 ||
@@ -454,7 +482,8 @@ int main(int argc, char **argv)
 	char order[32] = "";
 	for (int i = 0; i < tr.racks; i++)
 		snprintf(order + strlen(order), sizeof(order) - strlen(order), "%s%d", i ? " " : "", tr.order[i]);
-	printf("T_SWEEP=%d\nT_SWEEP_ORDER='%s'\n", tr.sweep, order);
+	printf("T_SWEEP=%d\nT_SWEEP_ORDER='%s'\nT_DELAY_US=%d\nT_JITTER_US=%d\nT_BURST_LOSS='%s'\n", tr.sweep, order,
+	       tr.delay_us, tr.jitter_us, tr.burst);
 	if (tr.costs)
 		printf("T_COST_INA_TOR=%g\nT_COST_PLAIN_TOR=%g\nT_COST_HOST=%g\nT_COST_INA_POWER=%g\n", tr.cost[0],
 		       tr.cost[1], tr.cost[2], tr.cost[3]);

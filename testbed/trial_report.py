@@ -318,6 +318,18 @@ def load_run(d, a, t, nb, ctx):
     return r
 
 
+def link_extras(t):
+    """The emulated delay, jitter and bursty loss of every port, as words."""
+    w = ""
+    if t.get("T_DELAY_US", "0") != "0":
+        w += ", delay %s us per port" % t["T_DELAY_US"]
+    if t.get("T_JITTER_US", "0") != "0":
+        w += " (+0..%s us jitter)" % t["T_JITTER_US"]
+    if t.get("T_BURST_LOSS"):
+        w += ", bursty loss (Gilbert-Elliott p_good_bad, p_bad_good, loss_bad: %s)" % t["T_BURST_LOSS"].replace(",", ", ")
+    return w
+
+
 def deployment_cost(t, k):
     """The hardware of the trial's racks with k INA-capable ToRs (None
     without a costs group)."""
@@ -493,7 +505,7 @@ def main():
           "warm-up; compute %s ms%s%s; pacing %s; seed %s." % (
               int(t["T_RACKS"]), int(t["T_HOSTS"]), t["T_INA_RACKS"], t.get("T_PMD", "af_packet"), t["T_HOST_RATE"],
               " (buffer %s)" % t["T_HOST_BUFFER"] if t.get("T_HOST_BUFFER") else "", t["T_UPLINK_RATE"],
-              " (buffer %s)" % t["T_UPLINK_BUFFER"] if t["T_UPLINK_BUFFER"] else "", t["T_LOSS"], t["T_DTYPE"], t.get("T_INA_WIRE", "fp32"),
+              " (buffer %s)" % t["T_UPLINK_BUFFER"] if t["T_UPLINK_BUFFER"] else "", t["T_LOSS"] + link_extras(t), t["T_DTYPE"], t.get("T_INA_WIRE", "fp32"),
               t.get("T_INA_ELEMS", "1024"), t.get("T_INA_SLOTS", "16"), t.get("T_PS_SHARDS", "1"), t.get("T_RING_CHANNELS", "1"),
               iters, warmup, t["T_COMPUTE_MS"], ", jitter " + t["T_JITTER"] if t["T_JITTER"] else "",
               ", straggler " + t["T_STRAGGLER"] if t["T_STRAGGLER"] else "", "on" if t["T_PACE"] == "1" else "off",

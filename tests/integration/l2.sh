@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Ordinary traffic through swemu: ARP, ping (also jumbo), a TCP transfer
-# whose bytes are checked end to end, and counters that agree with it.
+# whose bytes are checked end to end, and counters that agree with it;
+# the emulated delay of topo.sh --delay-us in a ping's round trip.
 . "$(dirname "$0")/lib.sh"
 topo itl2 3 --subnet 10.78.0
 
@@ -59,4 +60,15 @@ for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
 kill -0 "$pid" 2>/dev/null && fail "swemu did not stop on SIGTERM"
 grep -q '"switches"' "$d/swemu.log" || fail "no final stats on stdout"
 [ ! -e "/var/run/dpdk/swemu-$TOPO_NAME" ] || fail "runtime directory left: $(ls /var/run/dpdk/swemu-$TOPO_NAME)"
-echo "l2: ping, jumbo ping, 32 MiB TCP exact; counters agree in JSON and telemetry; SIGTERM clean"
+# the emulator's delay on every egress port, as topo.sh (and a trial file)
+# sets it: h0 -> h1 -> h0 crosses the ToR's port toward h1 and the one
+# back toward h0, 5 ms each; bursty loss that never starts loses nothing
+"$top/testbed/topo.sh" down itl2
+topo itl2 2 --subnet 10.78.0 --delay-us 5000 --jitter-us 1000 --burst-loss 0,1,1
+grep -q 'delay_us = 5000; jitter_us = 1000; burst_loss = { p_good_bad = 0; p_bad_good = 1; loss_bad = 1; };' \
+	/run/swemu-testbed/itl2/swemu.cfg || fail "delay not in the switch config: $(grep h0 /run/swemu-testbed/itl2/swemu.cfg)"
+rtt=$(in_host 0 ping -c 5 -i 0.2 -W 2 10.78.0.2 | awk -F'[/ ]' '/^rtt/ {print $7 " " $9}') || fail "ping with delay"
+read -r rmin rmax <<<"$rtt"
+$PY -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if 10 <= a and b < 10 + 2 + 20 else 1)" $rmin $rmax ||
+	fail "ping across two ports of 5 ms (+0..1 ms): rtt min $rmin, max $rmax ms"
+echo "l2: ping, jumbo ping, 32 MiB TCP exact; counters agree in JSON and telemetry; SIGTERM clean; delay per port: rtt $rmin-$rmax ms"

@@ -5,7 +5,8 @@
 # result and no wrong element, its byte counts must agree with swemu's
 # counters and with what each algorithm must move, plots must exist; and a
 # broken trial file must fail with file:line before anything is built,
-# leaving no namespace, veth or swemu behind.  The default trial sweeps
+# leaving no namespace, veth or swemu behind; two trials run at once.
+# The default trial sweeps
 # the deployment (0, 1, 2 INA racks): its curve, costs and plot.
 . "$(dirname "$0")/lib.sh"
 out=$LOGDIR
@@ -101,11 +102,27 @@ err=$("$top/testbed/trial.sh" -c "$out/bad.cfg" -o "$out/bad" 2>&1) || rc=$?
 [ $rc = 2 ] || fail "bad trial file: exit $rc, want 2: $err"
 grep -q "^$out/bad.cfg:3: size lots" <<<"$err" || fail "bad trial file: no file:line: $err"
 [ ! -e "$out/bad" ] || fail "bad trial file: a report directory was made"
-! ip netns list | grep -q '^trial-' || fail "namespaces left behind: $(ip netns list)"
-! ip link show | grep -q 'trial-s' || fail "veths left behind"
-! pgrep -f 'swemu-trial' >/dev/null || fail "swemu left running"
-[ ! -e /run/swemu-testbed/trial ] || fail "testbed state left behind"
+! ip netns list | grep -q '^trial[0-9]-' || fail "namespaces left behind: $(ip netns list)"
+! ip link show | grep -q 'trial[0-9]-s' || fail "veths left behind"
+! pgrep -f 'swemu-trial[0-9]' >/dev/null || fail "swemu left running"
+! ls -d /run/swemu-testbed/trial[0-9] /run/swemu-testbed/.trial-slots/[0-9] 2>/dev/null || fail "testbed state left behind"
 echo "trial: a broken trial file fails with file:line and leaves nothing behind"
+# two trials at once: each its own testbed slot (topology name, subnet),
+# both reports right; a slot whose owner died is taken over
+mkdir -p /run/swemu-testbed/.trial-slots/0 && echo 999999 > /run/swemu-testbed/.trial-slots/0/pid
+printf 'trial = {\n  racks = 2;\n  hosts_per_rack = 1;\n  algorithms = ["ring", "ps-ina"];\n  sizes = ["64K"];\n  iterations = 3;\n  repeats = 1;\n  compute_ms = 0.0;\n  jitter = "";\n};\n' > "$out/two.cfg"
+"$top/testbed/trial.sh" -c "$out/two.cfg" -o "$out/two-a" > "$out/two-a.log" 2>&1 &
+pa=$!
+"$top/testbed/trial.sh" -c "$out/two.cfg" -o "$out/two-b" > "$out/two-b.log" 2>&1 || fail "second of two trials: $(tail -5 "$out/two-b.log")"
+wait $pa || fail "first of two trials: $(tail -5 "$out/two-a.log")"
+ta=$(sed -n 's/^T_TOPOLOGY=//p' "$out/two-a/trial.env") tb=$(sed -n 's/^T_TOPOLOGY=//p' "$out/two-b/trial.env")
+[ -n "$ta" ] && [ -n "$tb" ] && [ "$ta" != "$tb" ] || fail "two trials, topologies '$ta' and '$tb'"
+[[ "$ta $tb" == *trial0* ]] || fail "the dead owner's slot 0 was not taken over: $ta $tb"
+for r in two-a two-b; do
+	grep -q '^| ps-ina | 64K | [0-9.]* | [0-9.]* |.* | 0 |$' "$out/$r/report.md" || fail "$r: no ps-ina result: $(grep '^| ps-ina' "$out/$r/report.md")"
+done
+! ls -d /run/swemu-testbed/trial[0-9] /run/swemu-testbed/.trial-slots/[0-9] 2>/dev/null || fail "two trials: state left behind"
+echo "trial: two at once in slots $ta and $tb, both reports right, nothing left behind"
 # stopped in the middle of a long run (SIGTERM, as a batch system stops a
 # job): out within seconds, not when the run's 200 calls end (about 70 s;
 # bash runs a trap only after its foreground command), nothing left behind
@@ -124,8 +141,9 @@ rc=0
 wait $pid || rc=$?
 [ $rc = 130 ] || fail "stopped trial: exit $rc, want 130"
 ((SECONDS - t0 <= 10)) || fail "stopped trial took $((SECONDS - t0)) s to stop"
-! ip netns list | grep -q '^trial-' || fail "stopped trial: namespaces left behind: $(ip netns list)"
-! ip link show | grep -q 'trial-s' || fail "stopped trial: veths left behind"
-! pgrep -f 'swemu-trial|ina-allreduce-perf' >/dev/null || fail "stopped trial: processes left running"
-[ ! -e /run/swemu-testbed/trial ] || fail "stopped trial: testbed state left behind"
+! ip netns list | grep -q '^trial[0-9]-' || fail "stopped trial: namespaces left behind: $(ip netns list)"
+! ip link show | grep -q 'trial[0-9]-s' || fail "stopped trial: veths left behind"
+! pgrep -f 'swemu-trial[0-9]|ina-allreduce-perf' >/dev/null || fail "stopped trial: processes left running"
+! ls -d /run/swemu-testbed/trial[0-9] /run/swemu-testbed/.trial-slots/[0-9] 2>/dev/null ||
+	fail "stopped trial: testbed state left behind"
 echo "trial: stopped by SIGTERM during a run, out in $((SECONDS - t0)) s with nothing left behind"

@@ -194,6 +194,23 @@ trial = {
   costs = { ina_tor = 30000; plain_tor = 10000; host = -5; };
 };
 E
+expect 3 "'delay_us' must be 0..1000000" <<'E'
+trial = {
+  racks = 2;
+  delay_us = 2000000;
+};
+E
+expect 3 'burst_loss: missing loss_bad' <<'E'
+trial = {
+  racks = 2;
+  burst_loss = { p_good_bad = 0.01; p_bad_good = 0.3; };
+};
+E
+expect 2 'burst_loss: p_bad_good must be > 0' <<'E'
+trial = {
+  burst_loss = { p_good_bad = 0.01; p_bad_good = 0.0; loss_bad = 0.5; };
+};
+E
 expect 1 'needs a group' <<'E'
 racks = 2;
 E
