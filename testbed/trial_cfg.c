@@ -218,27 +218,39 @@ static int get_order(const struct conf_node *t, struct trial *tr)
 	return 0;
 }
 
+/* A group setting of numbers in lo..hi: keys (NULL-terminated), of which
+ * the first `required` must be there; example shows the form in errors.
+ * 0 with *g NULL when the setting is absent. */
+static int number_group(const struct conf_node *t, const char *key, const char *const *keys, int required, double lo,
+			double hi, const char *example, const struct conf_node **g, double *v)
+{
+	*g = conf_member(t, key);
+	if (!*g)
+		return 0;
+	if ((*g)->type != CONF_GROUP)
+		return bad(*g, "%s: want a group such as %s", key, example);
+	if (conf_only_keys(&rd, *g, keys) < 0)
+		return -1;
+	for (int k = 0; keys[k]; k++) {
+		if (k < required && !conf_member(*g, keys[k]))
+			return bad(*g, "%s: missing %s", key, keys[k]);
+		if (get_num(*g, keys[k], lo, hi, &v[k]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* costs = { ina_tor; plain_tor; host; [ina_tor_power] }: what a deployment
  * costs, in any one currency (the report names none). */
 static int get_costs(const struct conf_node *t, struct trial *tr)
 {
 	static const char *const keys[] = { "ina_tor", "plain_tor", "host", "ina_tor_power", NULL };
-	const struct conf_node *c = conf_member(t, "costs");
+	const struct conf_node *c;
+	if (number_group(t, "costs", keys, 3, 0, 1e12, "{ ina_tor = 30000; plain_tor = 12000; host = 25000; }", &c,
+			 tr->cost) < 0)
+		return -1;
 	if (!c)
 		return 0;
-	if (c->type != CONF_GROUP)
-		return bad(c, "costs: want a group such as { ina_tor = 30000; plain_tor = 12000; host = 25000; }");
-	if (conf_only_keys(&rd, c, keys) < 0)
-		return -1;
-	for (int k = 0; k < 4; k++) {
-		if (k < 3 && !conf_member(c, keys[k]))
-			return bad(c, "costs: missing %s (the price of %s)", keys[k],
-				   k == 0   ? "an INA-capable ToR"
-				   : k == 1 ? "a plain ToR"
-					    : "a host");
-		if (get_num(c, keys[k], 0, 1e12, &tr->cost[k]) < 0)
-			return -1;
-	}
 	if (tr->cost[1] * tr->racks + tr->cost[2] * tr->racks * tr->hosts <= 0)
 		return bad(c, "costs: a deployment without INA would cost nothing");
 	tr->costs = true;
@@ -250,20 +262,13 @@ static int get_costs(const struct conf_node *t, struct trial *tr)
 static int get_burst(const struct conf_node *t, struct trial *tr)
 {
 	static const char *const keys[] = { "p_good_bad", "p_bad_good", "loss_bad", NULL };
-	const struct conf_node *b = conf_member(t, "burst_loss");
+	const struct conf_node *b;
 	double p[3];
+	if (number_group(t, "burst_loss", keys, 3, 0, 1, "{ p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; }", &b,
+			 p) < 0)
+		return -1;
 	if (!b)
 		return 0;
-	if (b->type != CONF_GROUP)
-		return bad(b, "burst_loss: want a group { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; }");
-	if (conf_only_keys(&rd, b, keys) < 0)
-		return -1;
-	for (int k = 0; k < 3; k++) {
-		if (!conf_member(b, keys[k]))
-			return bad(b, "burst_loss: missing %s", keys[k]);
-		if (get_num(b, keys[k], 0, 1, &p[k]) < 0)
-			return -1;
-	}
 	if (p[1] <= 0) /* the bad state would never end */
 		return bad(conf_member(b, "p_bad_good"), "burst_loss: p_bad_good must be > 0");
 	snprintf(tr->burst, sizeof(tr->burst), "%.6f,%.6f,%.6f", p[0], p[1], p[2]); /* as topo.sh reads them */
