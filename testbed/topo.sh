@@ -6,6 +6,7 @@
 #                                 [--buffer B] [--pmd af_packet|af_xdp|bridge] [--mgmt 10.M.N]
 #                                 [--lcores LIST] [--delay-us US] [--jitter-us US]
 #                                 [--burst-loss P_GOOD_BAD,P_BAD_GOOD,LOSS_BAD]
+#                                 [--rack-rates R0,R1,...]
 #                                 [--racks R [--ina-racks LIST] [--uplink-rate R]
 #                                  [--uplink-buffer B]]
 #       --racks splits the hosts evenly over R ToRs tor0..: ToR r is
@@ -18,6 +19,8 @@
 #       tail-drop queue of the host-facing ports (swemu's default otherwise).
 #       --delay-us, --jitter-us and --burst-loss (Gilbert-Elliott) apply to
 #       every egress port too: a packet between two racks crosses three.
+#       --rack-rates gives each rack's host links their own rate (an older
+#       rack), in place of --rate for them.
 #       --rate also limits what each host sends (a tbf qdisc on its eth0),
 #       as its NIC would: the host link has the rate both ways.
 #       Also writes NAME/hosts.cfg, the layout as a host-library host file.
@@ -93,7 +96,7 @@ cmd_up() {
 	local name=$1 n=$2
 	shift 2
 	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet mgmt="" racks=1 inaracks=all
-	local uprate="" upbuf="" buf="" lcores=0 delay="" jitter="" geloss=""
+	local uprate="" upbuf="" buf="" lcores=0 delay="" jitter="" geloss="" rackrates=""
 	while (($#)); do
 		case $1 in
 		--subnet) subnet=$2; shift 2;;
@@ -111,6 +114,7 @@ cmd_up() {
 		--delay-us) delay=$2; shift 2;;
 		--jitter-us) jitter=$2; shift 2;;
 		--burst-loss) geloss=$2; shift 2;;
+		--rack-rates) rackrates=$2; shift 2;;
 		*) die "unknown option $1";;
 		esac
 	done
@@ -132,7 +136,15 @@ cmd_up() {
 	[[ "$inaracks" =~ ^(all|none|[0-7](,[0-7])*)$ ]] || die "--ina-racks must be a list like 0,2 (or all, none)"
 	[ "$ina" = true ] || inaracks=none
 	local size=$((n / racks)) r
-	local -a rack_ina
+	local -a rack_ina rack_rate rack_bps
+	if [ -n "$rackrates" ]; then
+		IFS=, read -ra rack_rate <<<"$rackrates"
+		((${#rack_rate[@]} == racks)) || die "--rack-rates must give one rate per rack ($racks)"
+		for ((r = 0; r < racks; r++)); do
+			rack_bps[r]=$(rate_bps "${rack_rate[r]}")
+			[ -n "${rack_bps[r]}" ] || die "--rack-rates: '${rack_rate[r]}' is not a rate such as 200M or 10G"
+		done
+	fi
 	for ((r = 0; r < racks; r++)); do
 		case $inaracks in
 		all) rack_ina[r]=true;;
@@ -171,13 +183,14 @@ cmd_up() {
 		# veth leaves UDP/TCP checksums partial; af_packet would carry them
 		# so (a Linux bridge keeps the offloads a real host has)
 		[ "$pmd" = bridge ] || ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null
-		if [ -n "$host_bps" ] && ((host_bps > 0)); then
+		local hbps=${rack_bps[i / size]:-$host_bps}
+		if [ -n "$hbps" ] && ((hbps > 0)); then
 			# the host's side of its link: a NIC sends no faster than
 			# the link, so a burst waits here (the socket feels it) and
 			# does not all land in the ToR's queue at once.  The bucket
 			# holds 1 ms of data (at least 64 KiB, some jumbo frames)
-			local burst=$((host_bps / 8000 > 65536 ? host_bps / 8000 : 65536))
-			ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${host_bps}bit" burst "$burst" limit $((8 << 20))
+			local burst=$((hbps / 8000 > 65536 ? hbps / 8000 : 65536))
+			ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${hbps}bit" burst "$burst" limit $((8 << 20))
 		fi
 		ip link set "$name-s$i" mtu 9000 up
 		if [ -n "$mgmt" ]; then
@@ -211,14 +224,14 @@ cmd_up() {
 	fi
 	upemu=$emu
 	if [ -n "$uprate" ]; then upemu+=" rate = \"$uprate\";"; elif [ -n "$rate" ]; then upemu+=" rate = \"$rate\";"; fi
-	[ -n "$rate" ] && emu+=" rate = \"$rate\";"
 	[ -n "$upbuf" ] && upemu+=" buffer = \"$upbuf\";"
 	[ -n "$buf" ] && emu+=" buffer = \"$buf\";"
 	local nl=$'\n'
 	for ((r = 0; r < racks; r++)); do
-		local ports="" mg=""
+		local ports="" mg="" hemu=$emu rr=${rack_rate[r]:-$rate}
+		[ -z "$rr" ] || hemu+=" rate = \"$rr\";"
 		for ((i = r * size; i < (r + 1) * size; i++)); do
-			ports+="      { name = \"h$i\"; dev = \"net_${pmd}$i\";$emu },$nl"
+			ports+="      { name = \"h$i\"; dev = \"net_${pmd}$i\";$hemu },$nl"
 			mg+="\"$subnet.$((i + 1))\", "
 		done
 		((racks == 1)) || ports+="      { name = \"up\"; link = \"spine.t$r\";$upemu },$nl"

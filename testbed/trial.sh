@@ -44,6 +44,9 @@ size_bytes=""
 for s in $T_SIZES; do size_bytes+="$("$checker" --size "$s") "; done
 printf "T_SIZE_BYTES='%s'\nT_HOST_BPS=%s\nT_UPLINK_BPS=%s\n" "${size_bytes% }" "$("$checker" --rate "$T_HOST_RATE")" \
 	"$("$checker" --rate "$T_UPLINK_RATE")" >> "$out/trial.env"
+rack_bps=""
+for r in ${T_RACK_RATES//,/ }; do rack_bps+="$("$checker" --rate "$r") "; done
+printf "T_RACK_BPS='%s'\n" "${rack_bps% }" >> "$out/trial.env"
 
 # a testbed slot of its own: trials running at the same time get their own
 # topology name (namespaces, veths, swemu's EAL prefix) and subnet.  A slot
@@ -86,6 +89,7 @@ opts+=(--pmd "$T_PMD")
 [ "${T_DELAY_US:-0}" != 0 ] && opts+=(--delay-us "$T_DELAY_US")
 [ "${T_JITTER_US:-0}" != 0 ] && opts+=(--jitter-us "$T_JITTER_US")
 [ -n "${T_BURST_LOSS:-}" ] && opts+=(--burst-loss "$T_BURST_LOSS")
+[ -n "${T_RACK_RATES:-}" ] && opts+=(--rack-rates "$T_RACK_RATES")
 echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS$( ((T_SWEEP)) && echo ", then a sweep in the order $T_SWEEP_ORDER")), links $T_HOST_RATE, uplinks $T_UPLINK_RATE, $T_PMD ports"
 # the racks, with INA-capable ToRs at racks $1 ("0,2", "none")
 racks_up() {

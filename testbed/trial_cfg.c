@@ -30,6 +30,7 @@ struct trial {
 	double loss, compute_ms, oversub;
 	int delay_us, jitter_us; /* every egress port's emulated propagation delay and jitter */
 	char burst[64];		 /* Gilbert-Elliott loss "p_good_bad,p_bad_good,loss_bad", or "" */
+	char rack_rates[128];	 /* each rack's host link rate, "R0,R1,...", or "": host_rate */
 	bool pace;
 	char algos[128], sizes[256], rate_buf[32];
 };
@@ -275,6 +276,27 @@ static int get_burst(const struct conf_node *t, struct trial *tr)
 	return 0;
 }
 
+/* rack_host_rates = ["200M", "100M", ...]: one rate per rack for its host
+ * links (an older rack), in place of host_rate. */
+static int get_rack_rates(const struct conf_node *t, struct trial *tr)
+{
+	const struct conf_node *s = conf_member(t, "rack_host_rates");
+	if (!s)
+		return 0;
+	if ((s->type != CONF_ARRAY && s->type != CONF_LIST) || (int)s->n != tr->racks)
+		return bad(s, "rack_host_rates: want one rate per rack (%d), such as [\"200M\", \"100M\"]", tr->racks);
+	for (int r = 0; r < tr->racks; r++) {
+		const struct conf_node *e = conf_elem(s, (unsigned)r);
+		const char *v = conf_string(e);
+		uint64_t x;
+		if (!v || !safe(v) || parse_rate(v, &x) < 0 || x < 1e6 || x > 1e11)
+			return bad(e, "rack_host_rates: entry %d is not a rate from 1M to 100G", r);
+		size_t l = strlen(tr->rack_rates);
+		snprintf(tr->rack_rates + l, sizeof(tr->rack_rates) - l, "%s%s", r ? "," : "", v);
+	}
+	return 0;
+}
+
 static int check_jitter(const struct conf_node *t, const char *j)
 {
 	struct hcl_noise z;
@@ -293,11 +315,11 @@ static int check_straggler(const struct conf_node *t, const char *s, int world)
 }
 
 static const char *const known_keys[] = {
-	"name",	     "seed",	    "racks",	     "hosts_per_rack",	 "ina_racks",  "host_rate",  "host_buffer",
-	"pmd",	     "uplink_rate", "uplink_buffer", "oversubscription", "loss",       "compute_ms", "jitter",
-	"straggler", "algorithms",  "sizes",	     "iterations",	 "warmup",     "pace",	     "dtype",
-	"ina_wire",  "ina_elems",   "ina_slots",     "ps_shards",	 "timeout_ms", "repeats",    "sweep_order",
-	"costs",     "delay_us",    "jitter_us",     "burst_loss"
+	"name",	     "seed",	    "racks",	     "hosts_per_rack",	 "ina_racks",	   "host_rate",	 "host_buffer",
+	"pmd",	     "uplink_rate", "uplink_buffer", "oversubscription", "loss",	   "compute_ms", "jitter",
+	"straggler", "algorithms",  "sizes",	     "iterations",	 "warmup",	   "pace",	 "dtype",
+	"ina_wire",  "ina_elems",   "ina_slots",     "ps_shards",	 "timeout_ms",	   "repeats",	 "sweep_order",
+	"costs",     "delay_us",    "jitter_us",     "burst_loss",	 "rack_host_rates"
 };
 
 /* Every setting of the group is one the runner knows: a misspelt one
@@ -349,6 +371,7 @@ static int load(const struct conf *cf, struct trial *tr)
 	    get_int(t, "timeout_ms", 1000, 3600000, &tr->timeout_ms) < 0 ||
 	    get_int(t, "repeats", 1, 20, &tr->repeats) < 0 || get_int(t, "delay_us", 0, 1000000, &tr->delay_us) < 0 ||
 	    get_int(t, "jitter_us", 0, 1000000, &tr->jitter_us) < 0 || get_burst(t, tr) < 0 ||
+	    get_rack_rates(t, tr) < 0 ||
 	    /* the testbed's ToRs take 2048 elements per packet; agent-ring's
 	     * 2m-1 step jobs of two ranges must fit their 2048 slots */
 	    get_int(t, "ina_elems", 1, 2048, &tr->ina_elems) < 0 ||
@@ -487,8 +510,8 @@ int main(int argc, char **argv)
 	char order[32] = "";
 	for (int i = 0; i < tr.racks; i++)
 		snprintf(order + strlen(order), sizeof(order) - strlen(order), "%s%d", i ? " " : "", tr.order[i]);
-	printf("T_SWEEP=%d\nT_SWEEP_ORDER='%s'\nT_DELAY_US=%d\nT_JITTER_US=%d\nT_BURST_LOSS='%s'\n", tr.sweep, order,
-	       tr.delay_us, tr.jitter_us, tr.burst);
+	printf("T_SWEEP=%d\nT_SWEEP_ORDER='%s'\nT_DELAY_US=%d\nT_JITTER_US=%d\nT_BURST_LOSS='%s'\nT_RACK_RATES='%s'\n",
+	       tr.sweep, order, tr.delay_us, tr.jitter_us, tr.burst, tr.rack_rates);
 	if (tr.costs)
 		printf("T_COST_INA_TOR=%g\nT_COST_PLAIN_TOR=%g\nT_COST_HOST=%g\nT_COST_INA_POWER=%g\n", tr.cost[0],
 		       tr.cost[1], tr.cost[2], tr.cost[3]);

@@ -278,7 +278,7 @@ def load_run(d, a, t, nb, ctx):
     """One run of algorithm a (directory d, nb bytes): its time and #wrong
     from perf.out, the timing traces, the switches' counters and, for an
     INA algorithm, whether INA really happened."""
-    warmup, iters, world, host_rate, up_rate, link_names = ctx
+    warmup, iters, world, host_rate, up_rate, link_names = ctx[:6]
     r = {"bytes": nb, "rc": int(open(os.path.join(d, "rc")).read()) if os.path.exists(os.path.join(d, "rc")) else -1}
     text = open(os.path.join(d, "perf.out")).read() if os.path.exists(os.path.join(d, "perf.out")) else ""
     p = perf_line(text, nb) if r["rc"] == 0 else None
@@ -303,7 +303,7 @@ def load_run(d, a, t, nb, ctx):
         ncalls = warmup + iters + 2
         per_call_s = p["time_us"] / 1e6 if p else 0
         for l, v in links.items():
-            rate = up_rate if l.endswith(".up") or l.startswith("spine.") else host_rate
+            rate = up_rate if l.endswith(".up") or l.startswith("spine.") else rack_rate(l, host_rate, ctx)
             busiest = max(v["rx_bytes"], v["tx_bytes"])
             v["bytes_per_call"] = busiest / ncalls
             v["utilisation"] = (busiest * 8 / (per_call_s * ncalls) / rate) if per_call_s and rate else 0
@@ -319,8 +319,9 @@ def load_run(d, a, t, nb, ctx):
 
 
 def link_extras(t):
-    """The emulated delay, jitter and bursty loss of every port, as words."""
-    w = ""
+    """Per-rack host rates, and the emulated delay, jitter and bursty loss of
+    every port, as words."""
+    w = ", host links per rack %s" % t["T_RACK_RATES"].replace(",", ", ") if t.get("T_RACK_RATES") else ""
     if t.get("T_DELAY_US", "0") != "0":
         w += ", delay %s us per port" % t["T_DELAY_US"]
     if t.get("T_JITTER_US", "0") != "0":
@@ -451,6 +452,13 @@ plot 1 title 'best without INA' dt 2 lc rgb 'gray', for [i=0:{n}] '{pd}/sweep.da
     return None if r.returncode == 0 else "gnuplot failed on the sweep: " + r.stderr.strip()[:300]
 
 
+def rack_rate(link, host_rate, ctx):
+    """The rate of a host link "torR.hI": its rack's, if racks have their own."""
+    m = re.match(r"tor(\d+)\.", link)
+    rack_bps = ctx[6] if len(ctx) > 6 else []
+    return rack_bps[int(m.group(1))] if m and int(m.group(1)) < len(rack_bps) else host_rate
+
+
 def run_time(r):
     """A run's time per call, or None when it does not count (failed, a
     wrong element, INA not credited)."""
@@ -471,7 +479,7 @@ def main():
     host_rate, up_rate = float(t["T_HOST_BPS"]), float(t["T_UPLINK_BPS"])
     size_bytes = dict(zip(sizes, map(int, t["T_SIZE_BYTES"].split())))
     results, link_names = {}, []
-    ctx = (warmup, iters, world, host_rate, up_rate, link_names)
+    ctx = (warmup, iters, world, host_rate, up_rate, link_names, [float(x) for x in t.get("T_RACK_BPS", "").split()])
     repeats = int(t.get("T_REPEATS", "1"))
     for a in algos:
         results[a] = {}

@@ -108,9 +108,10 @@ grep -q "^$out/bad.cfg:3: size lots" <<<"$err" || fail "bad trial file: no file:
 ! ls -d /run/swemu-testbed/trial[0-9] /run/swemu-testbed/.trial-slots/[0-9] 2>/dev/null || fail "testbed state left behind"
 echo "trial: a broken trial file fails with file:line and leaves nothing behind"
 # two trials at once: each its own testbed slot (topology name, subnet),
-# both reports right; a slot whose owner died is taken over
+# both reports right; a slot whose owner died is taken over; their racks'
+# host links at different rates
 mkdir -p /run/swemu-testbed/.trial-slots/0 && echo 999999 > /run/swemu-testbed/.trial-slots/0/pid
-printf 'trial = {\n  racks = 2;\n  hosts_per_rack = 1;\n  algorithms = ["ring", "ps-ina"];\n  sizes = ["64K"];\n  iterations = 3;\n  repeats = 1;\n  compute_ms = 0.0;\n  jitter = "";\n};\n' > "$out/two.cfg"
+printf 'trial = {\n  racks = 2;\n  hosts_per_rack = 1;\n  algorithms = ["ring", "ps-ina"];\n  sizes = ["64K"];\n  iterations = 3;\n  repeats = 1;\n  compute_ms = 0.0;\n  jitter = "";\n  rack_host_rates = ["200M", "100M"];\n};\n' > "$out/two.cfg"
 "$top/testbed/trial.sh" -c "$out/two.cfg" -o "$out/two-a" > "$out/two-a.log" 2>&1 &
 pa=$!
 "$top/testbed/trial.sh" -c "$out/two.cfg" -o "$out/two-b" > "$out/two-b.log" 2>&1 || fail "second of two trials: $(tail -5 "$out/two-b.log")"
@@ -118,6 +119,12 @@ wait $pa || fail "first of two trials: $(tail -5 "$out/two-a.log")"
 ta=$(sed -n 's/^T_TOPOLOGY=//p' "$out/two-a/trial.env") tb=$(sed -n 's/^T_TOPOLOGY=//p' "$out/two-b/trial.env")
 [ -n "$ta" ] && [ -n "$tb" ] && [ "$ta" != "$tb" ] || fail "two trials, topologies '$ta' and '$tb'"
 [[ "$ta $tb" == *trial0* ]] || fail "the dead owner's slot 0 was not taken over: $ta $tb"
+# rack 1, an older rack: its host link at 100M both ways, rack 0's at 200M
+grep -q '{ name = "h1"; dev = "net_af_packet1"; rate = "100M"; }' "$out/two-a/swemu.cfg" &&
+	grep -q '{ name = "h0"; dev = "net_af_packet0"; rate = "200M"; }' "$out/two-a/swemu.cfg" ||
+	fail "per-rack rates not in the switch: $(grep 'name = "h' "$out/two-a/swemu.cfg")"
+grep -q 'host links per rack 200M, 100M' "$out/two-a/report.md" || fail "per-rack rates not in the report"
+
 for r in two-a two-b; do
 	grep -q '^| ps-ina | 64K | [0-9.]* | [0-9.]* |.* | 0 |$' "$out/$r/report.md" || fail "$r: no ps-ina result: $(grep '^| ps-ina' "$out/$r/report.md")"
 done

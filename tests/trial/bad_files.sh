@@ -211,6 +211,19 @@ trial = {
   burst_loss = { p_good_bad = 0.01; p_bad_good = 0.0; loss_bad = 0.5; };
 };
 E
+expect 3 'rack_host_rates: want one rate per rack \(2\)' <<'E'
+trial = {
+  racks = 2;
+  rack_host_rates = ["200M"];
+};
+E
+expect 4 'rack_host_rates: entry 1 is not a rate' <<'E'
+trial = {
+  racks = 2;
+  rack_host_rates = ["200M",
+                     "fast"];
+};
+E
 expect 1 'needs a group' <<'E'
 racks = 2;
 E
