@@ -11,8 +11,9 @@
 #                                  [--uplink-buffer B]]
 #       --racks splits the hosts evenly over R ToRs tor0..: ToR r is
 #       SUBNET.(254-r), MAC 02:5e:00:00:00:(fe-r), its rack's hosts are its
-#       control-channel sources; with R > 1 the ToRs hang off a plain
-#       "spine" by in-memory links (port "up" <-> spine port "tR") emulated
+#       control-channel sources (a plain ToR's takes link settings only);
+#       with R > 1 the ToRs hang off a plain "spine" (SUBNET.246, every
+#       host's control channel for its links) by in-memory links (port "up" <-> spine port "tR") emulated
 #       at --uplink-rate with --uplink-buffer.  --ina-racks 0,2 makes only
 #       those ToRs INA-capable (default: all; --no-ina: none).  --rate and
 #       --loss apply to every egress port, links included; --buffer is the
@@ -213,7 +214,7 @@ cmd_up() {
 			vdevs+=" --vdev net_af_xdp$i,iface=$name-s$i"
 		fi
 	done
-	local emu="" upemu sws="" spine=""
+	local emu="" upemu sws="" spine="" allmg=""
 	[ -n "$loss" ] && emu+=" loss = $loss;"
 	[ -n "$delay" ] && emu+=" delay_us = $delay;"
 	[ -n "$jitter" ] && emu+=" jitter_us = $jitter;"
@@ -238,12 +239,18 @@ cmd_up() {
 		spine+="      { name = \"t$r\"; link = \"tor$r.up\";$upemu },$nl"
 		sws+="  { name = \"tor$r\"; ina = ${rack_ina[r]}; mac = \"02:5e:00:00:00:$(printf %02x $((254 - r)))\";"
 		sws+=" ip = \"$subnet.$((254 - r))\";$nl"
-		[ "${rack_ina[r]}" = true ] &&
-			sws+="    slots = 2048; max_elems = 2048; mgmt = [ ${mg%, } ]; ctrl_key_file = \"$d/ctrl.key\";$nl"
+		# every ToR takes signed commands from its rack's hosts: a plain
+		# one its links' settings only
+		[ "${rack_ina[r]}" = true ] && sws+="    slots = 2048; max_elems = 2048;$nl"
+		sws+="    mgmt = [ ${mg%, } ]; ctrl_key_file = \"$d/ctrl.key\";$nl"
+		allmg+=$mg
 		sws+="    ports = ($nl${ports%,$nl}$nl    ); },$nl"
 		echo "${rack_ina[r]}" > "$d/rack$r.ina"
 	done
-	((racks == 1)) || sws+="  { name = \"spine\"; ports = ($nl${spine%,$nl}$nl    ); },$nl"
+	# the spine, SUBNET.246 (after the ToRs' .254 down to .247), takes
+	# signed link settings from every host (at most 16: mgmt's limit)
+	((racks == 1)) || sws+="  { name = \"spine\"; mac = \"02:5e:00:00:00:f6\"; ip = \"$subnet.246\"; mgmt = [ ${allmg%, } ];
+    ctrl_key_file = \"$d/ctrl.key\"; ports = ($nl${spine%,$nl}$nl    ); },$nl"
 	# the control channel's key: commands are signed with it (HMAC), so a
 	# host that only spoofs a mgmt address is refused; root's alone
 	(umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' > "$d/ctrl.key")

@@ -189,6 +189,14 @@ static int load_jobs(const struct conf_reader *p, const struct conf_node *sw, st
 	return 0;
 }
 
+/* Whether the switch has an address of its own: a control channel then
+ * (INA or not: link settings of a spine or a plain ToR change at run time). */
+static bool addressed(const struct sw_switch_cfg *s)
+{
+	static const uint8_t zero[6];
+	return s->ip && memcmp(s->mac, zero, 6) != 0;
+}
+
 /* Where control commands may come from besides their source address: the
  * ports they may come in by (mgmt_ports, names) and their VLAN
  * (mgmt_vlan), so that a host on a data port cannot send them at all. */
@@ -196,9 +204,8 @@ static int load_mgmt_scope(const struct conf_reader *p, const struct conf_node *
 {
 	const struct conf_node *mp = conf_member(g, "mgmt_ports"), *mv = conf_member(g, "mgmt_vlan");
 	uint32_t vlan = 0;
-	if ((mp || mv) && !s->ina)
-		return conf_fail(p, mp ? mp : mv, "'%s' only makes sense on an INA switch",
-				 mp ? "mgmt_ports" : "mgmt_vlan");
+	if ((mp || mv) && !s->nmgmt)
+		return conf_fail(p, mp ? mp : mv, "'%s' only makes sense with 'mgmt'", mp ? "mgmt_ports" : "mgmt_vlan");
 	if (conf_get_u32(p, g, "mgmt_vlan", 1, 4094, false, &vlan) < 0)
 		return -1;
 	s->mgmt_vlan = (uint16_t)vlan;
@@ -264,17 +271,19 @@ static int load_switch(const struct conf_reader *p, const struct conf_node *g, s
 				return conf_fail(p, e, "mgmt entry %d is not an IPv4 address", i);
 			s->nmgmt = i + 1;
 		}
-		if (!s->ina)
-			return conf_fail(p, mg, "'mgmt' only makes sense on an INA switch");
+		if (!addressed(s))
+			return conf_fail(p, mg,
+					 "'mgmt' needs the switch's 'ip' and 'mac' (its control channel's address)");
 	}
 	const char *key_file = NULL;
 	if (conf_get_str(p, g, "ctrl_key_file", false, &key_file) < 0)
 		return -1;
 	if (key_file) {
 		char why[300];
-		if (!s->ina)
-			return conf_fail(p, conf_member(g, "ctrl_key_file"),
-					 "'ctrl_key_file' only makes sense on an INA switch");
+		if (!addressed(s))
+			return conf_fail(
+				p, conf_member(g, "ctrl_key_file"),
+				"'ctrl_key_file' needs the switch's 'ip' and 'mac' (its control channel's address)");
 		if (ctl_key_load(key_file, &s->ctrl_key, why, sizeof(why)) < 0)
 			return conf_fail(p, conf_member(g, "ctrl_key_file"), "%s", why);
 	}

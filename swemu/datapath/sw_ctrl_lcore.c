@@ -159,6 +159,12 @@ static void apply(struct sw_lsw *sw, struct sw_ctrl_req *q)
 	struct ctl_cmd *cmd = &q->cmd;
 	const char *why = NULL;
 	int rc = 0;
+	if (!sw->eng && cmd->op != CTL_EMU) {
+		/* a plain switch's control channel sets links only */
+		sw->st.ctrl_refused++;
+		snprintf(q->answer, sizeof(q->answer), "error: ctrl: INA is off on this switch\n");
+		return;
+	}
 	switch (cmd->op) {
 	case CTL_INSTALL:
 		if ((rc = install(sw, cmd, &why)) == 0 && cmd->auto_id) {

@@ -248,7 +248,7 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 		return;
 	}
 	uint16_t dport = rte_be_to_cpu_16(v.dst_port);
-	if (dport == sw->cfg->ctrl_port && sw->eng) {
+	if (dport == sw->cfg->ctrl_port && sw->ctrl_in) {
 		sw_ctrl_submit(rt, sw, in, vlan, &v);
 		rte_pktmbuf_free(m);
 		return;
