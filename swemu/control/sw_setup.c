@@ -185,8 +185,8 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 	sw_fdb_init(&sw->fdb, c->fdb_age_s, c->fdb_port_limit);
 	for (int i = 0; i < c->nfdb; i++)
 		sw_fdb_add_static(&sw->fdb, c->fdb[i].mac, c->ports[c->fdb[i].port].vlan, c->fdb[i].port);
-	/* a control channel where someone may speak to it: every INA switch
-	 * (answers to unknown sources too), any switch with management sources */
+	/* a control channel on every INA switch and on any switch with
+	 * management sources (a plain one's takes link settings only) */
 	if (c->nmgmt && ctrl_queues(sw) < 0) {
 		snprintf(err, errlen, "switch '%s': no memory for its control requests", c->name);
 		return -ENOMEM;
