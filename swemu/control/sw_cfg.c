@@ -5,6 +5,7 @@
 #include "ctl_msg.h"
 #include "parse.h"
 #include "sw_fdb.h"
+#include "sw_frame.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -191,11 +192,7 @@ static int load_jobs(const struct conf_reader *p, const struct conf_node *sw, st
 
 /* Whether the switch has an address of its own: a control channel then
  * (INA or not: link settings of a spine or a plain ToR change at run time). */
-static bool addressed(const struct sw_switch_cfg *s)
-{
-	static const uint8_t zero[6];
-	return s->ip && memcmp(s->mac, zero, 6) != 0;
-}
+static bool addressed(const struct sw_switch_cfg *s) { return s->ip && !sw_mac_zero(s->mac); }
 
 /* Where control commands may come from besides their source address: the
  * ports they may come in by (mgmt_ports, names) and their VLAN

@@ -117,6 +117,9 @@ static inline void sw_frame_udp_fill_len(uint8_t *buf, uint32_t ip_sum, size_t u
 	ip[SW_IP_HLEN + 5] = (uint8_t)ulen;
 }
 
+/* The all-zero MAC: none given. */
+static inline bool sw_mac_zero(const uint8_t *m) { return !(m[0] | m[1] | m[2] | m[3] | m[4] | m[5]); }
+
 /* Two MAC addresses equal: inline, every frame into the switch asks. */
 static inline bool sw_mac_eq(const uint8_t *a, const uint8_t *b)
 {

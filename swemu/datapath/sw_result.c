@@ -45,8 +45,6 @@ static void group_start(struct sw_rt *rt, struct sw_port *in, struct emit_group 
 	}
 }
 
-static bool mac_zero(const uint8_t *m) { return !(m[0] | m[1] | m[2] | m[3] | m[4] | m[5]); }
-
 static unsigned dst_slot(uint32_t ip, uint16_t port)
 {
 	return ((ip ^ (uint32_t)port << 16) * 2654435761u) >> 26 & (SW_DST_CACHE - 1);
@@ -71,7 +69,7 @@ static bool dst_resolve(struct sw_lsw *sw, struct sw_port *in, const struct ina_
 			uint16_t src_port, struct sw_dst *d, bool *flood)
 {
 	const uint8_t *mac = e->dst.mac;
-	const bool no_mac = mac_zero(mac);
+	const bool no_mac = sw_mac_zero(mac);
 	const struct sw_neigh_entry *nb = no_mac || sw->vlans > 1 ? sw_neigh_find(&sw->neigh, e->dst.ip, sw->now_s)
 								  : NULL;
 	uint16_t vlan = nb ? nb->vlan : in_vlan;
