@@ -52,7 +52,8 @@ void hcl_comm_xfer_cfg(const struct hcl_comm *c, struct hcl_xfer_cfg *xc)
 				     .payload = c->env.xfer_payload,
 				     .window = c->env.xfer_window,
 				     .local_queue = c->env.xfer_local_queue,
-				     .coalesced = true, /* hcl_comm_create opens data sockets so */
+				     .timer_scale = c->env.timer_scale,
+				     .coalesced = true,	    /* hcl_comm_create opens data sockets so */
 				     .peers_ready = true }; /* and opens them before the rendezvous */
 }
 

@@ -163,6 +163,7 @@ static int aring_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t e
 			return -ENOMEM;
 		hcl_aring_set_poll(s->worker[d], hcl_comm_poll_xfer, c);
 		hcl_aring_set_lost(s->worker[d], c->env.ina_lost_ns);
+		hcl_aring_set_timer_scale(s->worker[d], c->env.timer_scale);
 	}
 	/* nobody sends before every member's jobs are in place */
 	return hcl_comm_barrier(c, deadline, err, errlen);

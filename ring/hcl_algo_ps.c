@@ -186,6 +186,7 @@ static int start_aggregators(struct hcl_comm *c, char *err, size_t errlen)
 		const struct psina_plan *p = &s->plan[d];
 		struct hcl_ina_cfg ic = { .shards = n,
 					  .lost_ns = c->env.ina_lost_ns,
+					  .timer_scale = c->env.timer_scale,
 					  .index = p->client[c->rank].index,
 					  .slots = shard_slots(c),
 					  .elems = c->env.ina_elems,

@@ -60,6 +60,13 @@ struct hcl_aring {
 
 void hcl_aring_set_lost(struct hcl_aring *a, int64_t lost_ns) { a->lost_ns = lost_ns; }
 
+void hcl_aring_set_timer_scale(struct hcl_aring *a, double scale)
+{
+	int64_t floor_ns = (int64_t)(RTO_FLOOR_NS * (scale > 1 ? scale : 1));
+	for (unsigned k = 0; k < a->nsteps; k++)
+		hcl_inaw_init_timer(&a->s[k].win, floor_ns, floor_ns > 500000000 ? floor_ns : 500000000);
+}
+
 const void *hcl_aring_input(const struct hcl_aring *a) { return a->src; }
 
 const void *hcl_aring_last_input(const struct hcl_aring *a, size_t *count)

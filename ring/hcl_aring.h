@@ -37,6 +37,8 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *src, void *dst, size_t 
  * results and ACKs alike) ends -ENETDOWN; 0 (the default): only the
  * deadline ends it. */
 void hcl_aring_set_lost(struct hcl_aring *a, int64_t lost_ns);
+/* The re-send timers' floor x scale (time dilation; see HCL_TIMER_SCALE). */
+void hcl_aring_set_timer_scale(struct hcl_aring *a, double scale);
 /* The last call's input, whole (src, or its copy when the call was in
  * place): what a call that failed can start again from. */
 const void *hcl_aring_input(const struct hcl_aring *a);

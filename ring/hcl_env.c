@@ -271,6 +271,20 @@ static int ina_lost_setting(struct hcl_env *e, char *err, size_t errlen)
 	return 0;
 }
 
+/* A trial that runs its links k times slower than the cluster it stands
+ * for (time dilation, docs/TRIAL.md) stretches every round trip k times;
+ * the re-send timers' fixed floors must stretch with them, or they fire
+ * before an answer could come (spurious re-sends a real cluster would not
+ * see). */
+static int timer_scale_setting(struct hcl_env *e, char *err, size_t errlen)
+{
+	const char *s = env("HCL_TIMER_SCALE");
+	e->timer_scale = 1;
+	if (s && parse_double(s, 1, 1e6, &e->timer_scale) < 0)
+		return bad(err, errlen, "HCL_TIMER_SCALE=%s: want a factor from 1 to 1e6", s);
+	return 0;
+}
+
 static int xfer_settings(struct hcl_env *e, char *err, size_t errlen)
 {
 	long long payload, window, lq = 0;
@@ -306,7 +320,8 @@ int hcl_env_resolve(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err, 
 	if (int_setting(k->ring_channels, "ring_channels", "HCL_RING_CHANNELS", 1, HCL_RING_MAX_CHANNELS, 1, &channels,
 			err, errlen) < 0 ||
 	    ina_settings(k, e, err, errlen) < 0 || ina_lost_setting(e, err, errlen) < 0 ||
-	    xfer_settings(e, err, errlen) < 0 || sync_settings(k, e, err, errlen) < 0)
+	    xfer_settings(e, err, errlen) < 0 || timer_scale_setting(e, err, errlen) < 0 ||
+	    sync_settings(k, e, err, errlen) < 0)
 		return -EINVAL;
 	e->ring_channels = (unsigned)channels;
 	e->agent_report = env("HCL_AGENT_REPORT") != NULL;

@@ -46,8 +46,9 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transpor
 	if (!a->cfg.rto_us)
 		a->cfg.rto_us = 5000;
 	a->t = t;
+	int64_t floor_ns = (int64_t)((double)a->cfg.rto_us * 1000 * (cfg->timer_scale > 1 ? cfg->timer_scale : 1));
 	for (unsigned h = 0; h < a->cfg.shards; h++) {
-		if (hcl_inaw_init(&a->win[h], cfg->slots, (int64_t)a->cfg.rto_us * 1000, 500000000) < 0)
+		if (hcl_inaw_init(&a->win[h], cfg->slots, floor_ns, floor_ns > 500000000 ? floor_ns : 500000000) < 0)
 			goto nomem;
 		a->win[h].rack = true; /* one aggregation per slice: they finish in order */
 	}

@@ -33,6 +33,7 @@ struct hcl_ina_cfg {
 	uint32_t slots;				   /* each job's slot count = each shard's window */
 	uint16_t elems;				   /* elements per packet (<= the job's elems) */
 	uint32_t rto_us;			   /* first resend timeout; 0 = 5000 */
+	double timer_scale;			   /* rto_us x this (time dilation); 0 = 1 */
 	/* an aggregator that answers nothing for this long while slices are
 	 * out is lost: the call ends -ENETDOWN (0: wait for the deadline) */
 	int64_t lost_ns;

@@ -13,6 +13,11 @@ int hcl_inaw_init(struct hcl_inaw *w, uint32_t slots, int64_t rto_floor_ns, int6
 	return (w->s = calloc(slots ? slots : 1, sizeof(*w->s))) ? 0 : -ENOMEM;
 }
 
+void hcl_inaw_init_timer(struct hcl_inaw *w, int64_t rto_floor_ns, int64_t rto_cap_ns)
+{
+	hcl_rtt_init(&w->rtt, rto_floor_ns, rto_cap_ns);
+}
+
 void hcl_inaw_free(struct hcl_inaw *w)
 {
 	free(w->s);

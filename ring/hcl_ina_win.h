@@ -36,6 +36,8 @@ struct hcl_inaw {
 
 /* 0, or -ENOMEM. */
 int hcl_inaw_init(struct hcl_inaw *w, uint32_t slots, int64_t rto_floor_ns, int64_t rto_cap_ns);
+/* A new floor and cap for the timer, before any slice is sent. */
+void hcl_inaw_init_timer(struct hcl_inaw *w, int64_t rto_floor_ns, int64_t rto_cap_ns);
 void hcl_inaw_free(struct hcl_inaw *w);
 /* A new pass: nothing in flight (the sets and the timer are kept). */
 void hcl_inaw_reset(struct hcl_inaw *w);

@@ -38,6 +38,11 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct dgram_trans
 		x->cfg.rto_us = 10000; /* see hcl_xfer.h */
 	if (!x->cfg.rto_max_us)
 		x->cfg.rto_max_us = 100000;
+	if (x->cfg.timer_scale > 1) {
+		double s = x->cfg.timer_scale, cap = 3600e6; /* an hour: the longest call deadline */
+		x->cfg.rto_us = (uint32_t)(x->cfg.rto_us * s < cap ? x->cfg.rto_us * s : cap);
+		x->cfg.rto_max_us = (uint32_t)(x->cfg.rto_max_us * s < cap ? x->cfg.rto_max_us * s : cap);
+	}
 	if (!x->cfg.local_queue)
 		x->cfg.local_queue = 64 << 10;
 	/* before any round trip is measured, assume a loaded queue (TCP

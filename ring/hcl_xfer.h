@@ -45,6 +45,7 @@ struct hcl_xfer_cfg {
 	 * Losses other than a window's tail are found by RACK, not the timer. */
 	uint32_t rto_us;
 	uint32_t rto_max_us; /* back-off cap; 0 = 100000 */
+	double timer_scale;  /* rto_us and rto_max_us x this (time dilation); 0 = 1 */
 	/* Most bytes of our own datagrams (in the host's accounting, about
 	 * 16 KiB per jumbo datagram) left waiting in this host's queue before
 	 * new data waits; 0 = 64 KiB, UINT32_MAX = no limit.  See

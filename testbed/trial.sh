@@ -13,6 +13,9 @@
 # With ina_racks = "sweep" every algorithm runs with every rack INA-capable,
 # then the INA algorithms again with 0, 1, ... racks upgraded in
 # sweep_order (sweep/kK/ALGO-SIZE): the report's deployment curve.
+# With dilation = K the file describes the real cluster and the testbed
+# runs its rates / K, its delays and compute x K; "auto" picks K first
+# (calibration.txt): the report gives every time in the real units.
 set -euo pipefail
 case "${1:-}" in -h|--help) awk 'NR > 2 && !/^#/ {exit} NR > 2' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +50,8 @@ printf "T_SIZE_BYTES='%s'\nT_HOST_BPS=%s\nT_UPLINK_BPS=%s\n" "${size_bytes% }" "
 rack_bps=""
 for r in ${T_RACK_RATES//,/ }; do rack_bps+="$("$checker" --rate "$r") "; done
 printf "T_RACK_BPS='%s'\n" "${rack_bps% }" >> "$out/trial.env"
+# the machine's CPU, busy and total ticks of all cores, for the share a run used
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat; }
 
 # a testbed slot of its own: trials running at the same time get their own
 # topology name (namespaces, veths, swemu's EAL prefix) and subnet.  A slot
@@ -77,36 +82,28 @@ cleanup() {
 trap cleanup EXIT
 printf 'T_TOPOLOGY=%s\n' $name >> "$out/trial.env"
 # bash runs a trap only when its foreground command ends, and a run may take
-# up to its deadline: runs go in the background and are waited for, so a
-# signal stops the run at once (topo.sh down then kills what is left of it)
+# up to its deadline: runs go in the background (perf_run)
 run_pid=""
 trap '[ -z "$run_pid" ] || kill -TERM "$run_pid" 2>/dev/null; exit 130' INT TERM
-opts=(--subnet 10.93.$slot --racks $T_RACKS --rate "$T_HOST_RATE" --uplink-rate "$T_UPLINK_RATE")
-opts+=(--pmd "$T_PMD")
-[ -n "$T_UPLINK_BUFFER" ] && opts+=(--uplink-buffer "$T_UPLINK_BUFFER")
-[ -n "$T_HOST_BUFFER" ] && opts+=(--buffer "$T_HOST_BUFFER")
-[ "$T_LOSS" != 0 ] && opts+=(--loss "$T_LOSS")
-[ "${T_DELAY_US:-0}" != 0 ] && opts+=(--delay-us "$T_DELAY_US")
-[ "${T_JITTER_US:-0}" != 0 ] && opts+=(--jitter-us "$T_JITTER_US")
-[ -n "${T_BURST_LOSS:-}" ] && opts+=(--burst-loss "$T_BURST_LOSS")
-[ -n "${T_RACK_RATES:-}" ] && opts+=(--rack-rates "$T_RACK_RATES")
-echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS$( ((T_SWEEP)) && echo ", then a sweep in the order $T_SWEEP_ORDER")), links $T_HOST_RATE, uplinks $T_UPLINK_RATE, $T_PMD ports"
+# the testbed's settings: the emulated (dilated) rates and delays
+topo_opts() {
+	opts=(--subnet 10.93.$slot --racks $T_RACKS --rate "$T_EMU_HOST_RATE" --uplink-rate "$T_EMU_UPLINK_RATE")
+	opts+=(--pmd "$T_PMD")
+	[ -n "$T_UPLINK_BUFFER" ] && opts+=(--uplink-buffer "$T_UPLINK_BUFFER")
+	[ -n "$T_HOST_BUFFER" ] && opts+=(--buffer "$T_HOST_BUFFER")
+	[ "$T_LOSS" != 0 ] && opts+=(--loss "$T_LOSS")
+	[ "$T_EMU_DELAY_US" != 0 ] && opts+=(--delay-us "$T_EMU_DELAY_US")
+	[ "$T_EMU_JITTER_US" != 0 ] && opts+=(--jitter-us "$T_EMU_JITTER_US")
+	[ -n "${T_BURST_LOSS:-}" ] && opts+=(--burst-loss "$T_BURST_LOSS")
+	[ -n "$T_EMU_RACK_RATES" ] && opts+=(--rack-rates "$T_EMU_RACK_RATES")
+	return 0
+}
 # the racks, with INA-capable ToRs at racks $1 ("0,2", "none")
 racks_up() {
 	"$top/testbed/topo.sh" down $name >/dev/null 2>&1 || true # a crashed run's leftovers, or the last deployment
 	"$top/testbed/topo.sh" up $name $n "${opts[@]}" --ina-racks "$1" >> "$out/topo.log"
 	"$top/testbed/topo.sh" start $name >> "$out/topo.log"
 }
-racks_up "$T_INA_RACKS"
-cp /run/swemu-testbed/$name/swemu.cfg "$out/swemu.cfg" 2>/dev/null || true
-
-noise=(--seed "$T_SEED")
-if [ "$T_COMPUTE_MS" != 0 ] || [ -n "$T_JITTER" ] || [ -n "$T_STRAGGLER" ]; then
-	noise+=(--compute "$T_COMPUTE_MS")
-	[ -n "$T_JITTER" ] && noise+=(--jitter "$T_JITTER")
-	[ -n "$T_STRAGGLER" ] && noise+=(--straggler "$T_STRAGGLER")
-fi
-((T_PACE)) && noise+=(-P)
 # float jobs of ps, ps-ina, agent-ring, and their packets: T_INA_ELEMS elements
 # (the ToRs take up to 2048), T_INA_SLOTS of them in flight per worker and job
 case "${T_INA_WIRE:-fp32}" in
@@ -120,6 +117,86 @@ wire+=(HCL_INA_ELEMS="${T_INA_ELEMS:-2048}" HCL_INA_SLOTS="${T_INA_SLOTS:-8}" HC
 # HCL_RING_CHANNELS wins
 wire+=(HCL_RING_CHANNELS="${HCL_RING_CHANNELS:-2}")
 printf 'T_RING_CHANNELS=%s\n' "${HCL_RING_CHANNELS:-2}" >> "$out/trial.env"
+# One run of ina-allreduce-perf into directory $1 (algorithm $2, size $3,
+# then its options); the machine's CPU ticks around it in $1/cpu.  In the
+# background and waited for, so a signal stops it at once (topo.sh down then
+# kills what is left of it).
+perf_run() {
+	local d=$1 algo=$2 size=$3 rc=0
+	shift 3
+	mkdir -p "$d/trace"
+	local cpu0
+	cpu0=$(cpu_ticks)
+	# the library's re-send timer floors stretch with the dilated round trips
+	env "${wire[@]}" HCL_TIMER_SCALE="$T_DILATION" "$top/testbed/launch.sh" $name -- "$perf" -a "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
+		-t "$T_TIMEOUT_MS" --trace "$d/trace" "$@" > "$d/perf.out" 2>&1 &
+	run_pid=$!
+	wait $run_pid || rc=$?
+	run_pid=""
+	echo "$cpu0 $(cpu_ticks)" > "$d/cpu"
+	echo $rc > "$d/rc"
+	return 0
+}
+# the share of the machine's CPU a run used (its directory $1), in percent
+cpu_pct() { awk '{ t = $4 - $2; x = t > 0 ? 100 * ($3 - $1) / t : 0; printf "%.0f", x }' "$1/cpu"; }
+
+# dilation = "auto": the highest emulated host rate of a ladder (50M, 100M,
+# ... doubling, up to the real rate) at which ring, and ps-ina where racks
+# are INA-capable, each at the largest size and back to back, keep the
+# machine's CPU under cpu_share; k = the real rate / that rate
+calibrate() {
+	local real rate k="" best="" algo share ok v big=${T_SIZES##* } cal=$out/calibration
+	real=$("$checker" --rate "$T_HOST_RATE")
+	local calgos=(ring)
+	[[ " $T_ALGOS " == *" ps-ina "* && $T_INA_RACKS != none ]] && calgos+=(ps-ina)
+	echo "# calibration: emulated host rate, k, algorithm, CPU busy (% of $(nproc) cores)" \
+		> "$out/calibration.txt"
+	for rate in 50000000 100000000 200000000 400000000 800000000 1600000000; do
+		((rate <= real)) || break
+		k=$(awk -v r="$real" -v e="$rate" 'BEGIN { printf "%.6g", r / e }')
+		v=$("$checker" --dilation "$k" "$cfgfile") || exit 2
+		eval "$v"
+		topo_opts
+		racks_up "$T_INA_RACKS"
+		ok=1
+		for algo in "${calgos[@]}"; do
+			perf_run "$cal/$k-$algo" "$algo" "$big" -n 3 -w 1
+			[ "$(cat "$cal/$k-$algo/rc")" = 0 ] || { echo "trial: calibration run $algo at $rate bit/s failed:" \
+				"$(tail -1 "$cal/$k-$algo/perf.out")" >&2; exit 1; }
+			share=$(cpu_pct "$cal/$k-$algo")
+			echo "$rate $k $algo $share" >> "$out/calibration.txt"
+			printf 'calibration: host links %s (k = %s): %s used %s%% of the CPU\n' "$T_EMU_HOST_RATE" "$k" "$algo" \
+				"$share"
+			awk -v s="$share" -v c="$T_CPU_SHARE" 'BEGIN { exit !(s > 100 * c) }' && ok=0
+		done
+		((ok)) || break
+		best=$k
+	done
+	# even the slowest rung was over: run there, and the report says so;
+	# a cluster slower than the first rung runs as it is
+	dil_k=${best:-${k:-1}}
+}
+
+if [ "$T_DILATION" = auto ]; then
+	calibrate
+	vars=$("$checker" --dilation "$dil_k" "$cfgfile") || exit 2
+	eval "$vars"
+	printf '%s\n' "$vars" | grep -E '^T_(DILATION|EMU_)' >> "$out/trial.env"
+	echo T_CALIBRATED=1 >> "$out/trial.env"
+	echo "time dilation: k = $dil_k (host links $T_EMU_HOST_RATE stand for $T_HOST_RATE)"
+fi
+topo_opts
+echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS$( ((T_SWEEP)) && echo ", then a sweep in the order $T_SWEEP_ORDER")), links $T_EMU_HOST_RATE, uplinks $T_EMU_UPLINK_RATE, $T_PMD ports$([ "$T_DILATION" = 1 ] || echo ", time-dilated by $T_DILATION")"
+racks_up "$T_INA_RACKS"
+cp /run/swemu-testbed/$name/swemu.cfg "$out/swemu.cfg" 2>/dev/null || true
+
+noise=(--seed "$T_SEED")
+if [ "$T_EMU_COMPUTE_MS" != 0 ] || [ -n "$T_EMU_JITTER" ] || [ -n "$T_STRAGGLER" ]; then
+	noise+=(--compute "$T_EMU_COMPUTE_MS")
+	[ -n "$T_EMU_JITTER" ] && noise+=(--jitter "$T_EMU_JITTER")
+	[ -n "$T_STRAGGLER" ] && noise+=(--straggler "$T_STRAGGLER")
+fi
+((T_PACE)) && noise+=(-P)
 read -ra algos <<<"$T_ALGOS"
 read -ra sizes <<<"$T_SIZES"
 ina_algos=()
@@ -145,16 +222,10 @@ run_set() {
 					"$( ((k > 1 && el > 0)) && echo ", estimated total ${est}s")"
 				d=$base/$algo-$size
 				((rep == 1)) || d+=@$rep
-				mkdir -p "$d/trace"
+				mkdir -p "$d"
 				"$top/testbed/topo.sh" stats $name > "$d/stats-before.json"
-				env "${wire[@]}" "$top/testbed/launch.sh" $name -- "$perf" -a "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
-					-n "$T_ITERATIONS" -w "$T_WARMUP" -t "$T_TIMEOUT_MS" --trace "$d/trace" "${noise[@]}" \
-					> "$d/perf.out" 2>&1 &
-				run_pid=$!
-				rc=0
-				wait $run_pid || rc=$?
-				run_pid=""
-				echo $rc > "$d/rc"
+				perf_run "$d" "$algo" "$size" -n "$T_ITERATIONS" -w "$T_WARMUP" "${noise[@]}"
+				rc=$(cat "$d/rc")
 				# what the other ranks said (an agent's fall-back to the software PS,
 				# INA lost mid-run): the report credits INA only where it happened
 				cp /run/swemu-testbed/$name/rank-*.log "$d/" 2>/dev/null || true

@@ -5,6 +5,7 @@
  * wrong" — before anything is built.  Values are checked against a small
  * character set, so the output can be eval'ed as it is. */
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,6 +34,16 @@ struct trial {
 	char rack_rates[128];	 /* each rack's host link rate, "R0,R1,...", or "": host_rate */
 	bool pace;
 	char algos[128], sizes[256], rate_buf[32];
+	/* time dilation: the file's rates, delays and compute times are the
+	 * real cluster's; the testbed runs rates / k and times x k */
+	double dilation;	     /* k >= 1; 0 = "auto" (the runner calibrates) */
+	double cpu_share;	     /* what calibration may let the machine's CPU reach */
+	const struct conf_node *dil; /* where dilation was set, for errors at k */
+	struct emulated {	     /* the values the testbed runs at */
+		char host_rate[32], uplink_rate[32], rack_rates[160], jitter[64];
+		long long delay_us, jitter_us;
+		double compute_ms;
+	} emu;
 };
 
 static char err[512];
@@ -110,6 +121,20 @@ static int get_rate(const struct conf_node *t, const char *key, double lo, doubl
 	if (s && ((buffer ? parse_size(*v, &x) : parse_rate(*v, &x)) < 0 || x < lo || x > hi))
 		return bad(s, "%s = \"%s\": want a number with K, M or G, from %g to %g", key, *v, lo, hi);
 	return 0;
+}
+
+/* A rate in bit/s as the rate grammar reads it, as short as it is exact. */
+static void format_rate(double bps, char *buf, size_t cap)
+{
+	long long x = llround(bps);
+	if (x >= 1000000000 && x % 1000000000 == 0)
+		snprintf(buf, cap, "%lldG", x / 1000000000);
+	else if (x >= 1000000 && x % 1000000 == 0)
+		snprintf(buf, cap, "%lldM", x / 1000000);
+	else if (x >= 1000 && x % 1000 == 0)
+		snprintf(buf, cap, "%lldK", x / 1000);
+	else
+		snprintf(buf, cap, "%lld", x);
 }
 
 static const char *const known_algos[] = { "ring", "hier", "ps", "ps-ina", "agent-ring" };
@@ -289,8 +314,8 @@ static int get_rack_rates(const struct conf_node *t, struct trial *tr)
 		const struct conf_node *e = conf_elem(s, (unsigned)r);
 		const char *v = conf_string(e);
 		uint64_t x;
-		if (!v || !safe(v) || parse_rate(v, &x) < 0 || x < 1e6 || x > 1e11)
-			return bad(e, "rack_host_rates: entry %d is not a rate from 1M to 100G", r);
+		if (!v || !safe(v) || parse_rate(v, &x) < 0 || x < 1e6 || x > 1e12)
+			return bad(e, "rack_host_rates: entry %d is not a rate from 1M to 1T", r);
 		size_t l = strlen(tr->rack_rates);
 		snprintf(tr->rack_rates + l, sizeof(tr->rack_rates) - l, "%s%s", r ? "," : "", v);
 	}
@@ -314,13 +339,109 @@ static int check_straggler(const struct conf_node *t, const char *s, int world)
 		   world - 1);
 }
 
-static const char *const known_keys[] = {
-	"name",	     "seed",	    "racks",	     "hosts_per_rack",	 "ina_racks",	   "host_rate",	 "host_buffer",
-	"pmd",	     "uplink_rate", "uplink_buffer", "oversubscription", "loss",	   "compute_ms", "jitter",
-	"straggler", "algorithms",  "sizes",	     "iterations",	 "warmup",	   "pace",	 "dtype",
-	"ina_wire",  "ina_elems",   "ina_slots",     "ps_shards",	 "timeout_ms",	   "repeats",	 "sweep_order",
-	"costs",     "delay_us",    "jitter_us",     "burst_loss",	 "rack_host_rates"
-};
+/* dilation = K (>= 1) or "auto"; cpu_share only with "auto". */
+static int get_dilation(const struct conf_node *t, struct trial *tr)
+{
+	const struct conf_node *d = conf_member(t, "dilation"), *c = conf_member(t, "cpu_share");
+	tr->dil = d;
+	if (d && d->type == CONF_STRING) {
+		if (strcmp(conf_string(d), "auto"))
+			return bad(d, "dilation = \"%s\": want a factor >= 1 or \"auto\"", conf_string(d));
+		tr->dilation = 0;
+	} else if (get_num(t, "dilation", 1, 1e6, &tr->dilation) < 0) {
+		return -1;
+	}
+	if (c && tr->dilation != 0)
+		return bad(c, "cpu_share needs dilation = \"auto\" (it bounds the calibration)");
+	return get_num(t, "cpu_share", 0.05, 1, &tr->cpu_share);
+}
+
+/* One rate of the file divided by k, within what the testbed's links take. */
+static int dilate_rate(const struct trial *tr, const char *key, const char *real, double k, char *buf, size_t cap)
+{
+	uint64_t x;
+	parse_rate(real, &x);
+	double e = (double)x / k;
+	if (e < 1e6 || e > 1e11)
+		return bad(tr->dil,
+			   "at dilation %g, %s %s would run at %.0f bit/s: the testbed's links take 1M to 100G", k, key,
+			   real, e);
+	format_rate(e, buf, cap);
+	return 0;
+}
+
+/* The values the testbed runs at: rates / k, delays and compute times x k
+ * (the compute noise with them); k = 1 leaves the file's values. */
+static int apply_dilation(struct trial *tr, double k)
+{
+	struct emulated *e = &tr->emu;
+	if (dilate_rate(tr, "host_rate", tr->host_rate, k, e->host_rate, sizeof(e->host_rate)) < 0 ||
+	    dilate_rate(tr, "uplink_rate", tr->uplink_rate ? tr->uplink_rate : tr->host_rate, k, e->uplink_rate,
+			sizeof(e->uplink_rate)) < 0)
+		return -1;
+	e->rack_rates[0] = 0;
+	char one[32], rates[sizeof(tr->rack_rates)];
+	snprintf(rates, sizeof(rates), "%s", tr->rack_rates);
+	for (char *save, *r = strtok_r(rates, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
+		if (dilate_rate(tr, "a rack_host_rates entry", r, k, one, sizeof(one)) < 0)
+			return -1;
+		size_t l = strlen(e->rack_rates);
+		snprintf(e->rack_rates + l, sizeof(e->rack_rates) - l, "%s%s", l ? "," : "", one);
+	}
+	e->delay_us = llround(tr->delay_us * k);
+	e->jitter_us = llround(tr->jitter_us * k);
+	e->compute_ms = tr->compute_ms * k;
+	if (e->delay_us > 10000000 || e->jitter_us > 10000000 || e->compute_ms > 3600000)
+		return bad(tr->dil,
+			   "at dilation %g, a delay (swemu's limit 10 s) or compute time (one hour) is too long", k);
+	struct hcl_noise z;
+	hcl_noise_parse_jitter(tr->jitter, &z); /* checked already */
+	if (z.kind == 'n')
+		snprintf(e->jitter, sizeof(e->jitter), "normal:%g", z.a * k);
+	else if (z.kind == 'e')
+		snprintf(e->jitter, sizeof(e->jitter), "exp:%g", z.a * k);
+	else if (z.kind == 'h')
+		snprintf(e->jitter, sizeof(e->jitter), "hiccup:%g:%g", z.a, z.b * k);
+	else
+		e->jitter[0] = 0;
+	return 0;
+}
+
+static const char *const known_keys[] = { "name",
+					  "seed",
+					  "racks",
+					  "hosts_per_rack",
+					  "ina_racks",
+					  "host_rate",
+					  "host_buffer",
+					  "pmd",
+					  "uplink_rate",
+					  "uplink_buffer",
+					  "oversubscription",
+					  "loss",
+					  "compute_ms",
+					  "jitter",
+					  "straggler",
+					  "algorithms",
+					  "sizes",
+					  "iterations",
+					  "warmup",
+					  "pace",
+					  "dtype",
+					  "ina_wire",
+					  "ina_elems",
+					  "ina_slots",
+					  "ps_shards",
+					  "timeout_ms",
+					  "repeats",
+					  "sweep_order",
+					  "costs",
+					  "delay_us",
+					  "jitter_us",
+					  "burst_loss",
+					  "rack_host_rates",
+					  "dilation",
+					  "cpu_share" };
 
 /* Every setting of the group is one the runner knows: a misspelt one
  * would silently keep its default. */
@@ -349,16 +470,16 @@ static int load(const struct conf *cf, struct trial *tr)
 		return -1;
 	if (w && (!*tr->name || strlen(tr->name) > 32 || strpbrk(tr->name, ".:,")))
 		return bad(w, "name: 1 to 32 letters, digits, - or _");
-	if (get_int(t, "seed", 0, 1 << 30, &tr->seed) < 0 || get_int(t, "racks", 1, 8, &tr->racks) < 0 ||
-	    get_int(t, "hosts_per_rack", 1, MAX_HOSTS, &tr->hosts) < 0)
+	if (get_dilation(t, tr) < 0 || get_int(t, "seed", 0, 1 << 30, &tr->seed) < 0 ||
+	    get_int(t, "racks", 1, 8, &tr->racks) < 0 || get_int(t, "hosts_per_rack", 1, MAX_HOSTS, &tr->hosts) < 0)
 		return -1;
 	if (tr->racks * tr->hosts < 2 || tr->racks * tr->hosts > MAX_HOSTS)
 		return bad(conf_member(t, "hosts_per_rack") ? conf_member(t, "hosts_per_rack") : t,
 			   "racks x hosts_per_rack = %d: must be from 2 to %d on this testbed", tr->racks * tr->hosts,
 			   MAX_HOSTS);
 	if (get_ina(t, tr) < 0 || get_order(t, tr) < 0 || get_costs(t, tr) < 0 ||
-	    get_rate(t, "host_rate", 1e6, 1e11, &tr->host_rate) < 0 ||
-	    get_rate(t, "uplink_rate", 1e6, 1e11, &tr->uplink_rate) < 0 ||
+	    get_rate(t, "host_rate", 1e6, 1e12, &tr->host_rate) < 0 ||
+	    get_rate(t, "uplink_rate", 1e6, 1e12, &tr->uplink_rate) < 0 ||
 	    get_rate(t, "uplink_buffer", 1e3, 1e9, &tr->uplink_buffer) < 0 ||
 	    get_rate(t, "host_buffer", 1e3, 1e9, &tr->host_buffer) < 0 ||
 	    get_num(t, "oversubscription", 1, 64, &tr->oversub) < 0 || get_num(t, "loss", 0, 0.5, &tr->loss) < 0 ||
@@ -426,12 +547,7 @@ static int load(const struct conf *cf, struct trial *tr)
 				   "the uplink would run at %.0f bit/s (host_rate x hosts_per_rack / "
 				   "oversubscription); swemu's slowest link is 1M",
 				   up);
-		if (up >= 1e9 && up == 1e9 * (long long)(up / 1e9))
-			snprintf(tr->rate_buf, sizeof(tr->rate_buf), "%.0fG", up / 1e9);
-		else if (up >= 1e6 && up == 1e6 * (long long)(up / 1e6))
-			snprintf(tr->rate_buf, sizeof(tr->rate_buf), "%.0fM", up / 1e6);
-		else
-			snprintf(tr->rate_buf, sizeof(tr->rate_buf), "%.0fK", up / 1e3);
+		format_rate(up, tr->rate_buf, sizeof(tr->rate_buf));
 		tr->uplink_rate = tr->rate_buf;
 	}
 	return 0;
@@ -451,12 +567,24 @@ int main(int argc, char **argv)
 		printf("%llu\n", (unsigned long long)v);
 		return 0;
 	}
+	double k_given = 0; /* --dilation K: the factor the runner calibrated */
+	if (argc == 4 && !strcmp(argv[1], "--dilation")) {
+		if (parse_double(argv[2], 1, 1e6, &k_given) < 0) {
+			fprintf(stderr, "swemu-trial-cfg: --dilation '%s': want a factor from 1 to 1e6\n", argv[2]);
+			return 2;
+		}
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc != 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		fprintf(argc == 2 ? stdout : stderr,
-			"usage: swemu-trial-cfg TRIAL_FILE\n"
+			"usage: swemu-trial-cfg [--dilation K] TRIAL_FILE\n"
 			"       swemu-trial-cfg --rate RATE | --size SIZE\n"
 			"  Checks a trial file (configs/trial.cfg shows every setting) and prints it as\n"
 			"  shell assignments with the defaults filled in; exit 2 and file:line on a mistake.\n"
+			"  T_EMU_* are the values the testbed runs at: the file's rates / K and its delays\n"
+			"  and compute times x K (time dilation; K from the file, or --dilation K for a\n"
+			"  file with dilation = \"auto\", which the runner calibrates).\n"
 			"  --rate prints RATE (\"200M\", \"2.5G\") in bit/s as swemu reads it, --size\n"
 			"  SIZE (\"256K\", \"4M\") in bytes (powers of 1024).\n");
 		return argc == 2 ? 0 : 2;
@@ -488,8 +616,10 @@ int main(int argc, char **argv)
 			    .ina_slots = 8,
 			    .ps_shards = 0,
 			    .algos = "ring hier ps ps-ina agent-ring",
-			    .sizes = "1M 4M" };
-	if (load(&cf, &tr) < 0) {
+			    .sizes = "1M 4M",
+			    .dilation = 1,
+			    .cpu_share = 0.5 };
+	if (load(&cf, &tr) < 0 || apply_dilation(&tr, k_given ? k_given : tr.dilation ? tr.dilation : 1) < 0) {
 		fprintf(stderr, "%s\n", err);
 		conf_free(&cf);
 		return 2;
@@ -512,6 +642,15 @@ int main(int argc, char **argv)
 		snprintf(order + strlen(order), sizeof(order) - strlen(order), "%s%d", i ? " " : "", tr.order[i]);
 	printf("T_SWEEP=%d\nT_SWEEP_ORDER='%s'\nT_DELAY_US=%d\nT_JITTER_US=%d\nT_BURST_LOSS='%s'\nT_RACK_RATES='%s'\n",
 	       tr.sweep, order, tr.delay_us, tr.jitter_us, tr.burst, tr.rack_rates);
+	/* "auto" with no --dilation: the runner calibrates, then asks again */
+	if (k_given || tr.dilation)
+		printf("T_DILATION=%g\n", k_given ? k_given : tr.dilation);
+	else
+		printf("T_DILATION=auto\n");
+	printf("T_CPU_SHARE=%g\nT_EMU_HOST_RATE=%s\nT_EMU_UPLINK_RATE=%s\nT_EMU_RACK_RATES='%s'\nT_EMU_DELAY_US=%lld\n"
+	       "T_EMU_JITTER_US=%lld\nT_EMU_COMPUTE_MS=%g\nT_EMU_JITTER=%s\n",
+	       tr.cpu_share, tr.emu.host_rate, tr.emu.uplink_rate, tr.emu.rack_rates, tr.emu.delay_us, tr.emu.jitter_us,
+	       tr.emu.compute_ms, tr.emu.jitter);
 	if (tr.costs)
 		printf("T_COST_INA_TOR=%g\nT_COST_PLAIN_TOR=%g\nT_COST_HOST=%g\nT_COST_INA_POWER=%g\n", tr.cost[0],
 		       tr.cost[1], tr.cost[2], tr.cost[3]);

@@ -6,8 +6,10 @@ and PNG plots, and prints the summary table.
     trial_report.py REPORT_DIR
 
 Reads trial.env, machine.txt and runs/ALGO-SIZE/{rc,perf.out,rank-*.log,
-stats-before.json,stats-after.json,trace/rank*.jsonl} (and, for a sweep of
-deployments, sweep/kK/ALGO-SIZE the same way).  Only the Python
+stats-before.json,stats-after.json,cpu,trace/rank*.jsonl} (and, for a sweep
+of deployments, sweep/kK/ALGO-SIZE the same way).  A time-dilated trial
+(T_DILATION = k) ran its times k times longer: every time is divided by k
+here, so the report speaks the real cluster's units.  Only the Python
 standard library and gnuplot (for the plots; skipped with a note when it
 is missing)."""
 import glob
@@ -37,12 +39,18 @@ def perf_line(text, nbytes):
     return None
 
 
-def traces(d, nbytes, warmup, iters):
+def real_units(x, k):
+    """A trace record with its times (the *_us fields) divided by the
+    dilation factor k."""
+    return {f: v / k if f.endswith("_us") and isinstance(v, (int, float)) else v for f, v in x.items()}
+
+
+def traces(d, nbytes, warmup, iters, k=1.0):
     """Per timed iteration: the job's time (mean over ranks) and, summed
     over ranks, the compute / delay / wait / comm parts."""
     ranks = {}
     for f in sorted(glob.glob(os.path.join(d, "rank*.jsonl"))):
-        lines = [json.loads(x) for x in open(f) if x.strip()]
+        lines = [real_units(json.loads(x), k) for x in open(f) if x.strip()]
         if not lines:
             continue
         marked = any("iter" in x for x in lines) and sum("iter" in x for x in lines) <= iters + 1
@@ -195,6 +203,13 @@ T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
         2.120, 2.110, 2.101, 2.093)
 
 
+def ms(us):
+    """A time in µs as milliseconds with three figures at least: a
+    time-dilated trial reports a fast cluster's sub-millisecond calls."""
+    v = us / 1e3
+    return "%.1f" % v if v >= 10 else "%.2f" % v if v >= 1 else "%.3f" % v
+
+
 def mean_ci(xs):
     """Mean and the half-width of its 95% confidence interval (None with
     fewer than two values)."""
@@ -245,12 +260,12 @@ def answer(t, results, algos, sizes):
         b = min(base, key=lambda a: mean[a])
         tw, tb = mean[w], mean[b]
         pairs = [(x, y) for x, y in zip(ok[b].get("repeats", []), ok[w].get("repeats", [])) if x and y]
-        line = "- %s: with INA, %s takes %.1f ms per all-reduce; without, %s takes %.1f ms: %s" % (
-            s, w, tw / 1e3, b, tb / 1e3, ratio_words(tb, tw, pairs))
+        line = "- %s: with INA, %s takes %s ms per all-reduce; without, %s takes %s ms: %s" % (
+            s, w, ms(tw), b, ms(tb), ratio_words(tb, tw, pairs))
         iw, ib = ok[w].get("timing", {}).get("mean_us"), ok[b].get("timing", {}).get("mean_us")
         if iw and ib and float(t["T_COMPUTE_MS"]) > 0:
-            line += "; an iteration with %s ms of compute: %.1f → %.1f ms (%.2f×)" % (
-                t["T_COMPUTE_MS"], ib / 1e3, iw / 1e3, ib / iw)
+            line += "; an iteration with %s ms of compute: %s → %s ms (%.2f×)" % (
+                t["T_COMPUTE_MS"], ms(ib), ms(iw), ib / iw)
         lines.append(line + ".")
     lines += [""] + noise_words(results, algos, sizes)
     return lines
@@ -279,16 +294,20 @@ def load_run(d, a, t, nb, ctx):
     from perf.out, the timing traces, the switches' counters and, for an
     INA algorithm, whether INA really happened."""
     warmup, iters, world, host_rate, up_rate, link_names = ctx[:6]
+    k = ctx[7] if len(ctx) > 7 else 1.0
     r = {"bytes": nb, "rc": int(open(os.path.join(d, "rc")).read()) if os.path.exists(os.path.join(d, "rc")) else -1}
     text = open(os.path.join(d, "perf.out")).read() if os.path.exists(os.path.join(d, "perf.out")) else ""
     p = perf_line(text, nb) if r["rc"] == 0 else None
-    tr = traces(os.path.join(d, "trace"), nb, warmup, iters) if p else None
+    tr = traces(os.path.join(d, "trace"), nb, warmup, iters, k) if p else None
+    r["cpu_pct"] = cpu_pct(d)
     if p:
+        p["time_us"] /= k
         r.update(p)
         # with compute, the program times whole iterations: the
         # all-reduce is the iteration less its compute (traces)
         if float(t["T_COMPUTE_MS"]) > 0 and tr and tr.get("call_mean_us"):
             r["iteration_us"], r["time_us"] = p["time_us"], tr["call_mean_us"]
+        r["emulated_time_us"] = r["time_us"] * k  # the call as the testbed ran it
         r["algbw_gbs"] = nb / r["time_us"] / 1e3
         r["busbw_gbs"] = r["algbw_gbs"] * 2 * (world - 1) / world
     else:
@@ -316,6 +335,66 @@ def load_run(d, a, t, nb, ctx):
     except (OSError, ValueError, KeyError) as e:
         r["counters_error"] = str(e)
     return r
+
+
+def cpu_pct(d):
+    """The share of the machine's CPU (all cores) busy during a run, in
+    percent, from the runner's /proc/stat ticks around it (None if absent)."""
+    try:
+        b0, t0, b1, t1 = map(float, open(os.path.join(d, "cpu")).read().split())
+        return 100 * (b1 - b0) / (t1 - t0) if t1 > t0 else None
+    except (OSError, ValueError):
+        return None
+
+
+def dilation_words(t, results, algos, sizes):
+    """What time dilation did (k, the emulated rates), and where this run
+    came near what does not scale with it: the machine's CPU, per-packet
+    costs, fixed delays and timer floors."""
+    k = dilation(t)
+    cpus = [(results[a][s]["cpu_pct"], a, s) for a in algos for s in sizes if results[a][s].get("cpu_pct") is not None]
+    share = 100 * float(t.get("T_CPU_SHARE", "0.5"))
+    lines = []
+    if k != 1:
+        lines.append("Time-dilated by **k = %g**: the testbed ran host links at %s%s (uplinks %s), delays and "
+                     "compute %g× as long; every time and bandwidth in this report is the real cluster's (measured "
+                     "time ÷ k)%s." % (
+                         k, t["T_EMU_HOST_RATE"], " (per rack %s)" % t["T_EMU_RACK_RATES"].replace(",", ", ")
+                         if t.get("T_EMU_RACK_RATES") else "", t["T_EMU_UPLINK_RATE"], k,
+                         "; k from calibration.txt, the highest rate at which ring%s kept this machine's CPU under "
+                         "%.0f%%" % (" and ps-ina" if "ps-ina" in algos else "", share)
+                         if t.get("T_CALIBRATED") else ""))
+    if cpus:
+        hi = max(cpus)
+        lines.append("The machine's CPU (all cores) was busy %.0f%% at most during a run (%s at %s), %.0f%% in the "
+                     "median%s." % (hi[0], hi[1], hi[2], statistics.median(c[0] for c in cpus),
+                                    "" if hi[0] <= share else
+                                    ": **above the %.0f%% share**, so those runs may measure this machine's CPU "
+                                    "rather than the network (use a larger dilation factor or slower links)" % share))
+    emu_bps = parse_bps(t.get("T_EMU_HOST_RATE", t["T_HOST_RATE"]))
+    if emu_bps and 9000 * 8 / emu_bps < 50e-6:
+        lines.append("**Near a limit**: at %s a jumbo frame lasts %.0f µs on the emulated link, close to what a "
+                     "packet costs the hosts' and switch's CPU; per-packet costs do not scale with k." % (
+                         t.get("T_EMU_HOST_RATE", t["T_HOST_RATE"]), 9000 * 8 / emu_bps * 1e6))
+    short = [(results[a][s]["emulated_time_us"], a, s) for a in algos for s in sizes
+             if results[a][s].get("emulated_time_us")]
+    if short and min(short)[0] < 20000:
+        m = min(short)
+        lines.append("**Near a limit**: %s at %s took %.1f ms per call on the testbed; delays that do not scale "
+                     "(process wake-ups, swemu's idle back-off of up to 0.2 ms per hop, the INA re-send timer's "
+                     "5 ms floor) are a visible part of calls that short." % (m[1], m[2], m[0] / 1e3))
+    return lines
+
+
+def dilation(t):
+    v = t.get("T_DILATION", "1")
+    return float(v) if v not in ("", "auto") else 1.0
+
+
+def parse_bps(rate):
+    """A rate as the trial file writes it ("200M", "2.5G") in bit/s."""
+    m = re.match(r"^([0-9.]+)([KMGT]?)b?$", rate or "", re.I)
+    return float(m.group(1)) * 1000 ** " KMGT".index((m.group(2) or " ").upper()) if m else None
 
 
 def link_extras(t):
@@ -398,9 +477,9 @@ def sweep_words(t, curve):
             cells = []
             for a in per:
                 p = per[a][k]
-                cells.append("–" if "error" in p else "%.2f× (%s), %.1f ms" % (
+                cells.append("–" if "error" in p else "%.2f× (%s), %s ms" % (
                     p["speedup"], "%.2f–%.2f" % (max(p["speedup"] - p["ci"], 0), p["speedup"] + p["ci"])
-                    if p["ci"] is not None else "one run", p["time_us"] / 1e3))
+                    if p["ci"] is not None else "one run", ms(p["time_us"])))
             racks_named = ",".join(t["T_SWEEP_ORDER"].split()[:k]) or "none"
             cost = deployment_cost(t, k)
             lines.append("| %d | %s | %s |%s" % (k, racks_named, " | ".join(cells),
@@ -479,7 +558,8 @@ def main():
     host_rate, up_rate = float(t["T_HOST_BPS"]), float(t["T_UPLINK_BPS"])
     size_bytes = dict(zip(sizes, map(int, t["T_SIZE_BYTES"].split())))
     results, link_names = {}, []
-    ctx = (warmup, iters, world, host_rate, up_rate, link_names, [float(x) for x in t.get("T_RACK_BPS", "").split()])
+    ctx = (warmup, iters, world, host_rate, up_rate, link_names, [float(x) for x in t.get("T_RACK_BPS", "").split()],
+           dilation(t))
     repeats = int(t.get("T_REPEATS", "1"))
     for a in algos:
         results[a] = {}
@@ -518,7 +598,7 @@ def main():
               iters, warmup, t["T_COMPUTE_MS"], ", jitter " + t["T_JITTER"] if t["T_JITTER"] else "",
               ", straggler " + t["T_STRAGGLER"] if t["T_STRAGGLER"] else "", "on" if t["T_PACE"] == "1" else "off",
               t["T_SEED"]), "",
-          "## The answer", ""] + answer(t, results, algos, sizes) + [""] + (
+          "## The answer", ""] + answer(t, results, algos, sizes) + [""] + dilation_words(t, results, algos, sizes) + [""] + (
               sweep_words(t, curve) if curve else []) + [
           "## Bus bandwidth and speed-up", "",
           "| algorithm | size | time/call (ms) | busbw (GB/s) | vs ring | vs ps-ina | #wrong |",
@@ -531,12 +611,12 @@ def main():
                 md.append("| %s | %s | failed: %s | | | | |" % (a, s, r["error"].replace("|", "/")))
                 table.append("%-11s %6s  failed: %s" % (a, s, r["error"][:60]))
                 continue
-            md.append("| %s | %s | %.1f | %.4f | %s | %s | %d |" % (
-                a, s, r["time_us"] / 1e3, r["busbw_gbs"], fmt(r.get("speedup_vs_ring"), "%.2f×"),
+            md.append("| %s | %s | %s | %.4f | %s | %s | %d |" % (
+                a, s, ms(r["time_us"]), r["busbw_gbs"], fmt(r.get("speedup_vs_ring"), "%.2f×"),
                 fmt(r.get("speedup_vs_ps_ina"), "%.2f×"), r["wrong"]))
             tm = r.get("timing", {})
-            table.append("%-11s %6s %10.1f %10.4f %8s %9s %7s %8s" % (
-                a, s, r["time_us"] / 1e3, r["busbw_gbs"], fmt(r.get("speedup_vs_ring"), "%.2fx"),
+            table.append("%-11s %6s %10s %10.4f %8s %9s %7s %8s" % (
+                a, s, ms(r["time_us"]), r["busbw_gbs"], fmt(r.get("speedup_vs_ring"), "%.2fx"),
                 fmt(r.get("speedup_vs_ps_ina"), "%.2fx"), fmt(tm.get("cv")), r["wrong"]))
     md += ["", "## Iteration time", "",
            "Per timed iteration, the mean over ranks; shares of the ranks' time from the timing traces "
@@ -549,9 +629,9 @@ def main():
             if not tm or "mean_us" not in tm:
                 continue
             sh = tm["shares"]
-            md.append("| %s | %s | %.1f | %.1f | %.1f | %.3f | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.1f | %d |" % (
-                a, s, tm["mean_us"] / 1e3, tm["p50_us"] / 1e3, tm["p99_us"] / 1e3, tm["cv"], 100 * sh["compute"],
-                100 * sh["wait"], 100 * sh["comm"], 100 * sh["delay"], tm["spread_mean_us"] / 1e3, tm["paced_calls"]))
+            md.append("| %s | %s | %s | %s | %s | %.3f | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %s | %d |" % (
+                a, s, ms(tm["mean_us"]), ms(tm["p50_us"]), ms(tm["p99_us"]), tm["cv"], 100 * sh["compute"],
+                100 * sh["wait"], 100 * sh["comm"], 100 * sh["delay"], ms(tm["spread_mean_us"]), tm["paced_calls"]))
     big = sizes[-1]
     md += ["", "## Links at %s" % big, "",
            "Bytes per call in the busier direction (whole run, warm-up and check included, divided by the calls); "

@@ -224,6 +224,43 @@ trial = {
                      "fast"];
 };
 E
+expect 3 'dilation = "fast": want a factor >= 1 or "auto"' <<'E'
+trial = {
+  host_rate = "100G";
+  dilation = "fast";
+};
+E
+expect 2 "'dilation' must be" <<'E'
+trial = {
+  dilation = 0.5;
+};
+E
+expect 4 'cpu_share needs dilation = "auto"' <<'E'
+trial = {
+  host_rate = "100G";
+  dilation = 500;
+  cpu_share = 0.5;
+};
+E
+expect 4 "'cpu_share' must be" <<'E'
+trial = {
+  host_rate = "100G";
+  dilation = "auto";
+  cpu_share = 1.5;
+};
+E
+expect 3 'at dilation 1000, host_rate 100M would run at 100000 bit/s' <<'E'
+trial = {
+  host_rate = "100M";
+  dilation = 1000;
+};
+E
+expect 2 'at dilation 500, a delay' <<'E'
+trial = {
+  dilation = 500; host_rate = "100G";
+  delay_us = 100000;
+};
+E
 expect 1 'needs a group' <<'E'
 racks = 2;
 E

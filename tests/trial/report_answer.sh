@@ -68,7 +68,7 @@ run "$tmp/a" ps-ina 1000 100 "hcl: rank 2: ps-ina: switch 10.93.0.253:48864 no l
 run "$tmp/a" agent-ring 1500 50
 md=$(report "$tmp/a")
 grep -q "^- 256K: ps-ina is not credited with INA: its switch job was lost mid-run" <<<"$md" || fail "A: lost job not named: $md"
-grep -q "^- 256K: with INA, agent-ring takes 1.5 ms per all-reduce; without, ring takes 2.0 ms: \*\*1.33× faster with INA\*\*" <<<"$md" ||
+grep -q "^- 256K: with INA, agent-ring takes 1.50 ms per all-reduce; without, ring takes 2.00 ms: \*\*1.33× faster with INA\*\*" <<<"$md" ||
 	fail "A: the answer should be agent-ring's: $md"
 
 # B: ps-ina aggregated, but rack 1's agent sent it to the software PS at setup
@@ -77,7 +77,7 @@ run "$tmp/b" ring 2000 0
 run "$tmp/b" ps-ina 1000 100 "hcl: rack 1: ps-ina: installing job 7: switch 10.93.0.253: error: ctrl: not enough free slots; the rack uses the software PS on rank 0"
 md=$(report "$tmp/b")
 grep -q "^- 256K: in the ps-ina run, rack 1 sent to the software PS at setup" <<<"$md" || fail "B: soft rack not named: $md"
-grep -q "^- 256K: with INA, ps-ina takes 1.0 ms" <<<"$md" || fail "B: ps-ina should be the answer: $md"
+grep -q "^- 256K: with INA, ps-ina takes 1.00 ms" <<<"$md" || fail "B: ps-ina should be the answer: $md"
 
 # C: the switches accepted nothing: no INA answer at all
 trial "$tmp/c" "ring ps-ina"
@@ -97,7 +97,7 @@ for k in 1 2 3; do
 	REP=$( ((k > 1)) && echo "@$k") run "$tmp/d" ps-ina $((t / 2)) 100
 done
 md=$(report "$tmp/d")
-grep -q "^- 256K: with INA, ps-ina takes 1.1 ms per all-reduce; without, ring takes 2.1 ms: \*\*2.00× faster with INA\*\* (speed-up 95% CI 2.00–2.00 over 3 repeats)" <<<"$md" ||
+grep -q "^- 256K: with INA, ps-ina takes 1.05 ms per all-reduce; without, ring takes 2.10 ms: \*\*2.00× faster with INA\*\* (speed-up 95% CI 2.00–2.00 over 3 repeats)" <<<"$md" ||
 	fail "D: want 2.00x with its interval: $md"
 grep -q "^Run-to-run spread measured here: .*±4.8% at most" <<<"$md" || fail "D: spread not measured: $md"
 
@@ -121,9 +121,9 @@ RUNS=sweep/k0 run "$tmp/f" ps-ina 2200 0 # the software PS alone: nothing to cre
 RUNS=sweep/k1 run "$tmp/f" ps-ina 1600 100
 md=$(report "$tmp/f")
 grep -q "^## Deployment curve" <<<"$md" || fail "F: no deployment curve: $md"
-grep -q "^| 0 | none | 0.91× (one run), 2.2 ms | 124000 (+0.0%) |" <<<"$md" || fail "F: no-INA row: $md"
-grep -q "^| 1 | 1 | 1.25× (one run), 1.6 ms | 142000 (+14.5%) |" <<<"$md" || fail "F: one-rack row: $md"
-grep -q "^| 2 | 1,0 | 2.00× (one run), 1.0 ms | 160000 (+29.0%) |" <<<"$md" || fail "F: full row: $md"
+grep -q "^| 0 | none | 0.91× (one run), 2.20 ms | 124000 (+0.0%) |" <<<"$md" || fail "F: no-INA row: $md"
+grep -q "^| 1 | 1 | 1.25× (one run), 1.60 ms | 142000 (+14.5%) |" <<<"$md" || fail "F: one-rack row: $md"
+grep -q "^| 2 | 1,0 | 2.00× (one run), 1.00 ms | 160000 (+29.0%) |" <<<"$md" || fail "F: full row: $md"
 grep -q "^- 256K: upgrading 1 of 2 racks gives 1.25× per all-reduce (ps-ina, against ring) for 14.5% more hardware cost: 1.092× per unit of cost." <<<"$md" ||
 	fail "F: no cost sentence: $md"
 # a rack upgraded whose switch accepted nothing is not a point of the curve

@@ -694,6 +694,10 @@ static void test_errors(void **state)
 	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "HCL_XFER_LOCAL_QUEUE=64k"));
 	unsetenv("HCL_XFER_LOCAL_QUEUE");
+	setenv("HCL_TIMER_SCALE", "0.5", 1); /* dilation only stretches timers */
+	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "HCL_TIMER_SCALE=0.5: want a factor from 1"));
+	unsetenv("HCL_TIMER_SCALE");
 	setenv("HCL_XFER_PAYLOAD", "8950", 1); /* a packet must hold whole elements */
 	assert_int_equal(hcl_comm_create(&cfg, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "HCL_XFER_PAYLOAD=8950: want a multiple of 4"));

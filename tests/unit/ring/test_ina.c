@@ -350,6 +350,29 @@ static void test_window_rack(void **state)
 	hcl_inaw_free(&w);
 }
 
+/* A window whose timer floor was stretched (time dilation, as agent-ring's
+ * windows get it from HCL_TIMER_SCALE): before any round trip is measured
+ * a slice waits the new floor, not the old one. */
+static void test_window_timer_scale(void **state)
+{
+	(void)state;
+	struct hcl_inaw w;
+	const int64_t ms = 1000000, t0 = 100 * ms;
+	assert_int_equal(hcl_inaw_init(&w, 2, 5 * ms, 500 * ms), 0);
+	hcl_inaw_init_timer(&w, 50 * ms, 500 * ms);
+	hcl_inaw_start(&w, 0, 0, t0, false);
+	uint32_t sends[2] = { 0 };
+	uint64_t resent = 0;
+	int64_t wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + 49 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(resent, 0); /* the 5 ms floor would have fired */
+	assert_int_equal(wake, t0 + 50 * ms);
+	hcl_inaw_resend(&w, t0 + 50 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(resent, 1);
+	assert_int_equal(sends[0], 1);
+	hcl_inaw_free(&w);
+}
+
 /* An aggregator lost mid-job: a switch (played here, for one member) that
  * answers slices 0..K-1 with the input plus one and then nothing, or a
  * NACK (what swemu sends for a job it does not have).  The call ends
@@ -446,7 +469,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_switch),    cmocka_unit_test(test_dead_member),
 		cmocka_unit_test(test_result_checks), cmocka_unit_test(test_psina_plan_shards),
-		cmocka_unit_test(test_window_rack),   cmocka_unit_test(test_lost_aggregator),
+		cmocka_unit_test(test_window_rack),
+		cmocka_unit_test(test_window_timer_scale),   cmocka_unit_test(test_lost_aggregator),
 	};
 	return cmocka_run_group_tests_name("ina", tests, NULL, NULL);
 }
