@@ -4,8 +4,8 @@
 #   testbed/launch.sh NAME [--ranks N] [--port P] [--rack-size S] [--hostfile] -- COMMAND [ARGS...]
 # Rank i runs COMMAND in namespace NAME-hi with RANK=i, WORLD_SIZE=N,
 # MASTER_ADDR/HCL_DATA_ADDR set from the topology (host 0 is the master),
-# MASTER_PORT=P (default 29500), HCL_RACK=i/S (default S: the topology's
-# rack size) and, when the rack's ToR aggregates, HCL_INA_SWITCH=its
+# MASTER_PORT=P (default 29500), HCL_RACK=host i's rack in the topology
+# (--rack-size S: i/S instead) and, when the rack's ToR aggregates, HCL_INA_SWITCH=its
 # address, and HCL_INA_KEY_FILE=the topology's control key.  Rank 0 writes to this terminal; rank i's output goes to
 # /run/swemu-testbed/NAME/rank-i.log.  Exit status 0 when every rank
 # succeeded; otherwise the failing ranks' last lines are shown.  With
@@ -20,7 +20,9 @@ subnet=$(cat "$d/subnet")
 n=$(cat "$d/hosts")
 port=29500
 hostfile=""
-racksize=$(cat "$d/rack_size" 2>/dev/null || echo "$n")
+racksize=""
+# host i's rack, as topo.sh laid them out (racks may differ in size)
+read -ra host_rack < "$d/host_racks" 2>/dev/null || host_rack=()
 while (($#)) && [ "$1" != -- ]; do
 	case $1 in
 	--ranks) n=$2; shift 2;;
@@ -37,9 +39,8 @@ pids=()
 # SIGINT for them: stopping the launcher stops them too
 trap '((${#pids[@]})) && kill -TERM "${pids[@]}" 2>/dev/null; exit 130' INT TERM
 for ((i = 0; i < n; i++)); do
-	env=(RANK=$i WORLD_SIZE=$n MASTER_ADDR=$subnet.1 MASTER_PORT=$port HCL_DATA_ADDR=$subnet.$((i + 1))
-		HCL_RACK=$((racksize > 0 ? i / racksize : 0)))
-	r=$((racksize > 0 ? i / racksize : 0))
+	if [ -n "$racksize" ]; then r=$((racksize > 0 ? i / racksize : 0)); else r=${host_rack[i]:-0}; fi
+	env=(RANK=$i WORLD_SIZE=$n MASTER_ADDR=$subnet.1 MASTER_PORT=$port HCL_DATA_ADDR=$subnet.$((i + 1)) HCL_RACK=$r)
 	if [ "$(cat "$d/rack$r.ina" 2>/dev/null)" = true ]; then env+=(HCL_INA_SWITCH=$subnet.$((254 - r))); fi
 	[ -z "$hostfile" ] || env=(RANK=$i HCL_HOSTFILE=$hostfile)
 	# the switch's key signs the ranks' commands to it (a secret: not in hosts.cfg)

@@ -7,14 +7,16 @@
 #                                 [--lcores LIST] [--delay-us US] [--jitter-us US]
 #                                 [--burst-loss P_GOOD_BAD,P_BAD_GOOD,LOSS_BAD]
 #                                 [--rack-rates R0,R1,...]
-#                                 [--racks R [--ina-racks LIST] [--uplink-rate R]
-#                                  [--uplink-buffer B]]
-#       --racks splits the hosts evenly over R ToRs tor0..: ToR r is
+#                                 [--racks R [--rack-sizes S0,S1,...] [--ina-racks LIST]
+#                                  [--uplink-rate R|R0,R1,...] [--uplink-buffer B]]
+#       --racks splits the hosts evenly over R ToRs tor0.. (--rack-sizes:
+#       rack r gets Sr hosts, in host order; they add up to HOSTS): ToR r is
 #       SUBNET.(254-r), MAC 02:5e:00:00:00:(fe-r), its rack's hosts are its
 #       control-channel sources (a plain ToR's takes link settings only);
 #       with R > 1 the ToRs hang off a plain "spine" (SUBNET.246, every
 #       host's control channel for its links) by in-memory links (port "up" <-> spine port "tR") emulated
-#       at --uplink-rate with --uplink-buffer.  --ina-racks 0,2 makes only
+#       at --uplink-rate (one for all, or one per rack) with --uplink-buffer.
+#       --ina-racks 0,2 makes only
 #       those ToRs INA-capable (default: all; --no-ina: none).  --rate and
 #       --loss apply to every egress port, links included; --buffer is the
 #       tail-drop queue of the host-facing ports (swemu's default otherwise).
@@ -97,7 +99,7 @@ cmd_up() {
 	local name=$1 n=$2
 	shift 2
 	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet mgmt="" racks=1 inaracks=all
-	local uprate="" upbuf="" buf="" lcores=0 delay="" jitter="" geloss="" rackrates=""
+	local uprate="" upbuf="" buf="" lcores=0 delay="" jitter="" geloss="" rackrates="" racksizes=""
 	while (($#)); do
 		case $1 in
 		--subnet) subnet=$2; shift 2;;
@@ -116,6 +118,7 @@ cmd_up() {
 		--jitter-us) jitter=$2; shift 2;;
 		--burst-loss) geloss=$2; shift 2;;
 		--rack-rates) rackrates=$2; shift 2;;
+		--rack-sizes) racksizes=$2; shift 2;;
 		*) die "unknown option $1";;
 		esac
 	done
@@ -133,10 +136,30 @@ cmd_up() {
 		host_bps=$(rate_bps "$rate")
 		[ -n "$host_bps" ] || die "--rate must be a rate such as 200M or 10G"
 	fi
-	[[ "$racks" =~ ^[1-8]$ ]] && ((n % racks == 0)) || die "--racks must be 1..8 and divide HOSTS"
+	[[ "$racks" =~ ^[1-8]$ ]] || die "--racks must be 1..8"
+	# rack r: hosts rfirst[r] .. rfirst[r] + rsize[r] - 1; host i in rack rack_of[i]
+	local -a rsize rfirst rack_of uprates
+	if [ -n "$racksizes" ]; then
+		[[ "$racksizes" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--rack-sizes must be a list of host counts like 4,2,3"
+		IFS=, read -ra rsize <<<"$racksizes"
+		((${#rsize[@]} == racks)) || die "--rack-sizes must give one size per rack ($racks)"
+	else
+		((n % racks == 0)) || die "--racks must divide HOSTS (or give --rack-sizes)"
+		for ((r = 0; r < racks; r++)); do rsize[r]=$((n / racks)); done
+	fi
+	local at=0
+	for ((r = 0; r < racks; r++)); do
+		((rsize[r] >= 1)) || die "--rack-sizes: rack $r has no host"
+		rfirst[r]=$at
+		for ((i = at; i < at + rsize[r]; i++)); do rack_of[i]=$r; done
+		at=$((at + rsize[r]))
+	done
+	((at == n)) || die "--rack-sizes add up to $at hosts, not $n"
+	IFS=, read -ra uprates <<<"$uprate"
+	((${#uprates[@]} <= 1 || ${#uprates[@]} == racks)) || die "--uplink-rate must give one rate, or one per rack ($racks)"
 	[[ "$inaracks" =~ ^(all|none|[0-7](,[0-7])*)$ ]] || die "--ina-racks must be a list like 0,2 (or all, none)"
 	[ "$ina" = true ] || inaracks=none
-	local size=$((n / racks)) r
+	local r
 	local -a rack_ina rack_rate rack_bps
 	if [ -n "$rackrates" ]; then
 		IFS=, read -ra rack_rate <<<"$rackrates"
@@ -184,7 +207,7 @@ cmd_up() {
 		# veth leaves UDP/TCP checksums partial; af_packet would carry them
 		# so (a Linux bridge keeps the offloads a real host has)
 		[ "$pmd" = bridge ] || ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null
-		local hbps=${rack_bps[i / size]:-$host_bps}
+		local hbps=${rack_bps[rack_of[i]]:-$host_bps}
 		if [ -n "$hbps" ] && ((hbps > 0)); then
 			# the host's side of its link: a NIC sends no faster than
 			# the link, so a burst waits here (the socket feels it) and
@@ -214,7 +237,7 @@ cmd_up() {
 			vdevs+=" --vdev net_af_xdp$i,iface=$name-s$i"
 		fi
 	done
-	local emu="" upemu sws="" spine="" allmg=""
+	local emu="" emu_up_buf sws="" spine="" allmg=""
 	[ -n "$loss" ] && emu+=" loss = $loss;"
 	[ -n "$delay" ] && emu+=" delay_us = $delay;"
 	[ -n "$jitter" ] && emu+=" jitter_us = $jitter;"
@@ -223,15 +246,15 @@ cmd_up() {
 		IFS=, read -ra b <<<"$geloss"
 		emu+=" burst_loss = { p_good_bad = ${b[0]}; p_bad_good = ${b[1]}; loss_bad = ${b[2]}; };"
 	fi
-	upemu=$emu
-	if [ -n "$uprate" ]; then upemu+=" rate = \"$uprate\";"; elif [ -n "$rate" ]; then upemu+=" rate = \"$rate\";"; fi
-	[ -n "$upbuf" ] && upemu+=" buffer = \"$upbuf\";"
+	[ -n "$upbuf" ] && emu_up_buf=" buffer = \"$upbuf\";" || emu_up_buf=""
 	[ -n "$buf" ] && emu+=" buffer = \"$buf\";"
 	local nl=$'\n'
 	for ((r = 0; r < racks; r++)); do
-		local ports="" mg="" hemu=$emu rr=${rack_rate[r]:-$rate}
+		local ports="" mg="" hemu=$emu rr=${rack_rate[r]:-$rate} upemu=$emu ur=${uprates[r]:-${uprates[0]:-$rate}}
 		[ -z "$rr" ] || hemu+=" rate = \"$rr\";"
-		for ((i = r * size; i < (r + 1) * size; i++)); do
+		[ -z "$ur" ] || upemu+=" rate = \"$ur\";"
+		upemu+=$emu_up_buf
+		for ((i = rfirst[r]; i < rfirst[r] + rsize[r]; i++)); do
 			ports+="      { name = \"h$i\"; dev = \"net_${pmd}$i\";$hemu },$nl"
 			mg+="\"$subnet.$((i + 1))\", "
 		done
@@ -271,13 +294,13 @@ EOF
 	echo "--no-huge -m $mem --file-prefix swemu-$name --no-pci -l $lcores$vdevs" > "$d/eal.args"
 	echo "$subnet" > "$d/subnet"
 	echo "$n" > "$d/hosts"
-	echo "$size" > "$d/rack_size"
+	echo "${rack_of[*]}" > "$d/host_racks"
 	# the same layout as a host file for the host library (HCL_HOSTFILE)
 	{
 		echo "# written by testbed/topo.sh up $name: rank i is host i"
 		echo "ranks = ("
 		for ((i = 0; i < n; i++)); do
-			r=$((i / size))
+			r=${rack_of[i]}
 			local sw=""
 			[ "${rack_ina[r]}" = true ] && sw=" ina_switch = \"$subnet.$((254 - r))\";"
 			echo "  { addr = \"$subnet.$((i + 1))\"; rack = $r;$sw }$( ((i + 1 < n)) && echo ,)"

@@ -45,8 +45,10 @@ printf '%s\n' "$vars" > "$out/trial.env"
 # the numbers behind the units, read by the one parser, for the report
 size_bytes=""
 for s in $T_SIZES; do size_bytes+="$("$checker" --size "$s") "; done
-printf "T_SIZE_BYTES='%s'\nT_HOST_BPS=%s\nT_UPLINK_BPS=%s\n" "${size_bytes% }" "$("$checker" --rate "$T_HOST_RATE")" \
-	"$("$checker" --rate "$T_UPLINK_RATE")" >> "$out/trial.env"
+up_bps="" # one uplink rate, or one per rack (racks of different sizes)
+for r in ${T_UPLINK_RATE//,/ }; do up_bps+="$("$checker" --rate "$r") "; done
+printf "T_SIZE_BYTES='%s'\nT_HOST_BPS=%s\nT_UPLINK_BPS='%s'\n" "${size_bytes% }" "$("$checker" --rate "$T_HOST_RATE")" \
+	"${up_bps% }" >> "$out/trial.env"
 rack_bps=""
 for r in ${T_RACK_RATES//,/ }; do rack_bps+="$("$checker" --rate "$r") "; done
 printf "T_RACK_BPS='%s'\n" "${rack_bps% }" >> "$out/trial.env"
@@ -72,7 +74,7 @@ done
 [ -n "$slot" ] || { echo "trial: ten trials run on this machine already ($slots)" >&2; exit 2; }
 echo $$ > "$slots/$slot/pid"
 name=trial$slot
-n=$((T_RACKS * T_HOSTS))
+n=$T_WORLD
 cleanup() {
 	local rc=$?
 	"$top/testbed/topo.sh" down $name >/dev/null 2>&1 || true
@@ -87,7 +89,8 @@ run_pid=""
 trap '[ -z "$run_pid" ] || kill -TERM "$run_pid" 2>/dev/null; exit 130' INT TERM
 # the testbed's settings: the emulated (dilated) rates and delays
 topo_opts() {
-	opts=(--subnet 10.93.$slot --racks $T_RACKS --rate "$T_EMU_HOST_RATE" --uplink-rate "$T_EMU_UPLINK_RATE")
+	opts=(--subnet 10.93.$slot --racks $T_RACKS --rack-sizes "$T_RACK_SIZES" --rate "$T_EMU_HOST_RATE")
+	opts+=(--uplink-rate "$T_EMU_UPLINK_RATE")
 	opts+=(--pmd "$T_PMD")
 	[ -n "$T_UPLINK_BUFFER" ] && opts+=(--uplink-buffer "$T_UPLINK_BUFFER")
 	[ -n "$T_HOST_BUFFER" ] && opts+=(--buffer "$T_HOST_BUFFER")

@@ -20,7 +20,7 @@
 
 struct trial {
 	const char *name;
-	int seed, racks, hosts, iterations, warmup, timeout_ms, repeats;
+	int seed, racks, iterations, warmup, timeout_ms, repeats;
 	int ina_elems, ina_slots, ps_shards;
 	bool ina[8];
 	bool sweep;	/* ina_racks = "sweep": every deployment 0..racks, in sweep_order */
@@ -33,14 +33,17 @@ struct trial {
 	char burst[64];		 /* Gilbert-Elliott loss "p_good_bad,p_bad_good,loss_bad", or "" */
 	char rack_rates[128];	 /* each rack's host link rate, "R0,R1,...", or "": host_rate */
 	bool pace;
-	char algos[128], sizes[256], rate_buf[32];
+	char algos[128], sizes[256];
+	int size[8], world; /* hosts per rack (hosts_per_rack: one for all, or a list), their sum */
+	bool uneven;	    /* hosts_per_rack was a list */
+	char uplinks[160];  /* each rack's uplink rate, "R" (all alike) or "R0,R1,..." */
 	/* time dilation: the file's rates, delays and compute times are the
 	 * real cluster's; the testbed runs rates / k and times x k */
 	double dilation;	     /* k >= 1; 0 = "auto" (the runner calibrates) */
 	double cpu_share;	     /* what calibration may let the machine's CPU reach */
 	const struct conf_node *dil; /* where dilation was set, for errors at k */
 	struct emulated {	     /* the values the testbed runs at */
-		char host_rate[32], uplink_rate[32], rack_rates[160], jitter[64];
+		char host_rate[32], uplink_rate[160], rack_rates[160], jitter[64];
 		long long delay_us, jitter_us;
 		double compute_ms;
 	} emu;
@@ -277,7 +280,7 @@ static int get_costs(const struct conf_node *t, struct trial *tr)
 		return -1;
 	if (!c)
 		return 0;
-	if (tr->cost[1] * tr->racks + tr->cost[2] * tr->racks * tr->hosts <= 0)
+	if (tr->cost[1] * tr->racks + tr->cost[2] * tr->world <= 0)
 		return bad(c, "costs: a deployment without INA would cost nothing");
 	tr->costs = true;
 	return 0;
@@ -339,6 +342,37 @@ static int check_straggler(const struct conf_node *t, const char *s, int world)
 		   world - 1);
 }
 
+/* hosts_per_rack = N (every rack) or [N0, N1, ...] (one per rack). */
+static int get_rack_sizes(const struct conf_node *t, struct trial *tr)
+{
+	const struct conf_node *s = conf_member(t, "hosts_per_rack");
+	tr->world = 0;
+	if (s && (s->type == CONF_ARRAY || s->type == CONF_LIST)) {
+		if ((int)s->n != tr->racks)
+			return bad(s, "hosts_per_rack: want one host count per rack (%d), such as [4, 2]", tr->racks);
+		for (int r = 0; r < tr->racks; r++) {
+			const struct conf_node *e = conf_elem(s, (unsigned)r);
+			if (e->type != CONF_INT || e->v.i < 1 || e->v.i > MAX_HOSTS)
+				return bad(e, "hosts_per_rack: entry %d is not a host count from 1 to %d", r,
+					   MAX_HOSTS);
+			tr->size[r] = (int)e->v.i;
+			tr->uneven |= tr->size[r] != tr->size[0];
+		}
+	} else {
+		int n = 4;
+		if (get_int(t, "hosts_per_rack", 1, MAX_HOSTS, &n) < 0)
+			return -1;
+		for (int r = 0; r < tr->racks; r++)
+			tr->size[r] = n;
+	}
+	for (int r = 0; r < tr->racks; r++)
+		tr->world += tr->size[r];
+	if (tr->world < 2 || tr->world > MAX_HOSTS)
+		return bad(s ? s : t, "racks x hosts_per_rack = %d hosts: must be from 2 to %d on this testbed",
+			   tr->world, MAX_HOSTS);
+	return 0;
+}
+
 /* dilation = K (>= 1) or "auto"; cpu_share only with "auto". */
 static int get_dilation(const struct conf_node *t, struct trial *tr)
 {
@@ -370,24 +404,30 @@ static int dilate_rate(const struct trial *tr, const char *key, const char *real
 	return 0;
 }
 
+/* A list of rates "R0,R1,..." each divided by k, into out. */
+static int dilate_list(const struct trial *tr, const char *key, const char *list, double k, char *out, size_t cap)
+{
+	char one[32], rates[160];
+	snprintf(rates, sizeof(rates), "%s", list);
+	out[0] = 0;
+	for (char *save, *r = strtok_r(rates, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
+		if (dilate_rate(tr, key, r, k, one, sizeof(one)) < 0)
+			return -1;
+		size_t l = strlen(out);
+		snprintf(out + l, cap - l, "%s%s", l ? "," : "", one);
+	}
+	return 0;
+}
+
 /* The values the testbed runs at: rates / k, delays and compute times x k
  * (the compute noise with them); k = 1 leaves the file's values. */
 static int apply_dilation(struct trial *tr, double k)
 {
 	struct emulated *e = &tr->emu;
 	if (dilate_rate(tr, "host_rate", tr->host_rate, k, e->host_rate, sizeof(e->host_rate)) < 0 ||
-	    dilate_rate(tr, "uplink_rate", tr->uplink_rate ? tr->uplink_rate : tr->host_rate, k, e->uplink_rate,
-			sizeof(e->uplink_rate)) < 0)
+	    dilate_list(tr, "an uplink rate", tr->uplinks, k, e->uplink_rate, sizeof(e->uplink_rate)) < 0 ||
+	    dilate_list(tr, "a rack_host_rates entry", tr->rack_rates, k, e->rack_rates, sizeof(e->rack_rates)) < 0)
 		return -1;
-	e->rack_rates[0] = 0;
-	char one[32], rates[sizeof(tr->rack_rates)];
-	snprintf(rates, sizeof(rates), "%s", tr->rack_rates);
-	for (char *save, *r = strtok_r(rates, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
-		if (dilate_rate(tr, "a rack_host_rates entry", r, k, one, sizeof(one)) < 0)
-			return -1;
-		size_t l = strlen(e->rack_rates);
-		snprintf(e->rack_rates + l, sizeof(e->rack_rates) - l, "%s%s", l ? "," : "", one);
-	}
 	e->delay_us = llround(tr->delay_us * k);
 	e->jitter_us = llround(tr->jitter_us * k);
 	e->compute_ms = tr->compute_ms * k;
@@ -471,12 +511,8 @@ static int load(const struct conf *cf, struct trial *tr)
 	if (w && (!*tr->name || strlen(tr->name) > 32 || strpbrk(tr->name, ".:,")))
 		return bad(w, "name: 1 to 32 letters, digits, - or _");
 	if (get_dilation(t, tr) < 0 || get_int(t, "seed", 0, 1 << 30, &tr->seed) < 0 ||
-	    get_int(t, "racks", 1, 8, &tr->racks) < 0 || get_int(t, "hosts_per_rack", 1, MAX_HOSTS, &tr->hosts) < 0)
+	    get_int(t, "racks", 1, 8, &tr->racks) < 0 || get_rack_sizes(t, tr) < 0)
 		return -1;
-	if (tr->racks * tr->hosts < 2 || tr->racks * tr->hosts > MAX_HOSTS)
-		return bad(conf_member(t, "hosts_per_rack") ? conf_member(t, "hosts_per_rack") : t,
-			   "racks x hosts_per_rack = %d: must be from 2 to %d on this testbed", tr->racks * tr->hosts,
-			   MAX_HOSTS);
 	if (get_ina(t, tr) < 0 || get_order(t, tr) < 0 || get_costs(t, tr) < 0 ||
 	    get_rate(t, "host_rate", 1e6, 1e12, &tr->host_rate) < 0 ||
 	    get_rate(t, "uplink_rate", 1e6, 1e12, &tr->uplink_rate) < 0 ||
@@ -499,13 +535,13 @@ static int load(const struct conf *cf, struct trial *tr)
 	    get_int(t, "ina_slots", 1, 32, &tr->ina_slots) < 0 || get_int(t, "ps_shards", 0, 16, &tr->ps_shards) < 0)
 		return -1;
 	/* 0: one shard per host, as many as the library takes */
-	int world = tr->racks * tr->hosts;
+	int world = tr->world;
 	if (tr->ps_shards > world)
 		return bad(conf_member(t, "ps_shards"), "ps_shards = %d: at most one per host (%d)", tr->ps_shards,
 			   world);
 	if (tr->ps_shards == 0)
 		tr->ps_shards = world < 16 ? world : 16;
-	if (check_jitter(t, tr->jitter) < 0 || check_straggler(t, tr->straggler, tr->racks * tr->hosts) < 0)
+	if (check_jitter(t, tr->jitter) < 0 || check_straggler(t, tr->straggler, tr->world) < 0)
 		return -1;
 	if (conf_get_bool(&rd, t, "pace", &tr->pace) < 0)
 		return -1;
@@ -538,17 +574,22 @@ static int load(const struct conf *cf, struct trial *tr)
 	const struct conf_node *o = conf_member(t, "oversubscription");
 	if (o && conf_member(t, "uplink_rate"))
 		return bad(o, "give uplink_rate or oversubscription, not both");
-	if (o) { /* uplink = what the rack's hosts can send, divided */
+	snprintf(tr->uplinks, sizeof(tr->uplinks), "%s", tr->uplink_rate ? tr->uplink_rate : tr->host_rate);
+	/* uplink = what the rack's hosts can send, divided: per rack when
+	 * racks differ in size */
+	for (int r = 0; o && r < (tr->uneven ? tr->racks : 1); r++) {
 		uint64_t hr;
 		parse_rate(tr->host_rate, &hr);
-		double up = (double)hr * tr->hosts / tr->oversub;
+		double up = (double)hr * tr->size[r] / tr->oversub;
 		if (up < 1e6) /* swemu's slowest link (NETEM_MIN_RATE) */
 			return bad(o,
-				   "the uplink would run at %.0f bit/s (host_rate x hosts_per_rack / "
+				   "rack %d's uplink would run at %.0f bit/s (host_rate x its hosts / "
 				   "oversubscription); swemu's slowest link is 1M",
-				   up);
-		format_rate(up, tr->rate_buf, sizeof(tr->rate_buf));
-		tr->uplink_rate = tr->rate_buf;
+				   r, up);
+		char one[32];
+		format_rate(up, one, sizeof(one));
+		size_t l = r ? strlen(tr->uplinks) : 0;
+		snprintf(tr->uplinks + l, sizeof(tr->uplinks) - l, "%s%s", r ? "," : "", one);
 	}
 	return 0;
 }
@@ -598,7 +639,6 @@ int main(int argc, char **argv)
 	struct trial tr = { .name = "trial",
 			    .seed = 1,
 			    .racks = 2,
-			    .hosts = 4,
 			    .iterations = 10,
 			    .warmup = 2,
 			    .timeout_ms = 120000,
@@ -628,15 +668,21 @@ int main(int argc, char **argv)
 	for (int r = 0; r < tr.racks; r++)
 		if (tr.ina[r])
 			snprintf(ina + strlen(ina), sizeof(ina) - strlen(ina), "%s%d", *ina ? "," : "", r);
-	printf("T_NAME=%s\nT_SEED=%d\nT_RACKS=%d\nT_HOSTS=%d\nT_INA_RACKS=%s\nT_HOST_RATE=%s\nT_UPLINK_RATE=%s\n"
+	char sizes[64] = "";
+	for (int r = 0; r < tr.racks; r++)
+		snprintf(sizes + strlen(sizes), sizeof(sizes) - strlen(sizes), "%s%d", r ? "," : "", tr.size[r]);
+	printf("T_WORLD=%d\nT_RACK_SIZES=%s\n", tr.world, sizes);
+	char hosts[64]; /* as the file says it: one count, or the list */
+	snprintf(hosts, sizeof(hosts), "%d", tr.size[0]);
+	printf("T_NAME=%s\nT_SEED=%d\nT_RACKS=%d\nT_HOSTS=%s\nT_INA_RACKS=%s\nT_HOST_RATE=%s\nT_UPLINK_RATE=%s\n"
 	       "T_UPLINK_BUFFER=%s\nT_HOST_BUFFER=%s\nT_PMD=%s\nT_LOSS=%g\nT_COMPUTE_MS=%g\nT_JITTER=%s\nT_STRAGGLER=%"
 	       "s\nT_ALGOS='%s'\n"
 	       "T_SIZES='%s'\nT_ITERATIONS=%d\nT_WARMUP=%d\nT_PACE=%d\nT_DTYPE=%s\nT_INA_WIRE=%s\nT_INA_ELEMS=%d\n"
 	       "T_INA_SLOTS=%d\nT_PS_SHARDS=%d\nT_TIMEOUT_MS=%d\nT_REPEATS=%d\n",
-	       tr.name, tr.seed, tr.racks, tr.hosts, *ina ? ina : "none", tr.host_rate,
-	       tr.uplink_rate ? tr.uplink_rate : tr.host_rate, tr.uplink_buffer, tr.host_buffer, tr.pmd, tr.loss,
-	       tr.compute_ms, tr.jitter, tr.straggler, tr.algos, tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype,
-	       tr.ina_wire, tr.ina_elems, tr.ina_slots, tr.ps_shards, tr.timeout_ms, tr.repeats);
+	       tr.name, tr.seed, tr.racks, tr.uneven ? sizes : hosts, *ina ? ina : "none", tr.host_rate, tr.uplinks,
+	       tr.uplink_buffer, tr.host_buffer, tr.pmd, tr.loss, tr.compute_ms, tr.jitter, tr.straggler, tr.algos,
+	       tr.sizes, tr.iterations, tr.warmup, tr.pace, tr.dtype, tr.ina_wire, tr.ina_elems, tr.ina_slots,
+	       tr.ps_shards, tr.timeout_ms, tr.repeats);
 	char order[32] = "";
 	for (int i = 0; i < tr.racks; i++)
 		snprintf(order + strlen(order), sizeof(order) - strlen(order), "%s%d", i ? " " : "", tr.order[i]);

@@ -322,7 +322,8 @@ def load_run(d, a, t, nb, ctx):
         ncalls = warmup + iters + 2
         per_call_s = p["time_us"] / 1e6 if p else 0
         for l, v in links.items():
-            rate = up_rate if l.endswith(".up") or l.startswith("spine.") else rack_rate(l, host_rate, ctx)
+            rate = (uplink_rate(l, up_rate) if l.endswith(".up") or l.startswith("spine.")
+                    else rack_rate(l, host_rate, ctx))
             busiest = max(v["rx_bytes"], v["tx_bytes"])
             v["bytes_per_call"] = busiest / ncalls
             v["utilisation"] = (busiest * 8 / (per_call_s * ncalls) / rate) if per_call_s and rate else 0
@@ -415,8 +416,8 @@ def deployment_cost(t, k):
     without a costs group)."""
     if "T_COST_INA_TOR" not in t:
         return None
-    racks, hosts = int(t["T_RACKS"]), int(t["T_HOSTS"])
-    return (racks * hosts * float(t["T_COST_HOST"]) + k * (float(t["T_COST_INA_TOR"]) + float(t["T_COST_INA_POWER"]))
+    racks = int(t["T_RACKS"])
+    return (world_of(t) * float(t["T_COST_HOST"]) + k * (float(t["T_COST_INA_TOR"]) + float(t["T_COST_INA_POWER"]))
             + (racks - k) * float(t["T_COST_PLAIN_TOR"]))
 
 
@@ -531,6 +532,19 @@ plot 1 title 'best without INA' dt 2 lc rgb 'gray', for [i=0:{n}] '{pd}/sweep.da
     return None if r.returncode == 0 else "gnuplot failed on the sweep: " + r.stderr.strip()[:300]
 
 
+def world_of(t):
+    """The hosts of the trial: racks may differ in size (T_WORLD)."""
+    return int(t.get("T_WORLD") or int(t["T_RACKS"]) * int(t["T_HOSTS"]))
+
+
+def uplink_rate(link, up_rates):
+    """The rate of rack R's uplink ("torR.up", "spine.tR"): its own when
+    racks differ in size, else the one rate."""
+    m = re.match(r"tor(\d+)\.up$|spine\.t(\d+)$", link)
+    r = int(m.group(1) or m.group(2)) if m else 0
+    return up_rates[r] if r < len(up_rates) else up_rates[0]
+
+
 def rack_rate(link, host_rate, ctx):
     """The rate of a host link "torR.hI": its rack's, if racks have their own."""
     m = re.match(r"tor(\d+)\.", link)
@@ -553,9 +567,9 @@ def main():
     t = env(os.path.join(out, "trial.env"))
     algos, sizes = t["T_ALGOS"].split(), t["T_SIZES"].split()
     warmup, iters = int(t["T_WARMUP"]), int(t["T_ITERATIONS"])
-    world = int(t["T_RACKS"]) * int(t["T_HOSTS"])
+    world = world_of(t)
     # the runner wrote the numbers behind the units (swemu-trial-cfg --size, --rate)
-    host_rate, up_rate = float(t["T_HOST_BPS"]), float(t["T_UPLINK_BPS"])
+    host_rate, up_rate = float(t["T_HOST_BPS"]), [float(x) for x in t["T_UPLINK_BPS"].split()]
     size_bytes = dict(zip(sizes, map(int, t["T_SIZE_BYTES"].split())))
     results, link_names = {}, []
     ctx = (warmup, iters, world, host_rate, up_rate, link_names, [float(x) for x in t.get("T_RACK_BPS", "").split()],
@@ -589,10 +603,11 @@ def main():
         return f % v if isinstance(v, (int, float)) else "–"
 
     md = ["# Trial %s" % t["T_NAME"], "",
-          "%d racks × %d hosts (INA racks: %s), %s ports, host links %s%s, uplinks %s%s, loss %s; %s (INA float jobs: %s; INA packets of %s elements, %s in flight per worker; PS shards %s; ring channels %s), %d iterations after %d "
+          "%d racks %s (INA racks: %s), %s ports, host links %s%s, uplinks %s%s, loss %s; %s (INA float jobs: %s; INA packets of %s elements, %s in flight per worker; PS shards %s; ring channels %s), %d iterations after %d "
           "warm-up; compute %s ms%s%s; pacing %s; seed %s." % (
-              int(t["T_RACKS"]), int(t["T_HOSTS"]), t["T_INA_RACKS"], t.get("T_PMD", "af_packet"), t["T_HOST_RATE"],
-              " (buffer %s)" % t["T_HOST_BUFFER"] if t.get("T_HOST_BUFFER") else "", t["T_UPLINK_RATE"],
+              int(t["T_RACKS"]), "(%s hosts)" % " + ".join(t["T_HOSTS"].split(",")) if "," in t["T_HOSTS"]
+              else "× %s hosts" % t["T_HOSTS"], t["T_INA_RACKS"], t.get("T_PMD", "af_packet"), t["T_HOST_RATE"],
+              " (buffer %s)" % t["T_HOST_BUFFER"] if t.get("T_HOST_BUFFER") else "", t["T_UPLINK_RATE"].replace(",", ", "),
               " (buffer %s)" % t["T_UPLINK_BUFFER"] if t["T_UPLINK_BUFFER"] else "", t["T_LOSS"] + link_extras(t), t["T_DTYPE"], t.get("T_INA_WIRE", "fp32"),
               t.get("T_INA_ELEMS", "1024"), t.get("T_INA_SLOTS", "16"), t.get("T_PS_SHARDS", "1"), t.get("T_RING_CHANNELS", "1"),
               iters, warmup, t["T_COMPUTE_MS"], ", jitter " + t["T_JITTER"] if t["T_JITTER"] else "",

@@ -261,6 +261,25 @@ trial = {
   delay_us = 100000;
 };
 E
+expect 3 'hosts_per_rack: want one host count per rack \(3\)' <<'E'
+trial = {
+  racks = 3;
+  hosts_per_rack = [4, 2];
+};
+E
+expect 4 'hosts_per_rack: entry 1 is not a host count from 1 to 16' <<'E'
+trial = {
+  racks = 2;
+  hosts_per_rack = [4,
+                    0];
+};
+E
+expect 3 'racks x hosts_per_rack = 18 hosts: must be from 2 to 16' <<'E'
+trial = {
+  racks = 2;
+  hosts_per_rack = [16, 2];
+};
+E
 expect 1 'needs a group' <<'E'
 racks = 2;
 E
