@@ -162,8 +162,13 @@ calibrate() {
 		topo_opts
 		racks_up "$T_INA_RACKS"
 		ok=1
+		# about two seconds of calls at the ring's link bound (2 x size x 8 /
+		# rate each): a run of a few calls gave CPU shares off by 30 points
+		local iters
+		iters=$(awk -v b="$("$checker" --size "$big")" -v r="$rate" \
+			'BEGIN { n = int(2 * r / (16 * b)) + 1; n = n < 3 ? 3 : n; n = n > 200 ? 200 : n; print n }')
 		for algo in "${calgos[@]}"; do
-			perf_run "$cal/$k-$algo" "$algo" "$big" -n 3 -w 1
+			perf_run "$cal/$k-$algo" "$algo" "$big" -n "$iters" -w 1
 			[ "$(cat "$cal/$k-$algo/rc")" = 0 ] || { echo "trial: calibration run $algo at $rate bit/s failed:" \
 				"$(tail -1 "$cal/$k-$algo/perf.out")" >&2; exit 1; }
 			share=$(cpu_pct "$cal/$k-$algo")

@@ -658,7 +658,7 @@ int main(int argc, char **argv)
 			    .algos = "ring hier ps ps-ina agent-ring",
 			    .sizes = "1M 4M",
 			    .dilation = 1,
-			    .cpu_share = 0.5 };
+			    .cpu_share = 0.8 };
 	if (load(&cf, &tr) < 0 || apply_dilation(&tr, k_given ? k_given : tr.dilation ? tr.dilation : 1) < 0) {
 		fprintf(stderr, "%s\n", err);
 		conf_free(&cf);

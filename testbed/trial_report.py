@@ -354,7 +354,7 @@ def dilation_words(t, results, algos, sizes):
     costs, fixed delays and timer floors."""
     k = dilation(t)
     cpus = [(results[a][s]["cpu_pct"], a, s) for a in algos for s in sizes if results[a][s].get("cpu_pct") is not None]
-    share = 100 * float(t.get("T_CPU_SHARE", "0.5"))
+    share = 100 * float(t.get("T_CPU_SHARE", "0.8"))
     lines = []
     if k != 1:
         lines.append("Time-dilated by **k = %g**: the testbed ran host links at %s%s (uplinks %s), delays and "
