@@ -106,6 +106,8 @@ void hcl_comm_destroy(struct hcl_comm *c);
 
 int hcl_comm_rank(const struct hcl_comm *c);
 int hcl_comm_world(const struct hcl_comm *c);
+/* The algorithm the communicator runs (cfg.algo, else HCL_ALGO, else ring). */
+enum hcl_algo hcl_comm_algo(const struct hcl_comm *c);
 const char *hcl_comm_error(const struct hcl_comm *c);
 
 /* recv = sum (or average) over ranks of send; send == recv is in place. */

@@ -206,6 +206,7 @@ int hcl_comm_stats(const struct hcl_comm *c, struct hcl_comm_stats *out)
 
 int hcl_comm_rank(const struct hcl_comm *c) { return c->rank; }
 int hcl_comm_world(const struct hcl_comm *c) { return c->world; }
+enum hcl_algo hcl_comm_algo(const struct hcl_comm *c) { return c->env.algo; }
 size_t hcl_comm_cfg_size(void) { return sizeof(struct hcl_comm_cfg); }
 const char *hcl_comm_error(const struct hcl_comm *c) { return c->err; }
 

@@ -308,7 +308,14 @@ int hcl_env_resolve(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err, 
 	long long channels;
 	if (placement(k, e, err, errlen) < 0)
 		return -EINVAL;
-	e->algo = k->algo ? k->algo : HCL_ALGO_RING;
+	/* as NCCL_ALGO does for NCCL: HCL_ALGO picks the algorithm of a program
+	 * that leaves cfg.algo 0 */
+	e->algo = k->algo;
+	const char *an = env("HCL_ALGO");
+	if (!e->algo && an && hcl_algo_from_name(an, &e->algo) < 0)
+		return bad(err, errlen, "HCL_ALGO=%s: want ring, hier, ps, ps-ina or agent-ring", an);
+	if (!e->algo)
+		e->algo = HCL_ALGO_RING;
 	if (e->algo < HCL_ALGO_RING || e->algo > HCL_ALGO_AGENT_RING)
 		return bad(err, errlen, "unknown algorithm %d", (int)e->algo);
 	/* a negative one would be a deadline already passed (or, in ns, an overflow) */

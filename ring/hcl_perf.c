@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ina-allreduce-perf: all-reduce bandwidth in the form of nccl-tests.
- *   RANK=.. WORLD_SIZE=.. MASTER_ADDR=.. MASTER_PORT=.. ina-allreduce-perf -b 1M -e 64M -f 2
- * One line per size on rank 0:  size count type redop time algbw busbw #wrong
- * (time in us per call; algbw = size / time, busbw = algbw * 2(N-1)/N, in
- * GB/s of 1e9 bytes; #wrong summed over all ranks), then "# Avg bus bandwidth".
+/* ina-allreduce-perf: all-reduce bandwidth with nccl-tests' flags and table.
+ *   RANK=.. WORLD_SIZE=.. MASTER_ADDR=.. MASTER_PORT=.. HCL_ALGO=ps-ina ina-allreduce-perf -b 1M -e 64M -f 2
+ * One line per size on rank 0, as all_reduce_perf prints it:
+ *   size count type redop root | out-of-place: time algbw busbw #wrong | in-place: the same
+ * (time in us per call, the mean over ranks unless -a says otherwise;
+ * algbw = size / time, busbw = algbw * 2(N-1)/N, in GB/s of 1e9 bytes;
+ * #wrong summed over all ranks), then "# Avg bus bandwidth".  The
+ * algorithm comes from HCL_ALGO (as NCCL's from NCCL_ALGO) or --algo.
  *
  * With --compute (and optionally --jitter, --straggler, --seed) every timed
  * call becomes a training iteration: a simulated compute phase (a sleep:
@@ -37,17 +40,26 @@ static void sleep_ms(double ms)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ina-allreduce-perf [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c CHECKS]\n"
-		   "                          [-d int32|float|bf16] [-o sum|avg] [-a ring] [-t TIMEOUT_MS]\n"
-		   "  Ranks come from RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and HCL_DATA_ADDR).\n"
+	fprintf(f, "usage: ina-allreduce-perf [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-n ITERS] [-w WARMUP]\n"
+		   "                          [-c CHECKS] [-d TYPE] [-o sum|avg] [-a 0..3] [-z 0|1] [-T SECONDS]\n"
+		   "                          [--algo NAME] [--only in|out] ...\n"
+		   "  nccl-tests' all_reduce_perf flags, with their meanings:\n"
 		   "  -b/-e  smallest/largest message in bytes (K, M, G suffixes; default 1M/64M)\n"
 		   "  -f     multiply the size by this between lines (default 2)\n"
+		   "  -i     add this many bytes between lines instead (when -f is not given)\n"
 		   "  -n/-w  timed and warm-up calls per size (default 20/5)\n"
-		   "  -c     check the results of this many more calls per size (default 1; 0: none)\n"
-		   "  -d     data type (default float)   -o reduction (sum, or avg: sum / ranks)\n"
-		   "  -a     algorithm: ring (default), hier (HCL_RACK), ps (server in rank 0, or HCL_PS_SHARDS),\n"
-		   "         ps-ina (HCL_INA_SWITCH, HCL_INA_JOB, ...), agent-ring (the same)\n"
-		   "  -t     deadline of each call in ms (default 30000)\n"
+		   "  -c     check the results of this many more calls per size and placement (default 1; 0: none)\n"
+		   "  -d     data type: float (float32, fp32), bfloat16 (bf16), int32 (default float)\n"
+		   "  -o     reduction: sum, or avg (sum / ranks)\n"
+		   "  -a     time reported: 0 rank 0's, 1 the mean over ranks (default), 2 the least, 3 the most\n"
+		   "  -z     blocking calls, 0 or 1: every call here blocks, both are accepted\n"
+		   "  -t/-g  threads and GPUs per process: 1 only (one rank per process, on the CPU)\n"
+		   "  -T     deadline of each call in seconds (default 30)\n"
+		   "  Ranks come from RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and HCL_DATA_ADDR).\n"
+		   "  --algo NAME        ring (default), hier (HCL_RACK), ps (server in rank 0, or HCL_PS_SHARDS),\n"
+		   "                     ps-ina (HCL_INA_SWITCH, HCL_INA_JOB, ...), agent-ring; or HCL_ALGO=NAME\n"
+		   "  --timeout MS       deadline of each call in ms (default 30000)\n"
+		   "  --only in|out      run only the in-place or the out-of-place calls (the other group: N/A)\n"
 		   "  -P, --pace         pace early ranks (docs/PACING.md; also HCL_PACE=1)\n"
 		   "  --trace DIR        per-rank JSON-lines timing trace DIR/rank<r>.jsonl (also HCL_TRACE)\n"
 		   "  --compute MS       make each timed call an iteration: MS of simulated compute first\n"
@@ -56,9 +68,14 @@ static void usage(FILE *f)
 		   "  --seed N           seed of the noise (default 1; rank is mixed in)\n");
 }
 
+enum { OUT_OF_PLACE = 1, IN_PLACE = 2 };
+
 struct perf {
-	uint64_t minb, maxb;
+	uint64_t minb, maxb, step;
 	double factor;
+	bool factor_given;
+	int avg_mode; /* -a: the time reported: 0 rank 0's, 1 mean, 2 least, 3 most */
+	int places;   /* OUT_OF_PLACE | IN_PLACE */
 	long long iters, warmup, check;
 	enum hcl_dtype dt;
 	enum hcl_op op;
@@ -71,11 +88,23 @@ struct perf {
 	double cpu_timed; /* CPU seconds of this rank in the timed calls */
 };
 
-/* One option into p: 0, or -1 when its value is not one. */
+/* A data type by nccl-tests' names and ours. */
+static enum hcl_dtype dtype_of(const char *v)
+{
+	if (!strcmp(v, "float") || !strcmp(v, "float32") || !strcmp(v, "fp32"))
+		return HCL_FP32;
+	if (!strcmp(v, "bfloat16") || !strcmp(v, "bf16"))
+		return HCL_BF16;
+	return !strcmp(v, "int32") ? HCL_INT32 : 0;
+}
+
+enum { O_TRACE = 256, O_COMPUTE, O_JITTER, O_STRAGGLER, O_SEED, O_ALGO, O_TIMEOUT, O_ONLY };
+
+/* One option into p: 0; -1 when its value is not one; -2 when it is not
+ * and what is wrong is on stderr already. */
 static int option(struct perf *p, int o, const char *v)
 {
 	long long x;
-	enum { O_TRACE = 256, O_COMPUTE, O_JITTER, O_STRAGGLER, O_SEED };
 	switch (o) {
 	case 'P': p->cfg.pace = 1; return 0;
 	case O_TRACE: p->cfg.trace_dir = v; return 0;
@@ -86,21 +115,38 @@ static int option(struct perf *p, int o, const char *v)
 		p->straggler = v;
 		return 0;
 	case O_SEED: return parse_int(v, 0, INT64_MAX, &x) < 0 ? -1 : (p->seed = (unsigned long long)x, 0);
+	case O_ALGO: return hcl_algo_from_name(v, &p->cfg.algo);
+	case O_TIMEOUT: return parse_int(v, 0, 86400000, &x) < 0 ? -1 : (p->cfg.timeout_ms = x, 0);
+	case O_ONLY:
+		p->places = !strcmp(v, "in") ? IN_PLACE : !strcmp(v, "out") ? OUT_OF_PLACE : 0;
+		return p->places ? 0 : -1;
 	case 'b': return parse_size(v, &p->minb);
 	case 'e': return parse_size(v, &p->maxb);
-	case 'f': return parse_double(v, 1.0001, 1e6, &p->factor);
+	case 'f': p->factor_given = true; return parse_double(v, 1, 1e6, &p->factor);
+	case 'i': return parse_size(v, &p->step) < 0 || p->step == 0 ? -1 : 0;
 	case 'n': return parse_int(v, 1, 1 << 30, &p->iters);
 	case 'w': return parse_int(v, 0, 1 << 30, &p->warmup);
 	case 'c': return parse_int(v, 0, 1000000, &p->check);
-	case 't': return parse_int(v, 0, 86400000, &x) < 0 ? -1 : (p->cfg.timeout_ms = x, 0);
+	case 'a': return parse_int(v, 0, 3, &x) < 0 ? -1 : (p->avg_mode = (int)x, 0);
+	case 'z': return parse_int(v, 0, 1, &x); /* every call blocks: both mean the same here */
+	case 't':
+	case 'g':
+		if (parse_int(v, 1, 1, &x) == 0)
+			return 0;
+		fprintf(stderr, "ina-allreduce-perf: -%c %s: one rank per process, on the CPU: only 1 is supported\n",
+			o, v);
+		return -2;
+	case 'T': return parse_int(v, 0, 86400, &x) < 0 ? -1 : (p->cfg.timeout_ms = x * 1000, 0);
 	case 'd':
-		p->dt = !strcmp(v, "int32")			    ? HCL_INT32
-			: !strcmp(v, "float") || !strcmp(v, "fp32") ? HCL_FP32
-			: !strcmp(v, "bf16")			    ? HCL_BF16
-								    : 0;
-		return p->dt ? 0 : -1;
-	case 'o': p->op = !strcmp(v, "sum") ? HCL_SUM : !strcmp(v, "avg") ? HCL_AVG : 0; return p->op ? 0 : -1;
-	case 'a': return hcl_algo_from_name(v, &p->cfg.algo);
+		if ((p->dt = dtype_of(v)))
+			return 0;
+		fprintf(stderr, "ina-allreduce-perf: -d %s: the types are float, bfloat16 and int32\n", v);
+		return -2;
+	case 'o':
+		p->op = !strcmp(v, "sum") ? HCL_SUM : !strcmp(v, "avg") ? HCL_AVG : 0;
+		if (!p->op)
+			fprintf(stderr, "ina-allreduce-perf: -o %s: the reductions are sum and avg\n", v);
+		return p->op ? 0 : -2;
 	default: return -1;
 	}
 }
@@ -109,58 +155,95 @@ static int option(struct perf *p, int o, const char *v)
 static int parse_args(int argc, char **argv, struct perf *p)
 {
 	static const struct option longopts[] = { { "pace", no_argument, NULL, 'P' },
-						  { "trace", required_argument, NULL, 256 },
-						  { "compute", required_argument, NULL, 257 },
-						  { "jitter", required_argument, NULL, 258 },
-						  { "straggler", required_argument, NULL, 259 },
-						  { "seed", required_argument, NULL, 260 },
+						  { "trace", required_argument, NULL, O_TRACE },
+						  { "compute", required_argument, NULL, O_COMPUTE },
+						  { "jitter", required_argument, NULL, O_JITTER },
+						  { "straggler", required_argument, NULL, O_STRAGGLER },
+						  { "seed", required_argument, NULL, O_SEED },
+						  { "algo", required_argument, NULL, O_ALGO },
+						  { "timeout", required_argument, NULL, O_TIMEOUT },
+						  { "only", required_argument, NULL, O_ONLY },
 						  { "help", no_argument, NULL, 'h' },
 						  { 0 } };
 	int o;
-	while ((o = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:a:t:Ph", longopts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:a:z:t:g:T:Ph", longopts, NULL)) != -1) {
 		if (o == 'h') {
 			usage(stdout);
 			return 1;
 		}
-		if (option(p, o, optarg) < 0) {
-			if (o != '?')
+		int bad = option(p, o, optarg);
+		if (bad < 0) {
+			if (o != '?' && bad == -1)
 				fprintf(stderr, "ina-allreduce-perf: bad value '%s'\n", optarg);
 			return -1;
 		}
 	}
+	if (p->step && !p->factor_given) /* -i: sizes grow by a step, as nccl-tests' do */
+		p->factor = 1;
 	double no_rank;
 	return p->minb < 4 || p->maxb < p->minb || p->maxb > 1ull << 40 || optind < argc ||
+			       (p->factor <= 1 && !p->step && p->maxb > p->minb) ||
 			       (p->straggler &&
 				hcl_noise_parse_stragglers(p->straggler, -1, 0, &no_rank)) /* before any rendezvous */
 		       ? -1
 		       : 0;
 }
 
-/* Rank r contributes r+1 (+ i % 7 for int32): the sums are exact.  Returns
- * the wrong elements summed over every rank, or a negative errno. */
-static int check_call(struct perf *p, struct hcl_comm *c, uint32_t *buf, size_t count, int32_t *wrong)
+/* Element i of rank r: r + 1 + i % 7, in every type — distinct per
+ * element, and every partial sum of up to 16 ranks (at most 232) is exact
+ * in binary32 and in bf16. */
+static void fill(const struct perf *p, void *buf, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		int v = p->rank + 1 + (int)(i % 7);
+		float f = (float)v;
+		uint32_t u;
+		memcpy(&u, &f, 4);
+		if (p->dt == HCL_BF16)
+			((uint16_t *)buf)[i] = (uint16_t)(u >> 16);
+		else
+			((uint32_t *)buf)[i] = p->dt == HCL_FP32 ? u : (uint32_t)v;
+	}
+}
+
+/* Elements of buf (count of them) that are not what the call should give. */
+static int32_t count_wrong(const struct perf *p, const void *buf, size_t count)
 {
 	const int n = p->n;
-	uint16_t *half = (uint16_t *)buf;
-	float mine = (float)(p->rank + 1);
-	uint32_t u;
-	memcpy(&u, &mine, 4);
+	int32_t wrong = 0;
 	for (size_t i = 0; i < count; i++) {
-		if (p->dt == HCL_BF16) /* small integers: exact in bf16 */
-			half[i] = (uint16_t)(u >> 16);
-		else
-			buf[i] = p->dt == HCL_FP32 ? u : (uint32_t)(p->rank + 1 + (int)(i % 7));
-	}
-	int rc = hcl_allreduce(buf, buf, count, p->dt, p->op, c);
-	/* (n + 1) / 2 is exact in binary32 and in bf16 */
-	float want_f = p->op == HCL_AVG ? (float)(n + 1) / 2 : (float)(n * (n + 1) / 2);
-	*wrong = 0;
-	for (size_t i = 0; rc == 0 && i < count; i++) {
-		float f;
-		uint32_t w = p->dt == HCL_BF16 ? (uint32_t)half[i] << 16 : buf[i];
-		memcpy(&f, &w, 4);
 		int32_t sum = n * (n + 1) / 2 + n * (int)(i % 7);
-		*wrong += p->dt == HCL_INT32 ? buf[i] != (uint32_t)(p->op == HCL_AVG ? sum / n : sum) : f != want_f;
+		if (p->dt == HCL_INT32) {
+			wrong += ((const uint32_t *)buf)[i] != (uint32_t)(p->op == HCL_AVG ? sum / n : sum);
+			continue;
+		}
+		uint32_t w = p->dt == HCL_BF16 ? (uint32_t)((const uint16_t *)buf)[i] << 16
+					       : ((const uint32_t *)buf)[i];
+		float f, want = p->op == HCL_AVG ? (float)sum / (float)n : (float)sum;
+		memcpy(&f, &w, 4);
+		wrong += f != want; /* sum / n: exact at these sizes ((n + 1) / 2 + i % 7) */
+	}
+	return wrong;
+}
+
+/* One checked call (in place when send == recv): the wrong elements summed
+ * over every rank — out of place, a send buffer the call changed counts
+ * too — or a negative errno. */
+static int check_call(struct perf *p, struct hcl_comm *c, void *send, void *recv, size_t count, int32_t *wrong)
+{
+	const size_t esz = p->dt == HCL_BF16 ? 2 : 4;
+	fill(p, send, count);
+	if (recv != send)
+		memset(recv, 0xa5, count * esz); /* no stale right answer */
+	int rc = hcl_allreduce(send, recv, count, p->dt, p->op, c);
+	*wrong = rc == 0 ? count_wrong(p, recv, count) : 0;
+	if (rc == 0 && recv != send) {
+		void *want = malloc(count * esz + 1);
+		if (!want)
+			return -ENOMEM;
+		fill(p, want, count);
+		*wrong += memcmp(want, send, count * esz) != 0;
+		free(want);
 	}
 	/* summed over ranks in the run's own type: a ps-ina job has one */
 	if (rc == 0 && p->dt != HCL_INT32) {
@@ -182,14 +265,36 @@ static double cpu_seconds(void)
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-/* The timed calls of one size: the time per call in us, or a negative errno. */
-static int time_calls(struct perf *p, struct hcl_comm *c, uint32_t *buf, size_t count, int64_t *iter_ns, double *us)
+/* This rank's time per call (us) as -a reports it: rank 0's, or the mean,
+ * least or most over ranks (every rank's time gathered by one sum). */
+static int reported_time(struct perf *p, struct hcl_comm *c, double mine, double *us)
+{
+	float *all = calloc((size_t)p->n, sizeof(float));
+	if (!all)
+		return -ENOMEM;
+	all[p->rank] = (float)mine;
+	int rc = hcl_allreduce(all, all, (size_t)p->n, HCL_FP32, HCL_SUM, c);
+	double sum = 0, lo = INFINITY, hi = 0;
+	for (int r = 0; r < p->n; r++) {
+		sum += all[r];
+		lo = all[r] < lo ? all[r] : lo;
+		hi = all[r] > hi ? all[r] : hi;
+	}
+	*us = p->avg_mode == 0 ? all[0] : p->avg_mode == 1 ? sum / p->n : p->avg_mode == 2 ? lo : hi;
+	free(all);
+	return rc;
+}
+
+/* The timed calls of one size and placement: the time per call in us, or
+ * a negative errno. */
+static int time_calls(struct perf *p, struct hcl_comm *c, void *send, void *recv, size_t count, int64_t *iter_ns,
+		      double *us)
 {
 	const size_t esz = p->dt == HCL_BF16 ? 2 : 4;
 	int rc = 0;
-	memset(buf, 0, count * esz);
+	memset(send, 0, count * esz);
 	for (long long k = 0; k < p->warmup && rc == 0; k++)
-		rc = hcl_allreduce(buf, buf, count, p->dt, p->op, c);
+		rc = hcl_allreduce(send, recv, count, p->dt, p->op, c);
 	double cpu0 = cpu_seconds();
 	int64_t t0 = clock_now_ns();
 	for (long long k = 0; k < p->iters && rc == 0; k++) {
@@ -198,29 +303,33 @@ static int time_calls(struct perf *p, struct hcl_comm *c, uint32_t *buf, size_t 
 			hcl_iter_begin(c);
 			sleep_ms(hcl_noise_compute_ms(&p->z));
 		}
-		rc = hcl_allreduce(buf, buf, count, p->dt, p->op, c);
+		rc = hcl_allreduce(send, recv, count, p->dt, p->op, c);
 		if (p->iterate)
 			hcl_iter_end(c);
 		iter_ns[k] = clock_now_ns() - ti;
 	}
-	*us = (double)(clock_now_ns() - t0) / 1e3 / (double)p->iters;
+	double mine = (double)(clock_now_ns() - t0) / 1e3 / (double)p->iters;
 	p->cpu_timed += cpu_seconds() - cpu0;
+	if (rc == 0)
+		rc = reported_time(p, c, mine, us);
 	if (rc == 0 && p->iterate && p->rank == 0) {
 		struct hcl_sync_stats st;
 		hcl_sync_stats(iter_ns, (unsigned long)p->iters, &st);
 		printf("# iterations %zu B: mean %.1f us  p50 %.1f  p99 %.1f  cv %.3f  %.2f it/s\n", count * esz,
-		       st.mean_ns / 1e3, st.p50_ns / 1e3, st.p99_ns / 1e3, st.cv, 1e6 / *us);
+		       st.mean_ns / 1e3, st.p50_ns / 1e3, st.p99_ns / 1e3, st.cv, 1e6 / mine);
 	}
 	return rc;
 }
 
-static void print_header(const struct perf *p)
+static void print_header(const struct perf *p, struct hcl_comm *c)
 {
 	printf("# ina-allreduce-perf: %d ranks, algorithm %s, %lld iterations, %lld warm-up\n", p->n,
-	       hcl_algo_name(p->cfg.algo ? p->cfg.algo : HCL_ALGO_RING), p->iters, p->warmup);
-	printf("#%11s %12s %8s %6s %10s %8s %8s %7s\n", "size", "count", "type", "redop", "time", "algbw", "busbw",
-	       "#wrong");
-	printf("#%11s %12s %8s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+	       hcl_algo_name(hcl_comm_algo(c)), p->iters, p->warmup);
+	printf("#%58s%s%25s%s\n", "", "out-of-place", "", "in-place"); /* over their columns */
+	printf("#%11s %12s %8s %6s %6s %9s %8s %8s %6s %9s %8s %8s %6s\n", "size", "count", "type", "redop", "root",
+	       "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+	printf("#%11s %12s %8s %6s %6s %9s %8s %8s %6s %9s %8s %8s %6s\n", "(B)", "(elements)", "", "", "", "(us)",
+	       "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
 }
 
 static void print_summary(struct hcl_comm *c)
@@ -234,44 +343,70 @@ static void print_summary(struct hcl_comm *c)
 		       100 * m.comm_share, m.paced_calls, m.calls, m.spread_mean_us, 100 * m.layer_share);
 }
 
+/* One size, both placements (as -- only allows): the line's two groups in
+ * cols, and the busbw of each measured group added to *bus_sum. */
+static int one_size(struct perf *p, struct hcl_comm *c, void *send, void *recv, size_t count, int64_t *iter_ns,
+		    char cols[2][64], double *bus_sum, int *groups)
+{
+	const size_t bytes = count * (p->dt == HCL_BF16 ? 2 : 4);
+	for (int g = 0; g < 2; g++) {
+		int place = g ? IN_PLACE : OUT_OF_PLACE;
+		void *dst = g ? send : recv;
+		double us = 0;
+		int32_t wrong = 0, w;
+		int rc;
+		snprintf(cols[g], 64, " %9s %8s %8s %6s", "N/A", "N/A", "N/A", "N/A");
+		if (!(p->places & place))
+			continue;
+		if ((rc = time_calls(p, c, send, dst, count, iter_ns, &us)) < 0)
+			return rc;
+		for (long long k = 0; k < p->check; k++, wrong += w)
+			if ((rc = check_call(p, c, send, dst, count, &w)) < 0)
+				return rc;
+		double algbw = (double)bytes / us / 1e3, busbw = algbw * 2 * (p->n - 1) / p->n;
+		*bus_sum += busbw;
+		++*groups;
+		char wr[16] = "N/A";
+		if (p->check)
+			snprintf(wr, sizeof(wr), "%d", wrong);
+		snprintf(cols[g], 64, " %9.1f %8.3f %8.3f %6s", us, algbw, busbw, wr);
+	}
+	return 0;
+}
+
 /* Every size from -b to -e: one line each on rank 0. */
-static int run(struct perf *p, struct hcl_comm *c, uint32_t *buf, int64_t *iter_ns)
+static int run(struct perf *p, struct hcl_comm *c, void *send, void *recv, int64_t *iter_ns)
 {
 	const size_t esz = p->dt == HCL_BF16 ? 2 : 4;
 	double bus_sum = 0;
-	int lines = 0, rc = 0;
+	int groups = 0, rc = 0;
 	if (p->rank == 0)
-		print_header(p);
-	for (size_t bytes = p->minb;;
-	     bytes = bytes * p->factor < (double)p->maxb ? (size_t)ceil(bytes * p->factor) : p->maxb) {
+		print_header(p, c);
+	for (size_t bytes = p->minb;;) {
 		size_t count = bytes / esz;
-		double us;
-		int32_t wrong = 0, w;
-		if ((rc = time_calls(p, c, buf, count, iter_ns, &us)) < 0)
+		char cols[2][64];
+		if ((rc = one_size(p, c, send, recv, count, iter_ns, cols, &bus_sum, &groups)) < 0)
 			return rc;
-		for (long long k = 0; k < p->check; k++, wrong += w)
-			if ((rc = check_call(p, c, buf, count, &w)) < 0)
-				return rc;
-		double algbw = (double)bytes / us / 1e3, busbw = algbw * 2 * (p->n - 1) / p->n;
-		bus_sum += busbw;
-		lines++;
 		if (p->rank == 0) {
-			printf(" %11zu %12zu %8s %6s %10.1f %8.3f %8.3f %7d\n", count * esz, count,
+			printf(" %11zu %12zu %8s %6s %6d%s%s\n", count * esz, count,
 			       p->dt == HCL_FP32   ? "float"
-			       : p->dt == HCL_BF16 ? "bf16"
+			       : p->dt == HCL_BF16 ? "bfloat16"
 						   : "int32",
-			       p->op == HCL_AVG ? "avg" : "sum", us, algbw, busbw, wrong);
+			       p->op == HCL_AVG ? "avg" : "sum", -1, cols[0], cols[1]);
 			fflush(stdout);
 		}
 		if (bytes >= p->maxb) /* the last line is -e itself */
 			break;
+		double next = p->factor > 1 ? ceil(bytes * p->factor) : (double)(bytes + p->step);
+		bytes = next < (double)p->maxb ? (size_t)next : p->maxb;
 	}
 	/* what the timed calls cost, summed over the ranks */
 	float cpu = (float)p->cpu_timed;
 	if ((rc = hcl_allreduce(&cpu, &cpu, 1, HCL_FP32, HCL_SUM, c)) < 0)
 		return rc;
 	if (p->rank == 0) {
-		printf("# Avg bus bandwidth    : %.3f\n", lines ? bus_sum / lines : 0);
+		printf("# Out of bounds values : 0 OK\n");
+		printf("# Avg bus bandwidth    : %.3f\n", groups ? bus_sum / groups : 0);
 		printf("# cpu seconds of all ranks in the timed calls: %.3f\n", cpu);
 		print_summary(c);
 	}
@@ -283,6 +418,8 @@ int main(int argc, char **argv)
 	struct perf p = { .minb = 1 << 20,
 			  .maxb = 64 << 20,
 			  .factor = 2,
+			  .avg_mode = 1,
+			  .places = OUT_OF_PLACE | IN_PLACE,
 			  .iters = 20,
 			  .warmup = 5,
 			  .check = 1,
@@ -313,11 +450,12 @@ int main(int argc, char **argv)
 	}
 	hcl_noise_seed(&p.z, p.seed, p.rank);
 	int64_t *iter_ns = calloc((size_t)p.iters, sizeof(*iter_ns));
-	uint32_t *buf = malloc(p.maxb / 4 * 4 + 4); /* 32-bit words: room for maxb bytes of any type */
-	if (!buf || !iter_ns) {
+	/* 32-bit words: room for maxb bytes of any type */
+	uint32_t *send = malloc(p.maxb / 4 * 4 + 4), *recv = malloc(p.maxb / 4 * 4 + 4);
+	if (!send || !recv || !iter_ns) {
 		fprintf(stderr, "ina-allreduce-perf: out of memory\n");
 		rc = -ENOMEM;
-	} else if ((rc = run(&p, c, buf, iter_ns)) < 0) {
+	} else if ((rc = run(&p, c, send, recv, iter_ns)) < 0) {
 		fprintf(stderr, "ina-allreduce-perf rank %d: %s\n", p.rank, hcl_comm_error(c));
 	}
 	struct hcl_comm_stats st;
@@ -335,7 +473,8 @@ int main(int argc, char **argv)
 	if (rc == 0 && st.ina_fallback_calls)
 		printf("# INA lost mid-job at rank %d: %llu calls finished on the software ring\n", p.rank,
 		       st.ina_fallback_calls);
-	free(buf);
+	free(send);
+	free(recv);
 	free(iter_ns);
 	hcl_comm_destroy(c);
 	return rc ? 1 : 0;

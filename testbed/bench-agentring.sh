@@ -62,12 +62,12 @@ for mix in 0 1 half all; do
 		# ps-ina and agent-ring need an INA rack to be what they are; with
 		# none they are the software PS and a ring of software members
 		stats > "$scratch"/a.json
-		out=$("$top/testbed/launch.sh" $name -- "$perf" -a $algo -b $size -e $size -n $iters -w 1 -t 120000 2>&1) || {
+		out=$("$top/testbed/launch.sh" $name -- "$perf" --only in --algo $algo -b $size -e $size -n $iters -w 1 --timeout 120000 2>&1) || {
 			printf "  %-9s %-11s failed: %s\n" "$ninar" $algo "$(grep -m1 -E 'rank|error' <<<"$out")"
 			continue
 		}
 		stats > "$scratch"/b.json
-		read -r us busbw wrong < <(awk '/^ +[0-9]+ +[0-9]+ +float/ {print $5, $7, $8}' <<<"$out")
+		read -r us busbw wrong < <(awk '/^ +[0-9]+ +[0-9]+ +float/ {print $10, $12, $13}' <<<"$out")
 		read -r hostmb upmb < <(loads "$scratch"/a.json "$scratch"/b.json)
 		case $algo in
 		ring) chain=$((2 * (n - 1)));;

@@ -42,7 +42,7 @@ run() { # label, extra perf args...: plain runs without the layer, paced ones tr
 	local out tr=()
 	rm -rf "$trace"
 	[[ $label == *pace ]] && tr=(--trace "$trace")
-	out=$("$top/testbed/launch.sh" $name -- "$top/build/ring/ina-allreduce-perf" -a $algo -b $size -e $size \
+	out=$("$top/testbed/launch.sh" $name -- "$top/build/ring/ina-allreduce-perf" --only in --algo $algo -b $size -e $size \
 		-n $iters -w 3 --compute $compute --seed $seed "${tr[@]}" "$@" 2>&1) || {
 		echo "  $label: failed: $(tail -1 <<<"$out")"; return 1; }
 	local extra=""

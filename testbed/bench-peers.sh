@@ -33,7 +33,8 @@ pmd=af_packet
 [ "$mode" = bridge ] && pmd=bridge
 "$top/testbed/topo.sh" up $name $ranks --subnet 10.88.0 --no-ina --mgmt 10.98.0 --pmd $pmd >/dev/null
 "$top/testbed/topo.sh" start $name
-run_ours() { "$top/testbed/launch.sh" $name -- "$top/build/ring/ina-allreduce-perf" -b $min -e $max -n $iters -w 3; }
+# in place, as the peers' all-reduces are
+run_ours() { "$top/testbed/launch.sh" $name -- "$top/build/ring/ina-allreduce-perf" --only in -b $min -e $max -n $iters -w 3; }
 run_gloo() {
 	"$top/testbed/launch.sh" $name --port 29501 -- env GLOO_SOCKET_IFNAME=eth0 \
 		/usr/bin/python3 "$top/testbed/peers/gloo_allreduce.py" -b "$(bytes $min)" -e "$(bytes $max)" -n $iters -w 3
@@ -63,8 +64,11 @@ echo "# size        ours_busbw  gloo_busbw   mpi_busbw  ours/best_peer   (median
 /usr/bin/python3 - "$tables" $rounds $iters <<'PY'
 import statistics, sys
 d, rounds, iters = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def busbw(f):
+    """ours: nccl-tests' 13 columns, in-place busbw; the peers': 8 columns"""
+    return float(f[11] if len(f) == 13 else f[6])
 def table(f):
-    return {int(l.split()[0]): float(l.split()[6]) for l in open(f) if l.strip() and not l.startswith("#")}
+    return {int(l.split()[0]): busbw(l.split()) for l in open(f) if l.strip() and not l.startswith("#")}
 def cpu_per_gb(f):
     """CPU seconds of all ranks in the timed calls / GB they all-reduced."""
     sizes = table(f)

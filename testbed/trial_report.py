@@ -31,11 +31,15 @@ def env(path):
 
 
 def perf_line(text, nbytes):
+    """ina-allreduce-perf's line for nbytes, nccl-tests' columns: size count
+    type redop root, then out-of-place and in-place time algbw busbw #wrong
+    (N/A where not run): the in-place time, the wrong elements of both."""
     for line in text.splitlines():
         f = line.split()
-        if len(f) == 8 and not line.startswith("#") and f[0] == str(nbytes):
+        if len(f) == 13 and not line.startswith("#") and f[0] == str(nbytes):
             # bandwidths again from the time: the table rounds them to 1 MB/s
-            return {"time_us": float(f[4]), "wrong": int(f[7])}
+            t = f[9] if f[9] != "N/A" else f[5]
+            return {"time_us": float(t), "wrong": sum(int(w) for w in (f[8], f[12]) if w != "N/A")}
     return None
 
 

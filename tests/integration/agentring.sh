@@ -13,9 +13,9 @@ sub=10.87.0
 
 check() { # check TOPO ARGS: every line exact
 	local out
-	out=$("$top/testbed/launch.sh" "$TOPO_NAME" -- "$perf" -a agent-ring -n 1 -w 0 -t 60000 "$@") ||
+	out=$("$top/testbed/launch.sh" "$TOPO_NAME" -- "$perf" --algo agent-ring -n 1 -w 0 --timeout 60000 "$@") ||
 		{ echo "$out" >&2; return 1; }
-	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(int32|float|bf16) +sum .* 0$' <<<"$out")" -ge 1 ] || { echo "$out" >&2; return 1; }
+	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(int32|float|bfloat16) +sum +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$' <<<"$out")" -ge 1 ] || { echo "$out" >&2; return 1; }
 }
 jobs_left() { stats_get "sum(len(s['ina']['jobs']) for s in d['switches'].values() if 'ina' in s)"; }
 
@@ -76,7 +76,7 @@ for i in $(seq 0 7); do
 	((r == 1)) && sw=HCL_INA_SWITCH=$sub.253
 	ip netns exec "$TOPO_NAME-h$i" env RANK=$i WORLD_SIZE=8 MASTER_ADDR=$sub.1 MASTER_PORT=29500 \
 		HCL_DATA_ADDR=$sub.$((i + 1)) HCL_RACK=$r $sw \
-		"$perf" -a agent-ring -b 4M -e 4M -n 200 -w 0 -t 8000 > $LOGDIR/agr-$i.log 2>&1 &
+		"$perf" --only in --algo agent-ring -b 4M -e 4M -n 200 -w 0 --timeout 8000 > $LOGDIR/agr-$i.log 2>&1 &
 	pids+=($!)
 done
 for _ in $(seq 300); do

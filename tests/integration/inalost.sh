@@ -27,8 +27,8 @@ for i, j in json.load(sys.stdin)["switches"][sys.argv[1]]["ina"]["jobs"].items()
 lose_job() {
 	local algo=$1 sw=$2 slices=$3 job="" id owner calls unknown n
 	n=$(cat /run/swemu-testbed/itlost/hosts)
-	HCL_INA_LOST_MS=1000 "$top/testbed/launch.sh" itlost -- "$perf" -a "$algo" -b 256K -e 256K -n 1 -w 0 \
-		-c 300 -d int32 -t 60000 >$LOGDIR/run.log 2>&1 &
+	HCL_INA_LOST_MS=1000 "$top/testbed/launch.sh" itlost -- "$perf" --only in --algo "$algo" -b 256K -e 256K -n 1 -w 0 \
+		-c 300 -d int32 --timeout 60000 >$LOGDIR/run.log 2>&1 &
 	local run=$!
 	for _ in $(seq 300); do # 30 s at most
 		job=$(busy_job "$sw" "$slices")

@@ -14,9 +14,9 @@ sub=10.85.0
 
 run() { # run ARGS: every size exact, the avg line present
 	local out
-	out=$("$top/testbed/launch.sh" itpsi ${LAUNCH_OPTS:-} -- "$perf" -a ps-ina "$@") || { echo "$out" >&2; return 1; }
+	out=$("$top/testbed/launch.sh" itpsi ${LAUNCH_OPTS:-} -- "$perf" --only in --algo ps-ina "$@") || { echo "$out" >&2; return 1; }
 	echo "$out"
-	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(float|int32|bf16) +sum .* 0$' <<<"$out")" -ge 2 ] || return 1
+	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(float|int32|bfloat16) +sum .* 0$' <<<"$out")" -ge 2 ] || return 1
 	grep -q "^# Avg bus bandwidth" <<<"$out"
 }
 to_rank0() { stats_get 'd["switches"]["tor0"]["ports"]["h0"]["tx_bytes"]'; } # bytes swemu sent rank 0's host
@@ -37,28 +37,28 @@ done
 for inaracks in 1 all; do
 	topo itpsi 8 --subnet $sub --racks 2 --ina-racks $inaracks --loss 0.05
 	# the int32 run takes its layout from the host file topo.sh wrote
-	LAUNCH_OPTS=--hostfile run -b 16K -e 1M -f 8 -n 2 -w 0 -d int32 -t 60000 ||
+	LAUNCH_OPTS=--hostfile run -b 16K -e 1M -f 8 -n 2 -w 0 -d int32 --timeout 60000 ||
 		fail "ps-ina, 2 racks, INA racks $inaracks, int32 (host file)"
 	b0=$(switch_rx_bytes tor1)
-	run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, fp32"
+	run -b 16K -e 1M -f 8 -n 2 -w 0 --timeout 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, fp32"
 	b1=$(switch_rx_bytes tor1)
-	HCL_INA_FP32=bf16 run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 ||
+	HCL_INA_FP32=bf16 run -b 16K -e 1M -f 8 -n 2 -w 0 --timeout 60000 ||
 		fail "ps-ina, 2 racks, INA racks $inaracks, fp32 over bf16 jobs"
 	b2=$(switch_rx_bytes tor1)
 	# the same calls in 2-byte elements: about half the bytes into the ToR
 	((4 * (b2 - b1) < 3 * (b1 - b0))) || fail "fp32 over bf16 jobs: $((b2 - b1)) bytes vs $((b1 - b0)) in fp32"
 	echo "psina: INA racks $inaracks: bytes into tor1, fp32 over bf16 jobs / fp32 jobs = $((b2 - b1)) / $((b1 - b0))"
-	HCL_INA_FP32=bf16 run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 -d bf16 ||
+	HCL_INA_FP32=bf16 run -b 16K -e 1M -f 8 -n 2 -w 0 --timeout 60000 -d bf16 ||
 		fail "ps-ina, 2 racks, INA racks $inaracks, bf16 over bf16 jobs"
 	# the PS in 8 shards, one per host: exact, and rank 0's host no longer
 	# takes every contribution (with one PS it gets all of each slice's)
 	t0=$(to_rank0)
-	run -b 512K -e 1M -f 2 -n 2 -w 0 -t 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, one PS (reference)"
+	run -b 512K -e 1M -f 2 -n 2 -w 0 --timeout 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, one PS (reference)"
 	t1=$(to_rank0)
-	HCL_PS_SHARDS=8 run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 -d int32 ||
+	HCL_PS_SHARDS=8 run -b 16K -e 1M -f 8 -n 2 -w 0 --timeout 60000 -d int32 ||
 		fail "ps-ina, 2 racks, INA racks $inaracks, 8 PS shards, int32"
 	t2=$(to_rank0)
-	HCL_PS_SHARDS=8 run -b 512K -e 1M -f 2 -n 2 -w 0 -t 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, 8 PS shards"
+	HCL_PS_SHARDS=8 run -b 512K -e 1M -f 2 -n 2 -w 0 --timeout 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, 8 PS shards"
 	t3=$(to_rank0)
 	((2 * (t3 - t2) < t1 - t0)) || fail "8 PS shards: $((t3 - t2)) bytes to rank 0's host vs $((t1 - t0)) with one PS"
 	echo "psina: INA racks $inaracks: bytes to rank 0's host for 512 KiB + 1 MiB calls, 8 PS shards / one PS = $((t3 - t2)) / $((t1 - t0))"
@@ -80,7 +80,7 @@ topo itpsi 8 --subnet $sub --racks 2 --ina-racks all
 in_host 4 "$top/testbed/swemu-ctl" $sub.253 "op = \"install\"; job = { id = 999; fan_in = 1; dtype = \"int32\";
   slots = 2040; elems = 8; outputs = [\"multicast\"]; contributors = [\"$sub.5:48864\"]; };" >/dev/null ||
 	fail "blocker job on tor1"
-run -b 16K -e 1M -f 8 -n 2 -w 0 -t 60000 || fail "ps-ina with tor1 full"
+run -b 16K -e 1M -f 8 -n 2 -w 0 --timeout 60000 || fail "ps-ina with tor1 full"
 grep -q "rack 1: .*not enough free slots.*software PS" "/run/swemu-testbed/$TOPO_NAME/rank-4.log" ||
 	fail "rack 1's agent did not report the fallback: $(cat "/run/swemu-testbed/$TOPO_NAME/rank-4.log")"
 [ "$(stats_get 'd["switches"]["tor1"]["ina"]["accepted"]')" = 0 ] || fail "tor1 aggregated although it was full"
@@ -96,7 +96,7 @@ pids=()
 for i in 0 1 2 3; do
 	ip netns exec "$TOPO_NAME-h$i" env RANK=$i WORLD_SIZE=4 MASTER_ADDR=$sub.1 MASTER_PORT=29500 \
 		HCL_DATA_ADDR=$sub.$((i + 1)) HCL_INA_SWITCH=$sub.254 \
-		"$perf" -a ps-ina -b 4M -e 4M -n 200 -w 0 -t 4000 > $LOGDIR/psi-$i.log 2>&1 &
+		"$perf" --only in --algo ps-ina -b 4M -e 4M -n 200 -w 0 --timeout 4000 > $LOGDIR/psi-$i.log 2>&1 &
 	pids+=($!)
 done
 # mid-run = the job has completed slices (any moment after that will do)

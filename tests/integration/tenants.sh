@@ -25,7 +25,7 @@ run_tenant() {
 		local rack=$((h / 4))
 		in_host "$h" env RANK=$i WORLD_SIZE=${#hosts[@]} MASTER_ADDR=$sub.$((hosts[0] + 1)) MASTER_PORT=$port \
 			HCL_DATA_ADDR=$sub.$((h + 1)) HCL_RACK=$rack HCL_INA_SWITCH=$sub.$((254 - rack)) \
-			"$perf" -a "$algo" -d int32 -b 1M -e 1M -n "$calls" -w 0 -t 60000 >"$LOGDIR/tn-$name-$i.log" 2>&1 &
+			"$perf" --only in --algo "$algo" -d int32 -b 1M -e 1M -n "$calls" -w 0 --timeout 60000 >"$LOGDIR/tn-$name-$i.log" 2>&1 &
 		eval "${name}_pids+=($!)"
 		i=$((i + 1))
 	done

@@ -137,11 +137,11 @@ printf 'trial = {\n  algorithms = ["ring"];\n  sizes = ["4M"];\n  iterations = 2
 "$top/testbed/trial.sh" -c "$out/long.cfg" -o "$out/stopped" > "$out/stopped.log" 2>&1 &
 pid=$!
 for ((i = 0; i < 300; i++)); do # until its ranks run (30 s at most)
-	pgrep -f 'ina-allreduce-perf -a ring' >/dev/null && break
+	pgrep -f 'ina-allreduce-perf --only in --algo ring' >/dev/null && break
 	kill -0 $pid 2>/dev/null || fail "the trial to stop ended early: $(tail -3 "$out/stopped.log")"
 	sleep 0.1
 done
-pgrep -f 'ina-allreduce-perf -a ring' >/dev/null || fail "the trial to stop did not start its run"
+pgrep -f 'ina-allreduce-perf --only in --algo ring' >/dev/null || fail "the trial to stop did not start its run"
 t0=$SECONDS
 kill -TERM $pid
 rc=0

@@ -20,7 +20,7 @@ run() {
 	local d=$1/${RUNS:-runs}/$2-256K${REP:-}
 	mkdir -p "$d"
 	echo 0 > "$d/rc"
-	printf '# ina-allreduce-perf\n %s %s float sum %s 0.2 0.3 0\n%s\n' 262144 65536 "$3" "${6:-}" > "$d/perf.out"
+	printf '# ina-allreduce-perf\n %s %s float sum -1 N/A N/A N/A N/A %s 0.2 0.3 0\n%s\n' 262144 65536 "$3" "${6:-}" > "$d/perf.out"
 	printf '{"switches": {"tor1": {"ports": {"h2": {"rx_bytes": 0, "tx_bytes": 0, "rx_packets": 0, "tx_packets": 0, "drops": {}}}, "ina": {"accepted": %s, "drops": {}}}}}\n' 0 > "$d/stats-before.json"
 	printf '{"switches": {"tor1": {"ports": {"h2": {"rx_bytes": 1000, "tx_bytes": 1000, "rx_packets": 1, "tx_packets": 1, "drops": {}}}, "ina": {"accepted": %s, "drops": {}}}}}\n' "$4" > "$d/stats-after.json"
 	[ -z "${5:-}" ] || echo "$5" > "$d/rank-2.log"
