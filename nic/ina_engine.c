@@ -545,7 +545,12 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 	x->job->st.retransmits++;
 	x->slot->touched_ms = x->eng->now_ms; /* a straggler still wants it */
 	if (x->slot->state == SLOT_WAIT_PARENT) {
-		emit_peer(x, &cfg->parent, INA_F_RETX);
+		/* the partial or the parent's answer was lost: send it again once
+		 * per round of the workers' re-sends, not once per worker (they
+		 * time out together, and the uplink is the scarce link) */
+		unsigned workers = cfg->fan_in - (cfg->upstream_index >= 0);
+		if (x->slot->resends++ % workers == 0)
+			emit_peer(x, &cfg->parent, INA_F_RETX);
 		return;
 	}
 	if (cfg->outputs & INA_OUT_ACK) {

@@ -337,7 +337,7 @@ static void deliver(struct ina_engine *to, const struct ina_emit *e, const struc
 
 /* Two ToRs aggregate their racks and hand the partials to a software PS
  * built from the same engine; the PS result comes back and is multicast.
- * A lost partial is re-sent when a worker re-sends. */
+ * A lost partial is re-sent when the workers re-send, once per round. */
 static void test_ps_hierarchy(void **state)
 {
 	(void)state;
@@ -375,6 +375,16 @@ static void test_ps_hierarchy(void **state)
 	assert_int_equal(tl_send(tor[0], &rack[0].contributors[1], &h, v[1]), INA_OK);
 	assert_int_equal(tl_out.n, 1);
 	assert_true(tl_out.e[0].hdr.flags & INA_F_RETX);
+	/* worker 0 times out in the same round: the uplink carries the
+	 * partial once per round, not once per worker */
+	h.contributor = 0;
+	assert_int_equal(tl_send(tor[0], &rack[0].contributors[0], &h, v[0]), INA_OK);
+	assert_int_equal(tl_out.n, 0);
+	/* the workers' next round of re-sends sends it again */
+	h.contributor = 1;
+	assert_int_equal(tl_send(tor[0], &rack[0].contributors[1], &h, v[1]), INA_OK);
+	assert_int_equal(tl_out.n, 1);
+	assert_int_equal(tl_out.e[0].dst.ip, ps_addr.ip);
 	deliver(ps, &tl_out.e[0], &tor_addr[0], &o2);
 	assert_int_equal(o2.n, 0);
 	/* rack 1 completes, its partial reaches the PS, which multicasts */
