@@ -14,10 +14,9 @@ enum slot_state {
 	SLOT_COMPLETE,	  /* result stored (wire order) and emitted */
 };
 
-/* State of one (slot index, set).  The slice key (epoch, seq) it holds is
- * what lets the engine refuse a contribution for another slice instead of
- * adding it to the wrong one.  It fills the cache line in front of the
- * set's elements, so a slot is one contiguous run of memory. */
+/* State of one (slot index, set).  Its slice key (epoch, seq) lets the engine
+ * refuse a contribution for another slice rather than add it to the wrong
+ * one.  It fills the line in front of the set's elements: one run of memory. */
 struct slot {
 	uint64_t bitmap[INA_BITMAP_WORDS]; /* contributors counted this round */
 	uint32_t epoch;
@@ -27,16 +26,14 @@ struct slot {
 	uint16_t nelem;
 	uint8_t state;
 	uint8_t acked;	 /* INA_OUT_ACK with FORWARD: the downstream acknowledged */
-	uint8_t resends; /* re-sends answered while waiting for that ACK */
+	uint8_t resends; /* re-sends answered while waiting upstream (ACK, parent) */
 	uint8_t flags;	 /* INA_F_OVERFLOW */
 	int8_t exponent;
 	uint32_t touched_ms; /* engine time of the last packet it took */
 };
 
 struct job {
-	/* odd while install or remove rewrites the entry: a reader on another
-	 * thread (stats, telemetry) retries rather than mix two jobs' fields */
-	uint32_t gen;
+	uint32_t gen; /* odd while rewritten: a reader (stats, telemetry) retries, never mixes two jobs */
 	bool used;
 	uint32_t base; /* first engine slot index */
 	struct ina_job_cfg cfg;
@@ -300,7 +297,6 @@ const struct ina_engine_stats *ina_engine_stats(const struct ina_engine *eng) { 
 /* ---- datapath ---- */
 
 static bool bit_test(const struct slot *s, unsigned c) { return s->bitmap[c / 64] >> (c % 64) & 1; }
-
 static void bit_set(struct slot *s, unsigned c) { s->bitmap[c / 64] |= 1ull << (c % 64); }
 static void bit_clear(struct slot *s, unsigned c) { s->bitmap[c / 64] &= ~(1ull << (c % 64)); }
 
@@ -536,6 +532,13 @@ static void reclaim(struct ctx *x, struct slot *s)
 	memset(s, 0, sizeof(*s)); /* SLOT_EMPTY */
 }
 
+/* Whether this re-send upstream is its round's first: the workers time out
+ * together, and a rack of H would send it H times on the scarce uplink. */
+static bool first_of_round(struct ctx *x)
+{
+	return x->slot->resends++ % (x->job->cfg.fan_in - (x->job->cfg.upstream_index >= 0)) == 0;
+}
+
 /* A contributor re-sent a slice the slot has finished: send again what it
  * would have caused, from the stored bytes. */
 static void answer_retransmission(struct ctx *x, unsigned c)
@@ -543,13 +546,9 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 	const struct ina_job_cfg *cfg = &x->job->cfg;
 
 	x->job->st.retransmits++;
-	x->slot->touched_ms = x->eng->now_ms; /* a straggler still wants it */
-	if (x->slot->state == SLOT_WAIT_PARENT) {
-		/* the partial or the parent's answer was lost: send it again once
-		 * per round of the workers' re-sends, not once per worker (they
-		 * time out together, and the uplink is the scarce link) */
-		unsigned workers = cfg->fan_in - (cfg->upstream_index >= 0);
-		if (x->slot->resends++ % workers == 0)
+	x->slot->touched_ms = x->eng->now_ms;	  /* a straggler still wants it */
+	if (x->slot->state == SLOT_WAIT_PARENT) { /* the partial or the parent's answer was lost */
+		if (first_of_round(x))
 			emit_peer(x, &cfg->parent, INA_F_RETX);
 		return;
 	}
@@ -566,11 +565,7 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 			emit(x, INA_T_ACK, &cfg->contributors[c], cfg->id, (uint16_t)c, 0);
 			return;
 		}
-		/* the forward or its ACK was lost: send it again — once per
-		 * round of the workers' timeouts, not once per worker (a rack
-		 * of H workers would otherwise send it H times) */
-		unsigned workers = cfg->fan_in - (cfg->upstream_index >= 0);
-		if (x->slot->resends++ % workers == 0)
+		if (first_of_round(x)) /* the forward or its ACK was lost */
 			emit_peer(x, &cfg->forward, INA_F_RETX);
 		return;
 	}

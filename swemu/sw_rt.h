@@ -193,6 +193,7 @@ struct sw_lsw {
 	uint64_t now_ns;
 	uint32_t now_s;
 	struct sw_lsw_stats st;
+	struct sw_capture cap; /* f NULL: not capturing */
 };
 
 /* One lcore's share of the fabric: whole logical switches (their ports,

@@ -39,7 +39,8 @@ if [ -n "${peers:-}" ]; then
 	packages+=(python3-torch openmpi-bin libopenmpi-dev)
 fi
 if [ -n "${tests:-}" ]; then
-	packages+=(python3-torch)
+	# tshark reads swemu's captures with testbed/wireshark/ina.lua
+	packages+=(python3-torch tshark)
 fi
 missing=()
 for p in "${packages[@]}"; do

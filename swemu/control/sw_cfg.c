@@ -220,12 +220,62 @@ static int load_mgmt_scope(const struct conf_reader *p, const struct conf_node *
 	return 0;
 }
 
+/* capture = { file; [ports]; [direction]; [snaplen]; [max_packets];
+ * [max_bytes] }: the switch's ports into a pcapng file (sw_capture.h). */
+static int load_capture(const struct conf_reader *p, const struct conf_node *sw, struct sw_switch_cfg *s)
+{
+	static const char *const keys[] = { "file", "ports", "direction", "snaplen", "max_packets", "max_bytes", NULL };
+	const struct conf_node *g = conf_member(sw, "capture");
+	struct sw_capture_cfg *c = &s->capture;
+	if (!g)
+		return 0;
+	if (g->type != CONF_GROUP)
+		return conf_fail(p, g, "'capture' must be a group such as { file = \"tor0.pcapng\"; }");
+	const char *file = NULL, *dir = "both", *maxb = NULL;
+	if (conf_only_keys(p, g, keys) < 0 || conf_get_str(p, g, "file", true, &file) < 0 ||
+	    conf_get_str(p, g, "direction", false, &dir) < 0 || conf_get_str(p, g, "max_bytes", false, &maxb) < 0)
+		return -1;
+	if (!*file || strlen(file) >= sizeof(c->file))
+		return conf_fail(p, conf_member(g, "file"), "capture file: 1 to %zu characters", sizeof(c->file) - 1);
+	snprintf(c->file, sizeof(c->file), "%s", file);
+	c->dir = !strcmp(dir, "rx")	? SW_CAP_RX
+		 : !strcmp(dir, "tx")	? SW_CAP_TX
+		 : !strcmp(dir, "both") ? SW_CAP_RX | SW_CAP_TX
+					: 0;
+	if (!c->dir)
+		return conf_fail(p, conf_member(g, "direction"), "direction \"%s\": want \"rx\", \"tx\" or \"both\"",
+				 dir);
+	c->snaplen = 65535;
+	long long maxp = 0;
+	if (conf_get_u32(p, g, "snaplen", 64, 65535, false, &c->snaplen) < 0 ||
+	    conf_get_int(p, g, "max_packets", 0, 1000000000000ll, false, &maxp) < 0)
+		return -1;
+	c->max_packets = (uint64_t)maxp;
+	if (maxb && (parse_size(maxb, &c->max_bytes) < 0 || c->max_bytes < 4096))
+		return conf_fail(p, conf_member(g, "max_bytes"), "max_bytes \"%s\": want a size of 4K or more", maxb);
+	const struct conf_node *pl = conf_member(g, "ports");
+	if (pl && pl->type != CONF_ARRAY && pl->type != CONF_LIST)
+		return conf_fail(p, pl, "capture ports: a list of this switch's port names");
+	for (unsigned i = 0; pl && i < pl->n; i++) {
+		const struct conf_node *e = conf_elem(pl, i);
+		int k = e->type == CONF_STRING ? sw_cfg_find_port(s, e->v.s) : -1;
+		if (k < 0)
+			return conf_fail(p, e, "capture: switch '%s' has no port %s%s%s", s->name,
+					 e->type == CONF_STRING ? "'" : "",
+					 e->type == CONF_STRING ? e->v.s : "(not a name)",
+					 e->type == CONF_STRING ? "'" : "");
+		c->ports |= 1u << k;
+	}
+	c->line = g->line;
+	return 0;
+}
+
 static int load_switch(const struct conf_reader *p, const struct conf_node *g, struct sw_switch_cfg *s)
 {
-	static const char *const keys[] = { "name",	  "ina",       "mac",  "ip",	    "ctrl_port",
-					    "slots",	  "max_elems", "mgmt", "fdb_age_s", "fdb_port_limit",
-					    "lcore",	  "ports",     "fdb",  "jobs",	    "ctrl_key_file",
-					    "mgmt_ports", "mgmt_vlan", NULL };
+	static const char *const keys[] = { "name",	  "ina",       "mac",	  "ip",	       "ctrl_port",
+					    "slots",	  "max_elems", "mgmt",	  "fdb_age_s", "fdb_port_limit",
+					    "lcore",	  "ports",     "fdb",	  "jobs",      "ctrl_key_file",
+					    "mgmt_ports", "mgmt_vlan", "capture", NULL };
 	const char *mac = NULL, *ip = NULL;
 	if (g->type != CONF_GROUP)
 		return conf_fail(p, g, "a switch must be a group { name = ...; ports = (...); }");
@@ -285,7 +335,7 @@ static int load_switch(const struct conf_reader *p, const struct conf_node *g, s
 			return conf_fail(p, conf_member(g, "ctrl_key_file"), "%s", why);
 	}
 	return load_ports(p, g, s) < 0 || load_mgmt_scope(p, g, s) < 0 || load_fdb(p, g, s) < 0 ||
-			       load_jobs(p, g, s) < 0
+			       load_jobs(p, g, s) < 0 || load_capture(p, g, s) < 0
 		       ? -1
 		       : 0;
 }

@@ -12,6 +12,7 @@
 #include "ctl_auth.h"
 #include "ctl_msg.h"
 #include "ina_engine.h"
+#include "sw_capture.h"
 
 #define SW_MAX_SWITCHES 16
 #define SW_MAX_PORTS	16 /* per logical switch */
@@ -64,7 +65,8 @@ struct sw_switch_cfg {
 	int nfdb;
 	struct sw_fdb_entry fdb[SW_MAX_FDB];
 	int njobs;
-	struct ina_job_cfg *jobs; /* heap */
+	struct ina_job_cfg *jobs;      /* heap */
+	struct sw_capture_cfg capture; /* file "" = none */
 };
 
 struct sw_cfg {

@@ -114,6 +114,8 @@ static uint64_t sw_neigh_full(const struct sw_lsw *sw) { return sw->neigh.full; 
 static uint64_t sw_ctrl_ok(const struct sw_lsw *sw) { return sw->st.ctrl_ok; }
 static uint64_t sw_ctrl_refused(const struct sw_lsw *sw) { return sw->st.ctrl_refused; }
 static uint64_t sw_ctrl_not_owner(const struct sw_lsw *sw) { return sw->st.ctrl_not_owner; }
+static uint64_t sw_cap_packets(const struct sw_lsw *sw) { return sw->cap.packets; }
+static uint64_t sw_cap_left_out(const struct sw_lsw *sw) { return sw->cap.left_out; }
 
 static const struct {
 	const char *name, *type, *help;
@@ -132,6 +134,9 @@ static const struct {
 	{ "swemu_ctrl_refused_total", "counter", "Valid control commands answered with a refusal.", sw_ctrl_refused },
 	{ "swemu_ctrl_not_owner_total", "counter", "Refusals because another owner's job was named.",
 	  sw_ctrl_not_owner },
+	{ "swemu_capture_packets_total", "counter", "Frames written to the switch's capture file.", sw_cap_packets },
+	{ "swemu_capture_left_out_total", "counter", "Frames the capture's bounds left out of the file.",
+	  sw_cap_left_out },
 };
 
 static void switches_out(FILE *f, const struct sw_rt *rt)

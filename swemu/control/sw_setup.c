@@ -137,6 +137,27 @@ static struct rte_ring *ctrl_ring(const char *name)
 	return r;
 }
 
+/* The switch's capture file, when its config asks for one; its
+ * interfaces are the ports, named "switch.port". */
+static int open_capture(struct sw_rt *rt, struct sw_lsw *sw, char *err, size_t errlen)
+{
+	const struct sw_switch_cfg *c = sw->cfg;
+	if (!c->capture.file[0])
+		return 0;
+	char names[SW_MAX_PORTS][2 * SW_NAME_LEN + 2];
+	const char *np[SW_MAX_PORTS];
+	for (int i = 0; i < c->nports; i++) {
+		snprintf(names[i], sizeof(names[i]), "%s.%s", c->name, c->ports[i].name);
+		np[i] = names[i];
+	}
+	char why[320];
+	if (sw_capture_open(&sw->cap, &c->capture, np, c->nports, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s:%d: switch '%s': %s", rt->cfg_path, c->capture.line, c->name, why);
+		return -EIO;
+	}
+	return 0;
+}
+
 /* The switch's control requests, all idle, and the rings they take to
  * the control thread and back.  0 or -1 (no memory). */
 static int ctrl_queues(struct sw_lsw *sw)
@@ -248,7 +269,7 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 		if (port_start(rt, p, err, errlen) < 0)
 			return -EIO; /* teardown stops and closes it */
 	}
-	return 0;
+	return open_capture(rt, sw, err, errlen);
 }
 
 static struct sw_worker *worker_on(struct sw_rt *rt, unsigned lcore)
@@ -363,6 +384,7 @@ void sw_rt_teardown(struct sw_rt *rt)
 			sw_netem_free(&p->netem);
 			free(p->tagged);
 		}
+		sw_capture_close(&sw->cap);
 		ina_engine_destroy(sw->eng);
 		free(sw->emits);
 		free(sw->ctrl_reqs);

@@ -133,6 +133,9 @@ char *sw_stats_json(const struct sw_rt *rt)
 		json_object_set_new(s, "fdb_moves", json_integer((json_int_t)sw->fdb.moves));
 		json_object_set_new(s, "fdb_moves_damped", json_integer((json_int_t)sw->fdb.moves_damped));
 		json_object_set_new(s, "flooded", json_integer((json_int_t)sw->st.flooded));
+		/* frames written to the capture file, and those a bound left out */
+		json_object_set_new(s, "capture_packets", json_integer((json_int_t)sw->cap.packets));
+		json_object_set_new(s, "capture_left_out", json_integer((json_int_t)sw->cap.left_out));
 		json_object_set_new(s, "arp_replies", json_integer((json_int_t)sw->st.arp_replies));
 		json_object_set_new(s, "neighbours", json_integer(sw_neigh_live(&sw->neigh, sw->now_s)));
 		json_object_set_new(s, "neighbour_full", json_integer((json_int_t)sw->neigh.full));

@@ -105,6 +105,8 @@ static struct rte_mbuf *flatten(struct rte_mempool *pool, struct rte_mbuf *m, st
 /* Past the emulation: onto the device, or into the peer port's queue. */
 static void deliver(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
 {
+	if (unlikely(p->sw->cap.f)) /* what leaves the port, after its emulated link */
+		sw_capture_frame(&p->sw->cap, p->index, SW_CAP_TX, m);
 	if (p->ext) {
 		if (m->nb_segs > 1 && !p->tx_multi_seg && !(m = flatten(rt->pool, m, p)))
 			return;
@@ -335,6 +337,8 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 
 	in->st.rx_packets++;
 	in->st.rx_bytes += rte_pktmbuf_pkt_len(m);
+	if (unlikely(sw->cap.f))
+		sw_capture_frame(&sw->cap, in->index, SW_CAP_RX, m);
 	if (m->nb_segs != 1 && !(m = flatten(rt->pool, m, in)))
 		return; /* a multicast result over a link: read whole below */
 	len = rte_pktmbuf_data_len(m);
@@ -560,8 +564,10 @@ static void run_worker(struct sw_worker *w)
 			next_flush = now + 100000;
 		}
 		if (now >= next_age) {
-			for (int s = 0; s < w->nsw; s++)
+			for (int s = 0; s < w->nsw; s++) {
 				sw_fdb_age(&w->sw[s]->fdb, w->sw[s]->now_s);
+				sw_capture_flush(&w->sw[s]->cap); /* a capture is readable a second later */
+			}
 			next_age = now + 1000000000ull;
 		}
 		if (work) {

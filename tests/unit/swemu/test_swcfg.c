@@ -48,7 +48,9 @@ static const char good[] = "stats_file = \"/tmp/s.json\";\n" /* 1 */
 			   "               forward = { addr = \"10.0.1.254:48864@02:00:00:00:01:fe\"; job = 9; "
 			   "contributor = 65535; }; } );\n"
 			   "  },\n"
-			   "  { name = \"spine\"; lcore = 0; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); }\n"
+			   "  { name = \"spine\"; lcore = 0; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); capture = { file "
+			   "= \"/tmp/c.pcapng\"; ports = [\"t0\"]; direction = \"rx\"; snaplen = 128; max_packets = 10; max_bytes "
+			   "= \"1M\"; }; }\n"
 			   ");\n";
 
 static void test_good(void **state)
@@ -97,6 +99,14 @@ static void test_good(void **state)
 	assert_false(c.sw[1].ina);
 	assert_int_equal(c.sw[0].lcore, -1); /* spread over EAL's lcores */
 	assert_int_equal(c.sw[1].lcore, 0);
+	/* the spine's capture; tor0 has none */
+	assert_string_equal(c.sw[1].capture.file, "/tmp/c.pcapng");
+	assert_int_equal(c.sw[1].capture.ports, 1);
+	assert_int_equal(c.sw[1].capture.dir, SW_CAP_RX);
+	assert_int_equal(c.sw[1].capture.snaplen, 128);
+	assert_int_equal(c.sw[1].capture.max_packets, 10);
+	assert_int_equal(c.sw[1].capture.max_bytes, 1 << 20);
+	assert_int_equal(c.sw[0].capture.file[0], 0);
 	assert_int_equal(t->nfdb, 1);
 	assert_int_equal(t->fdb[0].port, 1);
 	assert_int_equal(t->njobs, 1);
@@ -192,9 +202,14 @@ static const struct bad bads[] = {
 	{ "upstream = 1;", "upstream = 2;", 18, "'upstream' must be 0..1" },
 	{ "addr = \"10.0.1.254:48864@02:00:00:00:01:fe\"", "addr = \"10.0.1.254:48864\"", 19, "addr must be" },
 	{ "{ name = \"spine\";", "{ name = \"tor0\";", 21, "switch name 'tor0' is used twice" },
-	{ "{ name = \"spine\"; lcore = 0; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); }",
-	  "{ name = \"spine\"; lcore = 0; jobs = (); ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); }", 21,
+	{ "{ name = \"spine\"; lcore = 0; ports = ( { name = \"t0\"; link = \"tor0.up\"; } );",
+	  "{ name = \"spine\"; lcore = 0; jobs = (); ports = ( { name = \"t0\"; link = \"tor0.up\"; } );", 21,
 	  "has jobs but 'ina' is not true" },
+	{ "direction = \"rx\"", "direction = \"up\"", 21, "direction \"up\": want \"rx\", \"tx\" or \"both\"" },
+	{ "ports = [\"t0\"]; direction", "ports = [\"t9\"]; direction", 21, "capture: switch 'spine' has no port 't9'" },
+	{ "max_bytes = \"1M\"", "max_bytes = \"1K\"", 21, "max_bytes \"1K\": want a size of 4K or more" },
+	{ "snaplen = 128", "snaplen = 12", 21, "'snaplen' must be 64..65535" },
+	{ "capture = { file = \"/tmp/c.pcapng\";", "capture = {", 21, "'file'" },
 };
 
 static void test_bad(void **state)
