@@ -101,11 +101,38 @@ topo_opts() {
 	[ -n "$T_EMU_RACK_RATES" ] && opts+=(--rack-rates "$T_EMU_RACK_RATES")
 	return 0
 }
-# the racks, with INA-capable ToRs at racks $1 ("0,2", "none")
+# the racks, with INA-capable ToRs at racks $1 ("0,2", "none"); with a
+# directory $2, the switches and ports of T_CAPTURE write pcapng files there
 racks_up() {
 	"$top/testbed/topo.sh" down $name >/dev/null 2>&1 || true # a crashed run's leftovers, or the last deployment
 	"$top/testbed/topo.sh" up $name $n "${opts[@]}" --ina-racks "$1" >> "$out/topo.log"
+	[ -z "$T_CAPTURE" ] || [ -z "${2:-}" ] || capture_into "$2"
 	"$top/testbed/topo.sh" start $name >> "$out/topo.log"
+}
+# a capture group in each named switch's block of the generated config
+capture_into() {
+	mkdir -p "$1"
+	/usr/bin/python3 - "/run/swemu-testbed/$name/swemu.cfg" "$1" "$T_CAPTURE" "$T_CAPTURE_SNAPLEN" <<'PY'
+import sys
+path, d, targets, snap = sys.argv[1:5]
+cfg = open(path).read()
+want = {}
+for t in targets.split():
+    sw, _, port = t.partition(".")
+    ports = want.setdefault(sw, set())
+    if not port or "*" in ports:
+        ports.clear()
+        ports.add("*")  # the whole switch
+    else:
+        ports.add(port)
+for sw, ports in want.items():
+    at = cfg.index('{ name = "%s";' % sw)
+    at = cfg.index("    ports = (", at)
+    pl = "" if "*" in ports else " ports = [%s];" % ", ".join('"%s"' % p for p in sorted(ports))
+    cfg = cfg[:at] + '    capture = { file = "%s/%s.pcapng"; snaplen = %s; max_bytes = "256M";%s };\n' % (
+        d, sw, snap, pl) + cfg[at:]
+open(path, "w").write(cfg)
+PY
 }
 # float jobs of ps, ps-ina, agent-ring, and their packets: T_INA_ELEMS elements
 # (the ToRs take up to 2048), T_INA_SLOTS of them in flight per worker and job
@@ -195,7 +222,7 @@ if [ "$T_DILATION" = auto ]; then
 fi
 topo_opts
 echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS$( ((T_SWEEP)) && echo ", then a sweep in the order $T_SWEEP_ORDER")), links $T_EMU_HOST_RATE, uplinks $T_EMU_UPLINK_RATE, $T_PMD ports$([ "$T_DILATION" = 1 ] || echo ", time-dilated by $T_DILATION")"
-racks_up "$T_INA_RACKS"
+racks_up "$T_INA_RACKS" "$out/capture/main"
 cp /run/swemu-testbed/$name/swemu.cfg "$out/swemu.cfg" 2>/dev/null || true
 
 noise=(--seed "$T_SEED")
@@ -253,7 +280,7 @@ if ((T_SWEEP)) && ((${#ina_algos[@]})); then
 		mkdir -p "$out/sweep/k$up"
 		echo "${list:-none}" > "$out/sweep/k$up/ina_racks"
 		echo "deployment: $up of $T_RACKS racks INA-capable (${list:-none})"
-		racks_up "${list:-none}"
+		racks_up "${list:-none}" "$out/capture/sweep-k$up"
 		run_set "$out/sweep/k$up" "${ina_algos[@]}"
 	done
 fi

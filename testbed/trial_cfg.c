@@ -37,6 +37,8 @@ struct trial {
 	int size[8], world; /* hosts per rack (hosts_per_rack: one for all, or a list), their sum */
 	bool uneven;	    /* hosts_per_rack was a list */
 	char uplinks[160];  /* each rack's uplink rate, "R" (all alike) or "R0,R1,..." */
+	char capture[256];  /* switches and ports to capture, "tor0 tor1.up", or "" */
+	int capture_snaplen;
 	/* time dilation: the file's rates, delays and compute times are the
 	 * real cluster's; the testbed runs rates / k and times x k */
 	double dilation;	     /* k >= 1; 0 = "auto" (the runner calibrates) */
@@ -373,6 +375,66 @@ static int get_rack_sizes(const struct conf_node *t, struct trial *tr)
 	return 0;
 }
 
+/* A capture entry: "torR", "spine", or one of their ports ("tor0.h1",
+ * "tor1.up", "spine.t0"), as topo.sh names them. */
+static bool capture_target(const struct trial *tr, const char *w)
+{
+	char sw[16];
+	const char *dot = strchr(w, '.');
+	size_t n = dot ? (size_t)(dot - w) : strlen(w);
+	if (n >= sizeof(sw))
+		return false;
+	memcpy(sw, w, n);
+	sw[n] = 0;
+	int r = -1, first = 0, k = -1;
+	char c;
+	if (!strcmp(sw, "spine")) {
+		if (tr->racks < 2)
+			return false;
+	} else if (sscanf(sw, "tor%d%c", &r, &c) != 1 || r < 0 || r >= tr->racks) {
+		return false;
+	}
+	if (!dot)
+		return true;
+	for (int i = 0; i < r; i++)
+		first += tr->size[i];
+	if (r < 0) /* the spine's ports: t0 .. t(R-1) */
+		return sscanf(dot + 1, "t%d%c", &k, &c) == 1 && k >= 0 && k < tr->racks;
+	if (!strcmp(dot + 1, "up"))
+		return tr->racks > 1;
+	return sscanf(dot + 1, "h%d%c", &k, &c) == 1 && k >= first && k < first + tr->size[r];
+}
+
+/* capture = ["tor0", "tor1.up", ...]: what the trial's switches write to
+ * pcapng files (docs/TRIAL.md); capture_snaplen bytes of each frame. */
+static int get_capture(const struct conf_node *t, struct trial *tr)
+{
+	const struct conf_node *s = conf_member(t, "capture");
+	tr->capture_snaplen = 128;
+	if (get_int(t, "capture_snaplen", 64, 65535, &tr->capture_snaplen) < 0)
+		return -1;
+	if (!s)
+		return conf_member(t, "capture_snaplen")
+			       ? bad(conf_member(t, "capture_snaplen"), "capture_snaplen needs capture")
+			       : 0;
+	if ((s->type != CONF_ARRAY && s->type != CONF_LIST) || s->n == 0 || s->n > 16)
+		return bad(s, "capture: want a list of 1 to 16 switches or ports, such as [\"tor0\", \"tor1.up\"]");
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct conf_node *e = conf_elem(s, i);
+		const char *w = conf_string(e);
+		if (!w || !safe(w) || !capture_target(tr, w))
+			return bad(
+				e,
+				"capture: %s%s%s is not a switch or port of this trial (torR, spine, torR.hI, torR.up, "
+				"spine.tR)",
+				w ? "\"" : "", w ? w : "(not a string)", w ? "\"" : "");
+		if (has_word(tr->capture, w))
+			return bad(e, "capture: \"%s\" is listed twice", w);
+		append_word(tr->capture, sizeof(tr->capture), w);
+	}
+	return 0;
+}
+
 /* dilation = K (>= 1) or "auto"; cpu_share only with "auto". */
 static int get_dilation(const struct conf_node *t, struct trial *tr)
 {
@@ -481,7 +543,9 @@ static const char *const known_keys[] = { "name",
 					  "burst_loss",
 					  "rack_host_rates",
 					  "dilation",
-					  "cpu_share" };
+					  "cpu_share",
+					  "capture",
+					  "capture_snaplen" };
 
 /* Every setting of the group is one the runner knows: a misspelt one
  * would silently keep its default. */
@@ -528,7 +592,7 @@ static int load(const struct conf *cf, struct trial *tr)
 	    get_int(t, "timeout_ms", 1000, 3600000, &tr->timeout_ms) < 0 ||
 	    get_int(t, "repeats", 1, 20, &tr->repeats) < 0 || get_int(t, "delay_us", 0, 1000000, &tr->delay_us) < 0 ||
 	    get_int(t, "jitter_us", 0, 1000000, &tr->jitter_us) < 0 || get_burst(t, tr) < 0 ||
-	    get_rack_rates(t, tr) < 0 ||
+	    get_rack_rates(t, tr) < 0 || get_capture(t, tr) < 0 ||
 	    /* the testbed's ToRs take 2048 elements per packet; agent-ring's
 	     * 2m-1 step jobs of two ranges must fit their 2048 slots */
 	    get_int(t, "ina_elems", 1, 2048, &tr->ina_elems) < 0 ||
@@ -688,6 +752,7 @@ int main(int argc, char **argv)
 		snprintf(order + strlen(order), sizeof(order) - strlen(order), "%s%d", i ? " " : "", tr.order[i]);
 	printf("T_SWEEP=%d\nT_SWEEP_ORDER='%s'\nT_DELAY_US=%d\nT_JITTER_US=%d\nT_BURST_LOSS='%s'\nT_RACK_RATES='%s'\n",
 	       tr.sweep, order, tr.delay_us, tr.jitter_us, tr.burst, tr.rack_rates);
+	printf("T_CAPTURE='%s'\nT_CAPTURE_SNAPLEN=%d\n", tr.capture, tr.capture_snaplen);
 	/* "auto" with no --dilation: the runner calibrates, then asks again */
 	if (k_given || tr.dilation)
 		printf("T_DILATION=%g\n", k_given ? k_given : tr.dilation);

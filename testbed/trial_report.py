@@ -391,6 +391,24 @@ def dilation_words(t, results, algos, sizes):
     return lines
 
 
+def captures_words(out, t):
+    """The capture files of the trial's switches (capture = [...]), one per
+    switch and deployment, with how to read them."""
+    files = sorted(glob.glob(os.path.join(out, "capture", "*", "*.pcapng")))
+    if not files:
+        return []
+    lines = ["", "## Packet captures", "",
+             "What %s wrote (snaplen %s bytes): one pcapng file per switch and deployment (`main`: the main runs; "
+             "`sweep-kK`: K racks upgraded), every run of that deployment in it, one interface per port. Read them "
+             "with `tshark -X lua_script:testbed/wireshark/ina.lua -r FILE` or Wireshark with that script "
+             "(docs/SWEMU.md, \"Packet capture and Wireshark\")." % (
+                 ", ".join(t.get("T_CAPTURE", "").split()), t.get("T_CAPTURE_SNAPLEN", "128")), ""]
+    for f in files:
+        rel = os.path.relpath(f, out)
+        lines.append("- [%s](%s): %.1f MB" % (rel, rel, os.path.getsize(f) / 1e6))
+    return lines
+
+
 def dilation(t):
     v = t.get("T_DILATION", "1")
     return float(v) if v not in ("", "auto") else 1.0
@@ -681,6 +699,7 @@ def main():
             if h:
                 md.append("| %s | %s | %d | %d | %d | %d | %d |" % (a, s, h["agg_dropped"], h["ina_resent"],
                                                                    h["ina_stale"], h["xfer_resent"], h["xfer_timeouts"]))
+    md += captures_words(out, t)
     md += ["", "## Plots", ""]
     if note:
         md.append(note)

@@ -280,6 +280,19 @@ trial = {
   hosts_per_rack = [16, 2];
 };
 E
+expect 4 'capture: "tor1.h0" is not a switch or port of this trial' <<'E'
+trial = {
+  racks = 2;
+  hosts_per_rack = [3, 2];
+  capture = ["tor0", "tor1.h0"];
+};
+E
+expect 3 'capture_snaplen needs capture' <<'E'
+trial = {
+  racks = 2;
+  capture_snaplen = 256;
+};
+E
 expect 1 'needs a group' <<'E'
 racks = 2;
 E
