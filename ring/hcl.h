@@ -133,6 +133,8 @@ int hcl_comm_sync_summary(const struct hcl_comm *c, struct hcl_sync_summary *out
 /* What this rank's side of the network saw since the communicator began:
  * its reliable transfer, its INA client (ps, ps-ina, agent-ring) and the
  * software aggregator it hosts, if any (a PS shard, a ring member). */
+#define HCL_DROP_REASONS 32 /* room for the aggregators' reasons (nic/ina_proto.h) */
+
 struct hcl_comm_stats {
 	unsigned long long xfer_sent, xfer_resent, xfer_timeouts;
 	/* how the transfer went: sends handed to the kernel (each a run of up
@@ -147,7 +149,12 @@ struct hcl_comm_stats {
 	/* calls finished on the software ring because an INA aggregator was
 	 * lost mid-job (HCL_INA_LOST_MS); from the first, every call is */
 	unsigned long long ina_fallback_calls;
+	/* agg_dropped by reason: agg_drops[r] for the reason hcl_drop_reason(r) names */
+	unsigned long long agg_drops[HCL_DROP_REASONS];
 };
 int hcl_comm_stats(const struct hcl_comm *c, struct hcl_comm_stats *out);
+/* The name of a software aggregator's drop reason r (swemu's counter
+ * names: "duplicate", "stale", ...), or NULL past the last one. */
+const char *hcl_drop_reason(unsigned r);
 
 #endif

@@ -57,6 +57,10 @@ void hcl_comm_xfer_cfg(const struct hcl_comm *c, struct hcl_xfer_cfg *xc)
 				     .peers_ready = true }; /* and opens them before the rendezvous */
 }
 
+_Static_assert(INA_R_MAX_ <= HCL_DROP_REASONS, "hcl_comm_stats.agg_drops holds every reason");
+
+const char *hcl_drop_reason(unsigned r) { return r > 0 && r < INA_R_MAX_ ? ina_reason_name((enum ina_reason)r) : NULL; }
+
 void hcl_softsw_stats(const struct softsw *s, struct hcl_comm_stats *out)
 {
 	if (!s)
@@ -64,6 +68,8 @@ void hcl_softsw_stats(const struct softsw *s, struct hcl_comm_stats *out)
 	const struct ina_engine_stats *e = softsw_stats(s);
 	out->agg_packets += e->rx_packets;
 	out->agg_accepted += e->accepted;
-	for (int r = 1; r < INA_R_MAX_; r++)
+	for (int r = 1; r < INA_R_MAX_; r++) {
 		out->agg_dropped += e->drops[r];
+		out->agg_drops[r] += e->drops[r];
+	}
 }

@@ -12,6 +12,7 @@ of deployments, sweep/kK/ALGO-SIZE the same way).  A time-dilated trial
 here, so the report speaks the real cluster's units.  Only the Python
 standard library and gnuplot (for the plots; skipped with a note when it
 is missing)."""
+import collections
 import glob
 import json
 import os
@@ -87,6 +88,9 @@ def traces(d, nbytes, warmup, iters, k=1.0):
            "host": {k: sum(r["host"].get(k, 0) for r in ranks.values())
                     for k in ("agg_dropped", "agg_accepted", "ina_sent", "ina_resent", "ina_stale", "xfer_resent",
                               "xfer_timeouts")}}
+    # ... and the aggregators' refusals by reason (swemu's drop names)
+    out["host"]["agg_drops"] = dict(sum((collections.Counter(r["host"].get("agg_drops", {})) for r in ranks.values()),
+                                        collections.Counter()))
     if n:
         s = sorted(times)
         mean = statistics.mean(s)
@@ -697,8 +701,10 @@ def main():
         for s in sizes:
             h = results[a][s].get("timing", {}).get("host")
             if h:
-                md.append("| %s | %s | %d | %d | %d | %d | %d |" % (a, s, h["agg_dropped"], h["ina_resent"],
-                                                                   h["ina_stale"], h["xfer_resent"], h["xfer_timeouts"]))
+                why = ", ".join("%s %d" % kv for kv in sorted(h.get("agg_drops", {}).items(), key=lambda kv: -kv[1]))
+                md.append("| %s | %s | %d%s | %d | %d | %d | %d |" % (
+                    a, s, h["agg_dropped"], " (%s)" % why if why else "", h["ina_resent"], h["ina_stale"],
+                    h["xfer_resent"], h["xfer_timeouts"]))
     md += captures_words(out, t)
     md += ["", "## Plots", ""]
     if note:

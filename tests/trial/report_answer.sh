@@ -129,4 +129,20 @@ grep -q "^- 256K: upgrading 1 of 2 racks gives 1.25× per all-reduce (ps-ina, ag
 # a rack upgraded whose switch accepted nothing is not a point of the curve
 RUNS=sweep/k1 run "$tmp/f" ps-ina 1600 0
 grep -q "^| 1 | 1 | – | 142000" <<<"$(report "$tmp/f")" || fail "F: an uncredited deployment was drawn"
-echo "report_answer: a lost job, an empty switch and a rack on the software PS named; INA credited only where it ran; intervals and spread from the repeats; a sweep's curve and costs"
+
+# G: the hosts' side: two ranks' traces, the software aggregators'
+# refusals summed over ranks and given by reason, the most first
+trial "$tmp/g" "ring ps"
+run "$tmp/g" ring 2000 0
+run "$tmp/g" ps 1500 0
+for r in 0 1; do
+	d=$tmp/g/runs/ps-256K/trace
+	mkdir -p "$d"
+	for c in 1 2 3 4; do
+		echo "{\"rank\": $r, \"call\": $c, \"bytes\": 262144, \"compute_us\": 0, \"delay_us\": 0, \"wait_us\": 0, \"comm_us\": 1500, \"complete\": true, \"paced\": 0}"
+	done > "$d/rank$r.jsonl"
+	echo "{\"rank\": $r, \"host\": {\"agg_dropped\": $((r + 2)), \"ina_resent\": 7, \"agg_drops\": {\"duplicate\": $((r + 1)), \"stale\": 1}}}" >> "$d/rank$r.jsonl"
+done
+grep -q "^| ps | 256K | 5 (duplicate 3, stale 2) | 14 | 0 | 0 | 0 |" <<<"$(report "$tmp/g")" ||
+	fail "G: the aggregators' refusals by reason: $(report "$tmp/g" | grep -A4 "hosts' side")"
+echo "report_answer: a lost job, an empty switch and a rack on the software PS named; INA credited only where it ran; intervals and spread from the repeats; a sweep's curve and costs; the aggregators' refusals by reason"

@@ -13,12 +13,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
 #include "fake_transport.h"
+#include "hcl_algo.h"
 #include "hcl_ina.h"
 #include "hcl_ina_win.h"
 #include "psina_plan.h"
@@ -373,6 +375,51 @@ static void test_window_timer_scale(void **state)
 	hcl_inaw_free(&w);
 }
 
+/* A software aggregator's refusals reach hcl_comm_stats by reason: the
+ * same contribution twice is one "duplicate", a stranger's slice one
+ * "not_member" (the report shows them per reason). */
+static void test_aggregator_drops_by_reason(void **state)
+{
+	(void)state;
+	struct fake_hub *hub = fake_hub_new(3, &(struct fake_net){ .seed = 1 });
+	struct ina_job_cfg job = { .id = 5,
+				   .fan_in = 2,
+				   .dtype = INA_D_INT32,
+				   .nslots = 4,
+				   .elems_per_slot = 8,
+				   .outputs = INA_OUT_MULTICAST,
+				   .upstream_index = -1 };
+	job.contributors[0] = ep_addr(1);
+	job.contributors[1] = ep_addr(0); /* the aggregator's own endpoint: never sends here */
+	struct softsw *agg = aggregator(hub, 0, &job, 1);
+	struct dgram_transport me, stranger;
+	fake_hub_endpoint(hub, 1, &me);
+	fake_hub_endpoint(hub, 2, &stranger);
+	uint8_t pkt[INA_HDR_LEN + 32] = { 0 };
+	struct ina_hdr h = {
+		.version = INA_VERSION, .type = INA_T_DATA, .dtype = INA_D_INT32, .job = 5, .epoch = 1, .count = 8
+	};
+	ina_hdr_encode(&h, pkt);
+	struct dgram_pkt out = { .buf = pkt, .len = sizeof(pkt), .peer = fake_addr(0) };
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(me.ops->send_batch(me.ctx, &out, 1), 1);
+	assert_int_equal(stranger.ops->send_batch(stranger.ctx, &out, 1), 1);
+	int64_t deadline = clock_now_ns() + 5000000000;
+	while (softsw_stats(agg)->rx_packets + softsw_stats(agg)->drops[INA_R_NOT_MEMBER] < 3 &&
+	       clock_now_ns() < deadline)
+		sched_yield();
+	struct hcl_comm_stats st = { 0 };
+	hcl_softsw_stats(agg, &st);
+	assert_int_equal(st.agg_drops[INA_R_DUPLICATE], 1);
+	assert_int_equal(st.agg_drops[INA_R_NOT_MEMBER], 1);
+	assert_int_equal(st.agg_dropped, 2);
+	assert_string_equal(hcl_drop_reason(INA_R_DUPLICATE), "duplicate");
+	assert_null(hcl_drop_reason(0));
+	assert_null(hcl_drop_reason(HCL_DROP_REASONS));
+	softsw_stop(agg);
+	fake_hub_free(hub);
+}
+
 /* An aggregator lost mid-job: a switch (played here, for one member) that
  * answers slices 0..K-1 with the input plus one and then nothing, or a
  * NACK (what swemu sends for a job it does not have).  The call ends
@@ -467,10 +514,14 @@ static void test_lost_aggregator(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_one_switch),    cmocka_unit_test(test_dead_member),
-		cmocka_unit_test(test_result_checks), cmocka_unit_test(test_psina_plan_shards),
+		cmocka_unit_test(test_one_switch),
+		cmocka_unit_test(test_dead_member),
+		cmocka_unit_test(test_result_checks),
+		cmocka_unit_test(test_psina_plan_shards),
 		cmocka_unit_test(test_window_rack),
-		cmocka_unit_test(test_window_timer_scale),   cmocka_unit_test(test_lost_aggregator),
+		cmocka_unit_test(test_window_timer_scale),
+		cmocka_unit_test(test_aggregator_drops_by_reason),
+		cmocka_unit_test(test_lost_aggregator),
 	};
 	return cmocka_run_group_tests_name("ina", tests, NULL, NULL);
 }
