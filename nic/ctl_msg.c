@@ -263,8 +263,23 @@ int ctl_parse(const char *text, size_t len, const char *source, const struct ctl
 		}
 		snprintf(cmd->port, sizeof(cmd->port), "%s", port);
 		rc = ctl_netem_read(&r, root, &cmd->netem);
+	} else if (!strcmp(op, "capture")) {
+		/* no file name from the network: the capture the config set up,
+		 * started or stopped */
+		static const char *const capture_keys[] = { "op", "action", NULL };
+		const char *action = NULL;
+		cmd->op = CTL_CAPTURE;
+		if (conf_only_keys(&r, root, capture_keys) < 0 || conf_get_str(&r, root, "action", true, &action) < 0)
+			goto out;
+		if (strcmp(action, "start") && strcmp(action, "stop")) {
+			conf_fail(&r, conf_member(root, "action"), "action must be \"start\" or \"stop\"");
+			goto out;
+		}
+		cmd->capture_on = !strcmp(action, "start");
+		rc = 0;
 	} else {
-		conf_fail(&r, conf_member(root, "op"), "op must be \"install\", \"remove\", \"stats\" or \"emu\"");
+		conf_fail(&r, conf_member(root, "op"),
+			  "op must be \"install\", \"remove\", \"stats\", \"emu\" or \"capture\"");
 	}
 out:
 	conf_free(&conf);

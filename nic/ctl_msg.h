@@ -46,7 +46,7 @@ struct netem_cfg {
 	double ge_p_gb, ge_p_bg, ge_loss_bad;
 };
 
-enum ctl_op { CTL_INSTALL, CTL_REMOVE, CTL_EMU, CTL_STATS };
+enum ctl_op { CTL_INSTALL, CTL_REMOVE, CTL_EMU, CTL_STATS, CTL_CAPTURE };
 
 struct ctl_cmd {
 	enum ctl_op op;
@@ -55,6 +55,7 @@ struct ctl_cmd {
 	uint16_t id;		 /* remove, stats */
 	char port[CTL_NAME_LEN]; /* emu: the port's name */
 	struct netem_cfg netem;	 /* emu: the complete new setting */
+	bool capture_on;	 /* capture: start (true) or stop the switch's configured capture */
 	struct ina_job_cfg job;	 /* install */
 };
 

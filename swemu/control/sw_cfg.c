@@ -224,7 +224,8 @@ static int load_mgmt_scope(const struct conf_reader *p, const struct conf_node *
  * [max_bytes] }: the switch's ports into a pcapng file (sw_capture.h). */
 static int load_capture(const struct conf_reader *p, const struct conf_node *sw, struct sw_switch_cfg *s)
 {
-	static const char *const keys[] = { "file", "ports", "direction", "snaplen", "max_packets", "max_bytes", NULL };
+	static const char *const keys[] = { "file",	   "ports",	"direction", "snaplen",
+					    "max_packets", "max_bytes", "start",     NULL };
 	const struct conf_node *g = conf_member(sw, "capture");
 	struct sw_capture_cfg *c = &s->capture;
 	if (!g)
@@ -251,6 +252,10 @@ static int load_capture(const struct conf_reader *p, const struct conf_node *sw,
 	    conf_get_int(p, g, "max_packets", 0, 1000000000000ll, false, &maxp) < 0)
 		return -1;
 	c->max_packets = (uint64_t)maxp;
+	bool start = true;
+	if (conf_get_bool(p, g, "start", &start) < 0)
+		return -1;
+	c->paused = !start;
 	if (maxb && (parse_size(maxb, &c->max_bytes) < 0 || c->max_bytes < 4096))
 		return conf_fail(p, conf_member(g, "max_bytes"), "max_bytes \"%s\": want a size of 4K or more", maxb);
 	const struct conf_node *pl = conf_member(g, "ports");

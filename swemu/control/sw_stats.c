@@ -289,11 +289,36 @@ static int tel_job(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/* /swemu/capture,SWITCH: the capture's state; SWITCH.start or SWITCH.stop
+ * also start or stop it (a local, root-only socket: the file is the
+ * config's, never a parameter) */
+static int tel_capture(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	(void)cmd;
+	char buf[2 * SW_NAME_LEN + 8];
+	const char *act = "";
+	const struct sw_lsw *sw = split_param(params, buf, sizeof(buf), &act);
+	if (!sw)
+		sw = find_sw(params);
+	if (!sw || !sw->cap.f || (*act && strcmp(act, "start") && strcmp(act, "stop")))
+		return -1;
+	if (*act) /* the capture's state is the one thing telemetry writes */
+		sw_capture_run((struct sw_capture *)&sw->cap, !strcmp(act, "start"));
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "file", sw->cfg->capture.file);
+	rte_tel_data_add_dict_u64(d, "running", __atomic_load_n(&sw->cap.running, __ATOMIC_RELAXED));
+	rte_tel_data_add_dict_u64(d, "packets", sw->cap.packets);
+	rte_tel_data_add_dict_u64(d, "left_out", sw->cap.left_out);
+	return 0;
+}
+
 int sw_telemetry_register(struct sw_rt *rt)
 {
 	tel_rt = rt;
 	return rte_telemetry_register_cmd("/swemu/switches", tel_switches, "Logical switches. No parameters") |
 	       rte_telemetry_register_cmd("/swemu/port", tel_port, "Port counters. Parameters: switch.port") |
 	       rte_telemetry_register_cmd("/swemu/ina", tel_ina, "Aggregation engine counters. Parameters: switch") |
-	       rte_telemetry_register_cmd("/swemu/job", tel_job, "Job counters. Parameters: switch.job_id");
+	       rte_telemetry_register_cmd("/swemu/job", tel_job, "Job counters. Parameters: switch.job_id") |
+	       rte_telemetry_register_cmd("/swemu/capture", tel_capture,
+					  "Packet capture. Parameters: switch, or switch.start / switch.stop");
 }

@@ -90,7 +90,15 @@ int sw_capture_open(struct sw_capture *c, const struct sw_capture_cfg *cfg, cons
 		return -1;
 	}
 	c->bytes = (uint64_t)ftell(c->f);
+	c->running = !cfg->paused;
 	return 0;
+}
+
+void sw_capture_run(struct sw_capture *c, bool on)
+{
+	__atomic_store_n(&c->running, on, __ATOMIC_RELAXED);
+	if (!on)
+		sw_capture_flush(c);
 }
 
 void sw_capture_frame(struct sw_capture *c, int port, unsigned dir, const struct rte_mbuf *m)

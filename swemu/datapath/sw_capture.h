@@ -9,6 +9,7 @@
 #ifndef SW_CAPTURE_H
 #define SW_CAPTURE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -23,11 +24,13 @@ struct sw_capture_cfg {
 	uint32_t snaplen;     /* bytes kept of each frame */
 	uint64_t max_packets; /* 0: no bound */
 	uint64_t max_bytes;   /* of the file; 0: no bound */
+	bool paused;	      /* "start = false": the file is made, frames wait for a start */
 	int line;	      /* in the config, for errors */
 };
 
 struct sw_capture {
 	FILE *f;
+	bool running; /* started and stopped at run time (control command, telemetry): atomic */
 	struct sw_capture_cfg cfg;
 	uint64_t packets, bytes; /* written */
 	uint64_t left_out;	 /* frames past a bound */
@@ -44,8 +47,11 @@ void sw_capture_frame(struct sw_capture *c, int port, unsigned dir, const struct
 /* Whether a frame of this port and direction would be written. */
 static inline int sw_capture_wants(const struct sw_capture *c, int port, unsigned dir)
 {
-	return c && c->f && (c->cfg.dir & dir) && (!c->cfg.ports || (c->cfg.ports >> port & 1));
+	return c && c->f && __atomic_load_n(&c->running, __ATOMIC_RELAXED) && (c->cfg.dir & dir) &&
+	       (!c->cfg.ports || (c->cfg.ports >> port & 1));
 }
+/* Starts or stops writing frames (the file stays open; a stop flushes it). */
+void sw_capture_run(struct sw_capture *c, bool on);
 /* Pushes what is buffered to the file (at the switch's flush points). */
 void sw_capture_flush(struct sw_capture *c);
 void sw_capture_close(struct sw_capture *c);

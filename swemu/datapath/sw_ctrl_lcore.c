@@ -159,7 +159,7 @@ static void apply(struct sw_lsw *sw, struct sw_ctrl_req *q)
 	struct ctl_cmd *cmd = &q->cmd;
 	const char *why = NULL;
 	int rc = 0;
-	if (!sw->eng && cmd->op != CTL_EMU) {
+	if (!sw->eng && cmd->op != CTL_EMU && cmd->op != CTL_CAPTURE) {
 		/* a plain switch's control channel sets links only */
 		sw->st.ctrl_refused++;
 		snprintf(q->answer, sizeof(q->answer), "error: ctrl: INA is off on this switch\n");
@@ -183,6 +183,17 @@ static void apply(struct sw_lsw *sw, struct sw_ctrl_req *q)
 		why = "no job with this id";
 		break;
 	case CTL_EMU: sw_netem_set(&sw->ports[q->port].netem, &cmd->netem, sw->now_ns); break;
+	case CTL_CAPTURE:
+		if (!sw->cap.f) {
+			rc = -ENOENT;
+			why = "no capture is set up on this switch (its config's 'capture' group)";
+			break;
+		}
+		sw_capture_run(&sw->cap, cmd->capture_on);
+		sw->st.ctrl_ok++;
+		snprintf(q->answer, sizeof(q->answer), "ok capture=%s packets=%llu\n", cmd->capture_on ? "on" : "off",
+			 (unsigned long long)sw->cap.packets);
+		return;
 	case CTL_STATS:
 		if ((rc = job_report(sw, cmd->id, q->answer, sizeof(q->answer))) == 0) {
 			sw->st.ctrl_ok++;

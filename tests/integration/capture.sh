@@ -10,7 +10,10 @@
 # them and in bad_version), the results it sent equal to emits_sent; the
 # malformed packet shown with its reason; the control command by name.
 # A second capture bounded to 1500 packets of 128 bytes must hold 1500, count
-# the rest, and its cut INA frames must decode without a false reason.
+# the rest, and its cut INA frames must decode without a false reason.  A
+# third, configured paused, must write nothing until a signed control
+# command starts it and nothing more once telemetry stops it; a command
+# naming a file is refused.
 . "$(dirname "$0")/lib.sh"
 command -v tshark >/dev/null || { echo "capture: needs tshark (testbed/setup.sh --tests installs it)"; exit 77; }
 perf=${PERF:-$top/build/ring/ina-allreduce-perf}
@@ -18,9 +21,9 @@ lua=$top/testbed/wireshark/ina.lua
 TOPO_NAME=itcap
 d=/run/swemu-testbed/$TOPO_NAME
 # up with tor0 capturing: the capture group goes into the generated config
-capture_up() { # FILE [MAX_PACKETS SNAPLEN]
+capture_up() { # FILE [MAX_PACKETS SNAPLEN] [EXTRA SETTINGS]
 	"$top/testbed/topo.sh" up $TOPO_NAME 4 --subnet 10.85.0 >/dev/null
-	sed -i "s|^    ports = (|    capture = { file = \"$1\";${2:+ max_packets = $2; snaplen = $3;} };\n    ports = (|" "$d/swemu.cfg"
+	sed -i "s|^    ports = (|    capture = { file = \"$1\";${2:+ max_packets = $2; snaplen = $3;} ${4:-}};\n    ports = (|" "$d/swemu.cfg"
 	grep -q "capture = { file" "$d/swemu.cfg" || fail "no capture group in $(cat "$d/swemu.cfg")"
 	"$top/testbed/topo.sh" start $TOPO_NAME
 	use_key
@@ -98,4 +101,27 @@ n=$(tshark -r "$LOGDIR/bounded.pcapng" 2>/dev/null | wc -l)
 cut=$(tshark -X lua_script:"$lua" -r "$LOGDIR/bounded.pcapng" -Y "ina && frame.cap_len < frame.len" 2>/dev/null | wc -l)
 bad=$(tshark -X lua_script:"$lua" -r "$LOGDIR/bounded.pcapng" -Y "ina && _ws.expert" 2>/dev/null | wc -l)
 ((cut > 0)) && [ "$bad" = 0 ] || fail "snaplen 128: $cut INA frames cut, $bad called malformed"
-echo "capture: pcapng per port and direction, decoded by ina.lua against swemu's counters; bound of 1500 kept ($left left out)"
+"$top/testbed/topo.sh" down $TOPO_NAME
+
+# started and stopped at run time: configured paused (start = false), a
+# signed control command starts it, a telemetry command stops it
+capture_up "$LOGDIR/later.pcapng" 100000 128 "start = false; "
+packets() { stats_get "d['switches']['tor0']['capture_packets']"; }
+one_call() { "$top/testbed/launch.sh" $TOPO_NAME -- "$perf" --only in --algo ring -b 64K -e 64K -n 1 -w 0 >/dev/null ||
+	fail "a call while capturing"; }
+one_call
+[ "$(packets)" = 0 ] || fail "a paused capture wrote $(packets) frames"
+ans=$(in_host 0 "$top/testbed/swemu-ctl" 10.85.0.254 'op = "capture"; action = "start";') || fail "capture start: $ans"
+grep -q "^ok capture=on" <<<"$ans" || fail "capture start answered: $ans"
+one_call
+tel=$(echo "/swemu/capture,tor0.stop" | dpdk-telemetry.py -f "swemu-$TOPO_NAME" 2>/dev/null | grep '"/swemu/capture"') ||
+	fail "no telemetry answer to capture stop"
+grep -q '"running": 0' <<<"$tel" || fail "telemetry stop: $tel"
+on=$(packets) # read after the stop: the last call's stragglers are in it
+((on > 0)) || fail "a started capture wrote nothing"
+one_call
+[ "$(packets)" = "$on" ] || fail "a stopped capture went on: $on then $(packets) frames"
+# the file's name never comes from the network
+ans=$(in_host 0 "$top/testbed/swemu-ctl" 10.85.0.254 'op = "capture"; action = "start"; file = "/tmp/x";' 2>&1) &&
+	fail "a capture file from the network was taken: $ans"
+echo "capture: pcapng per port and direction, decoded by ina.lua against swemu's counters; bound of 1500 kept ($left left out); paused, started by control command ($on frames), stopped by telemetry"

@@ -36,6 +36,11 @@ static void test_commands(void **state)
 	assert_int_equal(cmd.netem.buffer_bytes, NETEM_DEFAULT_BUFFER); /* a rate brings a buffer */
 	assert_int_equal(cmd.netem.delay_us, 50);
 	assert_true(cmd.netem.loss == 0.25);
+	assert_int_equal(parse("op = \"capture\"; action = \"start\";"), 0);
+	assert_int_equal(cmd.op, CTL_CAPTURE);
+	assert_true(cmd.capture_on);
+	assert_int_equal(parse("op = \"capture\"; action = \"stop\";"), 0);
+	assert_false(cmd.capture_on);
 	/* an agent-ring step job: joins, ACKs to the upstream's job */
 	assert_int_equal(
 		parse("op = \"install\"; job = { id = 12; fan_in = 3; dtype = \"int32\"; slots = 16; elems = 256;"
@@ -84,6 +89,10 @@ static void test_refused(void **state)
 		{ "op = \"emu\"; port = \"h1\"; burst_loss = { p_good_bad = 0.1; p_bad_good = 0; loss_bad = 1; };",
 		  "never leaves the bad state" },
 		{ "op = \"emu\";", "missing setting 'port'" },
+		/* a capture's file comes from the config, never from the network */
+		{ "op = \"capture\"; action = \"start\"; file = \"/etc/passwd\";", "unknown setting 'file'" },
+		{ "op = \"capture\"; action = \"pause\";", "action must be \"start\" or \"stop\"" },
+		{ "op = \"capture\";", "missing setting 'action'" },
 		{ "op = \"emu\"; port = \"h1\"; rate = 1;", "'rate' must be at least 1M" },
 		{ "op = \"emu\"; port = \"h1\"; rate = \"999K\";", "'rate' must be at least 1M" },
 		{ "op = \"emu\"; port = \"\"; rate = \"1G\";", "no port is called ''" },
