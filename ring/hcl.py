@@ -101,9 +101,12 @@ def _buffer_of(x):
         name = str(x.dtype)
         dtypes = {"torch.int32": _INT32, "torch.float32": _FP32, "torch.bfloat16": _BF16}
         if name not in dtypes:
-            raise TypeError(f"hcl: tensors of {name} are not supported (int32, float32, bfloat16)")
-        if x.device.type != "cpu" or not x.is_contiguous():
-            raise ValueError("hcl: the tensor must be contiguous and in host memory")
+            raise TypeError(f"hcl: tensors of {name} are not supported (int32, float32, bfloat16, float16)")
+        if x.device.type != "cpu":
+            raise ValueError(f"hcl: the tensor is on {x.device}: only host memory is reduced here; copy it "
+                             "to the CPU first (tensor.cpu())")
+        if not x.is_contiguous():
+            raise ValueError("hcl: the tensor must be contiguous")
         return x.data_ptr(), x.numel(), dtypes[name], x
     mv = memoryview(x)
     if not mv.c_contiguous:
@@ -182,11 +185,33 @@ class Comm:
             raise HclError(f"hcl: all-reduce: {msg.decode(errors='replace') if msg else os.strerror(-rc)}", rc)
         return result
 
+    def _widened(self, buf, op, out):
+        """A float16 tensor's call: (arguments, keep, the float32 copy it
+        runs on, where the result goes); None for every other buffer."""
+        if str(getattr(buf, "dtype", "")) != "torch.float16":
+            return None
+        if out is not None and out is not buf:
+            raise ValueError("hcl: a float16 tensor is reduced in place only (out=None)")
+        wide = buf.float()  # summed in binary32 and rounded once, as bfloat16 is
+        cargs, keep = self._args(wide, op, None)
+        return cargs, keep, wide, buf
+
+    def _run_wide(self, cargs, keep, wide, buf):
+        self._run(cargs, keep, wide)
+        buf.copy_(wide)
+        return buf
+
     def allreduce(self, buf, op="sum", out=None):
         """buf summed (or averaged) over the ranks, into out (default:
-        buf itself).  Tensors of int32, float32 or bfloat16, or buffers of
-        4-byte ints or floats.  Returns the result's object.  After
-        allreduce_async calls it waits its turn behind them."""
+        buf itself).  Tensors of int32, float32, bfloat16 or float16 (in
+        place; summed in binary32), or buffers of 4-byte ints or floats.
+        Returns the result's object.  After allreduce_async calls it waits
+        its turn behind them."""
+        w = self._widened(buf, op, out)
+        if w is not None:
+            if self._worker is not None:
+                return self._worker.submit(self._run_wide, *w).result()
+            return self._run_wide(*w)
         cargs, keep = self._args(buf, op, out)
         result = buf if out is None else out
         if self._worker is not None:
@@ -199,9 +224,13 @@ class Comm:
         in the order they were made (every rank must make them in the same
         order); the buffers must not be touched until it is done.  Bad
         arguments raise here, a failed call in the future."""
-        cargs, keep = self._args(buf, op, out)
+        w = self._widened(buf, op, out)
+        if w is None:
+            cargs, keep = self._args(buf, op, out)
         if self._worker is None:
             self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="hcl")
+        if w is not None:
+            return self._worker.submit(self._run_wide, *w)
         return self._worker.submit(self._run, cargs, keep, buf if out is None else out)
 
     def iter_begin(self):

@@ -4,8 +4,9 @@
 # buckets go through libhcl's DDP hook (ring/hcl.py), with ring and with
 # ps-ina (the ToR aggregates), 2% loss on every port; each rank checks its
 # model against a one-process reference after every step and that all ranks
-# end with the same parameters (testbed/ddp_train.py --check).  Also the
-# binding's own errors.  Skipped without python3-torch.
+# end with the same parameters (testbed/ddp_train.py --check).  Then the
+# torch.distributed backend "hcl" (ring, ps-ina, agent-ring) against Gloo's
+# losses.  Also the binding's own errors.  Skipped without python3-torch.
 . "$(dirname "$0")/lib.sh"
 $PY -c "import torch" 2>/dev/null || { echo "python3-torch is not installed (testbed/setup.sh --tests)"; exit 77; }
 export HCL_LIBRARY=${HCL_LIBRARY:-$top/build/ring/libhcl.so}
@@ -25,6 +26,59 @@ for algo in ring ps-ina; do
 	fi
 	echo "torch: $algo: $(grep '^rank 0' <<<"$out"), $accepted contributions aggregated in tor0"
 done
+
+# the torch.distributed backend (ring/hcl_torch.py): init_process_group("hcl")
+# and DDP as it is, against Gloo's run of the same seeds: the same last loss
+# (float sums in another order: 1e-6), each run checked against the
+# one-process reference; ps-ina and agent-ring aggregated in the switch
+gloo=$("$top/testbed/launch.sh" ittrch -- env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
+	$PY "$top/testbed/ddp_train.py" -a gloo -s 6 -w 1 --check 2>&1) || fail "gloo: $gloo"
+gloo_loss=$(sed -n 's/^rank 0: .*, last loss \([^,]*\),.*/\1/p' <<<"$gloo")
+[ -n "$gloo_loss" ] || fail "gloo: no loss in: $gloo"
+for algo in ring ps-ina agent-ring; do
+	before=$(stats_get 'd["switches"]["tor0"]["ina"]["accepted"]')
+	out=$("$top/testbed/launch.sh" ittrch -- env OMP_NUM_THREADS=1 PYTHONPATH="$top/ring" \
+		$PY "$top/testbed/ddp_train.py" --backend hcl -a $algo -s 6 -w 1 --check 2>&1) || fail "backend hcl, $algo: $out"
+	loss=$(sed -n 's/^rank 0: .*, last loss \([^,]*\),.*/\1/p' <<<"$out")
+	$PY -c "import sys; a, b = float('$loss'), float('$gloo_loss'); sys.exit(abs(a - b) > 1e-6 * max(1, abs(b)))" ||
+		fail "backend hcl, $algo: last loss $loss, Gloo's $gloo_loss"
+	accepted=$(($(stats_get 'd["switches"]["tor0"]["ina"]["accepted"]') - before))
+	[ $algo = ring ] || ((accepted > 0)) || fail "backend hcl, $algo: the switch aggregated nothing"
+	echo "torch: backend hcl, $algo: last loss $loss (Gloo $gloo_loss), $accepted contributions aggregated in tor0"
+done
+
+# float16 through the backend and the binding's async call (the DDP hook's):
+# widened, summed in binary32,
+# rounded once; int64 broadcast and all_gather bit-exact; MAX refused by name
+out=$("$top/testbed/launch.sh" ittrch -- env OMP_NUM_THREADS=1 PYTHONPATH="$top/ring" $PY -c '
+import os, torch, torch.distributed as dist, hcl_torch
+r, w = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+dist.init_process_group("hcl", rank=r, world_size=w)
+base = torch.tensor([0.1, 1.5, 1000.0, -3.25], dtype=torch.float16)
+t = base * (r + 1)
+dist.all_reduce(t)
+want = sum((base * (k + 1)).float() for k in range(w)).half()  # each input as the rank holds it
+assert torch.equal(t, want), (t, want)
+# the binding itself, as the DDP hook calls it (async, in place)
+u = base * (r + 1)
+dist.distributed_c10d._get_default_group().comm.allreduce_async(u).result()
+assert torch.equal(u, want), (u, want)
+b = torch.arange(4, dtype=torch.int64) * (r + 1) + (1 << 40)
+dist.broadcast(b, src=2)
+assert torch.equal(b, torch.arange(4, dtype=torch.int64) * 3 + (1 << 40)), b
+outs = [torch.empty(2, dtype=torch.int64) for _ in range(w)]
+dist.all_gather(outs, torch.tensor([r, -r - (1 << 33)]))
+assert [o.tolist() for o in outs] == [[k, -k - (1 << 33)] for k in range(w)], outs
+try:
+    dist.all_reduce(torch.ones(2), op=dist.ReduceOp.MAX)
+    raise SystemExit("MAX accepted")
+except NotImplementedError as e:
+    assert "MAX" in str(e), e
+if r == 0:
+    print("fp16 %s, int64 broadcast and all_gather exact, MAX refused" % t.tolist())
+dist.destroy_process_group()
+' 2>&1) || fail "float16 / int64 / MAX through the backend: $out"
+echo "torch: $out"
 
 # the binding's errors: bad arguments before any rendezvous, a missing
 # peer within the deadline, the library's message in the exception

@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""A torch.distributed backend over libhcl: import this module and
+
+    import hcl_torch                       # registers the backend "hcl"
+    dist.init_process_group("hcl")         # instead of "gloo"; DDP works as it is
+
+and an existing training script runs its collectives through the host
+library, with the algorithm named by HCL_ALGO (ring, hier, ps, ps-ina,
+agent-ring; default ring) and every other HCL_* setting as for a C program
+(docs/HOSTLIB.md).  The library's own rendezvous uses MASTER_ADDR and
+HCL_MASTER_PORT, default MASTER_PORT + 1 (torch's store takes MASTER_PORT).
+
+Collectives: all_reduce (sum, avg) of float32, bfloat16, int32 and float16
+tensors (float16 summed in binary32 and rounded once, as bfloat16 is),
+broadcast and all_gather of any type, barrier; the rest raise
+NotImplementedError by name.  CPU tensors only: a CUDA tensor is refused
+with a message (copy it to the host first).
+
+It is a Python process group (torch's ProcessGroup subclassed, as
+torch/testing's Python process groups are), not a C++ extension: the data
+path is libhcl through ring/hcl.py either way, so a build against
+libtorch's C++ ABI would add a compiler and a version lock for no speed
+(docs/HOSTLIB.md, "A torch.distributed backend").
+"""
+import os
+import sys
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import _create_work_from_future
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hcl  # noqa: E402
+
+_NATIVE = (torch.float32, torch.bfloat16, torch.int32)
+
+
+def _done(result):
+    fut = torch.futures.Future()
+    fut.set_result(result)
+    return _create_work_from_future(fut)
+
+
+def _cpu(t, what):
+    if t.device.type != "cpu":
+        raise RuntimeError(f"hcl: {what}: tensors must be on the CPU (this one is on {t.device}); "
+                           "copy it to the host first")
+    return t
+
+
+def _op(opts):
+    op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+    for name in ("SUM", "AVG"):
+        if op == getattr(dist.ReduceOp, name):
+            return name.lower()
+    name = next((n for n in ("MAX", "MIN", "PRODUCT", "BAND", "BOR", "BXOR", "PREMUL_SUM")
+                 if hasattr(dist.ReduceOp, n) and op == getattr(dist.ReduceOp, n)), str(op))
+    raise NotImplementedError(f"hcl: all_reduce with {name}: only SUM and AVG are supported")
+
+
+def _bytes_of(t):
+    """t's bytes, padded to whole 4-byte words (a copy)."""
+    raw = t.detach().contiguous().view(-1).view(torch.uint8)
+    buf = torch.zeros((raw.numel() + 3) // 4 * 4, dtype=torch.uint8)
+    buf[:raw.numel()] = raw
+    return buf, raw.numel()
+
+
+class ProcessGroupHcl(dist.ProcessGroup):
+    """One communicator of libhcl as a torch process group."""
+
+    def __init__(self, rank, size, timeout):
+        super().__init__(rank, size)
+        port = os.environ.get("HCL_MASTER_PORT") or int(os.environ.get("MASTER_PORT", "29500")) + 1
+        self.comm = hcl.Comm(algo=os.environ.get("HCL_ALGO", "ring"), rank=rank, world=size,
+                             master_port=int(port), timeout_ms=int(timeout.total_seconds() * 1000))
+
+    def getBackendName(self):
+        return "hcl"
+
+    def allreduce(self, tensors, opts=None):
+        op = _op(opts)
+        for t in tensors:
+            _cpu(t, "all_reduce")
+            if t.dtype in _NATIVE and t.is_contiguous():
+                self.comm.allreduce(t, op=op)
+            elif t.dtype in _NATIVE + (torch.float16,):
+                wide = t.to(torch.float32 if t.dtype == torch.float16 else t.dtype).contiguous()
+                self.comm.allreduce(wide, op=op)
+                t.copy_(wide)
+            else:
+                raise NotImplementedError(f"hcl: all_reduce of {t.dtype}: float32, bfloat16, float16 and int32 "
+                                          "are supported")
+        return _done(tensors)
+
+    def broadcast(self, tensors, opts):
+        # the root's bytes and every other rank's zeros, summed as int32
+        # words: exact for any type, -0.0 and NaN included
+        for t in tensors:
+            _cpu(t, "broadcast")
+            buf, n = _bytes_of(t)
+            if self.rank() != opts.rootRank:
+                buf.zero_()
+            self.comm.allreduce(buf.view(torch.int32))
+            t.copy_(buf[:n].view(t.dtype).view(t.shape))
+        return _done(tensors)
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        # each rank's bytes in its own stretch, zeros elsewhere, summed
+        world, me = self.size(), self.rank()
+        for outs, t in zip(output_tensors, input_tensors):
+            _cpu(t, "all_gather")
+            mine, n = _bytes_of(t)
+            w = mine.numel()
+            buf = torch.zeros(world * w, dtype=torch.uint8)
+            buf[me * w:(me + 1) * w] = mine
+            self.comm.allreduce(buf.view(torch.int32))
+            for r, o in enumerate(outs):
+                o.copy_(buf[r * w:r * w + n].view(o.dtype).view(o.shape))
+        return _done(output_tensors)
+
+    def barrier(self, opts=None):
+        x = torch.zeros(1, dtype=torch.int32)
+        self.comm.allreduce(x)
+        return _done([x])
+
+    def _no(self, name):
+        raise NotImplementedError(f"hcl: {name} is not implemented (all_reduce, broadcast, all_gather, barrier "
+                                  "are); use a gloo group for it")
+
+    def reduce(self, *a, **k): self._no("reduce")  # noqa: E704
+    def reduce_scatter(self, *a, **k): self._no("reduce_scatter")  # noqa: E704
+    def alltoall(self, *a, **k): self._no("all_to_all")  # noqa: E704
+    def gather(self, *a, **k): self._no("gather")  # noqa: E704
+    def scatter(self, *a, **k): self._no("scatter")  # noqa: E704
+    def send(self, *a, **k): self._no("send")  # noqa: E704
+    def recv(self, *a, **k): self._no("recv")  # noqa: E704
+
+
+def _create(store, rank, size, timeout=timedelta(minutes=30)):
+    return ProcessGroupHcl(rank, size, timeout)
+
+
+if not hasattr(dist.Backend, "HCL"):
+    dist.Backend.register_backend("hcl", _create)
