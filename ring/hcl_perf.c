@@ -459,12 +459,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ina-allreduce-perf rank %d: %s\n", p.rank, hcl_comm_error(c));
 	}
 	struct hcl_comm_stats st;
-	if (rc == 0 && hcl_comm_stats(c, &st) == 0)
+	if (rc == 0 && hcl_comm_stats(c, &st) == 0) {
+		char why[256] = ""; /* the aggregator's drops by reason */
+		for (unsigned r = 0; r < HCL_DROP_REASONS; r++)
+			if (st.agg_drops[r] && hcl_drop_reason(r))
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s%s %llu", *why ? ", " : " (",
+					 hcl_drop_reason(r), st.agg_drops[r]);
 		printf("# host of rank %d: transfer %llu sent %llu re-sent %llu time-outs; INA client %llu sent %llu "
-		       "re-sent "
-		       "%llu answers %llu stale; software aggregator %llu packets %llu accepted %llu dropped\n",
+		       "re-sent %llu answers %llu stale; software aggregator %llu packets %llu accepted %llu "
+		       "dropped%s%s\n",
 		       p.rank, st.xfer_sent, st.xfer_resent, st.xfer_timeouts, st.ina_sent, st.ina_resent,
-		       st.ina_results, st.ina_stale, st.agg_packets, st.agg_accepted, st.agg_dropped);
+		       st.ina_results, st.ina_stale, st.agg_packets, st.agg_accepted, st.agg_dropped, why,
+		       *why ? ")" : "");
+	}
 	if (rc == 0)
 		printf("# transfer of rank %d: %llu sends, %llu coalesced runs received, %llu ACKs sent, %llu window "
 		       "halvings, %llu waits for the host's queue, %llu WAITs from a peer\n",
