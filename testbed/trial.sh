@@ -127,9 +127,9 @@ for t in targets.split():
         ports.add(port)
 for sw, ports in want.items():
     at = cfg.index('{ name = "%s";' % sw)
-    at = cfg.index("    ports = (", at)
+    at = cfg.index("ports = (", at)  # the switch's own port list: the spine's shares a line
     pl = "" if "*" in ports else " ports = [%s];" % ", ".join('"%s"' % p for p in sorted(ports))
-    cfg = cfg[:at] + '    capture = { file = "%s/%s.pcapng"; snaplen = %s; max_bytes = "256M";%s };\n' % (
+    cfg = cfg[:at] + 'capture = { file = "%s/%s.pcapng"; snaplen = %s; max_bytes = "256M";%s };\n    ' % (
         d, sw, snap, pl) + cfg[at:]
 open(path, "w").write(cfg)
 PY

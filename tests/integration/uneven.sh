@@ -6,7 +6,8 @@
 # out so (host file, swemu's ports and uplink rates), every algorithm must
 # end with every element right, and both INA ToRs must have aggregated
 # ps-ina's and agent-ring's contributions (each with its rack's fan-in).
-# The trial also captures tor1 whole and tor0's uplink (capture = [...]):
+# The trial also captures tor1 whole, tor0's uplink and the spine's port to
+# rack 1 (capture = [...]):
 # the files hold those ports alone, cut at 128 bytes, and the report links
 # them.
 . "$(dirname "$0")/lib.sh"
@@ -19,7 +20,7 @@ trial = {
   host_rate = "200M"; oversubscription = 2.0;
   compute_ms = 0; jitter = "";
   sizes = ["256K"]; iterations = 3; warmup = 1; repeats = 1;
-  capture = ["tor1", "tor0.up"];
+  capture = ["tor1", "tor0.up", "spine.t1"];
 };
 T
 "$top/testbed/trial.sh" -c "$out/uneven.cfg" -o "$out/r" > "$out/log" 2>&1 || { tail -20 "$out/log"; fail "the trial failed"; }
@@ -45,10 +46,10 @@ for a in ("ring", "hier", "ps", "ps-ina", "agent-ring"):
         assert acc.get("tor0", 0) > 0 and acc.get("tor1", 0) > 0, (a, r["ina"])
 md = open(d + "/report.md").read()
 assert md.count("2 racks (3 + 2 hosts) (INA racks: 0,1)") == 1 and "uplinks 300M, 200M" in md, md[:400]
-# capture = ["tor1", "tor0.up"]: tor1 whole, tor0 its uplink only; the report links both
+# capture = [...]: tor1 whole, tor0 its uplink only, the spine its port t1; the report links them
 assert "[capture/main/tor0.pcapng](capture/main/tor0.pcapng)" in md and "capture/main/tor1.pcapng" in md, md
 import subprocess
-for sw, want in (("tor0", {"tor0.up"}), ("tor1", {"tor1.h3", "tor1.h4", "tor1.up"})):
+for sw, want in (("tor0", {"tor0.up"}), ("tor1", {"tor1.h3", "tor1.h4", "tor1.up"}), ("spine", {"spine.t1"})):
     out = subprocess.run(["tshark", "-r", "%s/capture/main/%s.pcapng" % (d, sw), "-T", "fields", "-e",
                           "frame.interface_name", "-e", "frame.cap_len"], capture_output=True, text=True, check=True)
     rows = [l.split("\t") for l in out.stdout.splitlines()]
