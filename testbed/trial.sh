@@ -221,6 +221,8 @@ if [ "$T_DILATION" = auto ]; then
 	echo "time dilation: k = $dil_k (host links $T_EMU_HOST_RATE stand for $T_HOST_RATE)"
 fi
 topo_opts
+# the emulated host rate in bit/s, read by the one parser, for the report's limits
+printf 'T_EMU_HOST_BPS=%s\n' "$("$checker" --rate "$T_EMU_HOST_RATE")" >> "$out/trial.env"
 echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS$( ((T_SWEEP)) && echo ", then a sweep in the order $T_SWEEP_ORDER")), links $T_EMU_HOST_RATE, uplinks $T_EMU_UPLINK_RATE, $T_PMD ports$([ "$T_DILATION" = 1 ] || echo ", time-dilated by $T_DILATION")"
 racks_up "$T_INA_RACKS" "$out/capture/main"
 cp /run/swemu-testbed/$name/swemu.cfg "$out/swemu.cfg" 2>/dev/null || true

@@ -380,7 +380,7 @@ def dilation_words(t, results, algos, sizes):
                                     "" if hi[0] <= share else
                                     ": **above the %.0f%% share**, so those runs may measure this machine's CPU "
                                     "rather than the network (use a larger dilation factor or slower links)" % share))
-    emu_bps = parse_bps(t.get("T_EMU_HOST_RATE", t["T_HOST_RATE"]))
+    emu_bps = float(t.get("T_EMU_HOST_BPS") or t["T_HOST_BPS"])
     if emu_bps and 9000 * 8 / emu_bps < 50e-6:
         lines.append("**Near a limit**: at %s a jumbo frame lasts %.0f µs on the emulated link, close to what a "
                      "packet costs the hosts' and switch's CPU; per-packet costs do not scale with k." % (
@@ -416,12 +416,6 @@ def captures_words(out, t):
 def dilation(t):
     v = t.get("T_DILATION", "1")
     return float(v) if v not in ("", "auto") else 1.0
-
-
-def parse_bps(rate):
-    """A rate as the trial file writes it ("200M", "2.5G") in bit/s."""
-    m = re.match(r"^([0-9.]+)([KMGT]?)b?$", rate or "", re.I)
-    return float(m.group(1)) * 1000 ** " KMGT".index((m.group(2) or " ").upper()) if m else None
 
 
 def link_extras(t):
