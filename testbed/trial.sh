@@ -64,7 +64,9 @@ slot=""
 for ((i = 0; i < 10; i++)); do
 	if mkdir "$slots/$i" 2>/dev/null; then
 		slot=$i
-	elif owner=$(cat "$slots/$i/pid" 2>/dev/null) && ! kill -0 "$owner" 2>/dev/null &&
+	# an empty pid is a slot being taken this instant (mkdir, then the
+	# write): not a dead owner's, or two trials would share it
+	elif owner=$(cat "$slots/$i/pid" 2>/dev/null) && [ -n "$owner" ] && ! kill -0 "$owner" 2>/dev/null &&
 		mv "$slots/$i" "$slots/$i.stale.$$" 2>/dev/null; then # one taker: mv is atomic
 		rm -rf "$slots/$i.stale.$$"
 		mkdir "$slots/$i" 2>/dev/null && slot=$i
