@@ -1,300 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "ina_engine.h"
-
-#include <errno.h>
-#include <stdlib.h>
+/* The engine's datapath: a packet in, its slot's state moved on, emits out
+ * (semantics: docs/ENGINE.md). */
 #include <string.h>
 
+#include "ina_engine_state.h"
 #include "ina_kernels.h"
-
-enum slot_state {
-	SLOT_EMPTY = 0,	  /* never used since the job was installed */
-	SLOT_PARTIAL,	  /* some contributions added, host order */
-	SLOT_WAIT_PARENT, /* aggregate complete (wire order), sent to the parent */
-	SLOT_COMPLETE,	  /* result stored (wire order) and emitted */
-};
-
-/* State of one (slot index, set).  Its slice key (epoch, seq) lets the engine
- * refuse a contribution for another slice rather than add it to the wrong
- * one.  It fills the line in front of the set's elements: one run of memory. */
-struct slot {
-	uint64_t bitmap[INA_BITMAP_WORDS]; /* contributors counted this round */
-	uint32_t epoch;
-	uint32_t seq;
-	uint16_t count; /* contributions this round */
-	uint16_t ndata; /* ... of them with elements (not joins) */
-	uint16_t nelem;
-	uint8_t state;
-	uint8_t acked;	 /* INA_OUT_ACK with FORWARD: the downstream acknowledged */
-	uint8_t resends; /* re-sends answered while waiting upstream (ACK, parent) */
-	uint8_t flags;	 /* INA_F_OVERFLOW */
-	int8_t exponent;
-	uint32_t touched_ms; /* engine time of the last packet it took */
-};
-
-struct job {
-	uint32_t gen; /* odd while rewritten: a reader (stats, telemetry) retries, never mixes two jobs */
-	bool used;
-	uint32_t base; /* first engine slot index */
-	struct ina_job_cfg cfg;
-	struct ina_job_stats st;
-	uint32_t epoch_hi; /* newest epoch a slot completed (0 at install) */
-};
-
-#define SLOT_HDR 64
-
-struct ina_engine {
-	uint32_t nslots;
-	uint16_t max_elems;
-	size_t block; /* bytes per (slot, set): header + elements, 64-byte multiple */
-	uint8_t *mem;
-	uint8_t job_of_id[65536]; /* jobs[] index + 1, 0 = none */
-	struct job jobs[INA_MAX_JOBS];
-	struct ina_engine_stats st;
-	uint32_t now_ms; /* ina_engine_set_time; wraps after 49 days, compared as a difference */
-};
-
-_Static_assert(sizeof(struct slot) <= SLOT_HDR, "slot state must fit its header line");
-
-/* (slot, set) number m = 2 * engine slot index + set */
-static struct slot *slot_at(const struct ina_engine *eng, size_t m)
-{
-	return (struct slot *)(eng->mem + m * eng->block);
-}
-
-static uint32_t *slot_data(struct slot *s) { return (uint32_t *)((uint8_t *)s + SLOT_HDR); }
-
-/* Empties the state of a job's slots (the elements need no clearing: the
- * first contribution of a round writes them). */
-static void clear_slots(struct ina_engine *eng, uint32_t base, uint32_t n)
-{
-	for (size_t m = (size_t)base * 2; m < ((size_t)base + n) * 2; m++)
-		memset(slot_at(eng, m), 0, sizeof(struct slot));
-}
-
-/* The owner's side of a job entry's generation: odd from begin to end. */
-static void job_write_begin(struct job *j)
-{
-	__atomic_store_n(&j->gen, j->gen + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-}
-
-static void job_write_end(struct job *j) { __atomic_store_n(&j->gen, j->gen + 1, __ATOMIC_RELEASE); }
-
-/* A reader's consistent copy of job id's slot range; false when the job is
- * not installed.  Retries while the owner rewrites the entry. */
-static bool job_range(const struct ina_engine *eng, uint16_t id, uint32_t *base, uint32_t *n)
-{
-	unsigned i = __atomic_load_n(&eng->job_of_id[id], __ATOMIC_ACQUIRE);
-	if (!i)
-		return false;
-	const struct job *j = &eng->jobs[i - 1];
-	for (;;) {
-		uint32_t g = __atomic_load_n(&j->gen, __ATOMIC_ACQUIRE);
-		bool mine = __atomic_load_n(&j->used, __ATOMIC_RELAXED) &&
-			    __atomic_load_n(&j->cfg.id, __ATOMIC_RELAXED) == id;
-		*base = __atomic_load_n(&j->base, __ATOMIC_RELAXED);
-		*n = __atomic_load_n(&j->cfg.nslots, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (g & 1 || __atomic_load_n(&j->gen, __ATOMIC_RELAXED) != g)
-			continue;
-		/* the engine never installs past its slots; a reader of a torn
-		 * entry must not be led past them either */
-		return mine && *base <= eng->nslots && *n <= eng->nslots - *base;
-	}
-}
-
-struct ina_engine *ina_engine_create(uint32_t nslots, uint16_t max_elems)
-{
-	if (nslots == 0 || nslots > INA_SLOT_INDEX_MASK || max_elems == 0 || max_elems > INA_MAX_ELEMS)
-		return NULL;
-
-	struct ina_engine *eng = calloc(1, sizeof(*eng));
-	if (!eng)
-		return NULL;
-	eng->nslots = nslots;
-	eng->max_elems = max_elems;
-	/* elements rounded up to 16 keep every block 64-byte aligned */
-	eng->block = SLOT_HDR + (size_t)((max_elems + 15u) & ~15u) * sizeof(uint32_t);
-	eng->mem = aligned_alloc(64, (size_t)nslots * 2 * eng->block);
-	if (!eng->mem) {
-		ina_engine_destroy(eng);
-		return NULL;
-	}
-	return eng;
-}
-
-void ina_engine_destroy(struct ina_engine *eng)
-{
-	if (!eng)
-		return;
-	free(eng->mem);
-	free(eng);
-}
-
-static struct job *find_job(const struct ina_engine *eng, uint16_t id)
-{
-	unsigned i = eng->job_of_id[id];
-	return i ? (struct job *)&eng->jobs[i - 1] : NULL;
-}
-
-static bool addr_eq(const struct ina_addr *a, const struct ina_addr *b) { return a->ip == b->ip && a->port == b->port; }
-
-const char *ina_job_cfg_check(const struct ina_job_cfg *c, uint16_t max_elems)
-{
-	if (c->fan_in == 0 || c->fan_in > INA_MAX_FANIN)
-		return "fan_in must be 1..256";
-	if (c->dtype != INA_D_INT32 && c->dtype != INA_D_FP32 && c->dtype != INA_D_BFP32 && c->dtype != INA_D_BF16)
-		return "dtype must be int32, fp32, bfp32 or bf16";
-	if (c->nslots == 0)
-		return "nslots must be at least 1";
-	if (c->elems_per_slot == 0 || c->elems_per_slot > max_elems)
-		return "elems_per_slot must be 1..the engine's max_elems";
-	if (c->outputs == 0 ||
-	    (c->outputs & ~(unsigned)(INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_PS | INA_OUT_ACK)))
-		return "outputs must be a non-empty set of multicast, forward, ps, ack";
-	if (c->outputs == INA_OUT_ACK)
-		return "output \"ack\" goes with \"multicast\" or \"forward\"";
-	if ((c->outputs & INA_OUT_ACK) && (c->outputs & INA_OUT_PS))
-		return "outputs \"ack\" and \"ps\" exclude each other";
-	if ((c->outputs & INA_OUT_PS) && (c->outputs & INA_OUT_FORWARD))
-		return "outputs ps and forward exclude each other";
-	if ((c->outputs & INA_OUT_PS) && c->parent.job != c->id)
-		return "parent.job must equal the job id (its results come back under it)";
-	if (c->upstream_index < -1 || c->upstream_index >= (int)c->fan_in)
-		return "upstream_index must be -1 or a contributor index";
-	for (unsigned i = 0; i < c->fan_in; i++)
-		for (unsigned k = i + 1; k < c->fan_in; k++)
-			if (addr_eq(&c->contributors[i], &c->contributors[k]))
-				return "two contributors have the same address";
-	return NULL;
-}
-
-/* First fit over the ranges of the installed jobs. */
-static long find_slot_range(const struct ina_engine *eng, uint32_t n)
-{
-	uint64_t start = 0;
-
-	for (;;) {
-		bool moved = false;
-		for (unsigned i = 0; i < INA_MAX_JOBS; i++) {
-			const struct job *j = &eng->jobs[i];
-			if (!j->used)
-				continue;
-			uint64_t b = j->base, e = b + j->cfg.nslots;
-			if (start < e && b < start + n) {
-				start = e;
-				moved = true;
-			}
-		}
-		if (!moved)
-			break;
-	}
-	return start + n <= eng->nslots ? (long)start : -1;
-}
-
-int ina_job_install(struct ina_engine *eng, const struct ina_job_cfg *cfg, const char **why)
-{
-	const char *dummy;
-	if (!why)
-		why = &dummy;
-	*why = NULL;
-	if (!eng || !cfg) {
-		*why = "no engine or no job config";
-		return -EINVAL;
-	}
-	if ((*why = ina_job_cfg_check(cfg, eng->max_elems)))
-		return -EINVAL;
-	if (find_job(eng, cfg->id)) {
-		*why = "a job with this id is installed";
-		return -EEXIST;
-	}
-	struct job *j = NULL;
-	for (unsigned i = 0; i < INA_MAX_JOBS && !j; i++)
-		if (!eng->jobs[i].used)
-			j = &eng->jobs[i];
-	if (!j) {
-		*why = "job table full";
-		return -ENOSPC;
-	}
-	long base = find_slot_range(eng, cfg->nslots);
-	if (base < 0) {
-		*why = "not enough free slots";
-		return -ENOSPC;
-	}
-
-	job_write_begin(j);
-	uint32_t gen = j->gen;
-	memset(j, 0, sizeof(*j));
-	j->gen = gen;
-	j->cfg = *cfg;
-	j->base = (uint32_t)base;
-	j->used = true;
-	clear_slots(eng, j->base, cfg->nslots);
-	__atomic_store_n(&eng->job_of_id[cfg->id], (uint8_t)(j - eng->jobs + 1), __ATOMIC_RELEASE);
-	job_write_end(j);
-	return 0;
-}
-
-int ina_job_remove(struct ina_engine *eng, uint16_t id)
-{
-	struct job *j = eng ? find_job(eng, id) : NULL;
-	if (!j)
-		return -ENOENT;
-	job_write_begin(j);
-	clear_slots(eng, j->base, j->cfg.nslots);
-	j->used = false;
-	__atomic_store_n(&eng->job_of_id[id], 0, __ATOMIC_RELEASE);
-	job_write_end(j);
-	return 0;
-}
-
-const struct ina_job_stats *ina_job_stats(const struct ina_engine *eng, uint16_t id)
-{
-	const struct job *j = find_job(eng, id);
-	return j ? &j->st : NULL;
-}
-
-const struct ina_job_cfg *ina_job_config(const struct ina_engine *eng, uint16_t id)
-{
-	const struct job *j = find_job(eng, id);
-	return j ? &j->cfg : NULL;
-}
-
-int ina_job_free_id(const struct ina_engine *eng, uint16_t from)
-{
-	for (uint32_t id = from; id <= 65535; id++)
-		if (!find_job(eng, (uint16_t)id))
-			return (int)id;
-	return -1;
-}
-
-long ina_job_slot_base(const struct ina_engine *eng, uint16_t id)
-{
-	uint32_t base, n;
-	return job_range(eng, id, &base, &n) ? (long)base : -1;
-}
-
-uint32_t ina_job_slots_busy(const struct ina_engine *eng, uint16_t id)
-{
-	uint32_t base, n, busy = 0;
-
-	if (!job_range(eng, id, &base, &n))
-		return 0;
-	/* a slot's state byte may change under a reader: a snapshot, but of
-	 * this job's slots only */
-	for (size_t m = (size_t)base * 2; m < ((size_t)base + n) * 2; m++) {
-		uint8_t st = __atomic_load_n(&slot_at(eng, m)->state, __ATOMIC_RELAXED);
-		busy += st == SLOT_PARTIAL || st == SLOT_WAIT_PARENT;
-	}
-	return busy;
-}
-
-void ina_engine_set_time(struct ina_engine *eng, uint64_t now_ns) { eng->now_ms = (uint32_t)(now_ns / 1000000); }
-
-const struct ina_engine_stats *ina_engine_stats(const struct ina_engine *eng) { return &eng->st; }
-
-/* ---- datapath ---- */
 
 static bool bit_test(const struct slot *s, unsigned c) { return s->bitmap[c / 64] >> (c % 64) & 1; }
 static void bit_set(struct slot *s, unsigned c) { s->bitmap[c / 64] |= 1ull << (c % 64); }
@@ -327,6 +37,7 @@ struct ctx {
 	unsigned set;
 	struct slot *slot, *other;
 	uint32_t *data;
+	unsigned frames; /* emits counted as frames: a grouped multicast is several */
 };
 
 static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16_t job, uint16_t contributor,
@@ -352,6 +63,8 @@ static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16
 	e->payload_len = type == INA_T_ACK ? 0 : (size_t)s->nelem * ina_wire_elem_size(x->job->cfg.dtype);
 	e->dst = *dst;
 	e->same_as_prev = false;
+	e->group = NULL;
+	x->frames++;
 }
 
 /* The same frame to every contributor but the upstream: the first emit
@@ -366,6 +79,11 @@ static void emit_to_contributors(struct ctx *x, uint8_t type, uint8_t flags)
 		if (!first) {
 			first = &x->out->e[x->out->n];
 			emit(x, type, &c->contributors[i], c->id, (uint16_t)i, flags);
+			if (x->eng->group_multicast) {
+				x->out->e[x->out->n - 1].group = c;
+				x->frames += c->fan_in - 1u - (c->upstream_index >= 0);
+				return;
+			}
 			continue;
 		}
 		struct ina_emit *e = &x->out->e[x->out->n++];
@@ -373,6 +91,7 @@ static void emit_to_contributors(struct ctx *x, uint8_t type, uint8_t flags)
 		e->hdr.contributor = (uint16_t)i;
 		e->dst = c->contributors[i];
 		e->same_as_prev = true;
+		x->frames++;
 	}
 }
 
@@ -763,6 +482,7 @@ enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt 
 	x.eng = eng;
 	x.pkt = pkt;
 	x.out = out;
+	x.frames = 0;
 
 	out->n = 0;
 	eng->st.rx_packets++;
@@ -779,7 +499,116 @@ enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt 
 		return r;
 	}
 	eng->st.accepted++;
-	x.job->st.emits += out->n;
+	x.job->st.emits += x.frames;
+	return INA_OK;
+}
+
+static uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+
+static uint32_t be32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return __builtin_bswap32(v);
+}
+
+/* The packet nearly every one is: an int32 or fp32 slice from a member to
+ * a slot that collects that slice or is free for it.  Decided straight on
+ * the wire bytes, with the checks of ina_parse, dispatch and on_data
+ * reordered so that this case is cheap; it then takes the same steps as
+ * on_data.  Anything else (other types and dtypes, joins, refusals,
+ * re-sends, reclaims, a slot held for the other set) returns INA_R_MAX_
+ * with nothing changed, for the general path to decide.  Both must agree
+ * on every packet: test_engine_fast drives them side by side. */
+static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, size_t len, const struct ina_addr *src,
+				    struct ina_emits *out)
+{
+	if (len < INA_HDR_LEN || p[0] != INA_VERSION || p[1] != INA_T_DATA || (p[3] & ~(INA_F_RETX | INA_F_OVERFLOW)) ||
+	    p[22] || p[23])
+		return INA_R_MAX_;
+	struct job *j = find_job(eng, be16(p + 4));
+	const uint16_t count = be16(p + 20), c = be16(p + 6);
+	const uint32_t slot = be32(p + 8), index = ina_slot_index(slot);
+	if (!j || p[2] != j->cfg.dtype || (p[2] != INA_D_INT32 && p[2] != INA_D_FP32) || count == 0 ||
+	    count > j->cfg.elems_per_slot || len - INA_HDR_LEN != (size_t)count * INA_ELEM_SIZE ||
+	    index >= j->cfg.nslots || c >= j->cfg.fan_in || !addr_eq(src, &j->cfg.contributors[c]))
+		return INA_R_MAX_;
+	const uint32_t epoch = be32(p + 12), seq = be32(p + 16);
+	if ((int32_t)(epoch - j->epoch_hi) > INA_EPOCH_WINDOW)
+		return INA_R_MAX_;
+	const size_t m = ((size_t)j->base + index) * 2;
+	struct slot *s = slot_at(eng, m + ina_slot_set(slot)), *o = slot_at(eng, m + !ina_slot_set(slot));
+	if (bit_test(o, c) && unfinished(o))
+		return INA_R_MAX_;
+	bool fresh = s->state == SLOT_EMPTY;
+	if (s->state == SLOT_PARTIAL) {
+		/* the slice it collects, with elements added already */
+		if (s->epoch != epoch || s->seq != seq || s->nelem != count || bit_test(s, c) || !s->ndata)
+			return INA_R_MAX_;
+	} else if (s->state == SLOT_COMPLETE) {
+		/* a newer slice, every member gone on, and not idle (a reclaim) */
+		int32_t d = (int32_t)(epoch - s->epoch);
+		if (d < 0 || (d == 0 && (int32_t)(seq - s->seq) <= 0) || !bitmap_empty(s) ||
+		    eng->now_ms - s->touched_ms >= (j->cfg.reclaim_ms ? j->cfg.reclaim_ms : INA_RECLAIM_MS))
+			return INA_R_MAX_;
+		fresh = true;
+	} else if (!fresh) {
+		return INA_R_MAX_;
+	}
+
+	/* the context the general path's helpers read: for a new round and a
+	 * completion only (start_round, on_complete) */
+	struct ina_pkt pkt;
+	struct ctx x;
+	const bool last = (fresh ? 0u : s->count) + 1u == j->cfg.fan_in;
+	if (fresh || last) {
+		pkt.hdr.epoch = epoch;
+		pkt.hdr.seq = seq;
+		pkt.hdr.count = count;
+		x.eng = eng;
+		x.job = j;
+		x.pkt = &pkt;
+		x.out = out;
+		x.index = index;
+		x.set = ina_slot_set(slot);
+		x.slot = s;
+		x.other = o;
+		x.data = slot_data(s);
+		x.frames = 0;
+	}
+	out->n = 0;
+	eng->st.rx_packets++;
+	j->st.rx_packets++;
+	if (fresh)
+		start_round(&x);
+	bit_clear(o, c);
+	/* add_contribution's steps for elements of int32 or fp32 */
+	uint32_t *data = slot_data(s), ovf = 0;
+	const uint8_t *payload = p + INA_HDR_LEN;
+	if (s->ndata == 0) {
+		if (last)
+			memcpy(data, payload, (size_t)count * INA_ELEM_SIZE);
+		else
+			ina_k_load(data, payload, count);
+	} else if (p[2] == INA_D_FP32) {
+		(last ? ina_k_add_f32_final : ina_k_add_f32)(data, payload, count);
+	} else {
+		ovf = (last ? ina_k_add_i32_final : ina_k_add_i32)(data, payload, count);
+	}
+	if (ovf)
+		s->flags |= INA_F_OVERFLOW;
+	s->exponent = 0; /* int32 and fp32 carry none */
+	bit_set(s, c);
+	s->count++;
+	s->ndata++;
+	j->st.contributions++;
+	if (last)
+		on_complete(&x);
+	s->touched_ms = eng->now_ms;
+	eng->st.accepted++;
+	eng->fast_packets++;
+	if (last)
+		j->st.emits += x.frames;
 	return INA_OK;
 }
 
@@ -787,7 +616,11 @@ enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t le
 			      struct ina_emits *out)
 {
 	struct ina_pkt pkt;
-	enum ina_reason r = ina_parse(buf, len, &pkt);
+	enum ina_reason r;
+
+	if (!eng->general_only && (r = rx_data_fast(eng, buf, len, src, out)) != INA_R_MAX_)
+		return r;
+	r = ina_parse(buf, len, &pkt);
 
 	if (r != INA_OK) {
 		out->n = 0;

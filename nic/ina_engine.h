@@ -102,6 +102,11 @@ struct ina_emit {
 	 * dst (a multicast's second and later frames): a packet builder may
 	 * reuse what it made of that one */
 	bool same_as_prev;
+	/* Set only when the engine groups multicasts: this emit stands for
+	 * one frame to every contributor of this job but its upstream
+	 * (group->upstream_index), each with its own hdr.contributor (the
+	 * index) and dst; hdr and dst here are the first one's. */
+	const struct ina_job_cfg *group;
 };
 
 struct ina_emits {
@@ -142,6 +147,12 @@ const struct ina_engine_stats *ina_engine_stats(const struct ina_engine *eng);
  * burst, so the per-packet path reads no clock.  Until it is set, no slot
  * is ever idle (see ina_job_cfg.reclaim_ms). */
 void ina_engine_set_time(struct ina_engine *eng, uint64_t now_ns);
+
+/* Off (the default): a multicast comes out as one emit per contributor.
+ * On: as one emit with `group` set, which a sender that builds each
+ * member's frame from a per-member header anyway (swemu) expands itself,
+ * sparing the engine a copy of the emit per member. */
+void ina_engine_group_multicast(struct ina_engine *eng, bool on);
 
 /* Processes one validated packet from src.  Returns INA_OK when it was
  * taken (out may hold emits) or the reason it was dropped (out->n == 0,

@@ -146,21 +146,17 @@ struct sw_ctrl_req {
 /* Where results to one destination go, resolved once: the FDB's or the
  * neighbour table's answer and the headers a frame to it starts with.  Good
  * for the second it was made in while neither table changed, as sw_input's
- * last_src is (sw_result.c). */
+ * last_src is (sw_result.c).  The key and validity are three words, so a
+ * hit costs three compares. */
 struct sw_dst {
-	/* the key: an emit's destination, the result's source port, the VLAN
-	 * of the frame that triggered it */
-	uint32_t ip;
-	uint16_t port, src_port;
-	uint8_t mac[6]; /* zero: the member's MAC comes from the neighbour table */
-	uint16_t in_vlan;
-	uint32_t made_s1;		     /* now_s + 1 when made; 0: empty */
-	uint32_t fdb_changes, neigh_changes; /* of the tables when made */
-	uint16_t out, vlan;		     /* the port it leaves by, in this VLAN */
-	uint32_t ip_sum;		     /* sw_frame_udp_template */
+	uint64_t key;	    /* an emit's destination ip | port << 32 | the result's source port << 48 */
+	uint64_t mac_vlan;  /* its MAC (zero: from the neighbour table) | the trigger's VLAN << 48 */
+	uint64_t stamp;	    /* sw_result.c's dst_stamp when made; 0: empty */
+	uint16_t out, vlan; /* the port it leaves by, in this VLAN */
+	uint32_t ip_sum;    /* sw_frame_udp_template */
+	uint16_t ulen;	    /* the UDP length prefix[] is completed for; 0: none yet */
 	uint8_t prefix[SW_UDP_PREFIX_LEN];
 };
-
 #define SW_DST_CACHE 64 /* a power of two; a job's members and peers */
 
 struct sw_lsw {
@@ -213,7 +209,7 @@ struct sw_rt {
 	struct sw_lsw *sw[SW_MAX_SWITCHES];
 	struct rte_mempool *pool;
 	struct rte_mempool *xdp_pool;	 /* af_xdp receive buffers: a page each */
-	struct rte_mempool *small_pool;	 /* headers and payload clones of multicasts */
+	struct rte_mempool *small_pool;	 /* header mbufs chained to a shared payload */
 	struct rte_mempool *result_pool; /* result frames with a short payload copied in */
 	double ns_per_tsc;
 	volatile sig_atomic_t *quit;
@@ -250,9 +246,9 @@ struct rte_mbuf *sw_new_mbuf(struct sw_rt *rt, struct sw_port *blame);
 void sw_forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m,
 		   const uint8_t *dst);
 
-/* sw_result.c: the engine's emits (sw->emits) as frames from the switch's
- * address, src_port its INA port that the trigger came to; and a NACK to
- * the sender of a DATA for a job the switch does not have. */
+/* sw_result.c: the engine's emits (sw->emits, at least one) as frames from
+ * the switch's address, src_port its INA port that the trigger came to; and
+ * a NACK to the sender of a DATA for a job the switch does not have. */
 void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t in_vlan, uint16_t src_port);
 void sw_send_nack(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, const struct sw_udp_view *v);
 

@@ -220,6 +220,7 @@ static int lsw_build(struct sw_rt *rt, int idx, char *err, size_t errlen)
 				 c->max_elems);
 			return -ENOMEM;
 		}
+		ina_engine_group_multicast(sw->eng, true); /* sw_send_emits expands them */
 		for (int j = 0; j < c->njobs; j++) {
 			const char *why;
 			if (ina_job_install(sw->eng, &c->jobs[j], &why) < 0) {

@@ -4,7 +4,9 @@
  * NACKs.  A job sends to the same few members over and over, so where a
  * destination's frames go and the headers they start with are resolved
  * once and kept (struct sw_dst): a result frame is then a copy of that
- * prefix, three patched lengths, the INA header and the payload. */
+ * prefix, the INA header with the member's id patched in, and the payload.
+ * The engine hands a multicast over as one emit (ina_engine_group_multicast),
+ * whose header is encoded once. */
 #include <string.h>
 
 #include <rte_mbuf.h>
@@ -16,7 +18,13 @@
 struct emit_group {
 	const struct ina_emit *first;
 	uint8_t head[INA_HDR_LEN]; /* encoded with contributor 0 */
-	struct rte_mbuf *shared;   /* payload segment, or NULL: copied */
+	uint16_t ulen;		   /* UDP length of its frames */
+	/* A long payload's one copy, which every frame's header mbuf chains
+	 * to (DPDK's ipv4_multicast pattern); NULL: copied into each frame.
+	 * The group holds one reference and `credit` more, taken in one
+	 * store at the start for the frames it expects to send. */
+	struct rte_mbuf *shared;
+	unsigned credit;
 };
 
 static bool same_group(const struct ina_emit *a, const struct ina_emit *b)
@@ -27,21 +35,34 @@ static bool same_group(const struct ina_emit *a, const struct ina_emit *b)
 	       x->epoch == y->epoch && x->seq == y->seq && x->count == y->count && x->exponent == y->exponent;
 }
 
+static void group_end(struct emit_group *g)
+{
+	if (g->shared) { /* the frames hold it now */
+		if (g->credit)
+			rte_mbuf_refcnt_update(g->shared, (int16_t) - (int)g->credit);
+		rte_pktmbuf_free_seg(g->shared);
+	}
+	g->shared = NULL;
+	g->credit = 0;
+}
+
 /* The header, once per group (a multicast of 32 encoded it 32 times
- * before).  Results carry UDP checksum 0: summing each group's payload
- * was 3% of an INA packet's time. */
-static void group_start(struct sw_rt *rt, struct sw_port *in, struct emit_group *g, const struct ina_emit *e)
+ * before), for `frames` frames expected.  Results carry UDP checksum 0:
+ * summing each group's payload was 3% of an INA packet's time. */
+static void group_start(struct sw_rt *rt, struct sw_port *in, struct emit_group *g, const struct ina_emit *e,
+			unsigned frames)
 {
 	struct ina_hdr h = e->hdr;
 	h.contributor = 0;
+	group_end(g);
 	ina_hdr_encode(&h, g->head);
 	g->first = e;
-	if (g->shared)
-		rte_pktmbuf_free(g->shared);
-	g->shared = NULL;
+	g->ulen = (uint16_t)(SW_UDP_HLEN + INA_HDR_LEN + e->payload_len);
 	if (e->payload_len > SW_SHARE_MIN && (g->shared = sw_new_mbuf(rt, in))) {
 		memcpy(rte_pktmbuf_mtod(g->shared, void *), e->payload, e->payload_len);
 		g->shared->data_len = g->shared->pkt_len = (uint32_t)e->payload_len;
+		rte_mbuf_refcnt_set(g->shared, (uint16_t)(frames + 1)); /* before any frame is out */
+		g->credit = frames;
 	}
 }
 
@@ -50,27 +71,38 @@ static unsigned dst_slot(uint32_t ip, uint16_t port)
 	return ((ip ^ (uint32_t)port << 16) * 2654435761u) >> 26 & (SW_DST_CACHE - 1);
 }
 
-static bool dst_matches(const struct sw_lsw *sw, const struct sw_dst *d, const struct ina_emit *e, uint16_t in_vlan,
-			uint16_t src_port)
+static uint64_t dst_key(const struct ina_addr *dst, uint16_t src_port)
 {
-	return d->made_s1 == sw->now_s + 1 && d->ip == e->dst.ip && d->port == e->dst.port && d->src_port == src_port &&
-	       d->in_vlan == in_vlan && sw_mac_eq(d->mac, e->dst.mac) && d->fdb_changes == sw->fdb.changes &&
-	       d->neigh_changes == sw->neigh.changes;
+	return (uint64_t)dst->ip | (uint64_t)dst->port << 32 | (uint64_t)src_port << 48;
 }
 
-/* Where a frame to e's destination leaves, and its headers, into d.  The
- * switch's endpoint is in every VLAN: a result goes out in the one its
- * destination spoke from, else the trigger's.  A member the job knows by
- * address only gets its frames on the port it is bound to (never flooded:
- * no neighbour is a drop, counted); one named with its MAC goes where the
- * FDB says.  false when d is not to be kept: no neighbour, or *flood (the
- * FDB does not know that MAC; d's headers are good for one flood). */
-static bool dst_resolve(struct sw_lsw *sw, struct sw_port *in, const struct ina_emit *e, uint16_t in_vlan,
+static uint64_t mac_vlan(const uint8_t *mac, uint16_t vlan)
+{
+	uint64_t v = 0;
+	memcpy(&v, mac, 6);
+	return v | (uint64_t)vlan << 48;
+}
+
+/* Changes with the second and with either table: a cached destination
+ * made under another stamp is resolved again. */
+static uint64_t dst_stamp(const struct sw_lsw *sw)
+{
+	return (uint64_t)(sw->now_s + 1) << 32 | (uint32_t)(sw->fdb.changes + sw->neigh.changes);
+}
+
+/* Where a frame to dst leaves, and its headers, into d.  The switch's
+ * endpoint is in every VLAN: a result goes out in the one its destination
+ * spoke from, else the trigger's.  A member the job knows by address only
+ * gets its frames on the port it is bound to (never flooded: no neighbour
+ * is a drop, counted); one named with its MAC goes where the FDB says.
+ * false when d is not to be kept: no neighbour, or *flood (the FDB does not
+ * know that MAC; d's headers are good for one flood). */
+static bool dst_resolve(struct sw_lsw *sw, struct sw_port *in, const struct ina_addr *dst, uint16_t in_vlan,
 			uint16_t src_port, struct sw_dst *d, bool *flood)
 {
-	const uint8_t *mac = e->dst.mac;
+	const uint8_t *mac = dst->mac;
 	const bool no_mac = sw_mac_zero(mac);
-	const struct sw_neigh_entry *nb = no_mac || sw->vlans > 1 ? sw_neigh_find(&sw->neigh, e->dst.ip, sw->now_s)
+	const struct sw_neigh_entry *nb = no_mac || sw->vlans > 1 ? sw_neigh_find(&sw->neigh, dst->ip, sw->now_s)
 								  : NULL;
 	uint16_t vlan = nb ? nb->vlan : in_vlan;
 	int out;
@@ -85,97 +117,134 @@ static bool dst_resolve(struct sw_lsw *sw, struct sw_port *in, const struct ina_
 	} else {
 		out = mac[0] & 1 ? -1 : sw_fdb_lookup(&sw->fdb, mac, vlan, sw->now_s);
 	}
-	struct sw_udp_hdrs h = {
-		.src_ip = sw->cfg->ip, .dst_ip = e->dst.ip, .src_port = src_port, .dst_port = e->dst.port
-	};
+	struct sw_udp_hdrs h = { .src_ip = sw->cfg->ip, .dst_ip = dst->ip, .src_port = src_port, .dst_port = dst->port };
 	memcpy(h.src_mac, sw->cfg->mac, 6);
 	memcpy(h.dst_mac, mac, 6);
 	d->ip_sum = sw_frame_udp_template(d->prefix, &h);
+	d->ulen = 0;
 	d->vlan = vlan;
-	d->made_s1 = 0;
+	d->stamp = 0;
 	if (out < 0) {
 		*flood = true;
 		return false;
 	}
 	d->out = (uint16_t)out;
-	d->ip = e->dst.ip;
-	d->port = e->dst.port;
-	d->src_port = src_port;
-	d->in_vlan = in_vlan;
-	memcpy(d->mac, e->dst.mac, 6);
-	d->fdb_changes = sw->fdb.changes;
-	d->neigh_changes = sw->neigh.changes;
-	d->made_s1 = sw->now_s + 1;
+	d->key = dst_key(dst, src_port);
+	d->mac_vlan = mac_vlan(dst->mac, in_vlan);
+	d->stamp = dst_stamp(sw);
 	return true;
 }
 
-/* One result frame: headers in a small mbuf followed by a clone of the
- * shared payload segment, or headers and payload copied into one mbuf.
- * NULL when out of mbufs (counted). */
-static struct rte_mbuf *result_frame(struct sw_rt *rt, struct sw_port *in, const struct emit_group *g,
-				     const struct ina_emit *e, const struct sw_dst *d)
+/* An input frame of this burst that the switch has consumed, made over
+ * into a result frame: saves an allocation and a free per frame (the
+ * engine copied what it needed of it into slot memory).  NULL when there
+ * is none, or it is shared or too small. */
+static struct rte_mbuf *reuse_spent(struct sw_lsw *sw, size_t len)
 {
-	struct rte_mbuf *m = NULL, *c = NULL;
-	if (!g->shared && e->payload_len > SW_SHARE_MIN) { /* its payload mbuf could not be had */
+	if (!sw->nspent)
+		return NULL;
+	struct rte_mbuf *m = sw->spent[sw->nspent - 1];
+	if (rte_mbuf_refcnt_read(m) != 1 || !RTE_MBUF_DIRECT(m) || m->nb_segs != 1 ||
+	    m->buf_len < RTE_PKTMBUF_HEADROOM + len)
+		return NULL;
+	sw->nspent--;
+	rte_pktmbuf_reset(m);
+	return m;
+}
+
+/* One result frame: the destination's headers (completed for this length
+ * once), the group's INA header with the member's id, and the payload
+ * copied in or the shared one chained on.  NULL when out of mbufs
+ * (counted). */
+static struct rte_mbuf *result_frame(struct sw_rt *rt, struct sw_port *in, struct emit_group *g, uint16_t contributor,
+				     struct sw_dst *d)
+{
+	const size_t hlen = SW_UDP_PREFIX_LEN + INA_HDR_LEN, plen = g->first->payload_len;
+	if (!g->shared && plen > SW_SHARE_MIN) { /* its payload mbuf could not be had */
 		in->st.drops[SW_D_NO_MBUF]++;
 		return NULL;
 	}
-	m = rte_pktmbuf_alloc(g->shared ? rt->small_pool : rt->result_pool);
-	if (!m ||
-	    (g->shared && (!(c = rte_pktmbuf_clone(g->shared, rt->small_pool)) || rte_pktmbuf_chain(m, c) != 0))) {
+	struct rte_mbuf *m = reuse_spent(in->sw, g->shared ? hlen : hlen + plen);
+	if (!m && !(m = rte_pktmbuf_alloc(g->shared ? rt->small_pool : rt->result_pool))) {
 		in->st.drops[SW_D_NO_MBUF]++;
-		rte_pktmbuf_free(c);
-		rte_pktmbuf_free(m);
 		return NULL;
+	}
+	if (g->shared) { /* a reference of the group's, or one more */
+		if (g->credit)
+			g->credit--;
+		else
+			rte_mbuf_refcnt_update(g->shared, 1);
+		m->next = g->shared;
+		m->nb_segs = 2;
+	}
+	if (d->ulen != g->ulen) {
+		sw_frame_udp_fill_len(d->prefix, d->ip_sum, g->ulen);
+		d->ulen = g->ulen;
 	}
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
-	const size_t hlen = SW_UDP_PREFIX_LEN + INA_HDR_LEN;
 	memcpy(f, d->prefix, SW_UDP_PREFIX_LEN);
-	sw_frame_udp_fill_len(f, d->ip_sum, SW_UDP_HLEN + INA_HDR_LEN + e->payload_len);
 	memcpy(f + SW_UDP_PREFIX_LEN, g->head, INA_HDR_LEN);
-	f[SW_UDP_PREFIX_LEN + 6] = (uint8_t)(e->hdr.contributor >> 8);
-	f[SW_UDP_PREFIX_LEN + 7] = (uint8_t)e->hdr.contributor;
+	f[SW_UDP_PREFIX_LEN + 6] = (uint8_t)(contributor >> 8);
+	f[SW_UDP_PREFIX_LEN + 7] = (uint8_t)contributor;
 	m->data_len = (uint16_t)hlen;
 	if (!g->shared) {
-		memcpy(f + hlen, e->payload, e->payload_len);
-		m->data_len = (uint16_t)(hlen + e->payload_len);
+		memcpy(f + hlen, g->first->payload, plen);
+		m->data_len = (uint16_t)(hlen + plen);
 	}
-	m->pkt_len = hlen + e->payload_len;
+	m->pkt_len = (uint32_t)(hlen + plen);
 	return m;
+}
+
+/* One frame of group g to dst, as its member `contributor`. */
+static inline void send_frame(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct emit_group *g,
+			      const struct ina_addr *dst, uint16_t contributor, uint16_t in_vlan, uint16_t src_port,
+			      uint64_t stamp)
+{
+	struct sw_dst *d = &sw->dst_cache[dst_slot(dst->ip, dst->port)], fresh;
+	bool flood = false;
+	if (d->key != dst_key(dst, src_port) || d->stamp != stamp || d->mac_vlan != mac_vlan(dst->mac, in_vlan)) {
+		if (!dst_resolve(sw, in, dst, in_vlan, src_port, &fresh, &flood) && !flood)
+			return; /* no neighbour: counted */
+		if (flood)
+			d = &fresh; /* not kept: the FDB may learn the MAC any time */
+		else
+			*d = fresh;
+	}
+	struct rte_mbuf *m = result_frame(rt, in, g, contributor, d);
+	if (!m)
+		return;
+	sw->st.ina_emits++;
+	if (flood) /* a peer the job's installer named, MAC and all, not yet learned */
+		sw_forward_l2(rt, sw, NULL, d->vlan, m, dst->mac);
+	else
+		sw_send_port(rt, &sw->ports[d->out], m, d->vlan);
 }
 
 void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t in_vlan, uint16_t src_port)
 {
 	const struct ina_emits *em = sw->emits;
-	struct emit_group g = { .first = NULL, .shared = NULL };
-	if (!em->n) /* most inputs complete nothing */
-		return;
+	struct emit_group g;
+	g.first = NULL;
+	g.shared = NULL;
+	g.credit = 0;
+	const uint64_t stamp = dst_stamp(sw);
 
 	for (unsigned i = 0; i < em->n; i++) {
 		const struct ina_emit *e = &em->e[i];
-		struct sw_dst *d = &sw->dst_cache[dst_slot(e->dst.ip, e->dst.port)], fresh;
-		bool flood = false;
-		if (!dst_matches(sw, d, e, in_vlan, src_port)) {
-			if (!dst_resolve(sw, in, e, in_vlan, src_port, &fresh, &flood) && !flood)
-				continue; /* no neighbour: counted */
-			if (flood)
-				d = &fresh; /* not kept: the FDB may learn the MAC any time */
-			else
-				*d = fresh;
+		if (e->group) { /* a multicast: a frame per member but the upstream */
+			const struct ina_job_cfg *c = e->group;
+			group_start(rt, in, &g, e, c->fan_in - (c->upstream_index >= 0));
+			for (unsigned k = 0; k < c->fan_in; k++)
+				if ((int)k != c->upstream_index)
+					send_frame(rt, sw, in, &g, &c->contributors[k], (uint16_t)k, in_vlan, src_port,
+						   stamp);
+			continue;
 		}
 		if (!g.first || (!e->same_as_prev && !same_group(g.first, e)))
-			group_start(rt, in, &g, e);
-		struct rte_mbuf *m = result_frame(rt, in, &g, e, d);
-		if (!m)
-			continue;
-		sw->st.ina_emits++;
-		if (flood) /* a peer the job's installer named, MAC and all, not yet learned */
-			sw_forward_l2(rt, sw, NULL, d->vlan, m, e->dst.mac);
-		else
-			sw_send_port(rt, &sw->ports[d->out], m, d->vlan);
+			group_start(rt, in, &g, e, 1); /* more of it: a reference each */
+		send_frame(rt, sw, in, &g, &e->dst, e->hdr.contributor, in_vlan, src_port, stamp);
 	}
-	if (g.shared)
-		rte_pktmbuf_free(g.shared); /* the clones hold it now */
+	group_end(&g);
 }
 
 /* DATA for a job the switch does not have: a NACK back to its sender,

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The aggregation engine's state, shared by its two halves: the job table
+ * (ina_jobs.c: install, remove, queries) and the datapath (ina_engine.c).
+ * Internal to nic/; users see ina_engine.h only. */
+#ifndef INA_ENGINE_STATE_H
+#define INA_ENGINE_STATE_H
+
+#include "ina_engine.h"
+
+enum slot_state {
+	SLOT_EMPTY = 0,	  /* never used since the job was installed */
+	SLOT_PARTIAL,	  /* some contributions added, host order */
+	SLOT_WAIT_PARENT, /* aggregate complete (wire order), sent to the parent */
+	SLOT_COMPLETE,	  /* result stored (wire order) and emitted */
+};
+
+/* State of one (slot index, set).  Its slice key (epoch, seq) lets the engine
+ * refuse a contribution for another slice rather than add it to the wrong
+ * one.  It fills the line in front of the set's elements: one run of memory. */
+struct slot {
+	uint64_t bitmap[INA_BITMAP_WORDS]; /* contributors counted this round */
+	uint32_t epoch;
+	uint32_t seq;
+	uint16_t count; /* contributions this round */
+	uint16_t ndata; /* ... of them with elements (not joins) */
+	uint16_t nelem;
+	uint8_t state;
+	uint8_t acked;	 /* INA_OUT_ACK with FORWARD: the downstream acknowledged */
+	uint8_t resends; /* re-sends answered while waiting upstream (ACK, parent) */
+	uint8_t flags;	 /* INA_F_OVERFLOW */
+	int8_t exponent;
+	uint32_t touched_ms; /* engine time of the last packet it took */
+};
+
+struct job {
+	uint32_t gen; /* odd while rewritten: a reader (stats, telemetry) retries, never mixes two jobs */
+	bool used;
+	uint32_t base; /* first engine slot index */
+	struct ina_job_cfg cfg;
+	struct ina_job_stats st;
+	uint32_t epoch_hi; /* newest epoch a slot completed (0 at install) */
+};
+
+#define SLOT_HDR 64
+
+struct ina_engine {
+	uint32_t nslots;
+	uint16_t max_elems;
+	size_t block; /* bytes per (slot, set): header + elements, 64-byte multiple */
+	uint8_t *mem;
+	uint8_t job_of_id[65536]; /* jobs[] index + 1, 0 = none */
+	struct job jobs[INA_MAX_JOBS];
+	struct ina_engine_stats st;
+	uint32_t now_ms;       /* ina_engine_set_time; wraps after 49 days, compared as a difference */
+	bool group_multicast;  /* ina_engine_group_multicast */
+	bool general_only;     /* tests: every packet through the general path */
+	uint64_t fast_packets; /* taken by the fast path (its test checks it is) */
+};
+
+_Static_assert(sizeof(struct slot) <= SLOT_HDR, "slot state must fit its header line");
+
+/* (slot, set) number m = 2 * engine slot index + set */
+static inline struct slot *slot_at(const struct ina_engine *eng, size_t m)
+{
+	return (struct slot *)(eng->mem + m * eng->block);
+}
+
+static inline uint32_t *slot_data(struct slot *s) { return (uint32_t *)((uint8_t *)s + SLOT_HDR); }
+
+static inline struct job *find_job(const struct ina_engine *eng, uint16_t id)
+{
+	unsigned i = eng->job_of_id[id];
+	return i ? (struct job *)&eng->jobs[i - 1] : NULL;
+}
+
+static inline bool addr_eq(const struct ina_addr *a, const struct ina_addr *b)
+{
+	return a->ip == b->ip && a->port == b->port;
+}
+
+#endif

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The engine's fast path for common DATA against its general path, the
+ * reference: two engines with the same jobs get the same packets, one
+ * taking the fast path where it applies and one never taking it, and must
+ * answer each with the same verdict and emits and end with the same
+ * counters and slot contents.  The packets are a coherent stream (members
+ * sending the slices of a few calls, re-sends, stale and early ones, joins)
+ * mixed with damaged ones, and the clock jumps now and then so that idle
+ * slots are reclaimed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "ina_engine_state.h"
+#include "testlib.h"
+
+#define NJOBS 3
+
+static struct ina_job_cfg jobs[NJOBS];
+
+static void make_jobs(void)
+{
+	jobs[0] = tl_job(1, 3, INA_D_INT32, 3, 8); /* multicast */
+	jobs[1] = tl_job(2, 4, INA_D_FP32, 2, 4);  /* a ring agent: forward, ACKs, an upstream */
+	jobs[1].outputs = INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_ACK;
+	jobs[1].upstream_index = 3;
+	jobs[1].upstream_job = 9;
+	jobs[1].forward = (struct ina_peer){ .addr = tl_addr(900), .job = 7, .contributor = INA_CONTRIB_UPSTREAM };
+	jobs[2] = tl_job(3, 2, INA_D_INT32, 2, 4); /* under a parent PS */
+	jobs[2].outputs = INA_OUT_PS;
+	jobs[2].parent = (struct ina_peer){ .addr = tl_addr(950), .job = 3, .contributor = 0 };
+}
+
+/* One packet of the stream: mostly the slices members of job j would send
+ * around call `epoch`, some of them damaged. */
+static size_t next_packet(struct tl_rng *r, const uint32_t *epoch, uint8_t *buf, struct ina_addr *src)
+{
+	const struct ina_job_cfg *c = &jobs[tl_below(r, NJOBS)];
+	uint32_t e = epoch[c->id - 1] + (tl_below(r, 5) ? 0 : tl_below(r, 3) - 1) + (tl_below(r, 50) == 0 ? 300 : 0);
+	uint32_t index = tl_below(r, c->nslots + (tl_below(r, 20) == 0));
+	uint16_t who = (uint16_t)tl_below(r, c->fan_in + (tl_below(r, 30) == 0));
+	uint8_t type = INA_T_DATA;
+	switch (tl_below(r, 40)) {
+	case 0: type = INA_T_PULL; break;
+	case 1: type = INA_T_ACK; break;
+	case 2: type = INA_T_RESULT; break;
+	}
+	struct ina_hdr h = tl_hdr(type, c->dtype, c->id, who, index | (e & 1 ? INA_SLOT_SET_BIT : 0), e,
+				  index + (tl_below(r, 10) == 0), c->elems_per_slot);
+	if (tl_below(r, 8) == 0)
+		h.flags = (uint8_t)(1u << tl_below(r, 3)); /* RETX, OVERFLOW or JOIN */
+	if (tl_below(r, 40) == 0)
+		h.dtype = c->dtype == INA_D_INT32 ? INA_D_FP32 : INA_D_INT32;
+	if (tl_below(r, 40) == 0)
+		h.count = (uint16_t)tl_below(r, c->elems_per_slot + 2);
+	if (tl_below(r, 60) == 0)
+		h.contributor = INA_CONTRIB_UPSTREAM;
+	*src = tl_below(r, 40) ? (who < c->fan_in ? c->contributors[who] : tl_addr(100)) : tl_addr(who + 1);
+	if (type == INA_T_RESULT)
+		*src = c->parent.addr;
+	if (type == INA_T_ACK)
+		*src = c->forward.addr;
+	uint32_t vals[16];
+	for (unsigned i = 0; i < 16; i++)
+		vals[i] = (uint32_t)tl_below(r, 1000);
+	bool no_data = (type == INA_T_DATA && (h.flags & INA_F_JOIN)) || type == INA_T_PULL || type == INA_T_ACK;
+	size_t len = tl_encode(buf, &h, vals, no_data ? 0 : h.count);
+	switch (tl_below(r, 60)) { /* damage on the wire */
+	case 0: len -= tl_below(r, (unsigned)len + 1); break;
+	case 1: buf[tl_below(r, INA_HDR_LEN)] ^= (uint8_t)(1u << tl_below(r, 8)); break;
+	case 2: len += 4; break;
+	}
+	return len;
+}
+
+static void assert_same_emits(const struct ina_emits *a, const struct ina_emits *b)
+{
+	assert_int_equal(a->n, b->n);
+	for (unsigned i = 0; i < a->n; i++) {
+		const struct ina_emit *x = &a->e[i], *y = &b->e[i];
+		assert_memory_equal(&x->hdr, &y->hdr, sizeof(x->hdr));
+		assert_int_equal(x->payload_len, y->payload_len);
+		if (x->payload_len)
+			assert_memory_equal(x->payload, y->payload, x->payload_len);
+		assert_int_equal(x->dst.ip, y->dst.ip);
+		assert_int_equal(x->dst.port, y->dst.port);
+		assert_int_equal(x->same_as_prev, y->same_as_prev);
+		assert_int_equal(x->group != NULL, y->group != NULL);
+	}
+}
+
+static void run(bool grouped)
+{
+	struct ina_engine *fast = ina_engine_create(16, 64), *ref = ina_engine_create(16, 64);
+	static struct ina_emits out_fast, out_ref;
+	assert_non_null(fast);
+	assert_non_null(ref);
+	ref->general_only = true;
+	ina_engine_group_multicast(fast, grouped);
+	ina_engine_group_multicast(ref, grouped);
+	make_jobs();
+	for (unsigned j = 0; j < NJOBS; j++) {
+		assert_int_equal(ina_job_install(fast, &jobs[j], NULL), 0);
+		assert_int_equal(ina_job_install(ref, &jobs[j], NULL), 0);
+	}
+	struct tl_rng r = { grouped ? 7 : 11 };
+	uint32_t epoch[NJOBS] = { 5, 5, 5 };
+	uint64_t now_ns = 1000000000ull, accepted = 0;
+	uint8_t buf[INA_HDR_LEN + 64 * 4 + 8];
+	for (unsigned step = 0; step < 300000; step++) {
+		if (tl_below(&r, 12) == 0)
+			epoch[tl_below(&r, NJOBS)]++;
+		now_ns += tl_below(&r, 5000) == 0 ? 3000000000ull : 1000;
+		ina_engine_set_time(fast, now_ns);
+		ina_engine_set_time(ref, now_ns);
+		struct ina_addr src;
+		size_t len = next_packet(&r, epoch, buf, &src);
+		enum ina_reason a = ina_engine_rx(fast, buf, len, &src, &out_fast);
+		enum ina_reason b = ina_engine_rx(ref, buf, len, &src, &out_ref);
+		assert_int_equal(a, b);
+		assert_same_emits(&out_fast, &out_ref);
+		accepted += a == INA_OK;
+	}
+	assert_memory_equal(ina_engine_stats(fast), ina_engine_stats(ref), sizeof(struct ina_engine_stats));
+	for (unsigned j = 0; j < NJOBS; j++)
+		assert_memory_equal(ina_job_stats(fast, jobs[j].id), ina_job_stats(ref, jobs[j].id),
+				    sizeof(struct ina_job_stats));
+	assert_memory_equal(fast->mem, ref->mem, (size_t)fast->nslots * 2 * fast->block);
+	/* the stream exercised the fast path, not only the general one */
+	print_message("%llu of 300000 packets accepted, %llu by the fast path\n", (unsigned long long)accepted,
+		      (unsigned long long)fast->fast_packets);
+	assert_true(fast->fast_packets > 300000 / 10);
+	assert_true(fast->fast_packets < accepted);
+	assert_int_equal(ref->fast_packets, 0);
+	ina_engine_destroy(fast);
+	ina_engine_destroy(ref);
+}
+
+static void test_fast_path_matches_general(void **state)
+{
+	(void)state;
+	run(false);
+}
+
+static void test_fast_path_matches_general_grouped(void **state)
+{
+	(void)state;
+	run(true);
+}
+
+/* A grouped multicast stands for exactly the frames an ungrouped one lists. */
+static void test_grouped_multicast(void **state)
+{
+	(void)state;
+	struct ina_engine *eng = ina_engine_create(4, 16);
+	make_jobs();
+	assert_int_equal(ina_job_install(eng, &jobs[1], NULL), 0); /* fan-in 4, upstream 3 */
+	ina_engine_group_multicast(eng, true);
+	uint32_t vals[4] = { 1, 2, 3, 4 };
+	for (uint16_t m = 0; m < 4; m++) {
+		struct ina_hdr h = tl_hdr(INA_T_DATA, INA_D_FP32, 2, m == 3 ? INA_CONTRIB_UPSTREAM : m, 0, 1, 0, 4);
+		assert_int_equal(tl_send(eng, &jobs[1].contributors[m], &h, vals), INA_OK);
+	}
+	/* the multicast to members 0..2 (not the upstream) as one emit, then
+	 * the forward and the ACK upstream */
+	assert_int_equal(tl_out.n, 3);
+	assert_ptr_equal(tl_out.e[0].group, ina_job_config(eng, 2));
+	assert_int_equal(tl_out.e[0].hdr.type, INA_T_RESULT);
+	assert_int_equal(tl_out.e[0].hdr.contributor, 0);
+	assert_null(tl_out.e[1].group);
+	assert_int_equal(tl_out.e[1].hdr.type, INA_T_DATA);
+	assert_int_equal(tl_out.e[2].hdr.type, INA_T_ACK);
+	assert_int_equal(ina_job_stats(eng, 2)->emits, 5); /* three results, the forward, the ACK */
+	ina_engine_destroy(eng);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fast_path_matches_general),
+		cmocka_unit_test(test_fast_path_matches_general_grouped),
+		cmocka_unit_test(test_grouped_multicast),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
