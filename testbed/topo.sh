@@ -8,7 +8,7 @@
 #                                 [--burst-loss P_GOOD_BAD,P_BAD_GOOD,LOSS_BAD]
 #                                 [--rack-rates R0,R1,...]
 #                                 [--racks R [--rack-sizes S0,S1,...] [--ina-racks LIST]
-#                                  [--uplink-rate R|R0,R1,...] [--uplink-buffer B]]
+#                                  [--uplink-rate R|R0,R1,...] [--uplink-buffer B] [--processes]]
 #       --racks splits the hosts evenly over R ToRs tor0.. (--rack-sizes:
 #       rack r gets Sr hosts, in host order; they add up to HOSTS): ToR r is
 #       SUBNET.(254-r), MAC 02:5e:00:00:00:(fe-r), its rack's hosts are its
@@ -16,6 +16,12 @@
 #       with R > 1 the ToRs hang off a plain "spine" (SUBNET.246, every
 #       host's control channel for its links) by in-memory links (port "up" <-> spine port "tR") emulated
 #       at --uplink-rate (one for all, or one per rack) with --uplink-buffer.
+#       --processes makes every ToR and the spine its own swemu process (its
+#       own config NAME/swemu.SW.cfg, EAL file prefix, stats and log) in a
+#       namespace NAME-SW of its own holding its ports, as on its own
+#       server; each uplink is a veth pair NAME-uR (ToR port "up") <->
+#       NAME-tR (spine port "tR") on the --pmd driver.  "stats" merges
+#       their counters.
 #       --ina-racks 0,2 makes only
 #       those ToRs INA-capable (default: all; --no-ina: none).  --rate and
 #       --loss apply to every egress port, links included; --buffer is the
@@ -56,7 +62,7 @@ die() { echo "topo: $*" >&2; exit 2; }
 # A rate as swemu reads it ("200M", "1.5G", "10Gb") in bit/s, or "" if it is
 # not one: swemu's own parser, through the trial checker.
 rate_bps() { "${TRIAL_CFG:-$top/build/testbed/swemu-trial-cfg}" --rate "$1" 2>/dev/null || true; }
-usage() { sed -n '3,39p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,45p' "$0" | sed 's/^# \{0,1\}//'; }
 
 check_name() {
 	[[ "$1" =~ ^[a-z][a-z0-9]{0,5}$ ]] || die "NAME must be 1-6 lower-case letters/digits (interface names are short)"
@@ -66,40 +72,70 @@ check_name() {
 # topology started (its command line carries the topology's file prefix),
 # else nothing: a pid file outlives its process, and the pid may since
 # belong to something else, which must not be signalled.
+# With a switch SW, the same for that switch's own process (--processes).
 swemu_pid() {
-	local name=$1 pid
-	pid=$(cat "$state/$name/swemu.pid" 2>/dev/null) || return 0
+	local name=$1 sw=${2:-} pid
+	pid=$(cat "$state/$name/swemu${sw:+.$sw}.pid" 2>/dev/null) || return 0
 	[[ "$pid" =~ ^[0-9]+$ ]] || return 0
-	tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -q -- "--file-prefix swemu-$name " && echo "$pid"
+	tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -q -- "--file-prefix swemu-$name${sw:+-$sw} " && echo "$pid"
 	return 0
 }
 
-cmd_down() {
-	local name=$1 d=$state/$1
+# The switches that run as processes of their own, or nothing (one swemu).
+switch_procs() { cat "$state/$1/switches" 2>/dev/null || true; }
+
+stop_swemu() { # NAME [SW]
 	local pid
-	pid=$(swemu_pid "$name")
-	if [ -n "$pid" ]; then
-		if kill -0 "$pid" 2>/dev/null; then
-			kill -TERM "$pid" 2>/dev/null || true
-			for _ in $(seq 50); do [ -n "$(swemu_pid "$name")" ] || break; sleep 0.1; done
-			[ -z "$(swemu_pid "$name")" ] || kill -KILL "$pid" 2>/dev/null || true
-		fi
-	fi
-	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$name-h[0-9]+$" || true); do
+	pid=$(swemu_pid "$@")
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do [ -n "$(swemu_pid "$@")" ] || break; sleep 0.1; done
+	[ -z "$(swemu_pid "$@")" ] || kill -KILL "$pid" 2>/dev/null || true
+}
+
+cmd_down() {
+	local name=$1 d=$state/$1 sw
+	stop_swemu "$name"
+	for sw in $(switch_procs "$name"); do stop_swemu "$name" "$sw"; done
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$name-(h[0-9]+|tor[0-9]+|spine)$" || true); do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
 		ip netns del "$ns" 2>/dev/null || true
 	done
-	for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^$name-([shgn][0-9]+|mg|br)$" || true); do
+	for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^$name-([shgnut][0-9]+|mg|br)$" || true); do
 		ip link del "$l" 2>/dev/null || true
 	done
-	rm -rf "/var/run/dpdk/swemu-$name" "$d"
+	# names have no dash: swemu-NAME-* are this topology's switch processes
+	rm -rf "/var/run/dpdk/swemu-$name" "/var/run/dpdk/swemu-$name-"* "$d"
+}
+
+# ip link set IFACE ARGS..., in namespace NS unless it is empty.
+link_set() { # NS IFACE ARGS...
+	local ns=$1
+	shift
+	if [ -n "$ns" ]; then ip -n "$ns" link set "$@"; else ip link set "$@"; fi
+}
+
+# A swemu config of switch blocks BLOCKS in dir D: swemu.cfg (SW empty),
+# or swemu.SW.cfg with its own stats files for switch SW's own process.
+write_cfg() { # D SW BLOCKS WHAT
+	local d=$1 sw=$2 nl=$'\n'
+	cat > "$d/swemu${sw:+.$sw}.cfg" <<EOF
+# written by testbed/topo.sh up ${d##*/} $4
+stats_file = "$d/stats${sw:+.$sw}.json";
+stats_prom_file = "$d/stats${sw:+.$sw}.prom";
+idle_sleep_max_us = 200;
+mbufs = 8191;
+switches = (
+${3%,$nl}
+);
+EOF
 }
 
 cmd_up() {
 	local name=$1 n=$2
 	shift 2
 	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet mgmt="" racks=1 inaracks=all
-	local uprate="" upbuf="" buf="" lcores=0 delay="" jitter="" geloss="" rackrates="" racksizes=""
+	local uprate="" upbuf="" buf="" lcores=0 delay="" jitter="" geloss="" rackrates="" racksizes="" procs=false
 	while (($#)); do
 		case $1 in
 		--subnet) subnet=$2; shift 2;;
@@ -119,6 +155,7 @@ cmd_up() {
 		--burst-loss) geloss=$2; shift 2;;
 		--rack-rates) rackrates=$2; shift 2;;
 		--rack-sizes) racksizes=$2; shift 2;;
+		--processes) procs=true; shift;;
 		*) die "unknown option $1";;
 		esac
 	done
@@ -137,8 +174,9 @@ cmd_up() {
 		[ -n "$host_bps" ] || die "--rate must be a rate such as 200M or 10G"
 	fi
 	[[ "$racks" =~ ^[1-8]$ ]] || die "--racks must be 1..8"
+	[ "$procs" = false ] || [ "$pmd" != bridge ] || die "--processes runs swemu switches: not with --pmd bridge"
 	# rack r: hosts rfirst[r] .. rfirst[r] + rsize[r] - 1; host i in rack rack_of[i]
-	local -a rsize rfirst rack_of uprates
+	local -a rsize rfirst rack_of uprates rack_vdevs
 	if [ -n "$racksizes" ]; then
 		[[ "$racksizes" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--rack-sizes must be a list of host counts like 4,2,3"
 		IFS=, read -ra rsize <<<"$racksizes"
@@ -195,8 +233,19 @@ cmd_up() {
 		ip link set "$name-mg" up
 		echo "$mgmt" > "$d/mgmt"
 	fi
+	# a process per switch: each in a namespace of its own with its ports,
+	# as on its own server (af_packet's fanout groups are per namespace:
+	# two processes' groups would otherwise collide, pid ^ ifindex)
+	local -a swns
+	if ((racks > 1)) && [ "$procs" = true ]; then
+		for ((r = 0; r < racks; r++)); do swns[r]=$name-tor$r; done
+		for sns in "${swns[@]}" "$name-spine"; do
+			ip netns add "$sns"
+			ip -n "$sns" link set lo up
+		done
+	fi
 	for ((i = 0; i < n; i++)); do
-		local ns=$name-h$i
+		local ns=$name-h$i sns=${swns[rack_of[i]]:-}
 		ip netns add "$ns"
 		ip link add "$name-h$i" type veth peer name "$name-s$i"
 		ip link set "$name-h$i" netns "$ns"
@@ -216,7 +265,8 @@ cmd_up() {
 			local burst=$((hbps / 8000 > 65536 ? hbps / 8000 : 65536))
 			ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${hbps}bit" burst "$burst" limit $((8 << 20))
 		fi
-		ip link set "$name-s$i" mtu 9000 up
+		[ -z "$sns" ] || ip link set "$name-s$i" netns "$sns"
+		link_set "$sns" "$name-s$i" mtu 9000 up
 		if [ -n "$mgmt" ]; then
 			ip link add "$name-g$i" type veth peer name "$name-n$i"
 			ip link set "$name-n$i" netns "$ns"
@@ -228,16 +278,18 @@ cmd_up() {
 		if [ "$pmd" = bridge ]; then
 			ip link set "$name-s$i" master "$name-br"
 		elif [ "$pmd" = af_packet ]; then
-			vdevs+=" --vdev net_af_packet$i,iface=$name-s$i,framesz=10240,blocksz=40960"
+			rack_vdevs[rack_of[i]]+=" --vdev net_af_packet$i,iface=$name-s$i,framesz=10240,blocksz=40960"
 		else
 			# XDP on a veth takes at most a page per frame; measured here,
 			# 3028-byte IP packets pass and 3428-byte ones are dropped
-			ip link set "$name-s$i" mtu 3000
+			link_set "$sns" "$name-s$i" mtu 3000
 			ip -n "$ns" link set eth0 mtu 3000
-			vdevs+=" --vdev net_af_xdp$i,iface=$name-s$i"
+			rack_vdevs[rack_of[i]]+=" --vdev net_af_xdp$i,iface=$name-s$i"
 		fi
 	done
-	local emu="" emu_up_buf sws="" spine="" allmg=""
+	for ((r = 0; r < racks; r++)); do vdevs+=${rack_vdevs[r]:-}; done
+	local emu="" emu_up_buf sws="" spine="" allmg="" spine_vdevs=""
+	local -a tor_blk
 	[ -n "$loss" ] && emu+=" loss = $loss;"
 	[ -n "$delay" ] && emu+=" delay_us = $delay;"
 	[ -n "$jitter" ] && emu+=" jitter_us = $jitter;"
@@ -258,40 +310,69 @@ cmd_up() {
 			ports+="      { name = \"h$i\"; dev = \"net_${pmd}$i\";$hemu },$nl"
 			mg+="\"$subnet.$((i + 1))\", "
 		done
-		((racks == 1)) || ports+="      { name = \"up\"; link = \"spine.t$r\";$upemu },$nl"
-		spine+="      { name = \"t$r\"; link = \"tor$r.up\";$upemu },$nl"
-		sws+="  { name = \"tor$r\"; ina = ${rack_ina[r]}; mac = \"02:5e:00:00:00:$(printf %02x $((254 - r)))\";"
-		sws+=" ip = \"$subnet.$((254 - r))\";$nl"
+		if ((racks > 1)) && [ "$procs" = true ]; then # a veth pair per uplink
+			ip link add "$name-u$r" type veth peer name "$name-t$r"
+			local lmtu=9000 e
+			[ "$pmd" = af_xdp ] && lmtu=3000
+			ip link set "$name-u$r" netns "${swns[r]}"
+			ip link set "$name-t$r" netns "$name-spine"
+			link_set "${swns[r]}" "$name-u$r" mtu $lmtu up
+			link_set "$name-spine" "$name-t$r" mtu $lmtu up
+			local ld=" --vdev net_${pmd}u$r,iface=$name-u$r" sd=" --vdev net_${pmd}t$r,iface=$name-t$r"
+			if [ "$pmd" = af_packet ]; then
+				ld+=",framesz=10240,blocksz=40960"
+				sd+=",framesz=10240,blocksz=40960"
+			fi
+			rack_vdevs[r]+=$ld
+			spine_vdevs+=$sd
+			ports+="      { name = \"up\"; dev = \"net_${pmd}u$r\";$upemu },$nl"
+			spine+="      { name = \"t$r\"; dev = \"net_${pmd}t$r\";$upemu },$nl"
+		elif ((racks > 1)); then
+			ports+="      { name = \"up\"; link = \"spine.t$r\";$upemu },$nl"
+			spine+="      { name = \"t$r\"; link = \"tor$r.up\";$upemu },$nl"
+		fi
+		local blk="  { name = \"tor$r\"; ina = ${rack_ina[r]}; mac = \"02:5e:00:00:00:$(printf %02x $((254 - r)))\";"
+		blk+=" ip = \"$subnet.$((254 - r))\";$nl"
 		# every ToR takes signed commands from its rack's hosts: a plain
 		# one its links' settings only
-		[ "${rack_ina[r]}" = true ] && sws+="    slots = 2048; max_elems = 2048;$nl"
-		sws+="    mgmt = [ ${mg%, } ]; ctrl_key_file = \"$d/ctrl.key\";$nl"
+		[ "${rack_ina[r]}" = true ] && blk+="    slots = 2048; max_elems = 2048;$nl"
+		blk+="    mgmt = [ ${mg%, } ]; ctrl_key_file = \"$d/ctrl.key\";$nl"
 		allmg+=$mg
-		sws+="    ports = ($nl${ports%,$nl}$nl    ); },$nl"
+		blk+="    ports = ($nl${ports%,$nl}$nl    ); },$nl"
+		sws+=$blk
+		tor_blk[r]=$blk
 		echo "${rack_ina[r]}" > "$d/rack$r.ina"
 	done
 	# the spine, SUBNET.246 (after the ToRs' .254 down to .247), takes
 	# signed link settings from every host (at most 16: mgmt's limit)
-	((racks == 1)) || sws+="  { name = \"spine\"; mac = \"02:5e:00:00:00:f6\"; ip = \"$subnet.246\"; mgmt = [ ${allmg%, } ];
+	local spine_blk="  { name = \"spine\"; mac = \"02:5e:00:00:00:f6\"; ip = \"$subnet.246\"; mgmt = [ ${allmg%, } ];
     ctrl_key_file = \"$d/ctrl.key\"; ports = ($nl${spine%,$nl}$nl    ); },$nl"
+	((racks == 1)) || sws+=$spine_blk
 	# the control channel's key: commands are signed with it (HMAC), so a
 	# host that only spoofs a mgmt address is refused; root's alone
 	(umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' > "$d/ctrl.key")
-	cat > "$d/swemu.cfg" <<EOF
-# written by testbed/topo.sh up $name $n, $racks rack(s)
-stats_file = "$d/stats.json";
-stats_prom_file = "$d/stats.prom";
-idle_sleep_max_us = 200;
-mbufs = 8191;
-switches = (
-${sws%,$nl}
-);
-EOF
 	# an af_xdp port's receive pool (fill ring + descriptors, ~4 KiB mbufs)
 	# adds about 16 MiB to swemu's memory
 	local mem=512
 	[ "$pmd" = af_xdp ] && mem=$((512 + 16 * n))
-	echo "--no-huge -m $mem --file-prefix swemu-$name --no-pci -l $lcores$vdevs" > "$d/eal.args"
+	if ((racks > 1)) && [ "$procs" = true ]; then
+		# the processes take the --lcores in turn: pollers sharing one
+		# core wait for each other's time slices
+		local -a lc
+		IFS=, read -ra lc <<<"$lcores"
+		for ((r = 0; r < racks; r++)); do
+			write_cfg "$d" "tor$r" "${tor_blk[r]}" "$n, rack $r of $racks"
+			echo "--no-huge -m $mem --file-prefix swemu-$name-tor$r --no-pci -l ${lc[r % ${#lc[@]}]}${rack_vdevs[r]:-}" > "$d/eal.tor$r.args"
+			echo "tor$r" >> "$d/switches"
+		done
+		write_cfg "$d" spine "$spine_blk" "$n, the spine of $racks racks"
+		echo "--no-huge -m 512 --file-prefix swemu-$name-spine --no-pci -l ${lc[racks % ${#lc[@]}]}$spine_vdevs" > "$d/eal.spine.args"
+		echo spine >> "$d/switches"
+		echo "processes: see eal.SW.args" > "$d/eal.args" # start's mark that the topology is up
+	else
+		write_cfg "$d" "" "$sws" "$n, $racks rack(s)"
+		echo "--no-huge -m $mem --file-prefix swemu-$name --no-pci -l $lcores$vdevs" > "$d/eal.args"
+	fi
 	echo "$subnet" > "$d/subnet"
 	echo "$n" > "$d/hosts"
 	echo "${rack_of[*]}" > "$d/host_racks"
@@ -309,34 +390,90 @@ EOF
 	} > "$d/hosts.cfg"
 }
 
-cmd_start() {
-	local name=$1 d=$state/$1 cfg=${2:-$state/$1/swemu.cfg}
-	[ -f "$d/eal.args" ] || die "no topology $name (topo.sh up first)"
-	[ -f "$d/bridge" ] && return 0 # a Linux bridge switches already
+# One swemu: with SW, switch SW's own process (its config, EAL args, pid,
+# log); in the background, recorded in its pid file.
+launch_swemu() { # NAME CONFIG [SW]
+	local d=$state/$1 sw=${3:-}
 	local exe=${SWEMU:-$top/build/swemu/swemu}
 	[ -x "$exe" ] || die "no $exe: build first (testbed/setup.sh)"
+	local run=()
+	[ -z "$sw" ] || run=(ip netns exec "$1-$sw") # its own namespace, with its ports
 	# shellcheck disable=SC2046
-	"$exe" $(cat "$d/eal.args") -- -c "$cfg" > "$d/swemu.log" 2>&1 &
-	echo $! > "$d/swemu.pid"
-	# ready when it says so (or dead): no fixed sleep
+	"${run[@]}" "$exe" $(cat "$d/eal${sw:+.$sw}.args") -- -c "$2" > "$d/swemu${sw:+.$sw}.log" 2>&1 &
+	echo $! > "$d/swemu${sw:+.$sw}.pid"
+}
+
+# Ready when it says so (or dead): no fixed sleep.
+await_swemu() { # NAME [SW]
+	local d=$state/$1 sw=${2:-}
+	local log=$d/swemu${sw:+.$sw}.log pid
+	pid=$(cat "$d/swemu${sw:+.$sw}.pid")
 	for _ in $(seq 100); do
-		grep -q "running from" "$d/swemu.log" 2>/dev/null && return 0
-		kill -0 "$(cat "$d/swemu.pid")" 2>/dev/null || { cat "$d/swemu.log" >&2; die "swemu exited"; }
+		grep -q "running from" "$log" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; die "swemu${sw:+ ($sw)} exited"; }
 		sleep 0.1
 	done
-	die "swemu did not come up in 10 s (log: $d/swemu.log)"
+	die "swemu${sw:+ ($sw)} did not come up in 10 s (log: $log)"
+}
+
+cmd_start() {
+	local name=$1 d=$state/$1 cfg=${2:-$state/$1/swemu.cfg} sw
+	[ -f "$d/eal.args" ] || die "no topology $name (topo.sh up first)"
+	[ -f "$d/bridge" ] && return 0 # a Linux bridge switches already
+	local procs
+	procs=$(switch_procs "$name")
+	if [ -n "$procs" ]; then
+		[ -z "${2:-}" ] || die "topology $name runs a process per switch: its configs are $d/swemu.SW.cfg"
+		for sw in $procs; do launch_swemu "$name" "$d/swemu.$sw.cfg" "$sw"; done
+		for sw in $procs; do await_swemu "$name" "$sw"; done
+		return 0
+	fi
+	launch_swemu "$name" "$cfg"
+	await_swemu "$name"
+}
+
+# Asks one swemu to write its stats file F; waits for it.
+stats_of() { # NAME F [SW]
+	local pid
+	pid=$(swemu_pid "$1" "${3:-}")
+	[ -n "$pid" ] || die "no swemu${3:+ ($3)} of topology $1 is running"
+	rm -f "$2"
+	kill -USR1 "$pid"
+	for _ in $(seq 50); do [ -f "$2" ] && return 0; sleep 0.05; done
+	die "swemu${3:+ ($3)} wrote no stats (pid $pid)"
 }
 
 cmd_stats() {
-	local d=$state/$1 pid
-	pid=$(swemu_pid "$1")
-	[ -n "$pid" ] || die "no swemu of topology $1 is running"
-	local before=0
-	[ -f "$d/stats.json" ] && before=$(stat -c %Y.%N "$d/stats.json" 2>/dev/null || echo 0)
-	rm -f "$d/stats.json"
-	kill -USR1 "$pid"
-	for _ in $(seq 50); do [ -f "$d/stats.json" ] && { cat "$d/stats.json"; return 0; }; sleep 0.05; done
-	die "swemu wrote no stats (pid $pid, before $before)"
+	local d=$state/$1 sw procs
+	procs=$(switch_procs "$1")
+	if [ -z "$procs" ]; then
+		stats_of "$1" "$d/stats.json"
+		cat "$d/stats.json"
+		return 0
+	fi
+	local files=()
+	for sw in $procs; do
+		stats_of "$1" "$d/stats.$sw.json" "$sw"
+		files+=("$d/stats.$sw.json")
+	done
+	# one document as a single swemu writes it: every switch under
+	# "switches", every process's lcores under "workers"
+	/usr/bin/python3 - "$d/stats.json" "${files[@]}" <<'PY'
+import json, sys
+out = None
+for f in sys.argv[2:]:
+    s = json.load(open(f))
+    if out is None:
+        out = s
+        continue
+    out["switches"].update(s["switches"])
+    for k, v in s.items():
+        if isinstance(v, list) and isinstance(out.get(k), list):
+            out[k] += v
+open(sys.argv[1] + ".tmp", "w").write(json.dumps(out, indent=1))
+PY
+	mv "$d/stats.json.tmp" "$d/stats.json"
+	cat "$d/stats.json"
 }
 
 case "${1:-}" in

@@ -94,6 +94,9 @@ topo_opts() {
 	opts=(--subnet 10.93.$slot --racks $T_RACKS --rack-sizes "$T_RACK_SIZES" --rate "$T_EMU_HOST_RATE")
 	opts+=(--uplink-rate "$T_EMU_UPLINK_RATE")
 	opts+=(--pmd "$T_PMD")
+	# a process per switch: spread over the machine's cores, as one swemu
+	# spreads nothing (its one loop serves every switch)
+	[ "${T_PROCESSES:-0}" = 1 ] && opts+=(--processes --lcores "$(seq -s, 0 $(($(nproc) - 1)))")
 	[ -n "$T_UPLINK_BUFFER" ] && opts+=(--uplink-buffer "$T_UPLINK_BUFFER")
 	[ -n "$T_HOST_BUFFER" ] && opts+=(--buffer "$T_HOST_BUFFER")
 	[ "$T_LOSS" != 0 ] && opts+=(--loss "$T_LOSS")
@@ -114,10 +117,9 @@ racks_up() {
 # a capture group in each named switch's block of the generated config
 capture_into() {
 	mkdir -p "$1"
-	/usr/bin/python3 - "/run/swemu-testbed/$name/swemu.cfg" "$1" "$T_CAPTURE" "$T_CAPTURE_SNAPLEN" <<'PY'
-import sys
-path, d, targets, snap = sys.argv[1:5]
-cfg = open(path).read()
+	/usr/bin/python3 - "/run/swemu-testbed/$name" "$1" "$T_CAPTURE" "$T_CAPTURE_SNAPLEN" <<'PY'
+import os, sys
+top, d, targets, snap = sys.argv[1:5]
 want = {}
 for t in targets.split():
     sw, _, port = t.partition(".")
@@ -128,12 +130,16 @@ for t in targets.split():
     else:
         ports.add(port)
 for sw, ports in want.items():
+    # one swemu's config, or the switch's own (a process per switch)
+    path = os.path.join(top, "swemu.%s.cfg" % sw)
+    path = path if os.path.exists(path) else os.path.join(top, "swemu.cfg")
+    cfg = open(path).read()
     at = cfg.index('{ name = "%s";' % sw)
     at = cfg.index("ports = (", at)  # the switch's own port list: the spine's shares a line
     pl = "" if "*" in ports else " ports = [%s];" % ", ".join('"%s"' % p for p in sorted(ports))
     cfg = cfg[:at] + 'capture = { file = "%s/%s.pcapng"; snaplen = %s; max_bytes = "256M";%s };\n    ' % (
         d, sw, snap, pl) + cfg[at:]
-open(path, "w").write(cfg)
+    open(path, "w").write(cfg)
 PY
 }
 # float jobs of ps, ps-ina, agent-ring, and their packets: T_INA_ELEMS elements
@@ -225,9 +231,9 @@ fi
 topo_opts
 # the emulated host rate in bit/s, read by the one parser, for the report's limits
 printf 'T_EMU_HOST_BPS=%s\n' "$("$checker" --rate "$T_EMU_HOST_RATE")" >> "$out/trial.env"
-echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS$( ((T_SWEEP)) && echo ", then a sweep in the order $T_SWEEP_ORDER")), links $T_EMU_HOST_RATE, uplinks $T_EMU_UPLINK_RATE, $T_PMD ports$([ "$T_DILATION" = 1 ] || echo ", time-dilated by $T_DILATION")"
+echo "trial $T_NAME: $T_RACKS racks x $T_HOSTS hosts (INA racks: $T_INA_RACKS$( ((T_SWEEP)) && echo ", then a sweep in the order $T_SWEEP_ORDER")), links $T_EMU_HOST_RATE, uplinks $T_EMU_UPLINK_RATE, $T_PMD ports$( [ "${T_PROCESSES:-0}" = 1 ] && echo ", a swemu process per switch")$([ "$T_DILATION" = 1 ] || echo ", time-dilated by $T_DILATION")"
 racks_up "$T_INA_RACKS" "$out/capture/main"
-cp /run/swemu-testbed/$name/swemu.cfg "$out/swemu.cfg" 2>/dev/null || true
+cp /run/swemu-testbed/$name/swemu*.cfg "$out/" 2>/dev/null || true
 
 noise=(--seed "$T_SEED")
 if [ "$T_EMU_COMPUTE_MS" != 0 ] || [ -n "$T_EMU_JITTER" ] || [ -n "$T_STRAGGLER" ]; then

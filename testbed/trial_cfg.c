@@ -33,6 +33,7 @@ struct trial {
 	char burst[64];		 /* Gilbert-Elliott loss "p_good_bad,p_bad_good,loss_bad", or "" */
 	char rack_rates[128];	 /* each rack's host link rate, "R0,R1,...", or "": host_rate */
 	bool pace;
+	bool processes; /* one swemu process per switch, joined by veth links */
 	char algos[128], sizes[256];
 	int size[8], world; /* hosts per rack (hosts_per_rack: one for all, or a list), their sum */
 	bool uneven;	    /* hosts_per_rack was a list */
@@ -529,6 +530,7 @@ static const char *const known_keys[] = { "name",
 					  "iterations",
 					  "warmup",
 					  "pace",
+					  "processes",
 					  "dtype",
 					  "ina_wire",
 					  "ina_elems",
@@ -607,7 +609,7 @@ static int load(const struct conf *cf, struct trial *tr)
 		tr->ps_shards = world < 16 ? world : 16;
 	if (check_jitter(t, tr->jitter) < 0 || check_straggler(t, tr->straggler, tr->world) < 0)
 		return -1;
-	if (conf_get_bool(&rd, t, "pace", &tr->pace) < 0)
+	if (conf_get_bool(&rd, t, "pace", &tr->pace) < 0 || conf_get_bool(&rd, t, "processes", &tr->processes) < 0)
 		return -1;
 	const struct conf_node *d;
 	if (get_str(t, "dtype", &tr->dtype, &d) < 0)
@@ -752,7 +754,7 @@ int main(int argc, char **argv)
 		snprintf(order + strlen(order), sizeof(order) - strlen(order), "%s%d", i ? " " : "", tr.order[i]);
 	printf("T_SWEEP=%d\nT_SWEEP_ORDER='%s'\nT_DELAY_US=%d\nT_JITTER_US=%d\nT_BURST_LOSS='%s'\nT_RACK_RATES='%s'\n",
 	       tr.sweep, order, tr.delay_us, tr.jitter_us, tr.burst, tr.rack_rates);
-	printf("T_CAPTURE='%s'\nT_CAPTURE_SNAPLEN=%d\n", tr.capture, tr.capture_snaplen);
+	printf("T_CAPTURE='%s'\nT_CAPTURE_SNAPLEN=%d\nT_PROCESSES=%d\n", tr.capture, tr.capture_snaplen, tr.processes);
 	/* "auto" with no --dilation: the runner calibrates, then asks again */
 	if (k_given || tr.dilation)
 		printf("T_DILATION=%g\n", k_given ? k_given : tr.dilation);

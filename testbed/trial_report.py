@@ -623,10 +623,11 @@ def main():
         return f % v if isinstance(v, (int, float)) else "–"
 
     md = ["# Trial %s" % t["T_NAME"], "",
-          "%d racks %s (INA racks: %s), %s ports, host links %s%s, uplinks %s%s, loss %s; %s (INA float jobs: %s; INA packets of %s elements, %s in flight per worker; PS shards %s; ring channels %s), %d iterations after %d "
+          "%d racks %s (INA racks: %s), %s ports%s, host links %s%s, uplinks %s%s, loss %s; %s (INA float jobs: %s; INA packets of %s elements, %s in flight per worker; PS shards %s; ring channels %s), %d iterations after %d "
           "warm-up; compute %s ms%s%s; pacing %s; seed %s." % (
               int(t["T_RACKS"]), "(%s hosts)" % " + ".join(t["T_HOSTS"].split(",")) if "," in t["T_HOSTS"]
-              else "× %s hosts" % t["T_HOSTS"], t["T_INA_RACKS"], t.get("T_PMD", "af_packet"), t["T_HOST_RATE"],
+              else "× %s hosts" % t["T_HOSTS"], t["T_INA_RACKS"], t.get("T_PMD", "af_packet"),
+              ", a swemu process per switch" if t.get("T_PROCESSES") == "1" else "", t["T_HOST_RATE"],
               " (buffer %s)" % t["T_HOST_BUFFER"] if t.get("T_HOST_BUFFER") else "", t["T_UPLINK_RATE"].replace(",", ", "),
               " (buffer %s)" % t["T_UPLINK_BUFFER"] if t["T_UPLINK_BUFFER"] else "", t["T_LOSS"] + link_extras(t), t["T_DTYPE"], t.get("T_INA_WIRE", "fp32"),
               t.get("T_INA_ELEMS", "1024"), t.get("T_INA_SLOTS", "16"), t.get("T_PS_SHARDS", "1"), t.get("T_RING_CHANNELS", "1"),

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu: a software top-of-rack switch with in-network aggregation.
  *   swemu [EAL args] -- -c CONFIG [--stats FILE]
+ *   swemu --check CONFIG
  * The config is read and checked before EAL starts, so a bad file costs no
  * hugepage file, no port and no half-started switch: exit status 2 and
  * "file:line: what is wrong". */
@@ -42,6 +43,7 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: swemu [EAL options] -- -c CONFIG [--stats FILE] [--prom FILE]\n"
+		   "       swemu --check CONFIG   check a config and say what it holds (no EAL, no ports)\n"
 		   "  A DPDK software ToR switch: L2 switching, in-network aggregation, link\n"
 		   "  emulation; several logical switches per process (docs/SWEMU.md).\n"
 		   "  -c, --config FILE  switch configuration (configs/*.cfg, docs/SWEMU.md)\n"
@@ -95,6 +97,25 @@ static int parse_app_args(int argc, char **argv, struct app_args *a)
 	return 0;
 }
 
+/* The config as swemu would load it, and what is in it; 0 or 2. */
+static int check_only(const char *path)
+{
+	static struct sw_cfg cfg;
+	char err[512];
+	if (sw_cfg_load(path, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 2;
+	}
+	printf("%s: ok:", path);
+	for (int i = 0; i < cfg.nswitches; i++) {
+		const struct sw_switch_cfg *s = &cfg.sw[i];
+		printf(" switch %s (%d ports, %s)%s", s->name, s->nports, s->ina ? "INA" : "plain",
+		       i + 1 < cfg.nswitches ? ";" : "\n");
+	}
+	sw_cfg_free(&cfg);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct sw_rt rt;
@@ -105,6 +126,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc && !sep; i++)
 		if (!strcmp(argv[i], "--"))
 			sep = i;
+	if (!sep && argc == 3 && !strcmp(argv[1], "--check")) /* a config made elsewhere (inventory) */
+		return check_only(argv[2]);
 	if (!sep) {
 		/* only --help / --version make sense without EAL options */
 		for (int i = 1; i < argc; i++)

@@ -287,6 +287,12 @@ trial = {
   capture = ["tor0", "tor1.h0"];
 };
 E
+expect 3 "'processes' must be true or false" <<'E'
+trial = {
+  racks = 2;
+  processes = "yes";
+};
+E
 expect 3 'capture_snaplen needs capture' <<'E'
 trial = {
   racks = 2;
