@@ -368,7 +368,6 @@ cmd_up() {
 		write_cfg "$d" spine "$spine_blk" "$n, the spine of $racks racks"
 		echo "--no-huge -m 512 --file-prefix swemu-$name-spine --no-pci -l ${lc[racks % ${#lc[@]}]}$spine_vdevs" > "$d/eal.spine.args"
 		echo spine >> "$d/switches"
-		echo "processes: see eal.SW.args" > "$d/eal.args" # start's mark that the topology is up
 	else
 		write_cfg "$d" "" "$sws" "$n, $racks rack(s)"
 		echo "--no-huge -m $mem --file-prefix swemu-$name --no-pci -l $lcores$vdevs" > "$d/eal.args"
@@ -418,7 +417,7 @@ await_swemu() { # NAME [SW]
 
 cmd_start() {
 	local name=$1 d=$state/$1 cfg=${2:-$state/$1/swemu.cfg} sw
-	[ -f "$d/eal.args" ] || die "no topology $name (topo.sh up first)"
+	[ -f "$d/eal.args" ] || [ -f "$d/switches" ] || die "no topology $name (topo.sh up first)"
 	[ -f "$d/bridge" ] && return 0 # a Linux bridge switches already
 	local procs
 	procs=$(switch_procs "$name")

@@ -27,14 +27,6 @@ struct emit_group {
 	unsigned credit;
 };
 
-static bool same_group(const struct ina_emit *a, const struct ina_emit *b)
-{
-	const struct ina_hdr *x = &a->hdr, *y = &b->hdr;
-	return a->payload == b->payload && a->payload_len == b->payload_len && x->type == y->type &&
-	       x->dtype == y->dtype && x->flags == y->flags && x->job == y->job && x->slot == y->slot &&
-	       x->epoch == y->epoch && x->seq == y->seq && x->count == y->count && x->exponent == y->exponent;
-}
-
 static void group_end(struct emit_group *g)
 {
 	if (g->shared) { /* the frames hold it now */
@@ -240,8 +232,9 @@ void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint
 						   stamp);
 			continue;
 		}
-		if (!g.first || (!e->same_as_prev && !same_group(g.first, e)))
-			group_start(rt, in, &g, e, 1); /* more of it: a reference each */
+		/* a forward, an ACK, one member's result: the engine groups
+		 * multicasts (sw_setup.c), so no two of these share a frame */
+		group_start(rt, in, &g, e, 1);
 		send_frame(rt, sw, in, &g, &e->dst, e->hdr.contributor, in_vlan, src_port, stamp);
 	}
 	group_end(&g);
