@@ -130,7 +130,7 @@ static void run(bool grouped)
 				    sizeof(struct ina_job_stats));
 	assert_memory_equal(fast->mem, ref->mem, (size_t)fast->nslots * 2 * fast->block);
 	/* the stream exercised the fast path, not only the general one */
-	print_message("%llu of 300000 packets accepted, %llu by the fast path\n", (unsigned long long)accepted,
+	print_message("# %llu of 300000 packets accepted, %llu by the fast path\n", (unsigned long long)accepted,
 		      (unsigned long long)fast->fast_packets);
 	assert_true(fast->fast_packets > 300000 / 10);
 	assert_true(fast->fast_packets < accepted);

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "testlib.h"
 
@@ -664,6 +665,7 @@ struct churn {
 	struct ina_engine *eng;
 	unsigned rounds;
 	int done, failed;
+	int reader_saw_x; /* set by the reader: the owner churns on until then */
 };
 
 static void *churn_x(void *arg)
@@ -671,7 +673,17 @@ static void *churn_x(void *arg)
 	struct churn *c = arg;
 	struct ina_job_cfg small = tl_job(21, 2, INA_D_INT32, 4, 8), big = tl_job(21, 2, INA_D_INT32, 12, 8);
 	struct ina_job_cfg pad = tl_job(22, 2, INA_D_INT32, 4, 8);
-	for (unsigned r = 0; r < c->rounds && !c->failed; r++) {
+	/* on a loaded machine both threads may share one core, and a reader's
+	 * few time slices can all fall where X is out: churn on (up to a
+	 * deadline) until the reader has seen X at least once */
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned r = 0; !c->failed; r++) {
+		if (r >= c->rounds && (r % 1024) == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (__atomic_load_n(&c->reader_saw_x, __ATOMIC_ACQUIRE) || now.tv_sec - t0.tv_sec > 30)
+				break;
+		}
 		/* with the pad in front, X starts at 8, else at 4 */
 		bool padded = r & 2;
 		if ((padded && ina_job_install(c->eng, &pad, NULL)) ||
@@ -703,6 +715,8 @@ static void test_stats_read_beside_installs(void **state)
 		bad_busy += ina_job_slots_busy(e, 21) != 0;
 		bad_base += base != -1 && base != 4 && base != 8;
 		seen += base != -1;
+		if (seen == 1)
+			__atomic_store_n(&c.reader_saw_x, 1, __ATOMIC_RELEASE);
 		reads++;
 	}
 	pthread_join(t, NULL);
