@@ -103,7 +103,7 @@ static struct rte_mbuf *flatten(struct rte_mempool *pool, struct rte_mbuf *m, st
 }
 
 /* Past the emulation: onto the device, or into the peer port's queue. */
-static void deliver(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
+static inline __attribute__((always_inline)) void deliver(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
 {
 	if (unlikely(p->sw->cap.f)) /* what leaves the port, after its emulated link */
 		sw_capture_frame(&p->sw->cap, p->index, SW_CAP_TX, m);
@@ -153,7 +153,11 @@ static __attribute__((noinline)) struct rte_mbuf *add_tag(struct sw_rt *rt, stru
 	return m;
 }
 
-void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint16_t vlan)
+/* Inline into the forwarding path (a call chain of forward, send and
+ * deliver cost ~60 instructions a frame in prologues alone); the exported
+ * functions wrap it. */
+static inline __attribute__((always_inline)) void send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m,
+							    uint16_t vlan)
 {
 	if (p->tagged && vlan != p->cfg->vlan && !(m = add_tag(rt, p, m, vlan)))
 		return;
@@ -168,6 +172,8 @@ void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint1
 	case SW_NETEM_DROP_INFLIGHT: drop(p, SW_D_EMULATOR_FULL, m); break;
 	}
 }
+
+void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint16_t vlan) { send_port(rt, p, m, vlan); }
 
 /* Every other port of the VLAN gets the same (read-only) mbuf. */
 static void flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m)
@@ -188,8 +194,8 @@ static void flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint1
 			sw_send_port(rt, &sw->ports[i], m, vlan);
 }
 
-void sw_forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m,
-		   const uint8_t *dst)
+static inline __attribute__((always_inline)) void forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in,
+							     uint16_t vlan, struct rte_mbuf *m, const uint8_t *dst)
 {
 	int out = dst[0] & 1 ? -1 : sw_fdb_lookup(&sw->fdb, dst, vlan, sw->now_s);
 	if (out < 0) {
@@ -200,7 +206,13 @@ void sw_forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint
 		drop(in, SW_D_SAME_PORT, m);
 		return;
 	}
-	sw_send_port(rt, &sw->ports[out], m, vlan);
+	send_port(rt, &sw->ports[out], m, vlan);
+}
+
+void sw_forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m,
+		   const uint8_t *dst)
+{
+	forward_l2(rt, sw, in, vlan, m, dst);
 }
 
 /* ---- the switch's own endpoint ---- */
@@ -402,7 +414,7 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 			return;
 		}
 	}
-	sw_forward_l2(rt, sw, in, vlan, m, f);
+	forward_l2(rt, sw, in, vlan, m, f);
 }
 
 /* ---- the loop ---- */

@@ -3,21 +3,6 @@
 
 #include <string.h>
 
-#define USED (1ull << 48)
-
-/* MAC in bits 0-47, in use at 48, VLAN at 49-60: one compare per probe. */
-static uint64_t key(const uint8_t m[6], uint16_t vlan)
-{
-	return (uint64_t)(vlan & 0xfff) << 49 | USED | (uint64_t)m[0] << 40 | (uint64_t)m[1] << 32 |
-	       (uint64_t)m[2] << 24 | (uint64_t)m[3] << 16 | (uint64_t)m[4] << 8 | m[5];
-}
-
-static uint32_t home(uint64_t k)
-{
-	k *= 0x9E3779B97F4A7C15ull;
-	return (uint32_t)(k >> 40) & (SW_FDB_SIZE - 1);
-}
-
 void sw_fdb_init(struct sw_fdb *f, uint32_t age_s, uint32_t port_limit)
 {
 	memset(f, 0, sizeof(*f));
@@ -40,7 +25,7 @@ static bool port_full(const struct sw_fdb *f, int port)
 /* Linear probing; returns the entry of k or the empty slot where it goes. */
 static struct sw_fdb_slot *probe(const struct sw_fdb *f, uint64_t k)
 {
-	uint32_t i = home(k);
+	uint32_t i = sw_fdb_home(k);
 	for (uint32_t n = 0; n < SW_FDB_SIZE; n++, i = (i + 1) & (SW_FDB_SIZE - 1)) {
 		const struct sw_fdb_slot *s = &f->slot[i];
 		if (s->key == k || s->key == 0)
@@ -57,7 +42,7 @@ static void erase(struct sw_fdb *f, uint32_t i)
 		j = (j + 1) & (SW_FDB_SIZE - 1);
 		if (f->slot[j].key == 0)
 			break;
-		uint32_t h = home(f->slot[j].key);
+		uint32_t h = sw_fdb_home(f->slot[j].key);
 		/* move j back into the hole at i unless its home lies in (i, j] */
 		if ((i <= j) ? (h <= i || h > j) : (h <= i && h > j)) {
 			f->slot[i] = f->slot[j];
@@ -82,7 +67,7 @@ static bool expired(const struct sw_fdb *f, const struct sw_fdb_slot *s, uint32_
 
 int sw_fdb_add_static(struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, int port)
 {
-	uint64_t k = key(mac, vlan);
+	uint64_t k = sw_fdb_key(mac, vlan);
 	struct sw_fdb_slot *s = probe(f, k);
 	if (!s || (s->key == 0 && f->n + 1 >= SW_FDB_SIZE))
 		return -1;
@@ -99,7 +84,7 @@ enum sw_fdb_learnt sw_fdb_learn(struct sw_fdb *f, const uint8_t mac[6], uint16_t
 {
 	if (mac[0] & 1) /* group address: never a source */
 		return SW_FDB_KEPT;
-	uint64_t k = key(mac, vlan);
+	uint64_t k = sw_fdb_key(mac, vlan);
 	struct sw_fdb_slot *s = probe(f, k);
 	enum sw_fdb_learnt r = SW_FDB_KNOWN;
 	if (s && s->key == k) {
@@ -136,15 +121,6 @@ enum sw_fdb_learnt sw_fdb_learn(struct sw_fdb *f, const uint8_t mac[6], uint16_t
 	f->n++;
 	f->changes++;
 	return r;
-}
-
-int sw_fdb_lookup(const struct sw_fdb *f, const uint8_t mac[6], uint16_t vlan, uint32_t now_s)
-{
-	uint64_t k = key(mac, vlan);
-	const struct sw_fdb_slot *s = probe(f, k);
-	if (!s || s->key != k || expired(f, s, now_s))
-		return -1;
-	return s->port;
 }
 
 unsigned sw_fdb_age(struct sw_fdb *f, uint32_t now_s)
