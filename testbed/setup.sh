@@ -2,19 +2,21 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installs every Debian 12 package the project needs (idempotent: apt runs
 # only when something is missing) and builds the project into build/.
-#   testbed/setup.sh [--no-build] [--peers] [--tests]
+#   testbed/setup.sh [--no-build] [--peers] [--tests] [--sim]
 # --peers also installs the benchmark peers (Gloo through python3-torch,
 # Open MPI): large, and needed only by testbed/bench-peers.sh.
-# --tests also installs python3-torch for the PyTorch DDP test.
+# --tests also installs python3-torch for the PyTorch DDP test, and ns-3.
+# --sim installs ns-3 (libns3-dev) for swemu-sim (docs/SCALE.md).
 # With CI set in the environment, warnings are errors.
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 3,9p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 3,10p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 build=1
 for a in "$@"; do
 	case $a in
 	--no-build) build=0;;
 	--peers) peers=1;;
 	--tests) tests=1;;
+	--sim) sim=1;;
 	*) echo "setup: unknown option $a" >&2; exit 2;;
 	esac
 done
@@ -41,6 +43,11 @@ fi
 if [ -n "${tests:-}" ]; then
 	# tshark reads swemu's captures with testbed/wireshark/ina.lua
 	packages+=(python3-torch tshark)
+fi
+if [ -n "${tests:-}" ] || [ -n "${sim:-}" ]; then
+	# swemu-sim (testbed/sim/, docs/SCALE.md): ns-3, whose pkg-config
+	# files name GSL's libraries too
+	packages+=(libns3-dev libgsl-dev g++)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* swemu-sim: the trial's fabric in ns-3, at sizes one machine cannot
+ * emulate (docs/SCALE.md).  Switch nodes run the project's unchanged INA
+ * engine (nic/); hosts run the schedules of the host library's
+ * algorithms, the INA ones through its own plan (agent/psina_plan) and
+ * window (ring/hcl_ina_win), so simulation and emulation share the code
+ * that decides who sends what where. */
+#ifndef SWEMU_SIM_H
+#define SWEMU_SIM_H
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ns3/core-module.h>
+#include <ns3/internet-module.h>
+#include <ns3/network-module.h>
+
+extern "C" {
+#include "hcl_env.h" /* HCL_INA_MAX_SHARDS */
+#include "hcl_ina_win.h"
+#include "hcl_noise.h"
+#include "ina_engine.h"
+#include "ina_proto.h"
+#include "psina_plan.h"
+}
+
+/* What a run simulates: the trial file's keys of the same names. */
+struct SimCfg {
+	unsigned racks = 2, hosts_per_rack = 4;
+	unsigned ina_racks = 0;		/* the first this many racks have INA ToRs */
+	uint64_t host_rate = 200000000; /* bit/s */
+	uint64_t uplink_rate = 0;	/* 0: hosts_per_rack x host_rate / oversubscription */
+	double oversubscription = 2.0;
+	uint64_t host_buffer = 512 * 1024;   /* bytes, tail drop, towards each host */
+	uint64_t uplink_buffer = 512 * 1024; /* bytes, each way of each uplink */
+	double loss = 0.0;		     /* random loss on every switch port's egress */
+	double delay_us = 1.0;		     /* one way, every link */
+	std::string algorithm = "ring";	     /* ring, ps, ps-ina */
+	uint64_t size = 1 << 20;	     /* bytes per all-reduce (fp32) */
+	unsigned iterations = 5, warmup = 1;
+	double compute_ms = 10.0;
+	std::string jitter = "normal:2", straggler;
+	uint64_t seed = 1;
+	unsigned ina_elems = 2048, ina_slots = 8, ps_shards = 0; /* 0: one per host */
+	unsigned ring_channels = 2;				 /* the trial's: calls of >= 2 MiB on two rings */
+	double rto_ms = 5.0;					 /* INA re-send floor, as the host library's */
+	unsigned hosts() const { return racks * hosts_per_rack; }
+};
+
+/* Every packet the fabric dropped, by why. */
+struct SimDrops {
+	uint64_t tail = 0;  /* a device queue (the trial's buffer) was full */
+	uint64_t loss = 0;  /* the emulated random loss */
+	uint64_t other = 0; /* IP or ARP: never expected */
+};
+/* Datagrams a socket had no receive buffer for (ns-3's UDP sockets hold
+ * 128 KiB unread: a PS shard's burst of contributions). */
+extern uint64_t sim_socket_drops;
+void sim_count_socket_drop(ns3::Ptr<const ns3::Packet>);
+
+/* The built network: hosts 0..N-1 (rack i / hosts_per_rack), a ToR per
+ * rack, one spine; every address in network byte order. */
+struct SimNet {
+	ns3::NodeContainer hosts, tors, spine;
+	std::vector<uint32_t> host_ip; /* per host */
+	SimDrops drops;		       /* traced by address: the network must not move */
+	std::vector<uint32_t> tor_ip;  /* per rack: its ToR's INA address (its uplink's, else its first host link's) */
+};
+
+/* sim_topo.cc: nodes, links (rate, delay, tail-drop buffer in bytes, loss),
+ * addresses and routes.  Throws std::runtime_error on a bad setting. */
+void sim_build(const SimCfg &c, SimNet &net);
+
+/* One all-reduce call of one rank: Start runs it, calling done when this
+ * rank has its result.  An algorithm object lives for the whole run. */
+class SimAlgo
+{
+      public:
+	virtual ~SimAlgo() = default;
+	virtual void Start(std::function<void()> done) = 0;
+	/* What went wrong (a wrong sum, a timeout), empty when nothing. */
+	std::string error;
+};
+
+/* sim_ring.cc: the host library's ring (hcl_ring.c's schedule) over TCP. */
+std::vector<SimAlgo *> sim_ring_create(const SimCfg &c, SimNet &net);
+/* sim_ina.cc: ps and ps-ina (ring/hcl_algo_ps.c's plan, shards and
+ * window), the software PS and the ToRs running nic/'s engine. */
+std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors);
+/* Every packet the engines refused, by ina_reason_name. */
+std::map<std::string, uint64_t> sim_engine_drops();
+
+/* Bytes of an IPv4 address in network order as ns-3's address. */
+ns3::Ipv4Address sim_ipv4(uint32_t net_order);
+
+#endif

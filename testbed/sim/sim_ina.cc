@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ps and ps-ina in the simulator.  The plan is the host library's
+ * (agent/psina_plan: which ToRs aggregate, the software PS cut in shards
+ * over the hosts), every aggregator is nic/'s engine behind a UDP socket
+ * (a ToR's, or a host's PS shard as agent/softsw runs it), and every
+ * rank's client keeps ring/hcl_ina_win's window per shard: slot j of shard
+ * h carries slices first + j, first + j + slots, ... in turn, re-sent by
+ * the same round-trip timer and RACK rule as on real hosts.  Payloads are
+ * real fp32 values, so every result is checked. */
+#include <arpa/inet.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "sim.h"
+
+using namespace ns3;
+
+/* nic/'s engine behind a socket: what swemu's INA endpoint and softsw do
+ * with a datagram, minus the frames. */
+class SimAgg
+{
+      public:
+	/* at: the address it answers from (a ToR has one per link, and a
+	 * parent's job names one); 0: the node's only one */
+	SimAgg(Ptr<Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems)
+	    : eng(ina_engine_create(nslots, elems)), out(new ina_emits), buf(INA_HDR_LEN + INA_MAX_PAYLOAD)
+	{
+		if (!eng)
+			throw std::runtime_error("engine: bad size");
+		sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
+		sock->TraceConnectWithoutContext("Drop", MakeCallback(&sim_count_socket_drop));
+		if (sock->Bind(InetSocketAddress(at ? sim_ipv4(at) : Ipv4Address::GetAny(), port)) != 0)
+			throw std::runtime_error("aggregator: port in use");
+		sock->SetRecvCallback(MakeCallback(&SimAgg::Recv, this));
+	}
+	~SimAgg()
+	{
+		ina_engine_destroy(eng);
+		delete out;
+	}
+	/* What its engine refused, by reason, added into drops. */
+	void AddDrops(std::map<std::string, uint64_t> &drops) const
+	{
+		const struct ina_engine_stats *st = ina_engine_stats(eng);
+		for (unsigned r = 1; r < INA_R_MAX_; r++)
+			if (st->drops[r])
+				drops[ina_reason_name((enum ina_reason)r)] += st->drops[r];
+	}
+	void Install(const ina_job_cfg &j)
+	{
+		const char *why = nullptr;
+		if (ina_job_install(eng, &j, &why) != 0)
+			throw std::runtime_error(std::string("job install: ") + (why ? why : "no room"));
+	}
+
+      private:
+	void Recv(Ptr<Socket> s)
+	{
+		Address from;
+		Ptr<Packet> p;
+		ina_engine_set_time(eng, (uint64_t)Simulator::Now().GetNanoSeconds());
+		while ((p = s->RecvFrom(from))) {
+			uint32_t len = p->CopyData(buf.data(), (uint32_t)buf.size());
+			InetSocketAddress a = InetSocketAddress::ConvertFrom(from);
+			ina_addr src = {};
+			src.ip = htonl(a.GetIpv4().Get());
+			src.port = htons(a.GetPort());
+			if (ina_engine_rx(eng, buf.data(), len, &src, out) != INA_OK)
+				continue; /* counted by the engine */
+			/* every packet made before any goes: a send to this node's
+			 * own client is delivered at once, and its answer comes
+			 * back into this engine (and *out) before SendTo returns */
+			std::vector<std::pair<Ptr<Packet>, InetSocketAddress>> pkts;
+			for (unsigned i = 0; i < out->n; i++)
+				pkts.emplace_back(Frame(out->e[i]), InetSocketAddress(sim_ipv4(out->e[i].dst.ip),
+										      ntohs(out->e[i].dst.port)));
+			for (auto &p : pkts)
+				sock->SendTo(p.first, 0, p.second);
+		}
+	}
+	static Ptr<Packet> Frame(const ina_emit &e)
+	{
+		uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD];
+		ina_hdr_encode(&e.hdr, frame);
+		memcpy(frame + INA_HDR_LEN, e.payload, e.payload_len);
+		return Create<Packet>(frame, (uint32_t)(INA_HDR_LEN + e.payload_len));
+	}
+	ina_engine *eng;
+	ina_emits *out;
+	std::vector<uint8_t> buf;
+	Ptr<Socket> sock;
+};
+
+/* hcl_inaw reads sent_at 0 as "not sent": simulated time starts there. */
+static int64_t now_ns() { return Simulator::Now().GetNanoSeconds() + 1000000000; }
+
+static float input(unsigned rank, size_t i) { return (float)((rank * 7 + i) % 13); }
+
+/* One rank's INA client over every shard. */
+class PsRank : public SimAlgo
+{
+      public:
+	struct Shard {
+		uint16_t job;
+		InetSocketAddress server = InetSocketAddress(Ipv4Address::GetAny(), 0);
+		size_t first, end; /* its slices */
+		hcl_inaw win;
+	};
+
+	PsRank(Ptr<Node> node, unsigned rank, unsigned world, uint16_t index, std::vector<Shard> sh, const SimCfg &c)
+	    : rank(rank), world(world), index(index), shards(std::move(sh)), elems(c.ina_elems), slots(0),
+	      data(c.size / 4)
+	{
+		sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
+		sock->TraceConnectWithoutContext("Drop", MakeCallback(&sim_count_socket_drop));
+		if (sock->Bind(InetSocketAddress(Ipv4Address::GetAny(), INA_HOST_PORT)) != 0)
+			throw std::runtime_error("client: port in use");
+		sock->SetRecvCallback(MakeCallback(&PsRank::Recv, this));
+		const size_t nslices = (data.size() + elems - 1) / elems;
+		const unsigned n = (unsigned)shards.size();
+		slots = (c.ina_slots + n - 1) / n;
+		const int64_t floor_ns = (int64_t)(c.rto_ms * 1e6);
+		for (unsigned h = 0; h < n; h++) {
+			shards[h].first = nslices * h / n;
+			shards[h].end = nslices * (h + 1) / n;
+			if (hcl_inaw_init(&shards[h].win, slots, floor_ns, floor_ns > 500000000 ? floor_ns : 500000000))
+				throw std::runtime_error("out of memory");
+			shards[h].win.rack = true;
+		}
+		this->nslices = nslices;
+	}
+	~PsRank() override
+	{
+		for (auto &s : shards)
+			hcl_inaw_free(&s.win);
+	}
+
+	void Start(std::function<void()> cb) override
+	{
+		done_cb = std::move(cb);
+		active = true;
+		epoch++;
+		done = 0;
+		for (size_t i = 0; i < data.size(); i++)
+			data[i] = input(rank, i);
+		for (auto &s : shards)
+			hcl_inaw_reset(&s.win);
+		for (uint32_t j = 0; j < slots; j++)
+			for (unsigned h = 0; h < shards.size(); h++)
+				if (shards[h].first + j < shards[h].end)
+					StartSlice(h, j, shards[h].first + j);
+		Rearm();
+	}
+
+	uint64_t resent = 0;
+
+      private:
+	size_t SliceLen(size_t k) const { return std::min((size_t)elems, data.size() - k * elems); }
+
+	void StartSlice(unsigned h, uint32_t j, size_t k)
+	{
+		hcl_inaw_start(&shards[h].win, j, k, now_ns(), false);
+		Send(h, j, k, false);
+	}
+
+	void Send(unsigned h, uint32_t j, size_t k, bool retx)
+	{
+		const size_t n = SliceLen(k);
+		ina_hdr hd = {};
+		hd.version = INA_VERSION;
+		hd.type = INA_T_DATA;
+		hd.dtype = INA_D_FP32;
+		hd.flags = retx ? INA_F_RETX : 0;
+		hd.job = shards[h].job;
+		hd.contributor = index;
+		hd.slot = j | (shards[h].win.s[j].set ? INA_SLOT_SET_BIT : 0);
+		hd.epoch = epoch;
+		hd.seq = (uint32_t)k;
+		hd.count = (uint16_t)n;
+		uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD];
+		ina_hdr_encode(&hd, frame);
+		hcl_ina_swap_elems(frame + INA_HDR_LEN, &data[k * elems], n, 4);
+		sock->SendTo(Create<Packet>(frame, (uint32_t)(INA_HDR_LEN + n * 4)), 0, shards[h].server);
+	}
+
+	static bool ResendOne(void *ctx, uint32_t slot)
+	{
+		auto *r = static_cast<std::pair<PsRank *, unsigned> *>(ctx);
+		r->first->Send(r->second, slot, r->first->shards[r->second].win.s[slot].slice, true);
+		return true;
+	}
+
+	/* Re-sends what is due and wakes again at the next expiry. */
+	void Rearm()
+	{
+		if (!active)
+			return;
+		int64_t now = now_ns(), wake = now + 1000000000;
+		for (unsigned h = 0; h < shards.size(); h++) {
+			std::pair<PsRank *, unsigned> ctx(this, h);
+			hcl_inaw_resend(&shards[h].win, now, 0, ResendOne, &ctx, &wake, &resent);
+		}
+		if (timer.IsRunning() && timer_at <= wake)
+			return;
+		timer.Cancel();
+		timer_at = wake;
+		timer = Simulator::Schedule(NanoSeconds(wake - now), &PsRank::Rearm, this);
+	}
+
+	void Recv(Ptr<Socket> s)
+	{
+		Ptr<Packet> p;
+		Address from;
+		uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD + 64];
+		while ((p = s->RecvFrom(from))) {
+			uint32_t len = p->CopyData(frame, sizeof(frame));
+			ina_pkt pk;
+			if (ina_parse(frame, len, &pk) != INA_OK || pk.hdr.type != INA_T_RESULT)
+				continue;
+			unsigned h = 0;
+			while (h < shards.size() && shards[h].job != pk.hdr.job)
+				h++;
+			if (h == shards.size())
+				continue;
+			hcl_inaw_slot *o = hcl_inaw_match(&shards[h].win, &pk.hdr, epoch);
+			if (!o)
+				continue; /* a duplicate */
+			const size_t k = o->slice, n = SliceLen(k);
+			if (pk.hdr.count != n || pk.payload_len != n * 4) {
+				error = "a result of the wrong length";
+				continue;
+			}
+			hcl_ina_swap_elems(&data[k * elems], pk.payload, n, 4);
+			hcl_inaw_done(&shards[h].win, o, now_ns());
+			done++;
+			const size_t next = k + slots;
+			if (next < shards[h].end)
+				StartSlice(h, (uint32_t)(o - shards[h].win.s), next);
+		}
+		if (!active)
+			return; /* late duplicates of the last call's results */
+		if (done == nslices) {
+			active = false;
+			timer.Cancel();
+			Check();
+			done_cb();
+			return;
+		}
+		Rearm();
+	}
+
+	/* Every element against the sum of every rank's input. */
+	void Check()
+	{
+		for (size_t i = 0; i < data.size() && error.empty(); i++) {
+			float want = 0;
+			for (unsigned r = 0; r < world; r++)
+				want += input(r, i);
+			if (data[i] != want)
+				error = "rank " + std::to_string(rank) + ": element " + std::to_string(i) + " is " +
+					std::to_string(data[i]) + ", not " + std::to_string(want);
+			if (i > 4096 && world > 64)
+				i += 61; /* big runs: a sample */
+		}
+	}
+
+	unsigned rank, world;
+	uint16_t index;
+	std::vector<Shard> shards;
+	unsigned elems;
+	uint32_t slots;
+	std::vector<float> data;
+	size_t nslices = 0, done = 0;
+	uint32_t epoch = 0;
+	bool active = false; /* a call is running */
+	Ptr<Socket> sock;
+	std::function<void()> done_cb;
+	EventId timer;
+	int64_t timer_at = 0;
+};
+
+static std::vector<SimAgg *> *agg_list;
+
+std::map<std::string, uint64_t> sim_engine_drops()
+{
+	std::map<std::string, uint64_t> d;
+	for (size_t i = 0; agg_list && i < agg_list->size(); i++)
+		(*agg_list)[i]->AddDrops(d);
+	return d;
+}
+
+std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
+{
+	/* 0: a shard per host, as the trial's ps_shards = 0, up to the library's limit */
+	const unsigned world = c.hosts(),
+		       shards = c.ps_shards ? c.ps_shards : std::min(world, (unsigned)HCL_INA_MAX_SHARDS);
+	const uint16_t job0 = 100;
+	if (shards > world || shards > HCL_INA_MAX_SHARDS)
+		throw std::runtime_error("ps_shards must be at most the hosts (and " +
+					 std::to_string(HCL_INA_MAX_SHARDS) + ")");
+	if (c.ina_elems < 1 || c.ina_elems > INA_MAX_ELEMS || c.size % 4 || c.size == 0)
+		throw std::runtime_error("ina_elems must be 1.." + std::to_string(INA_MAX_ELEMS) +
+					 " and size a positive multiple of 4");
+	std::vector<plan_rank> ranks(world);
+	for (unsigned i = 0; i < world; i++) {
+		unsigned r = i / c.hosts_per_rack;
+		ranks[i] = plan_rank{};
+		ranks[i].ina.ip = net.host_ip[i];
+		ranks[i].ina.port = htons(INA_HOST_PORT);
+		ranks[i].rack = (int)r;
+		if (with_tors && r < c.ina_racks) {
+			ranks[i].tor.ip = net.tor_ip[r];
+			ranks[i].tor.port = htons(INA_UDP_PORT_MIN);
+		}
+	}
+	std::vector<ina_addr> ps_addr(shards);
+	for (unsigned h = 0; h < shards; h++) {
+		ps_addr[h] = ina_addr{};
+		ps_addr[h].ip = net.host_ip[psina_shard_host(h, shards, world)];
+		ps_addr[h].port = htons((uint16_t)(INA_PS_PORT + h));
+	}
+	struct psina_plan plan;
+	char err[256];
+	if (psina_plan(ranks.data(), world, &ps_addr[0], job0, INA_D_FP32, c.ina_slots, (uint16_t)c.ina_elems, &plan,
+		       err, sizeof(err)) < 0)
+		throw std::runtime_error(err);
+	const unsigned n = plan.use_ps ? shards : 1;
+	const uint32_t shard_slots = (c.ina_slots + n - 1) / n;
+	/* the aggregators: never freed, they live as long as the simulation */
+	std::vector<SimAgg *> tor_agg(c.racks, nullptr);
+	static std::vector<SimAgg *> all; /* for sim_engine_drops */
+	for (unsigned t = 0; t < plan.ntor; t++) {
+		unsigned r = (unsigned)plan.tor[t].rack;
+		tor_agg[r] = new SimAgg(net.tors.Get(r), net.tor_ip[r], INA_UDP_PORT_MIN, shard_slots * n,
+					(uint16_t)c.ina_elems);
+		for (unsigned h = 0; h < n; h++) {
+			ina_job_cfg j;
+			psina_shard_job(&plan.tor[t].job, (uint16_t)(job0 + 2 * h), &ps_addr[h], &j);
+			j.nslots = shard_slots;
+			tor_agg[r]->Install(j);
+		}
+		all.push_back(tor_agg[r]);
+	}
+	for (unsigned h = 0; plan.use_ps && h < n; h++) {
+		unsigned host = (unsigned)psina_shard_host(h, n, world);
+		auto *a = new SimAgg(net.hosts.Get(host), 0, ntohs(ps_addr[h].port), shard_slots,
+				     (uint16_t)c.ina_elems);
+		ina_job_cfg j;
+		psina_shard_job(&plan.ps, (uint16_t)(job0 + 2 * h), &ps_addr[h], &j);
+		j.nslots = shard_slots;
+		a->Install(j);
+		all.push_back(a);
+	}
+	agg_list = &all;
+	std::vector<SimAlgo *> out;
+	for (unsigned i = 0; i < world; i++) {
+		std::vector<PsRank::Shard> sh(n);
+		for (unsigned h = 0; h < n; h++) {
+			const ina_addr &a = plan.client[i].to_ps ? ps_addr[h] : plan.client[i].server;
+			sh[h].job = (uint16_t)(job0 + 2 * h);
+			sh[h].server = InetSocketAddress(sim_ipv4(a.ip), ntohs(a.port));
+		}
+		out.push_back(new PsRank(net.hosts.Get(i), i, world, plan.client[i].index, std::move(sh), c));
+	}
+	psina_plan_free(&plan);
+	return out;
+}

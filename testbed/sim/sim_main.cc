@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* swemu-sim: one algorithm, one message size, on the trial's fabric in
+ * ns-3; every rank computes (the trial's noise model, hcl_noise) then
+ * all-reduces, iterations after warm-up.  Prints one JSON object: the
+ * time per call (each rank's call from its start to its result, the mean
+ * over ranks and timed iterations, as ina-allreduce-perf reports it), the
+ * iteration times, and the simulator's own run time.
+ *   swemu-sim --algorithm=ps-ina --racks=2 --hostsPerRack=4 --inaRacks=2 --size=1M
+ * (ns-3's option syntax; --help lists them). */
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "sim.h"
+
+extern "C" {
+#include "parse.h"
+}
+
+using namespace ns3;
+
+/* One rank's iterations: compute, call, record, again. */
+struct RankLoop {
+	unsigned rank;
+	SimAlgo *algo;
+	hcl_noise z;
+	unsigned iter = 0, total = 0, warmup = 0;
+	Time call_start, iter_start;
+	std::vector<double> call_ms, iter_ms;
+	unsigned *running;
+
+	void Next()
+	{
+		if (iter == total) {
+			if (--*running == 0)
+				Simulator::Stop(); /* the transports' timers would run on */
+			return;
+		}
+		iter_start = Simulator::Now();
+		Simulator::Schedule(MicroSeconds((int64_t)(hcl_noise_compute_ms(&z) * 1000)), &RankLoop::Call, this);
+	}
+	void Call()
+	{
+		call_start = Simulator::Now();
+		algo->Start([this] { Done(); });
+	}
+	void Done()
+	{
+		if (iter >= warmup) {
+			call_ms.push_back((Simulator::Now() - call_start).GetSeconds() * 1e3);
+			iter_ms.push_back((Simulator::Now() - iter_start).GetSeconds() * 1e3);
+		}
+		iter++;
+		Next();
+	}
+};
+
+static uint64_t size_arg(const std::string &name, const std::string &v, bool rate)
+{
+	uint64_t x = 0;
+	if ((rate ? parse_rate(v.c_str(), &x) : parse_size(v.c_str(), &x)) != 0)
+		throw std::runtime_error(name + ": '" + v + "' is not a " +
+					 (rate ? "rate (200M, 1G)" : "size (1M, 256K)"));
+	return x;
+}
+
+static double mean(const std::vector<double> &v)
+{
+	double s = 0;
+	for (double x : v)
+		s += x;
+	return v.empty() ? 0 : s / (double)v.size();
+}
+
+static double cv(const std::vector<double> &v)
+{
+	double m = mean(v), s = 0;
+	for (double x : v)
+		s += (x - m) * (x - m);
+	return v.size() < 2 || m == 0 ? 0 : std::sqrt(s / (double)(v.size() - 1)) / m;
+}
+
+static int run(int argc, char **argv)
+{
+	SimCfg c;
+	std::string host_rate = "200M", uplink_rate = "", host_buffer = "512K", uplink_buffer = "512K", size = "1M";
+	CommandLine cmd(__FILE__);
+	cmd.Usage("swemu-sim: the trial's fabric in ns-3 with the project's INA engine in the switches "
+		  "(docs/SCALE.md).  Prints one JSON object.");
+	cmd.AddValue("algorithm", "ring, ps or ps-ina", c.algorithm);
+	cmd.AddValue("racks", "ToRs under the spine", c.racks);
+	cmd.AddValue("hostsPerRack", "hosts behind each ToR", c.hosts_per_rack);
+	cmd.AddValue("inaRacks", "racks whose ToR aggregates (the first ones; ps-ina)", c.ina_racks);
+	cmd.AddValue("hostRate", "host links, bit/s (K, M, G)", host_rate);
+	cmd.AddValue("uplinkRate", "ToR uplinks (default hostsPerRack x hostRate / oversubscription)", uplink_rate);
+	cmd.AddValue("oversubscription", "of the uplinks", c.oversubscription);
+	cmd.AddValue("hostBuffer", "tail-drop queue towards each host, bytes", host_buffer);
+	cmd.AddValue("uplinkBuffer", "tail-drop queue of each uplink direction, bytes", uplink_buffer);
+	cmd.AddValue("loss", "random loss on every switch port's egress (0..0.5)", c.loss);
+	cmd.AddValue("delayUs", "propagation delay of every link, one way", c.delay_us);
+	cmd.AddValue("size", "all-reduce message, bytes of fp32 (K, M)", size);
+	cmd.AddValue("iterations", "timed calls", c.iterations);
+	cmd.AddValue("warmup", "untimed calls first", c.warmup);
+	cmd.AddValue("computeMs", "compute before each call", c.compute_ms);
+	cmd.AddValue("jitter", "compute noise: normal:SD_MS, exp:MEAN_MS, hiccup:PROB:MS or none", c.jitter);
+	cmd.AddValue("straggler", "RANK:FACTOR[,...]", c.straggler);
+	cmd.AddValue("seed", "of the noise and the loss", c.seed);
+	cmd.AddValue("inaElems", "elements per INA packet", c.ina_elems);
+	cmd.AddValue("inaSlots", "INA packets in flight per rank (shared by the PS shards)", c.ina_slots);
+	cmd.AddValue("psShards", "software PS shards (0: one per host, at most 16)", c.ps_shards);
+	cmd.AddValue("ringChannels", "rings a call of >= 2 MiB runs on", c.ring_channels);
+	cmd.Parse(argc, argv);
+
+	if (c.jitter == "none")
+		c.jitter.clear();
+	c.host_rate = size_arg("hostRate", host_rate, true);
+	c.uplink_rate = uplink_rate.empty() ? 0 : size_arg("uplinkRate", uplink_rate, true);
+	c.host_buffer = size_arg("hostBuffer", host_buffer, false);
+	c.uplink_buffer = size_arg("uplinkBuffer", uplink_buffer, false);
+	c.size = size_arg("size", size, false);
+	if (c.iterations < 1)
+		throw std::runtime_error("iterations must be at least 1");
+
+	auto t0 = std::chrono::steady_clock::now();
+	SimNet net;
+	sim_build(c, net);
+	std::vector<SimAlgo *> algos;
+	if (c.algorithm == "ring")
+		algos = sim_ring_create(c, net);
+	else if (c.algorithm == "ps" || c.algorithm == "ps-ina")
+		algos = sim_ps_create(c, net, c.algorithm == "ps-ina");
+	else
+		throw std::runtime_error("algorithm '" + c.algorithm + "': want ring, ps or ps-ina");
+
+	std::vector<RankLoop> loops(c.hosts());
+	unsigned running = c.hosts();
+	for (unsigned i = 0; i < c.hosts(); i++) {
+		RankLoop &l = loops[i];
+		l.rank = i;
+		l.algo = algos[i];
+		l.total = c.warmup + c.iterations;
+		l.warmup = c.warmup;
+		l.running = &running;
+		l.z = hcl_noise{};
+		l.z.compute_ms = c.compute_ms;
+		l.z.slow = 1;
+		if (hcl_noise_parse_jitter(c.jitter.c_str(), &l.z) != 0)
+			throw std::runtime_error("jitter: '" + c.jitter +
+						 "' is not normal:SD, exp:MEAN or hiccup:P:MS");
+		if (!c.straggler.empty() &&
+		    hcl_noise_parse_stragglers(c.straggler.c_str(), (int)i, (int)c.hosts(), &l.z.slow) != 0)
+			throw std::runtime_error("straggler: '" + c.straggler + "' is not RANK:FACTOR[,...]");
+		hcl_noise_seed(&l.z, c.seed, (int)i);
+		Simulator::ScheduleNow(&RankLoop::Next, &l);
+	}
+	/* no call may take longer than this much simulated time */
+	Simulator::Stop(Seconds(600));
+	Simulator::Run();
+	double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+	std::string err;
+	std::vector<double> calls, iters;
+	for (unsigned i = 0; i < c.hosts(); i++) {
+		if (err.empty() && !algos[i]->error.empty())
+			err = algos[i]->error;
+		calls.insert(calls.end(), loops[i].call_ms.begin(), loops[i].call_ms.end());
+		iters.insert(iters.end(), loops[i].iter_ms.begin(), loops[i].iter_ms.end());
+	}
+	if (err.empty() && running)
+		err = std::to_string(running) + " ranks did not finish in 600 s of simulated time";
+	double sim_s = Simulator::Now().GetSeconds();
+	std::string eng = "{";
+	for (const auto &d : sim_engine_drops())
+		eng += (eng.size() > 1 ? ", \"" : "\"") + d.first + "\": " + std::to_string(d.second);
+	eng += "}";
+	Simulator::Destroy();
+	printf("{\"algorithm\": \"%s\", \"hosts\": %u, \"racks\": %u, \"ina_racks\": %u, \"size\": %llu, "
+	       "\"host_rate\": %llu, \"loss\": %g, \"time_ms\": %.3f, \"iteration_ms\": %.3f, \"iteration_cv\": %.4f, "
+	       "\"calls\": %zu, \"tail_drops\": %llu, \"loss_drops\": %llu, \"other_drops\": %llu, \"socket_drops\": "
+	       "%llu, \"engine_drops\": "
+	       "%s, \"simulated_s\": "
+	       "%.3f, \"wall_s\": %.2f, "
+	       "\"error\": \"%s\"}\n",
+	       c.algorithm.c_str(), c.hosts(), c.racks, c.algorithm == "ps-ina" ? c.ina_racks : 0,
+	       (unsigned long long)c.size, (unsigned long long)c.host_rate, c.loss, mean(calls), mean(iters), cv(iters),
+	       calls.size(), (unsigned long long)net.drops.tail, (unsigned long long)net.drops.loss,
+	       (unsigned long long)net.drops.other, (unsigned long long)sim_socket_drops, eng.c_str(), sim_s, wall,
+	       err.c_str());
+	return err.empty() ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	try {
+		return run(argc, argv);
+	} catch (const std::exception &e) {
+		fprintf(stderr, "swemu-sim: %s\n", e.what());
+		return 2;
+	}
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The trial's fabric as ns-3 nodes: racks of hosts behind a ToR each, the
+ * ToRs under one spine (topo.sh's shape), point-to-point links at the
+ * trial's rates, tail-drop device queues of the trial's buffers in bytes,
+ * no queue discipline in front of them (swemu has none), and the same
+ * random loss on every link direction. */
+#include <arpa/inet.h>
+
+#include <stdexcept>
+
+#include <ns3/point-to-point-module.h>
+#include <ns3/traffic-control-module.h>
+
+#include "sim.h"
+
+using namespace ns3;
+
+/* A host's own egress: the kernel's socket and qdisc queues, which the
+ * emulated fabric never drops from. */
+static const uint64_t HOST_TX_BYTES = 16u << 20;
+
+Ipv4Address sim_ipv4(uint32_t net_order) { return Ipv4Address(ntohl(net_order)); }
+
+static std::string bytes(uint64_t b) { return std::to_string(b) + "B"; }
+
+static void count_drop(uint64_t *n, Ptr<const Packet>) { ++*n; }
+
+static void count_ip_drop(uint64_t *n, const Ipv4Header &, Ptr<const Packet>, Ipv4L3Protocol::DropReason, Ptr<Ipv4>,
+			  uint32_t)
+{
+	++*n;
+}
+
+uint64_t sim_socket_drops;
+void sim_count_socket_drop(Ptr<const Packet>) { sim_socket_drops++; }
+
+/* The two ends' device queues: a's egress, then b's.  Loss is the
+ * trial's: on what a switch port sends (swemu's egress emulation), so on
+ * a host link only towards the host (a_is_host). */
+static NetDeviceContainer link(Ptr<Node> a, Ptr<Node> b, uint64_t rate, double delay_us, uint64_t a_buf, uint64_t b_buf,
+			       bool a_is_host, double loss, Ptr<UniformRandomVariable> rng, SimDrops *drops)
+{
+	PointToPointHelper p2p;
+	p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(rate)));
+	p2p.SetDeviceAttribute("Mtu", UintegerValue(9000));
+	p2p.SetChannelAttribute("Delay", TimeValue(NanoSeconds((int64_t)(delay_us * 1000))));
+	NetDeviceContainer d = p2p.Install(a, b);
+	uint64_t buf[2] = { a_buf, b_buf };
+	for (int i = 0; i < 2; i++) {
+		Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(d.Get(i));
+		dev->GetQueue()->SetAttribute("MaxSize", QueueSizeValue(QueueSize(bytes(buf[i]))));
+		dev->GetQueue()->TraceConnectWithoutContext("Drop", MakeBoundCallback(&count_drop, &drops->tail));
+		dev->TraceConnectWithoutContext("PhyRxDrop", MakeBoundCallback(&count_drop, &drops->loss));
+		dev->TraceConnectWithoutContext("MacTxDrop", MakeBoundCallback(&count_drop, &drops->tail));
+		if (loss > 0 && !(a_is_host && i == 1)) {
+			Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
+			em->SetAttribute("ErrorUnit", EnumValue(RateErrorModel::ERROR_UNIT_PACKET));
+			em->SetAttribute("ErrorRate", DoubleValue(loss));
+			em->SetAttribute("RanVar", PointerValue(rng));
+			dev->SetAttribute("ReceiveErrorModel", PointerValue(em));
+		}
+	}
+	return d;
+}
+
+void sim_build(const SimCfg &c, SimNet &n)
+{
+	if (c.racks < 1 || c.hosts_per_rack < 1 || c.hosts() < 2)
+		throw std::runtime_error("need at least two hosts");
+	if (c.ina_racks > c.racks)
+		throw std::runtime_error("ina_racks is more than racks");
+	if (c.loss < 0 || c.loss > 0.5)
+		throw std::runtime_error("loss must be in 0..0.5");
+	/* a host's first sends go to several peers before ARP answers: the
+	 * default pending queue of 3 dropped the rest of them */
+	Config::SetDefault("ns3::ArpCache::PendingQueueSize", UintegerValue(4096));
+	n.hosts.Create(c.hosts());
+	n.tors.Create(c.racks);
+	n.spine.Create(1);
+	InternetStackHelper stack;
+	stack.Install(n.hosts);
+	stack.Install(n.tors);
+	stack.Install(n.spine);
+
+	const uint64_t uplink = c.uplink_rate ? c.uplink_rate
+					      : (uint64_t)((double)c.hosts_per_rack * (double)c.host_rate /
+							   (c.oversubscription > 0 ? c.oversubscription : 1));
+	Ptr<UniformRandomVariable> rng = CreateObject<UniformRandomVariable>();
+	rng->SetStream((int64_t)c.seed);
+	Ipv4AddressHelper addr;
+	addr.SetBase("10.0.0.0", "255.255.255.252");
+	TrafficControlHelper tc;
+	n.host_ip.resize(c.hosts());
+	n.tor_ip.resize(c.racks);
+	for (unsigned h = 0; h < c.hosts(); h++) {
+		unsigned r = h / c.hosts_per_rack;
+		NetDeviceContainer d = link(n.hosts.Get(h), n.tors.Get(r), c.host_rate, c.delay_us, HOST_TX_BYTES,
+					    c.host_buffer, true, c.loss, rng, &n.drops);
+		Ipv4InterfaceContainer ifs = addr.Assign(d);
+		tc.Uninstall(d);
+		addr.NewNetwork();
+		n.host_ip[h] = htonl(ifs.GetAddress(0).Get());
+		if (h % c.hosts_per_rack == 0)
+			n.tor_ip[r] = htonl(ifs.GetAddress(1).Get());
+	}
+	for (unsigned r = 0; c.racks > 1 && r < c.racks; r++) {
+		NetDeviceContainer d = link(n.tors.Get(r), n.spine.Get(0), uplink, c.delay_us, c.uplink_buffer,
+					    c.uplink_buffer, false, c.loss, rng, &n.drops);
+		Ipv4InterfaceContainer ifs = addr.Assign(d);
+		tc.Uninstall(d);
+		addr.NewNetwork();
+		/* the address its INA frames to a parent leave from, which the
+		 * parent's job names: the ToR's INA address */
+		n.tor_ip[r] = htonl(ifs.GetAddress(0).Get());
+	}
+	Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+	/* with no queue discipline, a frame that finds its device queue
+	 * stopped (full) is dropped by the traffic control layer, not by the
+	 * queue; IP (no route, TTL) and ARP (its pending queue) drop too */
+	NodeContainer all = NodeContainer::GetGlobal();
+	for (uint32_t i = 0; i < all.GetN(); i++) {
+		Ptr<TrafficControlLayer> tcl = all.Get(i)->GetObject<TrafficControlLayer>();
+		if (tcl)
+			tcl->TraceConnectWithoutContext("TcDrop", MakeBoundCallback(&count_drop, &n.drops.tail));
+		all.Get(i)->GetObject<Ipv4L3Protocol>()->TraceConnectWithoutContext(
+			"Drop", MakeBoundCallback(&count_ip_drop, &n.drops.other));
+		all.Get(i)->GetObject<ArpL3Protocol>()->TraceConnectWithoutContext(
+			"Drop", MakeBoundCallback(&count_drop, &n.drops.other));
+	}
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# swemu-sim on small fabrics: every algorithm's result exact (the
+# simulator checks each rank's sum against the inputs, and the INA runs go
+# through nic/'s engine), no time under what the links allow (a reference
+# no run can beat), near it where nothing but the links binds, exact under
+# loss with the loss counted, and a bad argument refused with a message.
+#   SIM=build/testbed/sim/swemu-sim tests/sim/run.sh
+set -euo pipefail
+sim=${SIM:?SIM: the swemu-sim binary}
+py=/usr/bin/python3
+scratch=$(mktemp -d /tmp/swemu-sim-test.XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
+fail() { echo "not ok: $*" >&2; exit 1; }
+
+# run NAME ARGS...: one JSON line into $scratch/NAME
+run() {
+	local name=$1
+	shift
+	"$sim" --racks=2 --hostsPerRack=2 --size=512K --iterations=2 --warmup=1 --computeMs=1 --jitter=none "$@" \
+		>"$scratch/$name" 2>"$scratch/$name.err" || fail "$name exited $? ($(cat "$scratch/$name.err"))"
+}
+# field NAME KEY
+field() { "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$scratch/$1" "$2"; }
+
+# 4 hosts at 200M, 512 KiB: the ring's busiest link carries 2(N-1)/N of it
+# each way; with both ToRs aggregating, every host link carries the host's
+# own slices (all of it) plus, the host being one of 4 PS shards, both
+# ToRs' partial sums of its quarter: 1.5x it each way
+bound_ring=$("$py" -c 'print(2*3/4 * 512*1024*8 / 200e6 * 1e3)')
+bound_ina=$("$py" -c 'print(1.5 * 512*1024*8 / 200e6 * 1e3)')
+run ring --algorithm=ring
+run ps --algorithm=ps
+run ps-ina --algorithm=ps-ina --inaRacks=2
+run ps-ina1 --algorithm=ps-ina --inaRacks=1
+for r in ring ps ps-ina ps-ina1; do
+	[ -z "$(field $r error)" ] || fail "$r: $(field $r error)"
+	[ "$(field $r calls)" = 8 ] || fail "$r: $(field $r calls) timed calls, want 4 ranks x 2"
+	[ "$(field $r tail_drops)" = 0 ] || fail "$r: $(field $r tail_drops) frames dropped at full queues"
+done
+"$py" - "$scratch" "$bound_ring" "$bound_ina" <<'PY'
+import json, sys
+d, ring_b, ina_b = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+t = {n: json.load(open(f"{d}/{n}"))["time_ms"] for n in ("ring", "ps", "ps-ina", "ps-ina1")}
+print("# ms per call:", t, "bounds: ring %.1f, ps-ina %.1f" % (ring_b, ina_b))
+assert ring_b <= t["ring"] <= 1.6 * ring_b, "ring %.1f ms against its link bound %.1f" % (t["ring"], ring_b)
+assert ina_b <= t["ps-ina"] <= 1.6 * ina_b, "ps-ina %.1f ms against its link bound %.1f" % (t["ps-ina"], ina_b)
+# every rack aggregating beats one rack aggregating, which beats none (ps)
+assert t["ps-ina"] < t["ps-ina1"] < t["ps"], "INA racks 2 / 1 / 0: %.1f, %.1f, %.1f ms" % (t["ps-ina"], t["ps-ina1"], t["ps"])
+PY
+
+# 2% loss on every switch port: still exact, the loss really happened
+run lossy --algorithm=ps-ina --inaRacks=1 --loss=0.02
+[ -z "$(field lossy error)" ] || fail "lossy: $(field lossy error)"
+[ "$(field lossy loss_drops)" -gt 0 ] || fail "lossy: no frame was lost"
+run lossy-ring --algorithm=ring --loss=0.02
+[ -z "$(field lossy-ring error)" ] || fail "lossy ring: $(field lossy-ring error)"
+
+# bad arguments: exit 2 and a message naming the setting
+bad() { # EXPECTED-TEXT ARGS...
+	local want=$1 rc=0
+	shift
+	"$sim" "$@" >"$scratch/bad.out" 2>"$scratch/bad.err" || rc=$?
+	[ $rc = 2 ] || fail "'$*' exited $rc, want 2"
+	grep -q "$want" "$scratch/bad.err" || fail "'$*' said '$(cat "$scratch/bad.err")', want '$want'"
+}
+bad "algorithm 'nope'" --algorithm=nope
+bad "ina_racks is more than racks" --algorithm=ps-ina --racks=2 --inaRacks=3
+bad "hostRate: '20X'" --hostRate=20X
+bad "loss must be" --loss=0.9
+bad "jitter:" --jitter=uniform:3
+echo "ok: swemu-sim exact and within its link bounds; bad arguments refused"
