@@ -12,16 +12,6 @@
 #include "hcl_ina_win.h"
 #include "ina_proto.h"
 
-#define RTO_FLOOR_NS  5000000 /* the timer follows the round trip, never below this */
-/* A slice sent before the chain has reached its step waits for the
- * members upstream, not for the network: until the step before it has
- * finished a slice here, its timer is at least this long (doubled per
- * re-send) and its round trip is not sampled.  On the trial's 200 Mbit/s
- * links this halved what the workers sent twice (about 1000 to 450 packets
- * per worker over five 4 MB calls).  Still a timer, not a wait: a lost
- * packet must never hang the ring. */
-#define CHAIN_WAIT_NS 100000000
-
 #define GOT_ACK	   1
 #define GOT_RESULT 2
 
@@ -62,7 +52,7 @@ void hcl_aring_set_lost(struct hcl_aring *a, int64_t lost_ns) { a->lost_ns = los
 
 void hcl_aring_set_timer_scale(struct hcl_aring *a, double scale)
 {
-	int64_t floor_ns = (int64_t)(RTO_FLOOR_NS * (scale > 1 ? scale : 1));
+	int64_t floor_ns = (int64_t)(HCL_ARING_RTO_FLOOR_NS * (scale > 1 ? scale : 1));
 	for (unsigned k = 0; k < a->nsteps; k++)
 		hcl_inaw_init_timer(&a->s[k].win, floor_ns, floor_ns > 500000000 ? floor_ns : 500000000);
 }
@@ -104,7 +94,7 @@ struct hcl_aring *hcl_aring_new(const struct aring_plan *p, unsigned rank, struc
 	if (!(a->s = calloc(a->nsteps, sizeof(*a->s))))
 		goto nomem;
 	for (unsigned k = 0; k < a->nsteps; k++)
-		if (hcl_inaw_init(&a->s[k].win, p->slots, RTO_FLOOR_NS, 500000000) < 0)
+		if (hcl_inaw_init(&a->s[k].win, p->slots, HCL_ARING_RTO_FLOOR_NS, 500000000) < 0)
 			goto nomem;
 	if (hcl_ina_rx_init(&a->rx) < 0)
 		goto nomem;
@@ -373,8 +363,8 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 		uint64_t answers = a->st.results + a->st.acks;
 		for (unsigned k = 0; k < a->nsteps; k++) {
 			struct resend_ctx r = { a, k };
-			hcl_inaw_resend(&a->s[k].win, now, chain_reached(a, k) ? 0 : CHAIN_WAIT_NS, resend_one, &r,
-					&wake, &a->st.resent);
+			hcl_inaw_resend(&a->s[k].win, now, chain_reached(a, k) ? 0 : HCL_ARING_CHAIN_WAIT_NS,
+					resend_one, &r, &wake, &a->st.resent);
 		}
 		struct dgram_pkt in[HCL_INA_BATCH];
 		int n = hcl_ina_rx_batch(&a->rx, a->t, in, now, wake, deadline_ns);

@@ -52,27 +52,65 @@ struct SimCfg {
 
 /* Every packet the fabric dropped, by why. */
 struct SimDrops {
-	uint64_t tail = 0;  /* a device queue (the trial's buffer) was full */
-	uint64_t loss = 0;  /* the emulated random loss */
-	uint64_t other = 0; /* IP or ARP: never expected */
+	uint64_t tail = 0;   /* a device queue (the trial's buffer) was full */
+	uint64_t loss = 0;   /* the emulated random loss */
+	uint64_t other = 0;  /* IP or ARP: never expected */
+	uint64_t socket = 0; /* a socket without receive buffer room */
 };
-/* Datagrams a socket had no receive buffer for (ns-3's UDP sockets hold
- * 128 KiB unread: a PS shard's burst of contributions). */
-extern uint64_t sim_socket_drops;
-void sim_count_socket_drop(ns3::Ptr<const ns3::Packet>);
+void sim_count_drop(uint64_t *n, ns3::Ptr<const ns3::Packet>);
 
+class SimAgg;
 /* The built network: hosts 0..N-1 (rack i / hosts_per_rack), a ToR per
  * rack, one spine; every address in network byte order. */
 struct SimNet {
 	ns3::NodeContainer hosts, tors, spine;
 	std::vector<uint32_t> host_ip; /* per host */
 	SimDrops drops;		       /* traced by address: the network must not move */
+	std::vector<SimAgg *> aggs;    /* every engine, for its drop counters */
 	std::vector<uint32_t> tor_ip;  /* per rack: its ToR's INA address (its uplink's, else its first host link's) */
 };
 
 /* sim_topo.cc: nodes, links (rate, delay, tail-drop buffer in bytes, loss),
  * addresses and routes.  Throws std::runtime_error on a bad setting. */
 void sim_build(const SimCfg &c, SimNet &net);
+
+/* sim_agg.cc: nic/'s engine behind a UDP socket on node, answering from
+ * address `at` (network order; a ToR has one per link and a parent's job
+ * names one; 0: the node's only one).  Lives as long as the simulation;
+ * registers itself in net.aggs. */
+class SimAgg
+{
+      public:
+	SimAgg(SimNet &net, ns3::Ptr<ns3::Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems);
+	~SimAgg();
+	void Install(const ina_job_cfg &j); /* throws with the engine's reason */
+	/* What its engine refused, by ina_reason_name, added into drops. */
+	void AddDrops(std::map<std::string, uint64_t> &drops) const;
+
+      private:
+	void Recv(ns3::Ptr<ns3::Socket> s);
+	ina_engine *eng;
+	ina_emits *out;
+	std::vector<uint8_t> buf;
+	ns3::Ptr<ns3::Socket> sock;
+};
+
+/* A datagram out of s, as an event of its own: ns-3 delivers a send to the
+ * node's own address inside SendTo, which re-entered the sender (a worker
+ * and its host's software aggregator) while it walked its window. */
+inline void sim_send(ns3::Ptr<ns3::Socket> s, ns3::Ptr<ns3::Packet> p, const ns3::InetSocketAddress &to)
+{
+	ns3::Simulator::ScheduleNow([s, p, to] { s->SendTo(p, 0, to); });
+}
+
+/* hcl_inaw reads sent_at 0 as "not sent": simulated time, which starts at
+ * 0, shifted by a second. */
+inline int64_t sim_now_ns() { return ns3::Simulator::Now().GetNanoSeconds() + 1000000000; }
+
+/* Rank r's input element i: small integers, so fp32 sums are exact. */
+inline float sim_input(unsigned rank, size_t i) { return (float)((rank * 7 + i) % 13); }
+/* Whether data holds the sum over world ranks' inputs; else what differs. */
+std::string sim_check_sum(const std::vector<float> &data, unsigned world, unsigned rank);
 
 /* One all-reduce call of one rank: Start runs it, calling done when this
  * rank has its result.  An algorithm object lives for the whole run. */
@@ -90,8 +128,8 @@ std::vector<SimAlgo *> sim_ring_create(const SimCfg &c, SimNet &net);
 /* sim_ina.cc: ps and ps-ina (ring/hcl_algo_ps.c's plan, shards and
  * window), the software PS and the ToRs running nic/'s engine. */
 std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors);
-/* Every packet the engines refused, by ina_reason_name. */
-std::map<std::string, uint64_t> sim_engine_drops();
+/* sim_aring.cc: agent-ring (agent/aring_plan, ring/hcl_aring.c's worker). */
+std::vector<SimAlgo *> sim_aring_create(const SimCfg &c, SimNet &net);
 
 /* Bytes of an IPv4 address in network order as ns-3's address. */
 ns3::Ipv4Address sim_ipv4(uint32_t net_order);

@@ -16,87 +16,6 @@
 
 using namespace ns3;
 
-/* nic/'s engine behind a socket: what swemu's INA endpoint and softsw do
- * with a datagram, minus the frames. */
-class SimAgg
-{
-      public:
-	/* at: the address it answers from (a ToR has one per link, and a
-	 * parent's job names one); 0: the node's only one */
-	SimAgg(Ptr<Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems)
-	    : eng(ina_engine_create(nslots, elems)), out(new ina_emits), buf(INA_HDR_LEN + INA_MAX_PAYLOAD)
-	{
-		if (!eng)
-			throw std::runtime_error("engine: bad size");
-		sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
-		sock->TraceConnectWithoutContext("Drop", MakeCallback(&sim_count_socket_drop));
-		if (sock->Bind(InetSocketAddress(at ? sim_ipv4(at) : Ipv4Address::GetAny(), port)) != 0)
-			throw std::runtime_error("aggregator: port in use");
-		sock->SetRecvCallback(MakeCallback(&SimAgg::Recv, this));
-	}
-	~SimAgg()
-	{
-		ina_engine_destroy(eng);
-		delete out;
-	}
-	/* What its engine refused, by reason, added into drops. */
-	void AddDrops(std::map<std::string, uint64_t> &drops) const
-	{
-		const struct ina_engine_stats *st = ina_engine_stats(eng);
-		for (unsigned r = 1; r < INA_R_MAX_; r++)
-			if (st->drops[r])
-				drops[ina_reason_name((enum ina_reason)r)] += st->drops[r];
-	}
-	void Install(const ina_job_cfg &j)
-	{
-		const char *why = nullptr;
-		if (ina_job_install(eng, &j, &why) != 0)
-			throw std::runtime_error(std::string("job install: ") + (why ? why : "no room"));
-	}
-
-      private:
-	void Recv(Ptr<Socket> s)
-	{
-		Address from;
-		Ptr<Packet> p;
-		ina_engine_set_time(eng, (uint64_t)Simulator::Now().GetNanoSeconds());
-		while ((p = s->RecvFrom(from))) {
-			uint32_t len = p->CopyData(buf.data(), (uint32_t)buf.size());
-			InetSocketAddress a = InetSocketAddress::ConvertFrom(from);
-			ina_addr src = {};
-			src.ip = htonl(a.GetIpv4().Get());
-			src.port = htons(a.GetPort());
-			if (ina_engine_rx(eng, buf.data(), len, &src, out) != INA_OK)
-				continue; /* counted by the engine */
-			/* every packet made before any goes: a send to this node's
-			 * own client is delivered at once, and its answer comes
-			 * back into this engine (and *out) before SendTo returns */
-			std::vector<std::pair<Ptr<Packet>, InetSocketAddress>> pkts;
-			for (unsigned i = 0; i < out->n; i++)
-				pkts.emplace_back(Frame(out->e[i]), InetSocketAddress(sim_ipv4(out->e[i].dst.ip),
-										      ntohs(out->e[i].dst.port)));
-			for (auto &p : pkts)
-				sock->SendTo(p.first, 0, p.second);
-		}
-	}
-	static Ptr<Packet> Frame(const ina_emit &e)
-	{
-		uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD];
-		ina_hdr_encode(&e.hdr, frame);
-		memcpy(frame + INA_HDR_LEN, e.payload, e.payload_len);
-		return Create<Packet>(frame, (uint32_t)(INA_HDR_LEN + e.payload_len));
-	}
-	ina_engine *eng;
-	ina_emits *out;
-	std::vector<uint8_t> buf;
-	Ptr<Socket> sock;
-};
-
-/* hcl_inaw reads sent_at 0 as "not sent": simulated time starts there. */
-static int64_t now_ns() { return Simulator::Now().GetNanoSeconds() + 1000000000; }
-
-static float input(unsigned rank, size_t i) { return (float)((rank * 7 + i) % 13); }
-
 /* One rank's INA client over every shard. */
 class PsRank : public SimAlgo
 {
@@ -108,12 +27,13 @@ class PsRank : public SimAlgo
 		hcl_inaw win;
 	};
 
-	PsRank(Ptr<Node> node, unsigned rank, unsigned world, uint16_t index, std::vector<Shard> sh, const SimCfg &c)
+	PsRank(SimNet &net, Ptr<Node> node, unsigned rank, unsigned world, uint16_t index, std::vector<Shard> sh,
+	       const SimCfg &c)
 	    : rank(rank), world(world), index(index), shards(std::move(sh)), elems(c.ina_elems), slots(0),
 	      data(c.size / 4)
 	{
 		sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
-		sock->TraceConnectWithoutContext("Drop", MakeCallback(&sim_count_socket_drop));
+		sock->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &net.drops.socket));
 		if (sock->Bind(InetSocketAddress(Ipv4Address::GetAny(), INA_HOST_PORT)) != 0)
 			throw std::runtime_error("client: port in use");
 		sock->SetRecvCallback(MakeCallback(&PsRank::Recv, this));
@@ -143,7 +63,7 @@ class PsRank : public SimAlgo
 		epoch++;
 		done = 0;
 		for (size_t i = 0; i < data.size(); i++)
-			data[i] = input(rank, i);
+			data[i] = sim_input(rank, i);
 		for (auto &s : shards)
 			hcl_inaw_reset(&s.win);
 		for (uint32_t j = 0; j < slots; j++)
@@ -160,7 +80,7 @@ class PsRank : public SimAlgo
 
 	void StartSlice(unsigned h, uint32_t j, size_t k)
 	{
-		hcl_inaw_start(&shards[h].win, j, k, now_ns(), false);
+		hcl_inaw_start(&shards[h].win, j, k, sim_now_ns(), false);
 		Send(h, j, k, false);
 	}
 
@@ -181,7 +101,7 @@ class PsRank : public SimAlgo
 		uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD];
 		ina_hdr_encode(&hd, frame);
 		hcl_ina_swap_elems(frame + INA_HDR_LEN, &data[k * elems], n, 4);
-		sock->SendTo(Create<Packet>(frame, (uint32_t)(INA_HDR_LEN + n * 4)), 0, shards[h].server);
+		sim_send(sock, Create<Packet>(frame, (uint32_t)(INA_HDR_LEN + n * 4)), shards[h].server);
 	}
 
 	static bool ResendOne(void *ctx, uint32_t slot)
@@ -196,7 +116,7 @@ class PsRank : public SimAlgo
 	{
 		if (!active)
 			return;
-		int64_t now = now_ns(), wake = now + 1000000000;
+		int64_t now = sim_now_ns(), wake = now + 1000000000;
 		for (unsigned h = 0; h < shards.size(); h++) {
 			std::pair<PsRank *, unsigned> ctx(this, h);
 			hcl_inaw_resend(&shards[h].win, now, 0, ResendOne, &ctx, &wake, &resent);
@@ -232,7 +152,7 @@ class PsRank : public SimAlgo
 				continue;
 			}
 			hcl_ina_swap_elems(&data[k * elems], pk.payload, n, 4);
-			hcl_inaw_done(&shards[h].win, o, now_ns());
+			hcl_inaw_done(&shards[h].win, o, sim_now_ns());
 			done++;
 			const size_t next = k + slots;
 			if (next < shards[h].end)
@@ -243,26 +163,11 @@ class PsRank : public SimAlgo
 		if (done == nslices) {
 			active = false;
 			timer.Cancel();
-			Check();
+			error = sim_check_sum(data, world, rank);
 			done_cb();
 			return;
 		}
 		Rearm();
-	}
-
-	/* Every element against the sum of every rank's input. */
-	void Check()
-	{
-		for (size_t i = 0; i < data.size() && error.empty(); i++) {
-			float want = 0;
-			for (unsigned r = 0; r < world; r++)
-				want += input(r, i);
-			if (data[i] != want)
-				error = "rank " + std::to_string(rank) + ": element " + std::to_string(i) + " is " +
-					std::to_string(data[i]) + ", not " + std::to_string(want);
-			if (i > 4096 && world > 64)
-				i += 61; /* big runs: a sample */
-		}
 	}
 
 	unsigned rank, world;
@@ -279,16 +184,6 @@ class PsRank : public SimAlgo
 	EventId timer;
 	int64_t timer_at = 0;
 };
-
-static std::vector<SimAgg *> *agg_list;
-
-std::map<std::string, uint64_t> sim_engine_drops()
-{
-	std::map<std::string, uint64_t> d;
-	for (size_t i = 0; agg_list && i < agg_list->size(); i++)
-		(*agg_list)[i]->AddDrops(d);
-	return d;
-}
 
 std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 {
@@ -329,10 +224,9 @@ std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tor
 	const uint32_t shard_slots = (c.ina_slots + n - 1) / n;
 	/* the aggregators: never freed, they live as long as the simulation */
 	std::vector<SimAgg *> tor_agg(c.racks, nullptr);
-	static std::vector<SimAgg *> all; /* for sim_engine_drops */
 	for (unsigned t = 0; t < plan.ntor; t++) {
 		unsigned r = (unsigned)plan.tor[t].rack;
-		tor_agg[r] = new SimAgg(net.tors.Get(r), net.tor_ip[r], INA_UDP_PORT_MIN, shard_slots * n,
+		tor_agg[r] = new SimAgg(net, net.tors.Get(r), net.tor_ip[r], INA_UDP_PORT_MIN, shard_slots * n,
 					(uint16_t)c.ina_elems);
 		for (unsigned h = 0; h < n; h++) {
 			ina_job_cfg j;
@@ -340,19 +234,16 @@ std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tor
 			j.nslots = shard_slots;
 			tor_agg[r]->Install(j);
 		}
-		all.push_back(tor_agg[r]);
 	}
 	for (unsigned h = 0; plan.use_ps && h < n; h++) {
 		unsigned host = (unsigned)psina_shard_host(h, n, world);
-		auto *a = new SimAgg(net.hosts.Get(host), 0, ntohs(ps_addr[h].port), shard_slots,
+		auto *a = new SimAgg(net, net.hosts.Get(host), 0, ntohs(ps_addr[h].port), shard_slots,
 				     (uint16_t)c.ina_elems);
 		ina_job_cfg j;
 		psina_shard_job(&plan.ps, (uint16_t)(job0 + 2 * h), &ps_addr[h], &j);
 		j.nslots = shard_slots;
 		a->Install(j);
-		all.push_back(a);
 	}
-	agg_list = &all;
 	std::vector<SimAlgo *> out;
 	for (unsigned i = 0; i < world; i++) {
 		std::vector<PsRank::Shard> sh(n);
@@ -361,7 +252,7 @@ std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tor
 			sh[h].job = (uint16_t)(job0 + 2 * h);
 			sh[h].server = InetSocketAddress(sim_ipv4(a.ip), ntohs(a.port));
 		}
-		out.push_back(new PsRank(net.hosts.Get(i), i, world, plan.client[i].index, std::move(sh), c));
+		out.push_back(new PsRank(net, net.hosts.Get(i), i, world, plan.client[i].index, std::move(sh), c));
 	}
 	psina_plan_free(&plan);
 	return out;

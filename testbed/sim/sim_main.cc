@@ -20,6 +20,21 @@ extern "C" {
 
 using namespace ns3;
 
+std::string sim_check_sum(const std::vector<float> &data, unsigned world, unsigned rank)
+{
+	for (size_t i = 0; i < data.size(); i++) {
+		float want = 0;
+		for (unsigned r = 0; r < world; r++)
+			want += sim_input(r, i);
+		if (data[i] != want)
+			return "rank " + std::to_string(rank) + ": element " + std::to_string(i) + " is " +
+			       std::to_string(data[i]) + ", not " + std::to_string(want);
+		if (i > 4096 && world > 64)
+			i += 61; /* big runs: a sample */
+	}
+	return "";
+}
+
 /* One rank's iterations: compute, call, record, again. */
 struct RankLoop {
 	unsigned rank;
@@ -88,10 +103,10 @@ static int run(int argc, char **argv)
 	CommandLine cmd(__FILE__);
 	cmd.Usage("swemu-sim: the trial's fabric in ns-3 with the project's INA engine in the switches "
 		  "(docs/SCALE.md).  Prints one JSON object.");
-	cmd.AddValue("algorithm", "ring, ps or ps-ina", c.algorithm);
+	cmd.AddValue("algorithm", "ring, ps, ps-ina or agent-ring", c.algorithm);
 	cmd.AddValue("racks", "ToRs under the spine", c.racks);
 	cmd.AddValue("hostsPerRack", "hosts behind each ToR", c.hosts_per_rack);
-	cmd.AddValue("inaRacks", "racks whose ToR aggregates (the first ones; ps-ina)", c.ina_racks);
+	cmd.AddValue("inaRacks", "racks whose ToR aggregates (the first ones; ps-ina, agent-ring)", c.ina_racks);
 	cmd.AddValue("hostRate", "host links, bit/s (K, M, G)", host_rate);
 	cmd.AddValue("uplinkRate", "ToR uplinks (default hostsPerRack x hostRate / oversubscription)", uplink_rate);
 	cmd.AddValue("oversubscription", "of the uplinks", c.oversubscription);
@@ -130,8 +145,10 @@ static int run(int argc, char **argv)
 		algos = sim_ring_create(c, net);
 	else if (c.algorithm == "ps" || c.algorithm == "ps-ina")
 		algos = sim_ps_create(c, net, c.algorithm == "ps-ina");
+	else if (c.algorithm == "agent-ring")
+		algos = sim_aring_create(c, net);
 	else
-		throw std::runtime_error("algorithm '" + c.algorithm + "': want ring, ps or ps-ina");
+		throw std::runtime_error("algorithm '" + c.algorithm + "': want ring, ps, ps-ina or agent-ring");
 
 	std::vector<RankLoop> loops(c.hosts());
 	unsigned running = c.hosts();
@@ -171,7 +188,10 @@ static int run(int argc, char **argv)
 		err = std::to_string(running) + " ranks did not finish in 600 s of simulated time";
 	double sim_s = Simulator::Now().GetSeconds();
 	std::string eng = "{";
-	for (const auto &d : sim_engine_drops())
+	std::map<std::string, uint64_t> eng_drops;
+	for (const SimAgg *a : net.aggs)
+		a->AddDrops(eng_drops);
+	for (const auto &d : eng_drops)
 		eng += (eng.size() > 1 ? ", \"" : "\"") + d.first + "\": " + std::to_string(d.second);
 	eng += "}";
 	Simulator::Destroy();
@@ -182,10 +202,11 @@ static int run(int argc, char **argv)
 	       "%s, \"simulated_s\": "
 	       "%.3f, \"wall_s\": %.2f, "
 	       "\"error\": \"%s\"}\n",
-	       c.algorithm.c_str(), c.hosts(), c.racks, c.algorithm == "ps-ina" ? c.ina_racks : 0,
-	       (unsigned long long)c.size, (unsigned long long)c.host_rate, c.loss, mean(calls), mean(iters), cv(iters),
-	       calls.size(), (unsigned long long)net.drops.tail, (unsigned long long)net.drops.loss,
-	       (unsigned long long)net.drops.other, (unsigned long long)sim_socket_drops, eng.c_str(), sim_s, wall,
+	       c.algorithm.c_str(), c.hosts(), c.racks,
+	       c.algorithm == "ps-ina" || c.algorithm == "agent-ring" ? c.ina_racks : 0, (unsigned long long)c.size,
+	       (unsigned long long)c.host_rate, c.loss, mean(calls), mean(iters), cv(iters), calls.size(),
+	       (unsigned long long)net.drops.tail, (unsigned long long)net.drops.loss,
+	       (unsigned long long)net.drops.other, (unsigned long long)net.drops.socket, eng.c_str(), sim_s, wall,
 	       err.c_str());
 	return err.empty() ? 0 : 1;
 }

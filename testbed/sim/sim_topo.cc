@@ -23,16 +23,13 @@ Ipv4Address sim_ipv4(uint32_t net_order) { return Ipv4Address(ntohl(net_order));
 
 static std::string bytes(uint64_t b) { return std::to_string(b) + "B"; }
 
-static void count_drop(uint64_t *n, Ptr<const Packet>) { ++*n; }
+void sim_count_drop(uint64_t *n, Ptr<const Packet>) { ++*n; }
 
 static void count_ip_drop(uint64_t *n, const Ipv4Header &, Ptr<const Packet>, Ipv4L3Protocol::DropReason, Ptr<Ipv4>,
 			  uint32_t)
 {
 	++*n;
 }
-
-uint64_t sim_socket_drops;
-void sim_count_socket_drop(Ptr<const Packet>) { sim_socket_drops++; }
 
 /* The two ends' device queues: a's egress, then b's.  Loss is the
  * trial's: on what a switch port sends (swemu's egress emulation), so on
@@ -49,9 +46,9 @@ static NetDeviceContainer link(Ptr<Node> a, Ptr<Node> b, uint64_t rate, double d
 	for (int i = 0; i < 2; i++) {
 		Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(d.Get(i));
 		dev->GetQueue()->SetAttribute("MaxSize", QueueSizeValue(QueueSize(bytes(buf[i]))));
-		dev->GetQueue()->TraceConnectWithoutContext("Drop", MakeBoundCallback(&count_drop, &drops->tail));
-		dev->TraceConnectWithoutContext("PhyRxDrop", MakeBoundCallback(&count_drop, &drops->loss));
-		dev->TraceConnectWithoutContext("MacTxDrop", MakeBoundCallback(&count_drop, &drops->tail));
+		dev->GetQueue()->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &drops->tail));
+		dev->TraceConnectWithoutContext("PhyRxDrop", MakeBoundCallback(&sim_count_drop, &drops->loss));
+		dev->TraceConnectWithoutContext("MacTxDrop", MakeBoundCallback(&sim_count_drop, &drops->tail));
 		if (loss > 0 && !(a_is_host && i == 1)) {
 			Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
 			em->SetAttribute("ErrorUnit", EnumValue(RateErrorModel::ERROR_UNIT_PACKET));
@@ -121,10 +118,10 @@ void sim_build(const SimCfg &c, SimNet &n)
 	for (uint32_t i = 0; i < all.GetN(); i++) {
 		Ptr<TrafficControlLayer> tcl = all.Get(i)->GetObject<TrafficControlLayer>();
 		if (tcl)
-			tcl->TraceConnectWithoutContext("TcDrop", MakeBoundCallback(&count_drop, &n.drops.tail));
+			tcl->TraceConnectWithoutContext("TcDrop", MakeBoundCallback(&sim_count_drop, &n.drops.tail));
 		all.Get(i)->GetObject<Ipv4L3Protocol>()->TraceConnectWithoutContext(
 			"Drop", MakeBoundCallback(&count_ip_drop, &n.drops.other));
 		all.Get(i)->GetObject<ArpL3Protocol>()->TraceConnectWithoutContext(
-			"Drop", MakeBoundCallback(&count_drop, &n.drops.other));
+			"Drop", MakeBoundCallback(&sim_count_drop, &n.drops.other));
 	}
 }

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* nic/'s engine behind a UDP socket: what swemu's INA endpoint and
+ * agent/softsw do with a datagram, minus the frames. */
+#include <arpa/inet.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "sim.h"
+
+using namespace ns3;
+
+SimAgg::SimAgg(SimNet &net, Ptr<Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems)
+    : eng(ina_engine_create(nslots, elems)), out(new ina_emits), buf(INA_HDR_LEN + INA_MAX_PAYLOAD)
+{
+	if (!eng)
+		throw std::runtime_error("engine: bad size");
+	sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
+	sock->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &net.drops.socket));
+	if (sock->Bind(InetSocketAddress(at ? sim_ipv4(at) : Ipv4Address::GetAny(), port)) != 0)
+		throw std::runtime_error("aggregator: port in use");
+	sock->SetRecvCallback(MakeCallback(&SimAgg::Recv, this));
+	net.aggs.push_back(this);
+}
+
+SimAgg::~SimAgg()
+{
+	ina_engine_destroy(eng);
+	delete out;
+}
+
+void SimAgg::AddDrops(std::map<std::string, uint64_t> &drops) const
+{
+	const struct ina_engine_stats *st = ina_engine_stats(eng);
+	for (unsigned r = 1; r < INA_R_MAX_; r++)
+		if (st->drops[r])
+			drops[ina_reason_name((enum ina_reason)r)] += st->drops[r];
+}
+
+void SimAgg::Install(const ina_job_cfg &j)
+{
+	const char *why = nullptr;
+	if (ina_job_install(eng, &j, &why) != 0)
+		throw std::runtime_error(std::string("job install: ") + (why ? why : "no room"));
+}
+
+static Ptr<Packet> frame_of(const ina_emit &e)
+{
+	uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD];
+	ina_hdr_encode(&e.hdr, frame);
+	memcpy(frame + INA_HDR_LEN, e.payload, e.payload_len);
+	return Create<Packet>(frame, (uint32_t)(INA_HDR_LEN + e.payload_len));
+}
+
+void SimAgg::Recv(Ptr<Socket> s)
+{
+	Address from;
+	Ptr<Packet> p;
+	ina_engine_set_time(eng, (uint64_t)Simulator::Now().GetNanoSeconds());
+	while ((p = s->RecvFrom(from))) {
+		uint32_t len = p->CopyData(buf.data(), (uint32_t)buf.size());
+		InetSocketAddress a = InetSocketAddress::ConvertFrom(from);
+		ina_addr src = {};
+		src.ip = htonl(a.GetIpv4().Get());
+		src.port = htons(a.GetPort());
+		if (ina_engine_rx(eng, buf.data(), len, &src, out) != INA_OK)
+			continue; /* counted by the engine */
+		for (unsigned i = 0; i < out->n; i++)
+			sim_send(sock, frame_of(out->e[i]),
+				 InetSocketAddress(sim_ipv4(out->e[i].dst.ip), ntohs(out->e[i].dst.port)));
+	}
+}
