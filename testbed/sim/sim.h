@@ -22,6 +22,7 @@ extern "C" {
 #include "hcl_env.h" /* HCL_INA_MAX_SHARDS */
 #include "hcl_ina_win.h"
 #include "hcl_noise.h"
+#include "hcl_pace.h"
 #include "ina_engine.h"
 #include "ina_proto.h"
 #include "psina_plan.h"
@@ -38,15 +39,17 @@ struct SimCfg {
 	uint64_t uplink_buffer = 512 * 1024; /* bytes, each way of each uplink */
 	double loss = 0.0;		     /* random loss on every switch port's egress */
 	double delay_us = 1.0;		     /* one way, every link */
-	std::string algorithm = "ring";	     /* ring, ps, ps-ina */
+	std::string algorithm = "ring";	     /* ring, hier, ps, ps-ina, agent-ring */
 	uint64_t size = 1 << 20;	     /* bytes per all-reduce (fp32) */
 	unsigned iterations = 5, warmup = 1;
 	double compute_ms = 10.0;
 	std::string jitter = "normal:2", straggler;
 	uint64_t seed = 1;
-	unsigned ina_elems = 2048, ina_slots = 8, ps_shards = 0; /* 0: one per host */
-	unsigned ring_channels = 2;				 /* the trial's: calls of >= 2 MiB on two rings */
-	double rto_ms = 5.0;					 /* INA re-send floor, as the host library's */
+	unsigned ina_elems = 2048, ina_slots = 8, ps_shards = 0; /* 0: one per host, at most 16 */
+	unsigned ring_channels = 2; /* the trial's: a call of B bytes on min(B / 1 MiB, this) rings */
+	bool pace = false;	    /* the pacing layer's rule */
+	double limit_s = 600;	    /* simulated seconds before unfinished ranks are an error */
+	double rto_ms = 5.0;	    /* INA re-send floor, as the host library's */
 	unsigned hosts() const { return racks * hosts_per_rack; }
 };
 
@@ -123,8 +126,10 @@ class SimAlgo
 	std::string error;
 };
 
-/* sim_ring.cc: the host library's ring (hcl_ring.c's schedule) over TCP. */
+/* sim_ring.cc: the library's ring (hcl_ring.c on hcl_chan.c's channels)
+ * and hier (hcl_hier.c's three phases), over TCP. */
 std::vector<SimAlgo *> sim_ring_create(const SimCfg &c, SimNet &net);
+std::vector<SimAlgo *> sim_hier_create(const SimCfg &c, SimNet &net);
 /* sim_ina.cc: ps and ps-ina (ring/hcl_algo_ps.c's plan, shards and
  * window), the software PS and the ToRs running nic/'s engine. */
 std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors);

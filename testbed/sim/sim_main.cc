@@ -35,14 +35,25 @@ std::string sim_check_sum(const std::vector<float> &data, unsigned world, unsign
 	return "";
 }
 
-/* One rank's iterations: compute, call, record, again. */
+/* When every rank became ready for each call (ns; simulated time). */
+struct ReadyTable {
+	std::vector<std::vector<int64_t>> at; /* [iteration][rank] */
+};
+
+/* One rank's iterations: compute, call, record, again.  With pacing
+ * (ring/hcl_pace: the host library's rule), a rank that was ready early
+ * for every one of its last calls waits part of that before the next. */
 struct RankLoop {
 	unsigned rank;
 	SimAlgo *algo;
 	hcl_noise z;
+	hcl_pace pace;
+	bool paced = false;
+	ReadyTable *ready;
 	unsigned iter = 0, total = 0, warmup = 0;
-	Time call_start, iter_start;
+	Time ready_at, iter_start;
 	std::vector<double> call_ms, iter_ms;
+	unsigned paced_calls = 0; /* calls the pacing rule held back */
 	unsigned *running;
 
 	void Next()
@@ -53,18 +64,32 @@ struct RankLoop {
 			return;
 		}
 		iter_start = Simulator::Now();
-		Simulator::Schedule(MicroSeconds((int64_t)(hcl_noise_compute_ms(&z) * 1000)), &RankLoop::Call, this);
+		Simulator::Schedule(MicroSeconds((int64_t)(hcl_noise_compute_ms(&z) * 1000)), &RankLoop::Ready, this);
+	}
+	void Ready()
+	{
+		ready_at = Simulator::Now();
+		ready->at[iter][rank] = ready_at.GetNanoSeconds();
+		paced_calls += paced && pace.delay_ns > 0;
+		Simulator::Schedule(NanoSeconds(paced ? pace.delay_ns : 0), &RankLoop::Call, this);
 	}
 	void Call()
 	{
-		call_start = Simulator::Now();
 		algo->Start([this] { Done(); });
 	}
 	void Done()
 	{
+		const Time now = Simulator::Now();
 		if (iter >= warmup) {
-			call_ms.push_back((Simulator::Now() - call_start).GetSeconds() * 1e3);
-			iter_ms.push_back((Simulator::Now() - iter_start).GetSeconds() * 1e3);
+			/* the pacing wait is part of the call, as in the library */
+			call_ms.push_back((now - ready_at).GetSeconds() * 1e3);
+			iter_ms.push_back((now - iter_start).GetSeconds() * 1e3);
+		}
+		if (paced) { /* every rank was ready before anyone's call could end */
+			int64_t last = 0;
+			for (int64_t t : ready->at[iter])
+				last = std::max(last, t);
+			hcl_pace_update(&pace, last - ready_at.GetNanoSeconds(), (now - iter_start).GetNanoSeconds());
 		}
 		iter++;
 		Next();
@@ -103,7 +128,7 @@ static int run(int argc, char **argv)
 	CommandLine cmd(__FILE__);
 	cmd.Usage("swemu-sim: the trial's fabric in ns-3 with the project's INA engine in the switches "
 		  "(docs/SCALE.md).  Prints one JSON object.");
-	cmd.AddValue("algorithm", "ring, ps, ps-ina or agent-ring", c.algorithm);
+	cmd.AddValue("algorithm", "ring, hier, ps, ps-ina or agent-ring", c.algorithm);
 	cmd.AddValue("racks", "ToRs under the spine", c.racks);
 	cmd.AddValue("hostsPerRack", "hosts behind each ToR", c.hosts_per_rack);
 	cmd.AddValue("inaRacks", "racks whose ToR aggregates (the first ones; ps-ina, agent-ring)", c.ina_racks);
@@ -125,6 +150,8 @@ static int run(int argc, char **argv)
 	cmd.AddValue("inaSlots", "INA packets in flight per rank (shared by the PS shards)", c.ina_slots);
 	cmd.AddValue("psShards", "software PS shards (0: one per host, at most 16)", c.ps_shards);
 	cmd.AddValue("ringChannels", "rings a call of >= 2 MiB runs on", c.ring_channels);
+	cmd.AddValue("pace", "the pacing layer's rule (docs/PACING.md)", c.pace);
+	cmd.AddValue("limitS", "simulated seconds after which unfinished ranks are an error", c.limit_s);
 	cmd.Parse(argc, argv);
 
 	if (c.jitter == "none")
@@ -145,13 +172,17 @@ static int run(int argc, char **argv)
 		algos = sim_ring_create(c, net);
 	else if (c.algorithm == "ps" || c.algorithm == "ps-ina")
 		algos = sim_ps_create(c, net, c.algorithm == "ps-ina");
+	else if (c.algorithm == "hier")
+		algos = sim_hier_create(c, net);
 	else if (c.algorithm == "agent-ring")
 		algos = sim_aring_create(c, net);
 	else
-		throw std::runtime_error("algorithm '" + c.algorithm + "': want ring, ps, ps-ina or agent-ring");
+		throw std::runtime_error("algorithm '" + c.algorithm + "': want ring, hier, ps, ps-ina or agent-ring");
 
 	std::vector<RankLoop> loops(c.hosts());
 	unsigned running = c.hosts();
+	ReadyTable ready;
+	ready.at.assign(c.warmup + c.iterations, std::vector<int64_t>(c.hosts(), 0));
 	for (unsigned i = 0; i < c.hosts(); i++) {
 		RankLoop &l = loops[i];
 		l.rank = i;
@@ -159,6 +190,9 @@ static int run(int argc, char **argv)
 		l.total = c.warmup + c.iterations;
 		l.warmup = c.warmup;
 		l.running = &running;
+		l.ready = &ready;
+		l.paced = c.pace;
+		hcl_pace_init(&l.pace, nullptr);
 		l.z = hcl_noise{};
 		l.z.compute_ms = c.compute_ms;
 		l.z.slow = 1;
@@ -171,13 +205,17 @@ static int run(int argc, char **argv)
 		hcl_noise_seed(&l.z, c.seed, (int)i);
 		Simulator::ScheduleNow(&RankLoop::Next, &l);
 	}
-	/* no call may take longer than this much simulated time */
-	Simulator::Stop(Seconds(600));
+	if (c.limit_s <= 0)
+		throw std::runtime_error("limitS must be positive");
+	Simulator::Stop(Seconds(c.limit_s));
 	Simulator::Run();
 	double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
 	std::string err;
 	std::vector<double> calls, iters;
+	unsigned paced_calls = 0;
+	for (const RankLoop &l : loops)
+		paced_calls += l.paced_calls;
 	for (unsigned i = 0; i < c.hosts(); i++) {
 		if (err.empty() && !algos[i]->error.empty())
 			err = algos[i]->error;
@@ -185,7 +223,8 @@ static int run(int argc, char **argv)
 		iters.insert(iters.end(), loops[i].iter_ms.begin(), loops[i].iter_ms.end());
 	}
 	if (err.empty() && running)
-		err = std::to_string(running) + " ranks did not finish in 600 s of simulated time";
+		err = std::to_string(running) + " ranks did not finish in " + std::to_string((int)c.limit_s) +
+		      " s of simulated time";
 	double sim_s = Simulator::Now().GetSeconds();
 	std::string eng = "{";
 	std::map<std::string, uint64_t> eng_drops;
@@ -197,6 +236,7 @@ static int run(int argc, char **argv)
 	Simulator::Destroy();
 	printf("{\"algorithm\": \"%s\", \"hosts\": %u, \"racks\": %u, \"ina_racks\": %u, \"size\": %llu, "
 	       "\"host_rate\": %llu, \"loss\": %g, \"time_ms\": %.3f, \"iteration_ms\": %.3f, \"iteration_cv\": %.4f, "
+	       "\"paced\": %s, \"paced_calls\": %u, "
 	       "\"calls\": %zu, \"tail_drops\": %llu, \"loss_drops\": %llu, \"other_drops\": %llu, \"socket_drops\": "
 	       "%llu, \"engine_drops\": "
 	       "%s, \"simulated_s\": "
@@ -204,8 +244,8 @@ static int run(int argc, char **argv)
 	       "\"error\": \"%s\"}\n",
 	       c.algorithm.c_str(), c.hosts(), c.racks,
 	       c.algorithm == "ps-ina" || c.algorithm == "agent-ring" ? c.ina_racks : 0, (unsigned long long)c.size,
-	       (unsigned long long)c.host_rate, c.loss, mean(calls), mean(iters), cv(iters), calls.size(),
-	       (unsigned long long)net.drops.tail, (unsigned long long)net.drops.loss,
+	       (unsigned long long)c.host_rate, c.loss, mean(calls), mean(iters), cv(iters), c.pace ? "true" : "false",
+	       paced_calls, calls.size(), (unsigned long long)net.drops.tail, (unsigned long long)net.drops.loss,
 	       (unsigned long long)net.drops.other, (unsigned long long)net.drops.socket, eng.c_str(), sim_s, wall,
 	       err.c_str());
 	return err.empty() ? 0 : 1;

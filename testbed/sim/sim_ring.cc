@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The host library's ring in the simulator: hcl_ring.c's schedule
- * (reduce-scatter then all-gather, 2(N - 1) steps, chunk c of the buffer
- * as hcl_ring_chunk cuts it) on hcl_chan.c's channels (a call of B bytes
- * uses min(B / 1 MiB, ring_channels) rings, each on its part), over ns-3's
- * TCP: a reliable, congestion-controlled stream stands in for the
- * library's own UDP transport.  Only timing is simulated here: the bytes
- * are ns-3's virtual payload, the reduction is not computed. */
+/* The host library's software all-reduces in the simulator, over ns-3's
+ * TCP (a reliable, congestion-controlled stream stands in for the
+ * library's own UDP transport):
+ *  - ring: hcl_ring.c's schedule (reduce-scatter then all-gather, 2(N - 1)
+ *    steps, chunk c as hcl_ring_chunk cuts it) on hcl_chan.c's channels (a
+ *    call of B bytes uses min(B / 1 MiB, ring_channels) rings, each on its
+ *    part);
+ *  - hier: hcl_hier.c's (a ring reduce-scatter inside the rack, a ring
+ *    all-reduce of each shard among its holders across the racks, a ring
+ *    all-gather inside the rack), racks of equal size.
+ * Only timing is simulated: the bytes are ns-3's virtual payload and the
+ * reduction is not computed. */
 #include <stdexcept>
 
 #include "sim.h"
@@ -17,152 +22,176 @@ extern "C" {
 
 using namespace ns3;
 
-static const uint16_t RING_PORT = 50000;
+static const uint16_t PIPE_PORT = 50000; /* + the pipe's number on every host */
 
-class RingRank;
-
-/* One channel of one rank: its stream to the next rank, the one from the
- * previous, and where this call's ring stands. */
-struct RingChan {
-	RingRank *rank;
-	unsigned index;
+/* A rank's place in one ring: a stream to the next rank, one from the
+ * previous, and a list of steps, each sending some bytes and waiting for
+ * some from the previous rank before the next step goes. */
+struct Pipe {
 	Ptr<Socket> listen, to_next, from_prev;
-	uint64_t rx_total = 0, rx_want = 0; /* bytes from prev: so far, and by the end of this step */
-	size_t off = 0, count = 0;	    /* this call's part, in elements */
-	unsigned step = 0, steps = 0;
+	uint64_t rx_total = 0, rx_want = 0;		  /* bytes from prev: so far, and by the end of this step */
+	std::vector<std::pair<uint64_t, uint64_t>> steps; /* (send, receive) bytes */
+	size_t step = 0;
 	bool busy = false;
+	std::function<void()> on_done;
+	std::string *error = nullptr;
 
+	void Open(Ptr<Node> node, uint16_t port, std::string *err)
+	{
+		error = err;
+		listen = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
+		if (listen->Bind(InetSocketAddress(Ipv4Address::GetAny(), port)) != 0)
+			throw std::runtime_error("ring: port in use");
+		listen->Listen();
+		listen->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address &>(),
+					  MakeCallback(&Pipe::Accepted, this));
+		to_next = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
+	}
+	void Connect(uint32_t ip, uint16_t port) { to_next->Connect(InetSocketAddress(sim_ipv4(ip), port)); }
 	void Accepted(Ptr<Socket> s, const Address &)
 	{
 		from_prev = s;
-		s->SetRecvCallback(MakeCallback(&RingChan::Recv, this));
+		s->SetRecvCallback(MakeCallback(&Pipe::Recv, this));
 	}
-	void Recv(Ptr<Socket> s);
-	void Begin(size_t part_off, size_t part_count);
-	void SendStep();
-	void Advance();
+	void Run(std::vector<std::pair<uint64_t, uint64_t>> st, std::function<void()> done)
+	{
+		steps = std::move(st);
+		on_done = std::move(done);
+		step = 0;
+		busy = true;
+		if (steps.empty()) {
+			busy = false;
+			Simulator::ScheduleNow(on_done);
+			return;
+		}
+		SendStep();
+		Advance(); /* the previous rank may be ahead */
+	}
+	void SendStep()
+	{
+		uint64_t b = steps[step].first;
+		if (b && to_next->Send(Create<Packet>((uint32_t)b)) < 0 && error->empty())
+			*error = "ring: the send buffer is full";
+		rx_want += steps[step].second;
+	}
+	void Advance()
+	{
+		while (busy && rx_total >= rx_want) {
+			if (++step == steps.size()) {
+				busy = false;
+				on_done();
+				return;
+			}
+			SendStep();
+		}
+	}
+	void Recv(Ptr<Socket> s)
+	{
+		Ptr<Packet> p;
+		while ((p = s->Recv()))
+			rx_total += p->GetSize();
+		Advance();
+	}
 };
+
+/* Bytes of chunk c when count elements are cut in n. */
+static uint64_t chunk_bytes(size_t count, unsigned n, unsigned c)
+{
+	size_t off, len;
+	hcl_ring_chunk(count, n, c, &off, &len);
+	return (uint64_t)len * 4;
+}
+
+/* Rank i of an n-rank ring all-reduce of count elements: hcl_ring.c's
+ * 2(n - 1) steps; with `gather` false only the reduce-scatter, with
+ * `scatter` false only the all-gather. */
+static std::vector<std::pair<uint64_t, uint64_t>> ring_steps(size_t count, unsigned n, unsigned i, bool scatter = true,
+							     bool gather = true)
+{
+	std::vector<std::pair<uint64_t, uint64_t>> st;
+	for (unsigned s = 0; scatter && s + 1 < n; s++)
+		st.emplace_back(chunk_bytes(count, n, (i + n - s) % n), chunk_bytes(count, n, (i + 2 * n - s - 1) % n));
+	for (unsigned s = 0; gather && s + 1 < n; s++)
+		st.emplace_back(chunk_bytes(count, n, (i + 1 + n - s) % n), chunk_bytes(count, n, (i + n - s) % n));
+	return st;
+}
 
 class RingRank : public SimAlgo
 {
       public:
 	RingRank(Ptr<Node> node, unsigned rank, unsigned world, const SimCfg &c)
-	    : rank(rank), world(world), count(c.size / 4), chans(c.ring_channels)
+	    : rank(rank), world(world), count(c.size / 4), pipes(c.ring_channels)
 	{
-		for (unsigned k = 0; k < chans.size(); k++) {
-			RingChan &ch = chans[k];
-			ch.rank = this;
-			ch.index = k;
-			ch.listen = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
-			if (ch.listen->Bind(InetSocketAddress(Ipv4Address::GetAny(), (uint16_t)(RING_PORT + k))) != 0)
-				throw std::runtime_error("ring: port in use");
-			ch.listen->Listen();
-			ch.listen->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address &>(),
-						     MakeCallback(&RingChan::Accepted, &ch));
-			ch.to_next = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
-		}
+		for (unsigned k = 0; k < pipes.size(); k++)
+			pipes[k].Open(node, (uint16_t)(PIPE_PORT + k), &error);
 	}
-	/* After every rank listens: connect to the next. */
 	void Connect(uint32_t next_ip)
 	{
-		for (unsigned k = 0; k < chans.size(); k++)
-			chans[k].to_next->Connect(InetSocketAddress(sim_ipv4(next_ip), (uint16_t)(RING_PORT + k)));
+		for (unsigned k = 0; k < pipes.size(); k++)
+			pipes[k].Connect(next_ip, (uint16_t)(PIPE_PORT + k));
 	}
-
 	void Start(std::function<void()> cb) override
 	{
 		done_cb = std::move(cb);
 		size_t fit = count * 4 / HCL_CHAN_MIN_BYTES;
-		unsigned use = fit < 1 ? 1 : fit < chans.size() ? (unsigned)fit : (unsigned)chans.size();
+		unsigned use = fit < 1 ? 1 : fit < pipes.size() ? (unsigned)fit : (unsigned)pipes.size();
 		running = use;
 		for (unsigned k = 0; k < use; k++) {
 			size_t off, len;
 			hcl_ring_chunk(count, use, k, &off, &len);
-			chans[k].Begin(off, len);
+			pipes[k].Run(ring_steps(len, world, rank), [this] {
+				if (--running == 0)
+					done_cb();
+			});
 		}
 	}
-	void ChanDone()
-	{
-		if (--running == 0)
-			done_cb();
-	}
-
-	const unsigned rank, world;
 
       private:
+	unsigned rank, world;
 	size_t count;
-	std::vector<RingChan> chans;
+	std::vector<Pipe> pipes;
 	unsigned running = 0;
 	std::function<void()> done_cb;
 };
 
-/* Bytes of chunk c of this part (hcl_ring_chunk of the part's count). */
-static uint64_t chunk_bytes(size_t count, unsigned world, unsigned c)
+/* hier with R racks of g ranks: member i of rack r holds shard (i + 1) % g
+ * after the rack's reduce-scatter, as every rack's member i does: the
+ * ring of that shard is rack r's member i to rack r + 1's. */
+class HierRank : public SimAlgo
 {
-	size_t off, len;
-	hcl_ring_chunk(count, world, c, &off, &len);
-	return (uint64_t)len * 4;
-}
-
-void RingChan::Begin(size_t part_off, size_t part_count)
-{
-	off = part_off;
-	count = part_count;
-	step = 0;
-	steps = 2 * (rank->world - 1);
-	busy = true;
-	SendStep();
-	Advance(); /* the previous rank may be ahead */
-}
-
-/* Step s: reduce-scatter sends chunk i - s and gets chunk i - s - 1;
- * all-gather (s' = s - (N - 1)) sends chunk i + 1 - s' and gets i - s'. */
-void RingChan::SendStep()
-{
-	const unsigned n = rank->world, i = rank->rank;
-	unsigned send_c, recv_c;
-	if (step < n - 1) {
-		send_c = (i + n - step) % n;
-		recv_c = (i + 2 * n - step - 1) % n;
-	} else {
-		unsigned s = step - (n - 1);
-		send_c = (i + 1 + n - s) % n;
-		recv_c = (i + n - s) % n;
+      public:
+	HierRank(Ptr<Node> node, unsigned rank, const SimCfg &c)
+	    : g(c.hosts_per_rack), racks(c.racks), rack(rank / g), me(rank % g), count(c.size / 4)
+	{
+		in_rack.Open(node, PIPE_PORT + 10, &error);
+		across.Open(node, PIPE_PORT + 11, &error);
 	}
-	uint64_t b = chunk_bytes(count, n, send_c);
-	if (b && to_next->Send(Create<Packet>((uint32_t)b)) < 0)
-		rank->error = "ring: the send buffer is full";
-	rx_want += chunk_bytes(count, n, recv_c);
-}
-
-/* Every step whose chunk has come in full: the next one goes. */
-void RingChan::Advance()
-{
-	while (busy && rx_total >= rx_want) {
-		if (++step == steps) {
-			busy = false;
-			rank->ChanDone();
-			return;
-		}
-		SendStep();
+	void Connect(const SimNet &net)
+	{
+		in_rack.Connect(net.host_ip[rack * g + (me + 1) % g], PIPE_PORT + 10);
+		across.Connect(net.host_ip[((rack + 1) % racks) * g + me], PIPE_PORT + 11);
 	}
-}
+	void Start(std::function<void()> cb) override
+	{
+		done_cb = std::move(cb);
+		in_rack.Run(ring_steps(count, g, me, true, false), [this] {
+			size_t off, len;
+			hcl_ring_chunk(count, g, (me + 1) % g, &off, &len);
+			across.Run(racks > 1 ? ring_steps(len, racks, rack)
+					     : std::vector<std::pair<uint64_t, uint64_t>>(),
+				   [this] { in_rack.Run(ring_steps(count, g, me, false, true), done_cb); });
+		});
+	}
 
-void RingChan::Recv(Ptr<Socket> s)
-{
-	Ptr<Packet> p;
-	while ((p = s->Recv()))
-		rx_total += p->GetSize();
-	Advance();
-}
+      private:
+	unsigned g, racks, rack, me;
+	size_t count;
+	Pipe in_rack, across;
+	std::function<void()> done_cb;
+};
 
-std::vector<SimAlgo *> sim_ring_create(const SimCfg &c, SimNet &net)
+static void tcp_defaults()
 {
-	const unsigned world = c.hosts();
-	if (c.size % 4 || c.size == 0)
-		throw std::runtime_error("size must be a positive multiple of 4");
-	if (c.ring_channels < 1 || c.ring_channels > 4)
-		throw std::runtime_error("ring_channels must be 1..4");
 	Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(9000 - 52));
 	Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(64u << 20));
 	Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(8u << 20));
@@ -175,10 +204,37 @@ std::vector<SimAlgo *> sim_ring_create(const SimCfg &c, SimNet &net)
 	/* a delayed ACK (200 ms) at the end of every step would stall it:
 	 * every segment is acknowledged, as the library's transport does */
 	Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(1));
+}
+
+static void check_size(const SimCfg &c)
+{
+	if (c.size % 4 || c.size == 0)
+		throw std::runtime_error("size must be a positive multiple of 4");
+}
+
+std::vector<SimAlgo *> sim_ring_create(const SimCfg &c, SimNet &net)
+{
+	check_size(c);
+	if (c.ring_channels < 1 || c.ring_channels > 4)
+		throw std::runtime_error("ring_channels must be 1..4");
+	tcp_defaults();
+	const unsigned world = c.hosts();
 	std::vector<RingRank *> ranks;
 	for (unsigned i = 0; i < world; i++)
 		ranks.push_back(new RingRank(net.hosts.Get(i), i, world, c));
 	for (unsigned i = 0; i < world; i++)
 		ranks[i]->Connect(net.host_ip[(i + 1) % world]);
+	return std::vector<SimAlgo *>(ranks.begin(), ranks.end());
+}
+
+std::vector<SimAlgo *> sim_hier_create(const SimCfg &c, SimNet &net)
+{
+	check_size(c);
+	tcp_defaults();
+	std::vector<HierRank *> ranks;
+	for (unsigned i = 0; i < c.hosts(); i++)
+		ranks.push_back(new HierRank(net.hosts.Get(i), i, c));
+	for (HierRank *r : ranks)
+		r->Connect(net);
 	return std::vector<SimAlgo *>(ranks.begin(), ranks.end());
 }

@@ -35,7 +35,8 @@ run ps-ina --algorithm=ps-ina --inaRacks=2
 run ps-ina1 --algorithm=ps-ina --inaRacks=1
 run aring --algorithm=agent-ring --inaRacks=2
 run aring1 --algorithm=agent-ring --inaRacks=1
-for r in ring ps ps-ina ps-ina1 aring aring1; do
+run hier --algorithm=hier
+for r in ring ps ps-ina ps-ina1 aring aring1 hier; do
 	[ -z "$(field $r error)" ] || fail "$r: $(field $r error)"
 	[ "$(field $r calls)" = 8 ] || fail "$r: $(field $r calls) timed calls, want 4 ranks x 2"
 	[ "$(field $r tail_drops)" = 0 ] || fail "$r: $(field $r tail_drops) frames dropped at full queues"
@@ -65,6 +66,14 @@ run lossy-ring --algorithm=ring --loss=0.02
 run lossy-aring --algorithm=agent-ring --inaRacks=1 --loss=0.02
 [ -z "$(field lossy-aring error)" ] || fail "lossy agent-ring: $(field lossy-aring error)"
 [ "$(field lossy-aring loss_drops)" -gt 0 ] || fail "lossy agent-ring: no frame was lost"
+
+# pacing: rank 1 computing 3x as long leaves the others early by 40 ms
+# every call, over the rule's threshold: after its window of 8 calls they
+# are held back; without --pace nobody is
+run plain --algorithm=ring --computeMs=20 --straggler=1:3 --iterations=12
+run paced --algorithm=ring --computeMs=20 --straggler=1:3 --iterations=12 --pace=true
+[ "$(field plain paced_calls)" = 0 ] || fail "unpaced run: $(field plain paced_calls) calls paced"
+[ "$(field paced paced_calls)" -gt 0 ] || fail "paced run: no call was paced"
 
 # bad arguments: exit 2 and a message naming the setting
 bad() { # EXPECTED-TEXT ARGS...
