@@ -126,6 +126,39 @@ class SimAlgo
 	std::string error;
 };
 
+/* sim_client.cc: what the INA clients share.  A subclass starts a call
+ * with Begin and its first sends, then Rearm; it takes each datagram in
+ * Take, says in Complete when the call has everything, checks it in
+ * Finish (setting error), and re-sends slot `slot` of window w in
+ * ResendSlot, which ResendWindow (hcl_inaw_resend) calls. */
+class SimInaClient : public SimAlgo
+{
+      public:
+	SimInaClient(SimNet &net, ns3::Ptr<ns3::Node> node);
+	uint64_t resent = 0;
+
+      protected:
+	void Begin(std::function<void()> cb);
+	void Rearm();
+	void ResendWindow(hcl_inaw *win, unsigned w, int64_t now, int64_t floor_ns, int64_t *wake);
+	void Send(ns3::Ptr<ns3::Packet> p, const ns3::InetSocketAddress &to) { sim_send(sock, p, to); }
+	virtual void ResendDue(int64_t now, int64_t *wake) = 0;
+	virtual void ResendSlot(unsigned w, uint32_t slot) = 0;
+	virtual void Take(const uint8_t *buf, uint32_t len) = 0;
+	virtual bool Complete() const = 0;
+	virtual void Finish() = 0;
+	uint32_t epoch = 0;
+	bool active = false; /* a call is running */
+
+      private:
+	static bool ResendTrampoline(void *ctx, uint32_t slot);
+	void Recv(ns3::Ptr<ns3::Socket> s);
+	ns3::Ptr<ns3::Socket> sock;
+	std::function<void()> done_cb;
+	ns3::EventId timer;
+	int64_t timer_at = 0;
+};
+
 /* sim_ring.cc: the library's ring (hcl_ring.c on hcl_chan.c's channels)
  * and hier (hcl_hier.c's three phases), over TCP. */
 std::vector<SimAlgo *> sim_ring_create(const SimCfg &c, SimNet &net);

@@ -23,18 +23,13 @@ using namespace ns3;
 
 static const uint8_t GOT_ACK = 1, GOT_RESULT = 2;
 
-class ArRank : public SimAlgo
+class ArRank : public SimInaClient
 {
       public:
 	ArRank(SimNet &net, Ptr<Node> node, unsigned rank, const aring_plan *p, const SimCfg &c)
-	    : p(p), rank(rank), member(p->member_of[rank]), index((uint16_t)p->index_of[rank]), steps(aring_steps(p)),
-	      in(c.size / 4), data(c.size / 4)
+	    : SimInaClient(net, node), p(p), rank(rank), member(p->member_of[rank]), index((uint16_t)p->index_of[rank]),
+	      steps(aring_steps(p)), in(c.size / 4), data(c.size / 4)
 	{
-		sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
-		sock->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &net.drops.socket));
-		if (sock->Bind(InetSocketAddress(Ipv4Address::GetAny(), INA_HOST_PORT)) != 0)
-			throw std::runtime_error("agent-ring worker: port in use");
-		sock->SetRecvCallback(MakeCallback(&ArRank::Recv, this));
 		const ina_addr &g = p->mem[member].agg;
 		agg = InetSocketAddress(sim_ipv4(g.ip), ntohs(g.port));
 		s.resize(steps);
@@ -52,9 +47,7 @@ class ArRank : public SimAlgo
 
 	void Start(std::function<void()> cb) override
 	{
-		done_cb = std::move(cb);
-		active = true;
-		epoch++;
+		Begin(std::move(cb));
 		left = 0;
 		for (unsigned k = 0; k < steps; k++) {
 			Step &ss = s[k];
@@ -86,17 +79,12 @@ class ArRank : public SimAlgo
 	{
 		uint32_t slot = (uint32_t)(j % p->slots);
 		hcl_inaw_start(&s[k].win, slot, j, sim_now_ns(), !ChainReached(k));
-		Send(k, slot, j, false);
+		SendSlice(k, slot, j, false);
 	}
 
-	void Send(unsigned k, uint32_t slot, size_t j, bool retx)
+	void SendSlice(unsigned k, uint32_t slot, size_t j, bool retx)
 	{
 		const Step &ss = s[k];
-		if (getenv("SIMDBG") && (Lo(ss, j) > ss.st.hi || ss.st.hi > in.size())) {
-			fprintf(stderr, "rank %u step %u slot %u slice %zu lo %zu hi %zu n %zu join %d nslices %zu\n",
-				rank, k, slot, j, ss.st.lo, ss.st.hi, in.size(), ss.st.join, ss.nslices);
-			abort();
-		}
 		const size_t n = N(ss, j);
 		ina_hdr h = {};
 		h.version = INA_VERSION;
@@ -116,80 +104,44 @@ class ArRank : public SimAlgo
 			hcl_ina_swap_elems(frame + INA_HDR_LEN, &in[Lo(ss, j)], n, 4);
 			len += 4 * n;
 		}
-		sim_send(sock, Create<Packet>(frame, (uint32_t)len), agg);
+		Send(Create<Packet>(frame, (uint32_t)len), agg);
 	}
 
-	static bool ResendOne(void *ctx, uint32_t slot)
+	void ResendSlot(unsigned k, uint32_t slot) override { SendSlice(k, slot, s[k].win.s[slot].slice, true); }
+
+	void ResendDue(int64_t now, int64_t *wake) override
 	{
-		auto *r = static_cast<std::pair<ArRank *, unsigned> *>(ctx);
-		r->first->Send(r->second, slot, r->first->s[r->second].win.s[slot].slice, true);
-		return true;
+		for (unsigned k = 0; k < steps; k++)
+			ResendWindow(&s[k].win, k, now, ChainReached(k) ? 0 : HCL_ARING_CHAIN_WAIT_NS, wake);
 	}
 
-	void Rearm()
-	{
-		if (!active)
-			return;
-		int64_t now = sim_now_ns(), wake = now + 1000000000;
-		uint64_t resent = 0;
-		for (unsigned k = 0; k < steps; k++) {
-			std::pair<ArRank *, unsigned> ctx(this, k);
-			hcl_inaw_resend(&s[k].win, now, ChainReached(k) ? 0 : HCL_ARING_CHAIN_WAIT_NS, ResendOne, &ctx,
-					&wake, &resent);
-		}
-		if (timer.IsRunning() && timer_at <= wake)
-			return;
-		timer.Cancel();
-		timer_at = wake;
-		timer = Simulator::Schedule(NanoSeconds(wake - now), &ArRank::Rearm, this);
-	}
-
-	/* A RESULT or ACK: true when it finished a slice here. */
-	bool Take(const uint8_t *buf, uint32_t len)
+	/* A RESULT or ACK: a slice is done when what its step promises came. */
+	void Take(const uint8_t *buf, uint32_t len) override
 	{
 		ina_pkt pk;
 		if (ina_parse(buf, len, &pk) != INA_OK || pk.hdr.job < p->job0 || pk.hdr.job >= p->job0 + steps ||
 		    (pk.hdr.type != INA_T_RESULT && pk.hdr.type != INA_T_ACK))
-			return false;
+			return;
 		Step &ss = s[pk.hdr.job - p->job0];
 		hcl_inaw_slot *o = hcl_inaw_match(&ss.win, &pk.hdr, epoch);
 		const uint8_t what = pk.hdr.type == INA_T_ACK ? GOT_ACK : GOT_RESULT;
 		const bool wanted = what == GOT_ACK ? ss.st.need_ack : ss.st.need_result;
 		if (!o || pk.hdr.count != N(ss, o->slice) || !wanted || (o->got & what))
-			return false; /* a duplicate, or for a slice already done */
+			return; /* a duplicate, or for a slice already done */
 		o->got |= what;
 		if (what == GOT_RESULT)
 			hcl_ina_swap_elems(&data[Lo(ss, o->slice)], pk.payload, pk.hdr.count, 4);
 		if ((ss.st.need_ack && !(o->got & GOT_ACK)) || (ss.st.need_result && !(o->got & GOT_RESULT)))
-			return false;
+			return;
 		hcl_inaw_done(&ss.win, o, sim_now_ns());
 		ss.done++;
+		left--;
 		if (o->slice + p->slots < ss.nslices)
 			StartSlice(pk.hdr.job - p->job0, o->slice + p->slots);
-		return true;
 	}
 
-	void Recv(Ptr<Socket> sk)
-	{
-		Ptr<Packet> pkt;
-		Address from;
-		uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD + 64];
-		while ((pkt = sk->RecvFrom(from))) {
-			uint32_t len = pkt->CopyData(frame, sizeof(frame));
-			if (active && Take(frame, len))
-				left--;
-		}
-		if (!active)
-			return; /* late duplicates of the last call's answers */
-		if (left == 0) {
-			active = false;
-			timer.Cancel();
-			error = sim_check_sum(data, p->world, rank);
-			done_cb();
-			return;
-		}
-		Rearm();
-	}
+	bool Complete() const override { return left == 0; }
+	void Finish() override { error = sim_check_sum(data, p->world, rank); }
 
 	const aring_plan *p;
 	unsigned rank, member;
@@ -198,13 +150,7 @@ class ArRank : public SimAlgo
 	std::vector<float> in, data;
 	std::vector<Step> s;
 	InetSocketAddress agg = InetSocketAddress(Ipv4Address::GetAny(), 0);
-	Ptr<Socket> sock;
-	uint32_t epoch = 0;
 	size_t left = 0;
-	bool active = false;
-	std::function<void()> done_cb;
-	EventId timer;
-	int64_t timer_at = 0;
 };
 
 std::vector<SimAlgo *> sim_aring_create(const SimCfg &c, SimNet &net)

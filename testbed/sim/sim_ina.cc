@@ -17,7 +17,7 @@
 using namespace ns3;
 
 /* One rank's INA client over every shard. */
-class PsRank : public SimAlgo
+class PsRank : public SimInaClient
 {
       public:
 	struct Shard {
@@ -29,15 +29,10 @@ class PsRank : public SimAlgo
 
 	PsRank(SimNet &net, Ptr<Node> node, unsigned rank, unsigned world, uint16_t index, std::vector<Shard> sh,
 	       const SimCfg &c)
-	    : rank(rank), world(world), index(index), shards(std::move(sh)), elems(c.ina_elems), slots(0),
-	      data(c.size / 4)
+	    : SimInaClient(net, node), rank(rank), world(world), index(index), shards(std::move(sh)),
+	      elems(c.ina_elems), data(c.size / 4)
 	{
-		sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
-		sock->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &net.drops.socket));
-		if (sock->Bind(InetSocketAddress(Ipv4Address::GetAny(), INA_HOST_PORT)) != 0)
-			throw std::runtime_error("client: port in use");
-		sock->SetRecvCallback(MakeCallback(&PsRank::Recv, this));
-		const size_t nslices = (data.size() + elems - 1) / elems;
+		nslices = (data.size() + elems - 1) / elems;
 		const unsigned n = (unsigned)shards.size();
 		slots = (c.ina_slots + n - 1) / n;
 		const int64_t floor_ns = (int64_t)(c.rto_ms * 1e6);
@@ -48,7 +43,6 @@ class PsRank : public SimAlgo
 				throw std::runtime_error("out of memory");
 			shards[h].win.rack = true;
 		}
-		this->nslices = nslices;
 	}
 	~PsRank() override
 	{
@@ -58,9 +52,7 @@ class PsRank : public SimAlgo
 
 	void Start(std::function<void()> cb) override
 	{
-		done_cb = std::move(cb);
-		active = true;
-		epoch++;
+		Begin(std::move(cb));
 		done = 0;
 		for (size_t i = 0; i < data.size(); i++)
 			data[i] = sim_input(rank, i);
@@ -73,18 +65,16 @@ class PsRank : public SimAlgo
 		Rearm();
 	}
 
-	uint64_t resent = 0;
-
       private:
 	size_t SliceLen(size_t k) const { return std::min((size_t)elems, data.size() - k * elems); }
 
 	void StartSlice(unsigned h, uint32_t j, size_t k)
 	{
 		hcl_inaw_start(&shards[h].win, j, k, sim_now_ns(), false);
-		Send(h, j, k, false);
+		SendSlice(h, j, k, false);
 	}
 
-	void Send(unsigned h, uint32_t j, size_t k, bool retx)
+	void SendSlice(unsigned h, uint32_t j, size_t k, bool retx)
 	{
 		const size_t n = SliceLen(k);
 		ina_hdr hd = {};
@@ -101,88 +91,57 @@ class PsRank : public SimAlgo
 		uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD];
 		ina_hdr_encode(&hd, frame);
 		hcl_ina_swap_elems(frame + INA_HDR_LEN, &data[k * elems], n, 4);
-		sim_send(sock, Create<Packet>(frame, (uint32_t)(INA_HDR_LEN + n * 4)), shards[h].server);
+		Send(Create<Packet>(frame, (uint32_t)(INA_HDR_LEN + n * 4)), shards[h].server);
 	}
 
-	static bool ResendOne(void *ctx, uint32_t slot)
+	void ResendSlot(unsigned h, uint32_t slot) override { SendSlice(h, slot, shards[h].win.s[slot].slice, true); }
+
+	void ResendDue(int64_t now, int64_t *wake) override
 	{
-		auto *r = static_cast<std::pair<PsRank *, unsigned> *>(ctx);
-		r->first->Send(r->second, slot, r->first->shards[r->second].win.s[slot].slice, true);
-		return true;
+		for (unsigned h = 0; h < shards.size(); h++)
+			ResendWindow(&shards[h].win, h, now, 0, wake);
 	}
 
-	/* Re-sends what is due and wakes again at the next expiry. */
-	void Rearm()
+	/* A result: its slice's elements into place, the slot's next slice out. */
+	void Take(const uint8_t *frame, uint32_t len) override
 	{
-		if (!active)
+		ina_pkt pk;
+		if (ina_parse(frame, len, &pk) != INA_OK || pk.hdr.type != INA_T_RESULT)
 			return;
-		int64_t now = sim_now_ns(), wake = now + 1000000000;
-		for (unsigned h = 0; h < shards.size(); h++) {
-			std::pair<PsRank *, unsigned> ctx(this, h);
-			hcl_inaw_resend(&shards[h].win, now, 0, ResendOne, &ctx, &wake, &resent);
-		}
-		if (timer.IsRunning() && timer_at <= wake)
+		unsigned h = 0;
+		while (h < shards.size() && shards[h].job != pk.hdr.job)
+			h++;
+		if (h == shards.size())
 			return;
-		timer.Cancel();
-		timer_at = wake;
-		timer = Simulator::Schedule(NanoSeconds(wake - now), &PsRank::Rearm, this);
+		hcl_inaw_slot *o = hcl_inaw_match(&shards[h].win, &pk.hdr, epoch);
+		if (!o)
+			return; /* a duplicate */
+		const size_t k = o->slice, n = SliceLen(k);
+		if (pk.hdr.count != n || pk.payload_len != n * 4) {
+			error = "a result of the wrong length";
+			return;
+		}
+		hcl_ina_swap_elems(&data[k * elems], pk.payload, n, 4);
+		hcl_inaw_done(&shards[h].win, o, sim_now_ns());
+		done++;
+		if (k + slots < shards[h].end)
+			StartSlice(h, (uint32_t)(o - shards[h].win.s), k + slots);
 	}
 
-	void Recv(Ptr<Socket> s)
+	bool Complete() const override { return done == nslices; }
+	void Finish() override
 	{
-		Ptr<Packet> p;
-		Address from;
-		uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD + 64];
-		while ((p = s->RecvFrom(from))) {
-			uint32_t len = p->CopyData(frame, sizeof(frame));
-			ina_pkt pk;
-			if (ina_parse(frame, len, &pk) != INA_OK || pk.hdr.type != INA_T_RESULT)
-				continue;
-			unsigned h = 0;
-			while (h < shards.size() && shards[h].job != pk.hdr.job)
-				h++;
-			if (h == shards.size())
-				continue;
-			hcl_inaw_slot *o = hcl_inaw_match(&shards[h].win, &pk.hdr, epoch);
-			if (!o)
-				continue; /* a duplicate */
-			const size_t k = o->slice, n = SliceLen(k);
-			if (pk.hdr.count != n || pk.payload_len != n * 4) {
-				error = "a result of the wrong length";
-				continue;
-			}
-			hcl_ina_swap_elems(&data[k * elems], pk.payload, n, 4);
-			hcl_inaw_done(&shards[h].win, o, sim_now_ns());
-			done++;
-			const size_t next = k + slots;
-			if (next < shards[h].end)
-				StartSlice(h, (uint32_t)(o - shards[h].win.s), next);
-		}
-		if (!active)
-			return; /* late duplicates of the last call's results */
-		if (done == nslices) {
-			active = false;
-			timer.Cancel();
+		if (error.empty())
 			error = sim_check_sum(data, world, rank);
-			done_cb();
-			return;
-		}
-		Rearm();
 	}
 
 	unsigned rank, world;
 	uint16_t index;
 	std::vector<Shard> shards;
 	unsigned elems;
-	uint32_t slots;
+	uint32_t slots = 0;
 	std::vector<float> data;
 	size_t nslices = 0, done = 0;
-	uint32_t epoch = 0;
-	bool active = false; /* a call is running */
-	Ptr<Socket> sock;
-	std::function<void()> done_cb;
-	EventId timer;
-	int64_t timer_at = 0;
 };
 
 std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
