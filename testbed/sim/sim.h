@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,10 +68,10 @@ class SimAgg;
  * rack, one spine; every address in network byte order. */
 struct SimNet {
 	ns3::NodeContainer hosts, tors, spine;
-	std::vector<uint32_t> host_ip; /* per host */
-	SimDrops drops;		       /* traced by address: the network must not move */
-	std::vector<SimAgg *> aggs;    /* every engine, for its drop counters */
-	std::vector<uint32_t> tor_ip;  /* per rack: its ToR's INA address (its uplink's, else its first host link's) */
+	std::vector<uint32_t> host_ip;		   /* per host */
+	SimDrops drops;				   /* traced by address: the network must not move */
+	std::vector<std::unique_ptr<SimAgg>> aggs; /* every engine, for its drop counters */
+	std::vector<uint32_t> tor_ip; /* per rack: its ToR's INA address (its uplink's, else its first host link's) */
 };
 
 /* sim_topo.cc: nodes, links (rate, delay, tail-drop buffer in bytes, loss),
@@ -80,17 +81,19 @@ void sim_build(const SimCfg &c, SimNet &net);
 /* sim_agg.cc: nic/'s engine behind a UDP socket on node, answering from
  * address `at` (network order; a ToR has one per link and a parent's job
  * names one; 0: the node's only one).  Lives as long as the simulation;
- * registers itself in net.aggs. */
+ * made by Make, which hands it to net.aggs to own. */
 class SimAgg
 {
       public:
-	SimAgg(SimNet &net, ns3::Ptr<ns3::Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems);
+	static SimAgg *Make(SimNet &net, ns3::Ptr<ns3::Node> node, uint32_t at, uint16_t port, uint32_t nslots,
+			    uint16_t elems);
 	~SimAgg();
 	void Install(const ina_job_cfg &j); /* throws with the engine's reason */
 	/* What its engine refused, by ina_reason_name, added into drops. */
 	void AddDrops(std::map<std::string, uint64_t> &drops) const;
 
       private:
+	SimAgg(SimNet &net, ns3::Ptr<ns3::Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems);
 	void Recv(ns3::Ptr<ns3::Socket> s);
 	ina_engine *eng;
 	ina_emits *out;
@@ -125,6 +128,10 @@ class SimAlgo
 	/* What went wrong (a wrong sum, a timeout), empty when nothing. */
 	std::string error;
 };
+
+/* Every rank's algorithm object, owned: freed after the simulation (whose
+ * events point at them), or as the stack unwinds from a set-up error. */
+using SimAlgos = std::vector<std::unique_ptr<SimAlgo>>;
 
 /* sim_client.cc: what the INA clients share.  A subclass starts a call
  * with Begin and its first sends, then Rearm; it takes each datagram in
@@ -161,13 +168,13 @@ class SimInaClient : public SimAlgo
 
 /* sim_ring.cc: the library's ring (hcl_ring.c on hcl_chan.c's channels)
  * and hier (hcl_hier.c's three phases), over TCP. */
-std::vector<SimAlgo *> sim_ring_create(const SimCfg &c, SimNet &net);
-std::vector<SimAlgo *> sim_hier_create(const SimCfg &c, SimNet &net);
+SimAlgos sim_ring_create(const SimCfg &c, SimNet &net);
+SimAlgos sim_hier_create(const SimCfg &c, SimNet &net);
 /* sim_ina.cc: ps and ps-ina (ring/hcl_algo_ps.c's plan, shards and
  * window), the software PS and the ToRs running nic/'s engine. */
-std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors);
+SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors);
 /* sim_aring.cc: agent-ring (agent/aring_plan, ring/hcl_aring.c's worker). */
-std::vector<SimAlgo *> sim_aring_create(const SimCfg &c, SimNet &net);
+SimAlgos sim_aring_create(const SimCfg &c, SimNet &net);
 
 /* Bytes of an IPv4 address in network order as ns-3's address. */
 ns3::Ipv4Address sim_ipv4(uint32_t net_order);

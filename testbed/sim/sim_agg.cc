@@ -20,7 +20,12 @@ SimAgg::SimAgg(SimNet &net, Ptr<Node> node, uint32_t at, uint16_t port, uint32_t
 	if (sock->Bind(InetSocketAddress(at ? sim_ipv4(at) : Ipv4Address::GetAny(), port)) != 0)
 		throw std::runtime_error("aggregator: port in use");
 	sock->SetRecvCallback(MakeCallback(&SimAgg::Recv, this));
-	net.aggs.push_back(this);
+}
+
+SimAgg *SimAgg::Make(SimNet &net, Ptr<Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems)
+{
+	net.aggs.emplace_back(new SimAgg(net, node, at, port, nslots, elems));
+	return net.aggs.back().get();
 }
 
 SimAgg::~SimAgg()

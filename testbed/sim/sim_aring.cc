@@ -10,6 +10,7 @@
  * its step promises has come.  Real fp32 data, every result checked. */
 #include <arpa/inet.h>
 
+#include <memory>
 #include <stdexcept>
 
 #include "sim.h"
@@ -26,9 +27,9 @@ static const uint8_t GOT_ACK = 1, GOT_RESULT = 2;
 class ArRank : public SimInaClient
 {
       public:
-	ArRank(SimNet &net, Ptr<Node> node, unsigned rank, const aring_plan *p, const SimCfg &c)
-	    : SimInaClient(net, node), p(p), rank(rank), member(p->member_of[rank]), index((uint16_t)p->index_of[rank]),
-	      steps(aring_steps(p)), in(c.size / 4), data(c.size / 4)
+	ArRank(SimNet &net, Ptr<Node> node, unsigned rank, std::shared_ptr<const aring_plan> plan, const SimCfg &c)
+	    : SimInaClient(net, node), plan(plan), p(plan.get()), rank(rank), member(p->member_of[rank]),
+	      index((uint16_t)p->index_of[rank]), steps(aring_steps(p)), in(c.size / 4), data(c.size / 4)
 	{
 		const ina_addr &g = p->mem[member].agg;
 		agg = InetSocketAddress(sim_ipv4(g.ip), ntohs(g.port));
@@ -143,6 +144,7 @@ class ArRank : public SimInaClient
 	bool Complete() const override { return left == 0; }
 	void Finish() override { error = sim_check_sum(data, p->world, rank); }
 
+	std::shared_ptr<const aring_plan> plan; /* shared by every rank: the last one frees it */
 	const aring_plan *p;
 	unsigned rank, member;
 	uint16_t index;
@@ -153,7 +155,7 @@ class ArRank : public SimInaClient
 	size_t left = 0;
 };
 
-std::vector<SimAlgo *> sim_aring_create(const SimCfg &c, SimNet &net)
+SimAlgos sim_aring_create(const SimCfg &c, SimNet &net)
 {
 	const unsigned world = c.hosts();
 	if (c.ina_elems < 1 || c.ina_elems > INA_MAX_ELEMS || c.size % 4 || c.size == 0)
@@ -174,27 +176,32 @@ std::vector<SimAlgo *> sim_aring_create(const SimCfg &c, SimNet &net)
 		soft[i] = ranks[i].ina;
 		soft[i].port = htons(INA_PS_PORT);
 	}
-	/* the plan outlives the workers that borrow it: never freed */
-	aring_plan *p = new aring_plan;
 	char err[256];
-	if (aring_plan_build(ranks.data(), soft.data(), world, 100, INA_D_FP32, c.ina_slots, (uint16_t)c.ina_elems, p,
-			     err, sizeof(err)) < 0)
+	aring_plan *built = new aring_plan;
+	if (aring_plan_build(ranks.data(), soft.data(), world, 100, INA_D_FP32, c.ina_slots, (uint16_t)c.ina_elems,
+			     built, err, sizeof(err)) < 0) {
+		delete built;
 		throw std::runtime_error(err);
-	const unsigned steps = aring_steps(p);
+	}
+	std::shared_ptr<const aring_plan> p(built, [](const aring_plan *q) {
+		aring_plan_free(const_cast<aring_plan *>(q));
+		delete q;
+	});
+	const unsigned steps = aring_steps(p.get());
 	for (unsigned k = 0; k < p->m; k++) {
 		const aring_member &m = p->mem[k];
-		SimAgg *a = m.ina ? new SimAgg(net, net.tors.Get((uint32_t)m.rack), net.tor_ip[(unsigned)m.rack],
-					       INA_UDP_PORT_MIN, steps * c.ina_slots, (uint16_t)c.ina_elems)
-				  : new SimAgg(net, net.hosts.Get(p->worker_rank[m.first]), 0, INA_PS_PORT,
-					       steps * c.ina_slots, (uint16_t)c.ina_elems);
+		SimAgg *a = m.ina ? SimAgg::Make(net, net.tors.Get((uint32_t)m.rack), net.tor_ip[(unsigned)m.rack],
+						 INA_UDP_PORT_MIN, steps * c.ina_slots, (uint16_t)c.ina_elems)
+				  : SimAgg::Make(net, net.hosts.Get(p->worker_rank[m.first]), 0, INA_PS_PORT,
+						 steps * c.ina_slots, (uint16_t)c.ina_elems);
 		for (unsigned st = 0; st < steps; st++) {
 			ina_job_cfg j;
-			aring_job(p, k, st, &j);
+			aring_job(p.get(), k, st, &j);
 			a->Install(j);
 		}
 	}
-	std::vector<SimAlgo *> out;
+	SimAlgos out;
 	for (unsigned i = 0; i < world; i++)
-		out.push_back(new ArRank(net, net.hosts.Get(i), i, p, c));
+		out.emplace_back(new ArRank(net, net.hosts.Get(i), i, p, c));
 	return out;
 }

@@ -144,7 +144,7 @@ class PsRank : public SimInaClient
 	size_t nslices = 0, done = 0;
 };
 
-std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
+SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 {
 	/* 0: a shard per host, as the trial's ps_shards = 0, up to the library's limit */
 	const unsigned world = c.hosts(),
@@ -181,12 +181,12 @@ std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tor
 		throw std::runtime_error(err);
 	const unsigned n = plan.use_ps ? shards : 1;
 	const uint32_t shard_slots = (c.ina_slots + n - 1) / n;
-	/* the aggregators: never freed, they live as long as the simulation */
+	/* the aggregators: owned by net (freed after the simulation) */
 	std::vector<SimAgg *> tor_agg(c.racks, nullptr);
 	for (unsigned t = 0; t < plan.ntor; t++) {
 		unsigned r = (unsigned)plan.tor[t].rack;
-		tor_agg[r] = new SimAgg(net, net.tors.Get(r), net.tor_ip[r], INA_UDP_PORT_MIN, shard_slots * n,
-					(uint16_t)c.ina_elems);
+		tor_agg[r] = SimAgg::Make(net, net.tors.Get(r), net.tor_ip[r], INA_UDP_PORT_MIN, shard_slots * n,
+					  (uint16_t)c.ina_elems);
 		for (unsigned h = 0; h < n; h++) {
 			ina_job_cfg j;
 			psina_shard_job(&plan.tor[t].job, (uint16_t)(job0 + 2 * h), &ps_addr[h], &j);
@@ -196,14 +196,14 @@ std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tor
 	}
 	for (unsigned h = 0; plan.use_ps && h < n; h++) {
 		unsigned host = (unsigned)psina_shard_host(h, n, world);
-		auto *a = new SimAgg(net, net.hosts.Get(host), 0, ntohs(ps_addr[h].port), shard_slots,
-				     (uint16_t)c.ina_elems);
+		auto *a = SimAgg::Make(net, net.hosts.Get(host), 0, ntohs(ps_addr[h].port), shard_slots,
+				       (uint16_t)c.ina_elems);
 		ina_job_cfg j;
 		psina_shard_job(&plan.ps, (uint16_t)(job0 + 2 * h), &ps_addr[h], &j);
 		j.nslots = shard_slots;
 		a->Install(j);
 	}
-	std::vector<SimAlgo *> out;
+	SimAlgos out;
 	for (unsigned i = 0; i < world; i++) {
 		std::vector<PsRank::Shard> sh(n);
 		for (unsigned h = 0; h < n; h++) {
@@ -211,7 +211,7 @@ std::vector<SimAlgo *> sim_ps_create(const SimCfg &c, SimNet &net, bool with_tor
 			sh[h].job = (uint16_t)(job0 + 2 * h);
 			sh[h].server = InetSocketAddress(sim_ipv4(a.ip), ntohs(a.port));
 		}
-		out.push_back(new PsRank(net, net.hosts.Get(i), i, world, plan.client[i].index, std::move(sh), c));
+		out.emplace_back(new PsRank(net, net.hosts.Get(i), i, world, plan.client[i].index, std::move(sh), c));
 	}
 	psina_plan_free(&plan);
 	return out;

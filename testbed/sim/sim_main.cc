@@ -167,7 +167,7 @@ static int run(int argc, char **argv)
 	auto t0 = std::chrono::steady_clock::now();
 	SimNet net;
 	sim_build(c, net);
-	std::vector<SimAlgo *> algos;
+	SimAlgos algos;
 	if (c.algorithm == "ring")
 		algos = sim_ring_create(c, net);
 	else if (c.algorithm == "ps" || c.algorithm == "ps-ina")
@@ -186,7 +186,7 @@ static int run(int argc, char **argv)
 	for (unsigned i = 0; i < c.hosts(); i++) {
 		RankLoop &l = loops[i];
 		l.rank = i;
-		l.algo = algos[i];
+		l.algo = algos[i].get();
 		l.total = c.warmup + c.iterations;
 		l.warmup = c.warmup;
 		l.running = &running;
@@ -228,7 +228,7 @@ static int run(int argc, char **argv)
 	double sim_s = Simulator::Now().GetSeconds();
 	std::string eng = "{";
 	std::map<std::string, uint64_t> eng_drops;
-	for (const SimAgg *a : net.aggs)
+	for (const auto &a : net.aggs)
 		a->AddDrops(eng_drops);
 	for (const auto &d : eng_drops)
 		eng += (eng.size() > 1 ? ", \"" : "\"") + d.first + "\": " + std::to_string(d.second);
@@ -248,7 +248,7 @@ static int run(int argc, char **argv)
 	       paced_calls, calls.size(), (unsigned long long)net.drops.tail, (unsigned long long)net.drops.loss,
 	       (unsigned long long)net.drops.other, (unsigned long long)net.drops.socket, eng.c_str(), sim_s, wall,
 	       err.c_str());
-	return err.empty() ? 0 : 1;
+	return err.empty() ? 0 : 1; /* algos, then net's engines, go after the simulator */
 }
 
 int main(int argc, char **argv)

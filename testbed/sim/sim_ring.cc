@@ -212,29 +212,29 @@ static void check_size(const SimCfg &c)
 		throw std::runtime_error("size must be a positive multiple of 4");
 }
 
-std::vector<SimAlgo *> sim_ring_create(const SimCfg &c, SimNet &net)
+SimAlgos sim_ring_create(const SimCfg &c, SimNet &net)
 {
 	check_size(c);
 	if (c.ring_channels < 1 || c.ring_channels > 4)
 		throw std::runtime_error("ring_channels must be 1..4");
 	tcp_defaults();
 	const unsigned world = c.hosts();
-	std::vector<RingRank *> ranks;
+	SimAlgos out;
 	for (unsigned i = 0; i < world; i++)
-		ranks.push_back(new RingRank(net.hosts.Get(i), i, world, c));
+		out.emplace_back(new RingRank(net.hosts.Get(i), i, world, c));
 	for (unsigned i = 0; i < world; i++)
-		ranks[i]->Connect(net.host_ip[(i + 1) % world]);
-	return std::vector<SimAlgo *>(ranks.begin(), ranks.end());
+		static_cast<RingRank *>(out[i].get())->Connect(net.host_ip[(i + 1) % world]);
+	return out;
 }
 
-std::vector<SimAlgo *> sim_hier_create(const SimCfg &c, SimNet &net)
+SimAlgos sim_hier_create(const SimCfg &c, SimNet &net)
 {
 	check_size(c);
 	tcp_defaults();
-	std::vector<HierRank *> ranks;
+	SimAlgos out;
 	for (unsigned i = 0; i < c.hosts(); i++)
-		ranks.push_back(new HierRank(net.hosts.Get(i), i, c));
-	for (HierRank *r : ranks)
-		r->Connect(net);
-	return std::vector<SimAlgo *>(ranks.begin(), ranks.end());
+		out.emplace_back(new HierRank(net.hosts.Get(i), i, c));
+	for (auto &r : out)
+		static_cast<HierRank *>(r.get())->Connect(net);
+	return out;
 }
