@@ -2,9 +2,10 @@
 /* swemu-sim: one algorithm, one message size, on the trial's fabric in
  * ns-3; every rank computes (the trial's noise model, hcl_noise) then
  * all-reduces, iterations after warm-up.  Prints one JSON object: the
- * time per call (each rank's call from its start to its result, the mean
- * over ranks and timed iterations, as ina-allreduce-perf reports it), the
- * iteration times, and the simulator's own run time.
+ * time per call (each rank's call from when it was ready to its result,
+ * the mean over ranks and timed iterations, as ina-allreduce-perf reports
+ * it), the iteration times, every drop by its reason, and the simulator's
+ * own run time.
  *   swemu-sim --algorithm=ps-ina --racks=2 --hostsPerRack=4 --inaRacks=2 --size=1M
  * (ns-3's option syntax; --help lists them). */
 #include <chrono>
@@ -125,7 +126,7 @@ static int run(int argc, char **argv)
 {
 	SimCfg c;
 	std::string host_rate = "200M", uplink_rate = "", host_buffer = "512K", uplink_buffer = "512K", size = "1M";
-	CommandLine cmd(__FILE__);
+	CommandLine cmd;
 	cmd.Usage("swemu-sim: the trial's fabric in ns-3 with the project's INA engine in the switches "
 		  "(docs/SCALE.md).  Prints one JSON object.");
 	cmd.AddValue("algorithm", "ring, hier, ps, ps-ina or agent-ring", c.algorithm);
@@ -163,6 +164,8 @@ static int run(int argc, char **argv)
 	c.size = size_arg("size", size, false);
 	if (c.iterations < 1)
 		throw std::runtime_error("iterations must be at least 1");
+	if (c.limit_s <= 0)
+		throw std::runtime_error("limitS must be positive");
 
 	auto t0 = std::chrono::steady_clock::now();
 	SimNet net;
@@ -205,8 +208,6 @@ static int run(int argc, char **argv)
 		hcl_noise_seed(&l.z, c.seed, (int)i);
 		Simulator::ScheduleNow(&RankLoop::Next, &l);
 	}
-	if (c.limit_s <= 0)
-		throw std::runtime_error("limitS must be positive");
 	Simulator::Stop(Seconds(c.limit_s));
 	Simulator::Run();
 	double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -235,19 +236,18 @@ static int run(int argc, char **argv)
 	eng += "}";
 	Simulator::Destroy();
 	printf("{\"algorithm\": \"%s\", \"hosts\": %u, \"racks\": %u, \"ina_racks\": %u, \"size\": %llu, "
-	       "\"host_rate\": %llu, \"loss\": %g, \"time_ms\": %.3f, \"iteration_ms\": %.3f, \"iteration_cv\": %.4f, "
-	       "\"paced\": %s, \"paced_calls\": %u, "
-	       "\"calls\": %zu, \"tail_drops\": %llu, \"loss_drops\": %llu, \"other_drops\": %llu, \"socket_drops\": "
-	       "%llu, \"engine_drops\": "
-	       "%s, \"simulated_s\": "
-	       "%.3f, \"wall_s\": %.2f, "
-	       "\"error\": \"%s\"}\n",
+	       "\"host_rate\": %llu, \"loss\": %g, ",
 	       c.algorithm.c_str(), c.hosts(), c.racks,
 	       c.algorithm == "ps-ina" || c.algorithm == "agent-ring" ? c.ina_racks : 0, (unsigned long long)c.size,
-	       (unsigned long long)c.host_rate, c.loss, mean(calls), mean(iters), cv(iters), c.pace ? "true" : "false",
-	       paced_calls, calls.size(), (unsigned long long)net.drops.tail, (unsigned long long)net.drops.loss,
-	       (unsigned long long)net.drops.other, (unsigned long long)net.drops.socket, eng.c_str(), sim_s, wall,
-	       err.c_str());
+	       (unsigned long long)c.host_rate, c.loss);
+	printf("\"time_ms\": %.3f, \"iteration_ms\": %.3f, \"iteration_cv\": %.4f, \"paced\": %s, "
+	       "\"paced_calls\": %u, \"calls\": %zu, ",
+	       mean(calls), mean(iters), cv(iters), c.pace ? "true" : "false", paced_calls, calls.size());
+	printf("\"tail_drops\": %llu, \"loss_drops\": %llu, \"other_drops\": %llu, \"socket_drops\": %llu, "
+	       "\"engine_drops\": %s, ",
+	       (unsigned long long)net.drops.tail, (unsigned long long)net.drops.loss,
+	       (unsigned long long)net.drops.other, (unsigned long long)net.drops.socket, eng.c_str());
+	printf("\"simulated_s\": %.3f, \"wall_s\": %.2f, \"error\": \"%s\"}\n", sim_s, wall, err.c_str());
 	return err.empty() ? 0 : 1; /* algos, then net's engines, go after the simulator */
 }
 
