@@ -126,7 +126,7 @@ static int run(int argc, char **argv)
 {
 	SimCfg c;
 	std::string host_rate = "200M", uplink_rate = "", host_buffer = "512K", uplink_buffer = "512K", size = "1M";
-	CommandLine cmd;
+	CommandLine cmd("swemu-sim");
 	cmd.Usage("swemu-sim: the trial's fabric in ns-3 with the project's INA engine in the switches "
 		  "(docs/SCALE.md).  Prints one JSON object.");
 	cmd.AddValue("algorithm", "ring, hier, ps, ps-ina or agent-ring", c.algorithm);
