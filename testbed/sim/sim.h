@@ -113,8 +113,10 @@ inline void sim_send(ns3::Ptr<ns3::Socket> s, ns3::Ptr<ns3::Packet> p, const ns3
  * 0, shifted by a second. */
 inline int64_t sim_now_ns() { return ns3::Simulator::Now().GetNanoSeconds() + 1000000000; }
 
-/* Rank r's input element i: small integers, so fp32 sums are exact. */
-inline float sim_input(unsigned rank, size_t i) { return (float)((rank * 7 + i) % 13); }
+/* Rank r's input element i: small integers, so fp32 sums are exact; it
+ * depends on i only through i % SIM_INPUT_PERIOD. */
+#define SIM_INPUT_PERIOD 13u
+inline float sim_input(unsigned rank, size_t i) { return (float)((rank * 7 + i) % SIM_INPUT_PERIOD); }
 /* Whether data holds the sum over world ranks' inputs; else what differs. */
 std::string sim_check_sum(const std::vector<float> &data, unsigned world, unsigned rank);
 

@@ -2,8 +2,8 @@
 /* The trial's fabric as ns-3 nodes: racks of hosts behind a ToR each, the
  * ToRs under one spine (topo.sh's shape), point-to-point links at the
  * trial's rates, tail-drop device queues of the trial's buffers in bytes,
- * no queue discipline in front of them (swemu has none), and the same
- * random loss on every link direction. */
+ * no queue discipline in front of them (swemu has none), and random loss
+ * on what every switch port sends. */
 #include <arpa/inet.h>
 
 #include <stdexcept>
@@ -48,7 +48,6 @@ static NetDeviceContainer link(Ptr<Node> a, Ptr<Node> b, uint64_t rate, double d
 		dev->GetQueue()->SetAttribute("MaxSize", QueueSizeValue(QueueSize(bytes(buf[i]))));
 		dev->GetQueue()->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &drops->tail));
 		dev->TraceConnectWithoutContext("PhyRxDrop", MakeBoundCallback(&sim_count_drop, &drops->loss));
-		dev->TraceConnectWithoutContext("MacTxDrop", MakeBoundCallback(&sim_count_drop, &drops->tail));
 		if (loss > 0 && !(a_is_host && i == 1)) {
 			Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
 			em->SetAttribute("ErrorUnit", EnumValue(RateErrorModel::ERROR_UNIT_PACKET));
