@@ -7,7 +7,8 @@ and PNG plots, and prints the summary table.
 
 Reads trial.env, machine.txt and runs/ALGO-SIZE/{rc,perf.out,rank-*.log,
 stats-before.json,stats-after.json,cpu,trace/rank*.jsonl} (and, for a sweep
-of deployments, sweep/kK/ALGO-SIZE the same way).  A time-dilated trial
+of deployments, sweep/kK/ALGO-SIZE the same way); a simulated trial
+(engine = "sim") has runs/ALGO-SIZE/{rc,sim.json,sim.err} instead.  A time-dilated trial
 (T_DILATION = k) ran its times k times longer: every time is divided by k
 here, so the report speaks the real cluster's units.  Only the Python
 standard library and gnuplot (for the plots; skipped with a note when it
@@ -91,12 +92,54 @@ def traces(d, nbytes, warmup, iters, k=1.0):
     # ... and the aggregators' refusals by reason (swemu's drop names)
     out["host"]["agg_drops"] = dict(sum((collections.Counter(r["host"].get("agg_drops", {})) for r in ranks.values()),
                                         collections.Counter()))
-    if n:
-        s = sorted(times)
-        mean = statistics.mean(s)
-        out.update(mean_us=mean, p50_us=s[max(0, -(-n * 50 // 100) - 1)], p99_us=s[max(0, -(-n * 99 // 100) - 1)],
-                   cv=statistics.pstdev(s) / mean if mean else 0)
+    out.update(distribution(times))
     return out
+
+
+def distribution(times):
+    """Mean, p50, p99 and CV of iteration times (nothing for none)."""
+    if not times:
+        return {}
+    s, n = sorted(times), len(times)
+    mean = statistics.mean(s)
+    return {"mean_us": mean, "p50_us": s[max(0, -(-n * 50 // 100) - 1)], "p99_us": s[max(0, -(-n * 99 // 100) - 1)],
+            "cv": statistics.pstdev(s) / mean if mean else 0}
+
+
+SIM_DROPS = (("tail_drops", "fabric: a queue was full"), ("loss_drops", "fabric: random loss"),
+             ("other_drops", "fabric: IP or ARP"), ("socket_drops", "hosts: a socket buffer was full"))
+
+
+def load_sim_run(d, nb, world, compute_ms):
+    """One simulated run (engine = "sim": swemu-sim's JSON) with the fields
+    of a testbed run, less what the simulator does not count: bytes per
+    link, the machine's CPU, the hosts' re-sends.  It checks every rank's
+    sum itself: a wrong element is an error, not a count."""
+    r = {"bytes": nb, "rc": int(open(os.path.join(d, "rc")).read()) if os.path.exists(os.path.join(d, "rc")) else -1,
+         "cpu_pct": None}
+    try:
+        j = json.load(open(os.path.join(d, "sim.json")))
+    except (OSError, ValueError):
+        j = {}
+    if r["rc"] != 0 or j.get("error") or "time_ms" not in j:
+        err = open(os.path.join(d, "sim.err")).read().strip() if os.path.exists(os.path.join(d, "sim.err")) else ""
+        r["error"] = (j.get("error") or (err.splitlines() or ["no output"])[-1])[:200]
+        return r
+    r.update(time_us=j["time_ms"] * 1e3, wrong=0)
+    if compute_ms > 0:
+        r["iteration_us"] = j["iteration_ms"] * 1e3
+    r["emulated_time_us"] = r["time_us"]
+    r["algbw_gbs"] = nb / r["time_us"] / 1e3
+    r["busbw_gbs"] = r["algbw_gbs"] * 2 * (world - 1) / world
+    times = [x * 1e3 for x in j["iteration_times_ms"]]
+    tot = sum(j["parts_ms"].values()) or 1
+    r["timing"] = dict(ranks=j["hosts"], iterations=len(times), iter_times_us=times, paced_calls=j["paced_calls"],
+                       shares={k: v / tot for k, v in j["parts_ms"].items()}, incomplete_calls=0,
+                       spread_mean_us=j["spread_mean_ms"] * 1e3, call_mean_us=r["time_us"], **distribution(times))
+    drops = {why: j[k] for k, why in SIM_DROPS if j.get(k)}
+    drops.update({"aggregators: %s" % k: v for k, v in j.get("engine_drops", {}).items()})
+    r.update(drops=drops, links={}, ina={})
+    return r
 
 
 def counters(before, after):
@@ -125,6 +168,16 @@ def counters(before, after):
                         if dc:
                             drops["%s ina %s" % (sw, r)] = dc
     return links, drops, ina
+
+
+# with per-link counters (a testbed run; the simulator has none)
+LINKS_PLOT = """set output '{pd}/links.png'
+set title 'link utilisation per algorithm, {big} (share of the emulated rate, whole run)'
+set ylabel 'busiest direction (%)'
+set xlabel ''
+set xtics rotate by -45
+plot for [i=2:{c}] '{pd}/links.dat' using i:xtic(1) title columnheader(i)
+"""
 
 
 def plots(out, results, algos, sizes, link_names):
@@ -162,13 +215,7 @@ set title 'all-reduce bus bandwidth per algorithm'
 set ylabel 'busbw (MB/s)'
 set xlabel 'message size'
 plot for [i=2:{c}] '{pd}/busbw.dat' using i:xtic(1) title columnheader(i)
-set output '{pd}/links.png'
-set title 'link utilisation per algorithm, {big} (share of the emulated rate, whole run)'
-set ylabel 'busiest direction (%)'
-set xlabel ''
-set xtics rotate by -45
-plot for [i=2:{c}] '{pd}/links.dat' using i:xtic(1) title columnheader(i)
-set output '{pd}/itertime.png'
+{links}set output '{pd}/itertime.png'
 set style data lines
 set xtics norotate
 set title 'iteration time distribution, {big}'
@@ -176,7 +223,8 @@ set xlabel 'iteration time (ms)'
 set ylabel 'fraction of iterations'
 set yrange [0:1]
 plot for [i=1:{n}] '{pd}/itertime.dat' using (column(2*i-1)):(column(2*i)) with steps title word('{names}', i)
-""".format(pd=pd, c=n + 1, n=n, big=big, names=" ".join(algos))
+""".format(pd=pd, c=n + 1, n=n, big=big, names=" ".join(algos), links=LINKS_PLOT.format(pd=pd, c=n + 1, big=big)
+           if link_names else "")
     with open(os.path.join(pd, "plots.gp"), "w") as f:
         f.write(gp)
     r = subprocess.run(["gnuplot", os.path.join(pd, "plots.gp")], capture_output=True, text=True)
@@ -303,6 +351,8 @@ def load_run(d, a, t, nb, ctx):
     INA algorithm, whether INA really happened."""
     warmup, iters, world, host_rate, up_rate, link_names = ctx[:6]
     k = ctx[7] if len(ctx) > 7 else 1.0
+    if t.get("T_ENGINE") == "sim":
+        return load_sim_run(d, nb, world, float(t["T_COMPUTE_MS"]))
     r = {"bytes": nb, "rc": int(open(os.path.join(d, "rc")).read()) if os.path.exists(os.path.join(d, "rc")) else -1}
     text = open(os.path.join(d, "perf.out")).read() if os.path.exists(os.path.join(d, "perf.out")) else ""
     p = perf_line(text, nb) if r["rc"] == 0 else None
@@ -552,6 +602,12 @@ plot 1 title 'best without INA' dt 2 lc rgb 'gray', for [i=0:{n}] '{pd}/sweep.da
     return None if r.returncode == 0 else "gnuplot failed on the sweep: " + r.stderr.strip()[:300]
 
 
+SIM_WORDS = ["Simulated (engine = \"sim\", docs/SCALE.md): the trial's fabric in ns-3, nic/'s engine in the "
+             "switches, the host library's plans and windows on the hosts. Times are simulated, so this machine's CPU "
+             "is not in them, nor is the hosts' own CPU cost; each repeat draws its noise and loss from its own seed "
+             "(the trial's seed + repeat - 1)."]
+
+
 def world_of(t):
     """The hosts of the trial: racks may differ in size (T_WORLD)."""
     return int(t.get("T_WORLD") or int(t["T_RACKS"]) * int(t["T_HOSTS"]))
@@ -619,14 +675,16 @@ def main():
     json.dump({"trial": t, "world": world, "machine": machine.splitlines(), "results": results, "sweep": curve}, open(
         os.path.join(out, "results.json"), "w"), indent=1)
 
+    sim = t.get("T_ENGINE") == "sim"
+
     def fmt(v, f="%.3f"):
         return f % v if isinstance(v, (int, float)) else "–"
 
     md = ["# Trial %s" % t["T_NAME"], "",
-          "%d racks %s (INA racks: %s), %s ports%s, host links %s%s, uplinks %s%s, loss %s; %s (INA float jobs: %s; INA packets of %s elements, %s in flight per worker; PS shards %s; ring channels %s), %d iterations after %d "
+          "%d racks %s (INA racks: %s), %s%s, host links %s%s, uplinks %s%s, loss %s; %s (INA float jobs: %s; INA packets of %s elements, %s in flight per worker; PS shards %s; ring channels %s), %d iterations after %d "
           "warm-up; compute %s ms%s%s; pacing %s; seed %s." % (
               int(t["T_RACKS"]), "(%s hosts)" % " + ".join(t["T_HOSTS"].split(",")) if "," in t["T_HOSTS"]
-              else "× %s hosts" % t["T_HOSTS"], t["T_INA_RACKS"], t.get("T_PMD", "af_packet"),
+              else "× %s hosts" % t["T_HOSTS"], t["T_INA_RACKS"], "simulated in ns-3" if sim else t.get("T_PMD", "af_packet") + " ports",
               ", a swemu process per switch" if t.get("T_PROCESSES") == "1" else "", t["T_HOST_RATE"],
               " (buffer %s)" % t["T_HOST_BUFFER"] if t.get("T_HOST_BUFFER") else "", t["T_UPLINK_RATE"].replace(",", ", "),
               " (buffer %s)" % t["T_UPLINK_BUFFER"] if t["T_UPLINK_BUFFER"] else "", t["T_LOSS"] + link_extras(t), t["T_DTYPE"], t.get("T_INA_WIRE", "fp32"),
@@ -634,7 +692,8 @@ def main():
               iters, warmup, t["T_COMPUTE_MS"], ", jitter " + t["T_JITTER"] if t["T_JITTER"] else "",
               ", straggler " + t["T_STRAGGLER"] if t["T_STRAGGLER"] else "", "on" if t["T_PACE"] == "1" else "off",
               t["T_SEED"]), "",
-          "## The answer", ""] + answer(t, results, algos, sizes) + [""] + dilation_words(t, results, algos, sizes) + [""] + (
+          "## The answer", ""] + answer(t, results, algos, sizes) + [""] + (
+              SIM_WORDS if sim else dilation_words(t, results, algos, sizes)) + [""] + (
               sweep_words(t, curve) if curve else []) + [
           "## Bus bandwidth and speed-up", "",
           "| algorithm | size | time/call (ms) | busbw (GB/s) | vs ring | vs ps-ina | #wrong |",
@@ -669,10 +728,13 @@ def main():
                 a, s, ms(tm["mean_us"]), ms(tm["p50_us"]), ms(tm["p99_us"]), tm["cv"], 100 * sh["compute"],
                 100 * sh["wait"], 100 * sh["comm"], 100 * sh["delay"], ms(tm["spread_mean_us"]), tm["paced_calls"]))
     big = sizes[-1]
-    md += ["", "## Links at %s" % big, "",
+    md += ["", "## Links at %s" % big, ""]
+    if sim:
+        md.append("The simulator counts drops by reason, not bytes per link.")
+    md += [
            "Bytes per call in the busier direction (whole run, warm-up and check included, divided by the calls); "
            "utilisation against the emulated rate over the measured time per call.", "",
-           "| link | " + " | ".join(algos) + " |", "|---|" + "---|" * len(algos)]
+           "| link | " + " | ".join(algos) + " |", "|---|" + "---|" * len(algos)] if link_names else []
     for l in link_names:
         md.append("| %s | %s |" % (l, " | ".join(
             "%.2f MB, %.0f%%" % (results[a][big]["links"][l]["bytes_per_call"] / 1e6,
@@ -687,11 +749,11 @@ def main():
                 any_drop = True
     if not any_drop:
         md.append("None counted by any switch.")
-    md += ["", "## The hosts' side (whole run, all ranks)", "",
+    md += ["", "## The hosts' side (whole run, all ranks)", ""] + (["Not counted by the simulator."] if sim else [
            "Refused by the ranks' software aggregators (PS shards, ring members), INA slices re-sent on time-out, "
            "answers that matched nothing in flight, and the reliable transfer's re-sent packets and time-outs.", "",
            "| algorithm | size | aggregators refused | INA re-sent | INA stale | transfer re-sent | transfer time-outs |",
-           "|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|"])
     for a in algos:
         for s in sizes:
             h = results[a][s].get("timing", {}).get("host")
@@ -705,8 +767,8 @@ def main():
     if note:
         md.append(note)
     else:
-        md += ["![throughput](plots/throughput.png)", "", "![iteration time](plots/itertime.png)", "",
-               "![links](plots/links.png)"]
+        md += ["![throughput](plots/throughput.png)", "", "![iteration time](plots/itertime.png)"]
+        md += ["", "![links](plots/links.png)"] if link_names else []
     if curve:
         md += ["", sweep_note or "![deployment curve](plots/sweep.png)"]
     md += ["", "## Machine and versions", "", "```", machine.strip(), "```", "",

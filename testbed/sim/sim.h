@@ -32,7 +32,8 @@ extern "C" {
 /* What a run simulates: the trial file's keys of the same names. */
 struct SimCfg {
 	unsigned racks = 2, hosts_per_rack = 4;
-	unsigned ina_racks = 0;		/* the first this many racks have INA ToRs */
+	unsigned ina_racks = 0;		/* the first this many racks have INA ToRs ... */
+	std::string ina_rack_list;	/* ... or these ("1,3": a trial file's ina_racks) */
 	uint64_t host_rate = 200000000; /* bit/s */
 	uint64_t uplink_rate = 0;	/* 0: hosts_per_rack x host_rate / oversubscription */
 	double oversubscription = 2.0;
@@ -52,6 +53,8 @@ struct SimCfg {
 	double limit_s = 600;	    /* simulated seconds before unfinished ranks are an error */
 	double rto_ms = 5.0;	    /* INA re-send floor, as the host library's */
 	unsigned hosts() const { return racks * hosts_per_rack; }
+	std::vector<bool> ina; /* per rack: its ToR aggregates (sim_build fills it in) */
+	bool IsIna(unsigned rack) const { return rack < ina.size() && ina[rack]; }
 };
 
 /* Every packet the fabric dropped, by why. */
@@ -77,6 +80,8 @@ struct SimNet {
 /* sim_topo.cc: nodes, links (rate, delay, tail-drop buffer in bytes, loss),
  * addresses and routes.  Throws std::runtime_error on a bad setting. */
 void sim_build(const SimCfg &c, SimNet &net);
+/* c.ina from ina_racks or ina_rack_list; throws on a rack that is not one */
+void sim_ina_racks(SimCfg &c);
 
 /* sim_agg.cc: nic/'s engine behind a UDP socket on node, answering from
  * address `at` (network order; a ToR has one per link and a parent's job

@@ -169,7 +169,7 @@ SimAlgos sim_aring_create(const SimCfg &c, SimNet &net)
 		ranks[i].ina.ip = net.host_ip[i];
 		ranks[i].ina.port = htons(INA_HOST_PORT);
 		ranks[i].rack = (int)r;
-		if (r < c.ina_racks) {
+		if (c.IsIna(r)) {
 			ranks[i].tor.ip = net.tor_ip[r];
 			ranks[i].tor.port = htons(INA_UDP_PORT_MIN);
 		}

@@ -28,13 +28,13 @@ class PsRank : public SimInaClient
 	};
 
 	PsRank(SimNet &net, Ptr<Node> node, unsigned rank, unsigned world, uint16_t index, std::vector<Shard> sh,
-	       const SimCfg &c)
+	       uint32_t shard_slots, const SimCfg &c)
 	    : SimInaClient(net, node), rank(rank), world(world), index(index), shards(std::move(sh)),
 	      elems(c.ina_elems), data(c.size / 4)
 	{
 		nslices = (data.size() + elems - 1) / elems;
 		const unsigned n = (unsigned)shards.size();
-		slots = (c.ina_slots + n - 1) / n;
+		slots = shard_slots; /* the plan's (psina_shard_slots) */
 		const int64_t floor_ns = (int64_t)(c.rto_ms * 1e6);
 		for (unsigned h = 0; h < n; h++) {
 			shards[h].first = nslices * h / n;
@@ -163,7 +163,7 @@ SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 		ranks[i].ina.ip = net.host_ip[i];
 		ranks[i].ina.port = htons(INA_HOST_PORT);
 		ranks[i].rack = (int)r;
-		if (with_tors && r < c.ina_racks) {
+		if (with_tors && c.IsIna(r)) {
 			ranks[i].tor.ip = net.tor_ip[r];
 			ranks[i].tor.port = htons(INA_UDP_PORT_MIN);
 		}
@@ -211,7 +211,8 @@ SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 			sh[h].job = (uint16_t)(job0 + 2 * h);
 			sh[h].server = InetSocketAddress(sim_ipv4(a.ip), ntohs(a.port));
 		}
-		out.emplace_back(new PsRank(net, net.hosts.Get(i), i, world, plan.client[i].index, std::move(sh), c));
+		out.emplace_back(new PsRank(net, net.hosts.Get(i), i, world, plan.client[i].index, std::move(sh),
+					    shard_slots, c));
 	}
 	psina_plan_free(&plan);
 	return out;

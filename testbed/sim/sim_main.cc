@@ -9,7 +9,9 @@
  *   swemu-sim --algorithm=ps-ina --racks=2 --hostsPerRack=4 --inaRacks=2 --size=1M
  * (ns-3's option syntax; --help lists them). */
 #include <chrono>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 
@@ -42,6 +44,12 @@ struct ReadyTable {
 	std::vector<std::vector<int64_t>> at; /* [iteration][rank] */
 };
 
+/* One rank's timed iteration, in ns of simulated time: the parts the host
+ * library's timing trace has (docs/PACING.md). */
+struct IterTimes {
+	int64_t begin, ready, start, end; /* compute began; ready; called (after pacing); result */
+};
+
 /* One rank's iterations: compute, call, record, again.  With pacing
  * (ring/hcl_pace: the host library's rule), a rank that was ready early
  * for every one of its last calls waits part of that before the next. */
@@ -53,8 +61,8 @@ struct RankLoop {
 	bool paced = false;
 	ReadyTable *ready;
 	unsigned iter = 0, total = 0, warmup = 0;
-	Time ready_at, iter_start;
-	std::vector<double> call_ms, iter_ms;
+	Time ready_at, iter_start, start_at;
+	std::vector<IterTimes> timed;
 	unsigned paced_calls = 0; /* calls the pacing rule held back */
 	unsigned *running;
 
@@ -77,16 +85,15 @@ struct RankLoop {
 	}
 	void Call()
 	{
+		start_at = Simulator::Now();
 		algo->Start([this] { Done(); });
 	}
 	void Done()
 	{
 		const Time now = Simulator::Now();
-		if (iter >= warmup) {
-			/* the pacing wait is part of the call, as in the library */
-			call_ms.push_back((now - ready_at).GetSeconds() * 1e3);
-			iter_ms.push_back((now - iter_start).GetSeconds() * 1e3);
-		}
+		if (iter >= warmup) /* the pacing wait is part of the call, as in the library */
+			timed.push_back({ iter_start.GetNanoSeconds(), ready_at.GetNanoSeconds(),
+					  start_at.GetNanoSeconds(), now.GetNanoSeconds() });
 		if (paced) { /* every rank was ready before anyone's call could end */
 			int64_t last = 0;
 			for (int64_t t : ready->at[iter])
@@ -123,6 +130,65 @@ static double cv(const std::vector<double> &v)
 	return v.size() < 2 || m == 0 ? 0 : std::sqrt(s / (double)(v.size() - 1)) / m;
 }
 
+/* The timed iterations of all ranks as the trial report reads them: the
+ * time per call and per iteration (means over ranks and iterations), each
+ * iteration's time (the mean over ranks), and the parts of the ranks' time
+ * as the host library's timing trace splits it (docs/PACING.md: wait =
+ * the latest start - own start, bounded by the call; comm = the rest). */
+struct Summary {
+	double call_ms = 0, iter_ms = 0, iter_cv = 0, spread_ms = 0;
+	size_t calls = 0;
+	std::vector<double> iter_times_ms;
+	double compute_ms = 0, delay_ms = 0, wait_ms = 0, comm_ms = 0; /* summed over ranks */
+};
+
+static Summary summarise(const std::vector<RankLoop> &loops)
+{
+	Summary s;
+	std::vector<double> calls, iters;
+	size_t n = SIZE_MAX;
+	for (const RankLoop &l : loops)
+		n = std::min(n, l.timed.size());
+	for (size_t i = 0; i < n && !loops.empty(); i++) {
+		int64_t first = INT64_MAX, last = INT64_MIN;
+		for (const RankLoop &l : loops) {
+			first = std::min(first, l.timed[i].start);
+			last = std::max(last, l.timed[i].start);
+		}
+		double it = 0;
+		for (const RankLoop &l : loops) {
+			const IterTimes &t = l.timed[i];
+			const int64_t call = t.end - t.ready, delay = t.start - t.ready;
+			const int64_t wait = std::min(last - t.start, call - delay);
+			calls.push_back((double)call / 1e6);
+			iters.push_back((double)(t.end - t.begin) / 1e6);
+			it += (double)(t.end - t.begin) / 1e6;
+			s.compute_ms += (double)(t.ready - t.begin) / 1e6;
+			s.delay_ms += (double)delay / 1e6;
+			s.wait_ms += (double)wait / 1e6;
+			s.comm_ms += (double)(call - delay - wait) / 1e6;
+		}
+		s.iter_times_ms.push_back(it / (double)loops.size());
+		s.spread_ms += (double)(last - first) / 1e6 / (double)n;
+	}
+	s.call_ms = mean(calls);
+	s.iter_ms = mean(iters);
+	s.iter_cv = cv(iters);
+	s.calls = calls.size();
+	return s;
+}
+
+static std::string json_list(const std::vector<double> &v)
+{
+	std::string out = "[";
+	char one[32];
+	for (size_t i = 0; i < v.size(); i++) {
+		snprintf(one, sizeof(one), "%s%.3f", i ? ", " : "", v[i]);
+		out += one;
+	}
+	return out + "]";
+}
+
 static int run(int argc, char **argv)
 {
 	SimCfg c;
@@ -134,6 +200,8 @@ static int run(int argc, char **argv)
 	cmd.AddValue("racks", "ToRs under the spine", c.racks);
 	cmd.AddValue("hostsPerRack", "hosts behind each ToR", c.hosts_per_rack);
 	cmd.AddValue("inaRacks", "racks whose ToR aggregates (the first ones; ps-ina, agent-ring)", c.ina_racks);
+	cmd.AddValue("inaRackList", "the racks whose ToR aggregates, \"1,3\" or \"none\" (instead of inaRacks)",
+		     c.ina_rack_list);
 	cmd.AddValue("hostRate", "host links, bit/s (K, M, G)", host_rate);
 	cmd.AddValue("uplinkRate", "ToR uplinks (default hostsPerRack x hostRate / oversubscription)", uplink_rate);
 	cmd.AddValue("oversubscription", "of the uplinks", c.oversubscription);
@@ -167,6 +235,11 @@ static int run(int argc, char **argv)
 		throw std::runtime_error("iterations must be at least 1");
 	if (c.limit_s <= 0)
 		throw std::runtime_error("limitS must be positive");
+
+	sim_ina_racks(c);
+	unsigned ina_racks = 0;
+	for (unsigned r = 0; r < c.racks; r++)
+		ina_racks += c.IsIna(r);
 
 	auto t0 = std::chrono::steady_clock::now();
 	SimNet net;
@@ -214,16 +287,13 @@ static int run(int argc, char **argv)
 	double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
 	std::string err;
-	std::vector<double> calls, iters;
 	unsigned paced_calls = 0;
 	for (const RankLoop &l : loops)
 		paced_calls += l.paced_calls;
-	for (unsigned i = 0; i < c.hosts(); i++) {
+	for (unsigned i = 0; i < c.hosts(); i++)
 		if (err.empty() && !algos[i]->error.empty())
 			err = algos[i]->error;
-		calls.insert(calls.end(), loops[i].call_ms.begin(), loops[i].call_ms.end());
-		iters.insert(iters.end(), loops[i].iter_ms.begin(), loops[i].iter_ms.end());
-	}
+	const Summary sum = summarise(loops);
 	if (err.empty() && running)
 		err = std::to_string(running) + " ranks did not finish in " + std::to_string((int)c.limit_s) +
 		      " s of simulated time";
@@ -239,11 +309,15 @@ static int run(int argc, char **argv)
 	printf("{\"algorithm\": \"%s\", \"hosts\": %u, \"racks\": %u, \"ina_racks\": %u, \"size\": %llu, "
 	       "\"host_rate\": %llu, \"loss\": %g, ",
 	       c.algorithm.c_str(), c.hosts(), c.racks,
-	       c.algorithm == "ps-ina" || c.algorithm == "agent-ring" ? c.ina_racks : 0, (unsigned long long)c.size,
+	       c.algorithm == "ps-ina" || c.algorithm == "agent-ring" ? ina_racks : 0, (unsigned long long)c.size,
 	       (unsigned long long)c.host_rate, c.loss);
 	printf("\"time_ms\": %.3f, \"iteration_ms\": %.3f, \"iteration_cv\": %.4f, \"paced\": %s, "
 	       "\"paced_calls\": %u, \"calls\": %zu, ",
-	       mean(calls), mean(iters), cv(iters), c.pace ? "true" : "false", paced_calls, calls.size());
+	       sum.call_ms, sum.iter_ms, sum.iter_cv, c.pace ? "true" : "false", paced_calls, sum.calls);
+	printf("\"iteration_times_ms\": %s, \"spread_mean_ms\": %.3f, \"parts_ms\": {\"compute\": %.3f, "
+	       "\"delay\": %.3f, \"wait\": %.3f, \"comm\": %.3f}, ",
+	       json_list(sum.iter_times_ms).c_str(), sum.spread_ms, sum.compute_ms, sum.delay_ms, sum.wait_ms,
+	       sum.comm_ms);
 	printf("\"tail_drops\": %llu, \"loss_drops\": %llu, \"other_drops\": %llu, \"socket_drops\": %llu, "
 	       "\"engine_drops\": %s, ",
 	       (unsigned long long)net.drops.tail, (unsigned long long)net.drops.loss,

@@ -6,6 +6,7 @@
  * on what every switch port sends. */
 #include <arpa/inet.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include <ns3/point-to-point-module.h>
@@ -59,12 +60,39 @@ static NetDeviceContainer link(Ptr<Node> a, Ptr<Node> b, uint64_t rate, double d
 	return d;
 }
 
+void sim_ina_racks(SimCfg &c)
+{
+	c.ina.assign(c.racks, false);
+	if (c.ina_rack_list.empty()) {
+		if (c.ina_racks > c.racks)
+			throw std::runtime_error("inaRacks is more than racks");
+		for (unsigned r = 0; r < c.ina_racks; r++)
+			c.ina[r] = true;
+		return;
+	}
+	if (c.ina_racks)
+		throw std::runtime_error("give inaRacks or inaRackList, not both");
+	if (c.ina_rack_list == "none")
+		return;
+	std::string l = c.ina_rack_list;
+	for (size_t at = 0; at <= l.size();) {
+		size_t end = l.find(',', at);
+		end = end == std::string::npos ? l.size() : end;
+		const std::string w = l.substr(at, end - at);
+		char *stop = nullptr;
+		unsigned long r = strtoul(w.c_str(), &stop, 10);
+		if (w.empty() || *stop || r >= c.racks || c.ina[r])
+			throw std::runtime_error("inaRackList: '" + w + "' is not a rack (0.." +
+						 std::to_string(c.racks - 1) + ", each once)");
+		c.ina[r] = true;
+		at = end + 1;
+	}
+}
+
 void sim_build(const SimCfg &c, SimNet &n)
 {
 	if (c.racks < 1 || c.hosts_per_rack < 1 || c.hosts() < 2)
 		throw std::runtime_error("need at least two hosts");
-	if (c.ina_racks > c.racks)
-		throw std::runtime_error("ina_racks is more than racks");
 	if (c.loss < 0 || c.loss > 0.5)
 		throw std::runtime_error("loss must be in 0..0.5");
 	/* a host's first sends go to several peers before ARP answers: the

@@ -57,6 +57,12 @@ assert ina_b / 1.5 <= t["aring"] <= 1.6 * ina_b, "agent-ring %.1f ms against %.1
 assert t["aring"] < t["aring1"], "agent-ring INA racks 2 / 1: %.1f, %.1f ms" % (t["aring"], t["aring1"])
 PY
 
+# the INA racks named (a trial file's list): rack 1 alone, exact, and
+# counted as one INA rack
+run ps-ina-r1 --algorithm=ps-ina --inaRackList=1
+[ -z "$(field ps-ina-r1 error)" ] && [ "$(field ps-ina-r1 ina_racks)" = 1 ] ||
+	fail "inaRackList=1: ina_racks $(field ps-ina-r1 ina_racks), error '$(field ps-ina-r1 error)'"
+
 # 2% loss on every switch port: still exact, the loss really happened
 run lossy --algorithm=ps-ina --inaRacks=1 --loss=0.02
 [ -z "$(field lossy error)" ] || fail "lossy: $(field lossy error)"
@@ -84,7 +90,10 @@ bad() { # EXPECTED-TEXT ARGS...
 	grep -q "$want" "$scratch/bad.err" || fail "'$*' said '$(cat "$scratch/bad.err")', want '$want'"
 }
 bad "algorithm 'nope'" --algorithm=nope
-bad "ina_racks is more than racks" --algorithm=ps-ina --racks=2 --inaRacks=3
+bad "inaRacks is more than racks" --algorithm=ps-ina --racks=2 --inaRacks=3
+bad "inaRackList: '2' is not a rack" --algorithm=ps-ina --racks=2 --inaRackList=0,2
+bad "inaRackList: '0' is not a rack" --algorithm=ps-ina --racks=2 --inaRackList=0,0
+bad "not both" --algorithm=ps-ina --inaRacks=1 --inaRackList=0
 bad "hostRate: '20X'" --hostRate=20X
 bad "loss must be" --loss=0.9
 bad "jitter:" --jitter=uniform:3

@@ -302,4 +302,64 @@ E
 expect 1 'needs a group' <<'E'
 racks = 2;
 E
+# engine = "sim": the simulator's limits, and the settings it does not model
+expect 2 'engine = "ns3": want "emulator" or "sim"' <<'E'
+trial = {
+  engine = "ns3";
+};
+E
+expect 3 "'racks' must be 1..128, not 129" <<'E'
+trial = {
+  engine = "sim";
+  racks = 129;
+};
+E
+expect 4 'racks x hosts_per_rack = 1040 hosts: must be from 2 to 1024 in the simulator' <<'E'
+trial = {
+  engine = "sim";
+  racks = 65;
+  hosts_per_rack = 16;
+};
+E
+expect 3 'jitter_us = 20: the simulator .* does not model it' <<'E'
+trial = {
+  engine = "sim";
+  jitter_us = 20;
+};
+E
+expect 4 'hosts_per_rack: racks of different sizes: the simulator' <<'E'
+trial = {
+  engine = "sim";
+  racks = 2;
+  hosts_per_rack = [4, 2];
+};
+E
+expect 3 'dilation: the simulator .* does not model it' <<'E'
+trial = {
+  engine = "sim";
+  dilation = "auto";
+};
+E
+expect 3 'dtype = "bf16": the simulator' <<'E'
+trial = {
+  engine = "sim";
+  dtype = "bf16";
+};
+E
+expect 3 'burst_loss: the simulator' <<'E'
+trial = {
+  engine = "sim";
+  burst_loss = { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; };
+};
+E
+# ... and what only it takes: 1024 hosts in 32 racks, every rack INA, the
+# default trial's settings otherwise (pmd, dilation = 1 and processes =
+# false are the testbed's defaults and pass)
+big=$tmp/big.cfg
+sed -e 's/^  engine = "emulator";/  engine = "sim";/' -e 's/^  racks = 2;/  racks = 32;/' -e 's/^  hosts_per_rack = 4;/  hosts_per_rack = 32;/' \
+	-e 's/^  sweep_order = \[1, 0\];//' "$top/configs/trial.cfg" > "$big"
+vars=$("$checker" "$big") || { echo "FAIL: a 1024-host simulated trial is refused"; exit 1; }
+grep -qx 'T_ENGINE=sim' <<<"$vars" && grep -qx 'T_WORLD=1024' <<<"$vars" &&
+	grep -qx "T_INA_RACKS=$(seq -s, 0 31)" <<<"$vars" ||
+	{ echo "FAIL: the 1024-host trial reads as: $(grep -E 'T_(ENGINE|WORLD|INA_RACKS)=' <<<"$vars")"; exit 1; }
 echo "trial files: the default passes; $n broken files each name their line"
