@@ -91,6 +91,15 @@ bad:
 
 int psina_shard_host(unsigned h, unsigned shards, unsigned world) { return (int)((size_t)h * world / shards); }
 
+uint32_t psina_shard_slots(const struct psina_plan *p, uint32_t slots, unsigned shards, uint16_t elems)
+{
+	uint32_t n = (slots + shards - 1) / shards;
+	size_t window = (size_t)p->ps.fan_in * PSINA_MIN_SHARD_SLOTS * elems * INA_ELEM_SIZE;
+	if (p->use_ps && p->ntor == 0 && n < PSINA_MIN_SHARD_SLOTS && window <= PSINA_SHARD_WINDOW_BYTES)
+		n = PSINA_MIN_SHARD_SLOTS;
+	return n;
+}
+
 void psina_shard_job(const struct ina_job_cfg *j, uint16_t id, const struct ina_addr *ps, struct ina_job_cfg *out)
 {
 	*out = *j;

@@ -50,5 +50,19 @@ void psina_plan_free(struct psina_plan *plan);
 int psina_shard_host(unsigned h, unsigned shards, unsigned world);
 void psina_shard_job(const struct ina_job_cfg *plan_job, uint16_t id, const struct ina_addr *ps,
 		     struct ina_job_cfg *out);
+/* The slots of every shard's jobs, which are also each client's window
+ * towards the shard: the rank's `slots` dealt over the shards, so sharding
+ * adds aggregators, not bytes in flight (a full window per shard
+ * overflowed the ToR ports in the trial).  Where no ToR aggregates (every
+ * rank sends to the shards), a shard gets at least PSINA_MIN_SHARD_SLOTS,
+ * as long as the window of all its fan_in contributors of elems elements
+ * fits PSINA_SHARD_WINDOW_BYTES: with one slot a lost slice is found only
+ * by the timer, whose round trip includes the wait for every worker; with
+ * two, RACK finds it from the shard's other slot (docs/BENCHMARKS.md,
+ * "Loss"; three were no better there and slower loss-free at 4 MiB in
+ * the simulator). */
+#define PSINA_MIN_SHARD_SLOTS	 2
+#define PSINA_SHARD_WINDOW_BYTES (256 * 1024)
+uint32_t psina_shard_slots(const struct psina_plan *plan, uint32_t slots, unsigned shards, uint16_t elems);
 
 #endif

@@ -75,14 +75,13 @@ static unsigned shards(const struct hcl_comm *c)
 	return s->plan[0].use_ps ? c->env.ps_shards : 1;
 }
 
-/* A shard's slots, which are also its window: the rank's window is dealt
- * over the shards, so sharding adds aggregators, not bytes in flight (a
- * full window per shard overflowed the ToR ports in the trial: 8 shards
- * ran at 0.55-0.8x the speed of one slot each). */
+/* A shard's slots, which are also its window (agent/psina_plan.h: the
+ * rank's window dealt over the shards; at least three where no ToR
+ * aggregates, so that RACK can find a lost slice). */
 static uint32_t shard_slots(const struct hcl_comm *c)
 {
-	unsigned n = shards(c);
-	return (c->env.ina_slots + n - 1) / n;
+	const struct ps_state *s = c->algo_state;
+	return psina_shard_slots(&s->plan[0], c->env.ina_slots, shards(c), c->env.ina_elems);
 }
 
 /* Shard h's copy of a plan job of data type d (0 fp32, 1 int32): ids go

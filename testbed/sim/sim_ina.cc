@@ -180,7 +180,7 @@ SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 		       err, sizeof(err)) < 0)
 		throw std::runtime_error(err);
 	const unsigned n = plan.use_ps ? shards : 1;
-	const uint32_t shard_slots = (c.ina_slots + n - 1) / n;
+	const uint32_t shard_slots = psina_shard_slots(&plan, c.ina_slots, n, (uint16_t)c.ina_elems);
 	/* the aggregators: owned by net (freed after the simulation) */
 	std::vector<SimAgg *> tor_agg(c.racks, nullptr);
 	for (unsigned t = 0; t < plan.ntor; t++) {

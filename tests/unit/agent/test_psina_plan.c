@@ -166,6 +166,34 @@ static void test_shards(void **st)
 	psina_plan_free(&p);
 }
 
+/* A shard's slots: the rank's window dealt over the shards, at least two
+ * where no ToR aggregates and every contributor's two slices fit the
+ * shard's window budget. */
+static void test_shard_slots(void **st)
+{
+	(void)st;
+	struct plan_rank r[64];
+	struct psina_plan p;
+	char err[200];
+	ranks(r, 8, 4, 0); /* no INA rack: every rank to the shards */
+	assert_int_equal(psina_plan(r, 8, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.ntor, 0);
+	assert_int_equal(psina_shard_slots(&p, 8, 8, 2048), PSINA_MIN_SHARD_SLOTS); /* 8 x 2 x 8 KiB = 128 KiB */
+	assert_int_equal(psina_shard_slots(&p, 8, 2, 2048), 4);			  /* dealt: already more */
+	assert_int_equal(psina_shard_slots(&p, 8, 1, 2048), 8);
+	psina_plan_free(&p);
+	ranks(r, 8, 4, 2); /* rack 1 INA: its ToR aggregates, the window stays dealt */
+	assert_int_equal(psina_plan(r, 8, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.ntor, 1);
+	assert_int_equal(psina_shard_slots(&p, 8, 8, 2048), 1);
+	psina_plan_free(&p);
+	ranks(r, 64, 8, 0); /* 64 contributors x 2 x 8 KiB = 1 MiB: over the budget */
+	assert_int_equal(psina_plan(r, 64, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
+	assert_int_equal(psina_shard_slots(&p, 8, 16, 2048), 1);
+	assert_int_equal(psina_shard_slots(&p, 8, 16, 256), PSINA_MIN_SHARD_SLOTS); /* 64 x 2 x 1 KiB */
+	psina_plan_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -174,6 +202,7 @@ int main(void)
 		cmocka_unit_test(test_no_ina_is_plain_ps),
 		cmocka_unit_test(test_inconsistent_racks_refused),
 		cmocka_unit_test(test_shards),
+		cmocka_unit_test(test_shard_slots),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
