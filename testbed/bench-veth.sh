@@ -18,7 +18,7 @@ rounds=${2:-3}
 top=$(cd "$(dirname "$0")/.." && pwd)
 name=bv
 scratch=$(mktemp -d /tmp/swemu-bv.XXXXXX)
-trap '"$top/testbed/topo.sh" down $name; ip link del bvbr 2>/dev/null || true; rm -rf "$scratch"' EXIT
+trap '"$top/testbed/topo.sh" down $name; rm -rf "$scratch"' EXIT
 # The host library forces 8 MiB socket buffers; iperf3 asks without
 # force, so the kernel caps it at rmem_max.  With the default 208 KiB a
 # burst of 32 jumbo frames from swemu's port overflows the receiver's
@@ -52,9 +52,11 @@ for ((round = 1; round <= rounds; round++)); do
 	for pmd in af_packet af_xdp bridge; do
 		"$top/testbed/topo.sh" up $name 2 --no-ina --pmd "${pmd/bridge/af_packet}" >/dev/null
 		if [ $pmd = bridge ]; then
-			ip link add bvbr type bridge
-			for i in 0 1; do ip link set $name-s$i master bvbr; done
-			ip link set bvbr up mtu 9000
+			# the switch's ends of the veths are in its namespace (topo.sh)
+			sw=$(cat /run/swemu-testbed/$name/netns)
+			ip -n "$sw" link add bvbr type bridge
+			for i in 0 1; do ip -n "$sw" link set $name-s$i master bvbr; done
+			ip -n "$sw" link set bvbr up mtu 9000
 			len=8000
 		else
 			"$top/testbed/topo.sh" start $name
@@ -64,8 +66,7 @@ for ((round = 1; round <= rounds; round++)); do
 		read -r g p l <<<"$(iperf_udp $len 0 $flows)"
 		t=$(iperf_tcp)
 		printf "  %5d %-12s %7d  %8s  %7s  %9s  %8s\n" "$round" "$pmd" "$len" "$g" "$p" "$l" "$t" | tee -a "$scratch/rows"
-		ip link del bvbr 2>/dev/null || true
-		"$top/testbed/topo.sh" down $name
+		"$top/testbed/topo.sh" down $name # the bridge goes with the namespace
 	done
 done
 # per round, each swemu path over the bridge; the median of the rounds

@@ -40,7 +40,9 @@
 #       switches are spread over them (docs/SWEMU.md, "Lcores").
 #       N hosts NAME-h0..: each a namespace with eth0 (MTU 9000, tx checksum
 #       offload off) on a veth whose other end, NAME-sI, becomes swemu port hI
-#       (net_af_packet).  --pmd bridge puts a Linux bridge NAME-br in swemu's
+#       (net_af_packet); one swemu runs in a namespace NAME-sw holding those
+#       ends (two topologies at once cannot collide on af_packet's fanout
+#       groups).  --pmd bridge puts a Linux bridge NAME-br in swemu's
 #       place (one rack; hosts keep their veth offloads; for comparisons).
 #       Host i is SUBNET.(i+1), MAC 02:5e:00:00:00:(i+1); the
 #       switch is SUBNET.254.  Writes the swemu config and the EAL arguments
@@ -97,7 +99,7 @@ cmd_down() {
 	local name=$1 d=$state/$1 sw
 	stop_swemu "$name"
 	for sw in $(switch_procs "$name"); do stop_swemu "$name" "$sw"; done
-	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$name-(h[0-9]+|tor[0-9]+|spine)$" || true); do
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$name-(h[0-9]+|tor[0-9]+|spine|sw)$" || true); do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
 		ip netns del "$ns" 2>/dev/null || true
 	done
@@ -237,15 +239,24 @@ cmd_up() {
 	# as on its own server (af_packet's fanout groups are per namespace:
 	# two processes' groups would otherwise collide, pid ^ ifindex)
 	local -a swns
+	local one_ns="" # one swemu: its namespace NAME-sw
 	if ((racks > 1)) && [ "$procs" = true ]; then
 		for ((r = 0; r < racks; r++)); do swns[r]=$name-tor$r; done
 		for sns in "${swns[@]}" "$name-spine"; do
 			ip netns add "$sns"
 			ip -n "$sns" link set lo up
 		done
+	elif [ "$pmd" != bridge ]; then
+		# one swemu in a namespace of its own too: two topologies' swemus
+		# started at once in the root namespace collided there (af_packet
+		# names its fanout group pid ^ ifindex; the second's ports failed)
+		one_ns=$name-sw
+		ip netns add "$one_ns"
+		ip -n "$one_ns" link set lo up
+		echo "$one_ns" > "$d/netns"
 	fi
 	for ((i = 0; i < n; i++)); do
-		local ns=$name-h$i sns=${swns[rack_of[i]]:-}
+		local ns=$name-h$i sns=${swns[rack_of[i]]:-$one_ns}
 		ip netns add "$ns"
 		ip link add "$name-h$i" type veth peer name "$name-s$i"
 		ip link set "$name-h$i" netns "$ns"
@@ -397,6 +408,7 @@ launch_swemu() { # NAME CONFIG [SW]
 	[ -x "$exe" ] || die "no $exe: build first (testbed/setup.sh)"
 	local run=()
 	[ -z "$sw" ] || run=(ip netns exec "$1-$sw") # its own namespace, with its ports
+	[ -n "$sw" ] || [ ! -f "$d/netns" ] || run=(ip netns exec "$(cat "$d/netns")")
 	# shellcheck disable=SC2046
 	"${run[@]}" "$exe" $(cat "$d/eal${sw:+.$sw}.args") -- -c "$2" > "$d/swemu${sw:+.$sw}.log" 2>&1 &
 	echo $! > "$d/swemu${sw:+.$sw}.pid"
