@@ -2,9 +2,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Ordinary traffic through swemu: ARP, ping (also jumbo), a TCP transfer
 # whose bytes are checked end to end, and counters that agree with it;
-# the emulated delay of topo.sh --delay-us in a ping's round trip.
+# the emulated delay of topo.sh --delay-us in a ping's round trip; swemu
+# in a namespace of its own with its ports.
 . "$(dirname "$0")/lib.sh"
 topo itl2 3 --subnet 10.78.0
+# swemu and its ports are in a namespace of their own (topo.sh): in the
+# root namespace two topologies' swemus could collide on af_packet's
+# fanout groups (pid ^ ifindex) and one of them lose its ports
+pid=$(cat /run/swemu-testbed/itl2/swemu.pid)
+[ "$(ip netns identify "$pid")" = itl2-sw ] || fail "swemu runs in namespace '$(ip netns identify "$pid")', not itl2-sw"
+! ip link show itl2-s0 >/dev/null 2>&1 || fail "swemu's port itl2-s0 is in the root namespace"
 
 in_host 0 ping -c 3 -i 0.2 -W 2 10.78.0.2 >/dev/null || fail "ping h0 -> h1"
 in_host 2 ping -c 2 -i 0.2 -W 2 -s 8000 -M do 10.78.0.1 >/dev/null || fail "jumbo ping h2 -> h0"
