@@ -60,6 +60,16 @@ printf "T_RACK_BPS='%s'\n" "${rack_bps% }" >> "$out/trial.env"
 # up to its deadline: runs go in the background (run_pid)
 run_pid=""
 trap '[ -z "$run_pid" ] || kill -TERM "$run_pid" 2>/dev/null; exit 130' INT TERM
+# A run's command in the background, waited for; its exit status (the
+# caller's redirections apply to it)
+run_waited() {
+	local rc=0
+	"$@" &
+	run_pid=$!
+	wait $run_pid || rc=$?
+	run_pid=""
+	return $rc
+}
 # the links are emulated (shaped): there the ring is as fast as Gloo's only
 # with two channels (docs/HOSTLIB.md, "Ring channels"); the caller's
 # HCL_RING_CHANNELS wins

@@ -73,11 +73,8 @@ perf_run() {
 	local cpu0
 	cpu0=$(cpu_ticks)
 	# the library's re-send timer floors stretch with the dilated round trips
-	env "${wire[@]}" HCL_TIMER_SCALE="$T_DILATION" "$top/testbed/launch.sh" $name -- "$perf" --only in --algo "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
-		--timeout "$T_TIMEOUT_MS" --trace "$d/trace" "$@" > "$d/perf.out" 2>&1 &
-	run_pid=$!
-	wait $run_pid || rc=$?
-	run_pid=""
+	run_waited env "${wire[@]}" HCL_TIMER_SCALE="$T_DILATION" "$top/testbed/launch.sh" $name -- "$perf" --only in --algo "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
+		--timeout "$T_TIMEOUT_MS" --trace "$d/trace" "$@" > "$d/perf.out" 2>&1 || rc=$?
 	echo "$cpu0 $(cpu_ticks)" > "$d/cpu"
 	echo $rc > "$d/rc"
 	return 0

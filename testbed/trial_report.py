@@ -110,13 +110,24 @@ SIM_DROPS = (("tail_drops", "fabric: a queue was full"), ("loss_drops", "fabric:
              ("other_drops", "fabric: IP or ARP"), ("socket_drops", "hosts: a socket buffer was full"))
 
 
+def run_rc(d):
+    """A run's exit status from its rc file (-1 when it has none)."""
+    f = os.path.join(d, "rc")
+    return int(open(f).read()) if os.path.exists(f) else -1
+
+
+def add_bandwidths(r, nb, world):
+    """algbw and busbw (nccl-tests' definitions) from r's time per call."""
+    r["algbw_gbs"] = nb / r["time_us"] / 1e3
+    r["busbw_gbs"] = r["algbw_gbs"] * 2 * (world - 1) / world
+
+
 def load_sim_run(d, nb, world, compute_ms):
     """One simulated run (engine = "sim": swemu-sim's JSON) with the fields
     of a testbed run, less what the simulator does not count: bytes per
     link, the machine's CPU, the hosts' re-sends.  It checks every rank's
     sum itself: a wrong element is an error, not a count."""
-    r = {"bytes": nb, "rc": int(open(os.path.join(d, "rc")).read()) if os.path.exists(os.path.join(d, "rc")) else -1,
-         "cpu_pct": None}
+    r = {"bytes": nb, "rc": run_rc(d), "cpu_pct": None}
     try:
         j = json.load(open(os.path.join(d, "sim.json")))
     except (OSError, ValueError):
@@ -129,8 +140,7 @@ def load_sim_run(d, nb, world, compute_ms):
     if compute_ms > 0:
         r["iteration_us"] = j["iteration_ms"] * 1e3
     r["emulated_time_us"] = r["time_us"]
-    r["algbw_gbs"] = nb / r["time_us"] / 1e3
-    r["busbw_gbs"] = r["algbw_gbs"] * 2 * (world - 1) / world
+    add_bandwidths(r, nb, world)
     times = [x * 1e3 for x in j["iteration_times_ms"]]
     tot = sum(j["parts_ms"].values()) or 1
     r["timing"] = dict(ranks=j["hosts"], iterations=len(times), iter_times_us=times, paced_calls=j["paced_calls"],
@@ -353,7 +363,7 @@ def load_run(d, a, t, nb, ctx):
     k = ctx[7] if len(ctx) > 7 else 1.0
     if t.get("T_ENGINE") == "sim":
         return load_sim_run(d, nb, world, float(t["T_COMPUTE_MS"]))
-    r = {"bytes": nb, "rc": int(open(os.path.join(d, "rc")).read()) if os.path.exists(os.path.join(d, "rc")) else -1}
+    r = {"bytes": nb, "rc": run_rc(d)}
     text = open(os.path.join(d, "perf.out")).read() if os.path.exists(os.path.join(d, "perf.out")) else ""
     p = perf_line(text, nb) if r["rc"] == 0 else None
     tr = traces(os.path.join(d, "trace"), nb, warmup, iters, k) if p else None
@@ -366,8 +376,7 @@ def load_run(d, a, t, nb, ctx):
         if float(t["T_COMPUTE_MS"]) > 0 and tr and tr.get("call_mean_us"):
             r["iteration_us"], r["time_us"] = p["time_us"], tr["call_mean_us"]
         r["emulated_time_us"] = r["time_us"] * k  # the call as the testbed ran it
-        r["algbw_gbs"] = nb / r["time_us"] / 1e3
-        r["busbw_gbs"] = r["algbw_gbs"] * 2 * (world - 1) / world
+        add_bandwidths(r, nb, world)
     else:
         r["error"] = (text.strip().splitlines() or ["no output"])[-1][:200]
     if tr:

@@ -33,10 +33,7 @@ one_run() {
 	[ "$T_DELAY_US" != 0 ] && args+=(--delayUs="$T_DELAY_US")
 	((T_PACE)) && args+=(--pace=true)
 	printf '%q ' "$sim" "${args[@]}" > "$d/command"
-	"$sim" "${args[@]}" > "$d/sim.json" 2> "$d/sim.err" &
-	run_pid=$!
-	wait $run_pid || rc=$?
-	run_pid=""
+	run_waited "$sim" "${args[@]}" > "$d/sim.json" 2> "$d/sim.err" || rc=$?
 	echo $rc > "$d/rc"
 	((rc == 0)) || echo "  failed: $(tail -1 "$d/sim.err" 2>/dev/null)$(sed -n 's/.*"error": "\(.*\)"}$/\1/p' "$d/sim.json")"
 	return 0
