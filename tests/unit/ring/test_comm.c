@@ -40,6 +40,18 @@ static int free_port(void)
 	return ntohs(a.sin_port);
 }
 
+/* Fixed ports of a run below the kernel's ephemeral range (32768 up),
+ * where a socket another test (or this one) opened on any port cannot
+ * take them: a rank's INA port, and the software PS's (port + shard). */
+static int ina_port_of(int master, int rank) { return 20000 + master % 12000 + rank; }
+
+static void set_ps_port(void)
+{
+	char port[16];
+	snprintf(port, sizeof(port), "%d", 10000 + free_port() % 9000);
+	setenv("HCL_PS_PORT", port, 1);
+}
+
 struct rk {
 	int rank, world, port, claim_world;
 	enum hcl_algo algo;
@@ -163,7 +175,7 @@ static void *rank_main(void *arg)
 				    .master_port = r->port,
 				    .timeout_ms = r->timeout_ms ? r->timeout_ms : 10000,
 				    .algo = r->algo,
-				    .ina_port = 20000 + r->port % 20000 + r->rank,
+				    .ina_port = ina_port_of(r->port, r->rank),
 				    .ina_slots = 8,
 				    .ina_elems = 512,
 				    .rack = r->rank / 2,
@@ -240,6 +252,20 @@ static void run(int world, struct rk *rks, int port)
 		pthread_join(th[i], NULL);
 }
 
+/* Every rank of a run that should pass: all failures are printed before
+ * the test fails (one rank's error is often the echo of another's). */
+static void all_ok(int world, const struct rk *rks, const char *what)
+{
+	int bad = -1;
+	for (int i = 0; i < world; i++)
+		if (rks[i].rc) {
+			print_error("%s rank %d: %s\n", what, i, rks[i].err);
+			bad = bad < 0 ? i : bad;
+		}
+	if (bad >= 0)
+		fail_msg("%s: rank %d failed", what, bad);
+}
+
 /* Four ranks of which rank 2 announces itself wrongly: the master fails
  * saying master_says, rank 2 is refused with rank2_says. */
 static void run_refused(struct rk *rks, const char *master_says, const char *rank2_says)
@@ -259,9 +285,9 @@ static void test_allreduce(void **state)
 	for (int world = 1; world <= 5; world++) {
 		struct rk rks[16] = { 0 };
 		run(world, rks, free_port());
-		for (int i = 0; i < world; i++)
-			if (rks[i].rc)
-				fail_msg("world %d rank %d: %s", world, i, rks[i].err);
+		char what[32];
+		snprintf(what, sizeof(what), "world %d", world);
+		all_ok(world, rks, what);
 	}
 }
 
@@ -279,9 +305,9 @@ static void test_channels(void **state)
 				rks[i].big = (3u << 20) / 4 + 7; /* 3 MiB + 28 bytes */
 			}
 			run(world, rks, free_port());
-			for (int i = 0; i < world; i++)
-				if (rks[i].rc)
-					fail_msg("%d channels, world %d rank %d: %s", ch, world, i, rks[i].err);
+			char what[48];
+			snprintf(what, sizeof(what), "%d channels, world %d", ch, world);
+			all_ok(world, rks, what);
 		}
 	/* every rank must split alike: a rank with another count is refused */
 	struct rk rks[16] = { 0 };
@@ -339,13 +365,11 @@ static void run_ps(int ina_bfp)
 			rks[i].algo = HCL_ALGO_PS;
 			rks[i].ina_bfp = ina_bfp;
 		}
-		char port[16];
-		snprintf(port, sizeof(port), "%d", free_port());
-		setenv("HCL_PS_PORT", port, 1);
+		set_ps_port();
 		run(world, rks, free_port());
-		for (int i = 0; i < world; i++)
-			if (rks[i].rc)
-				fail_msg("ps (ina_bfp %d) world %d rank %d: %s", ina_bfp, world, i, rks[i].err);
+		char what[48];
+		snprintf(what, sizeof(what), "ps (ina_bfp %d) world %d", ina_bfp, world);
+		all_ok(world, rks, what);
 	}
 	unsetenv("HCL_PS_PORT");
 }
@@ -372,9 +396,7 @@ static void test_ps_bf16_wire(void **state)
 static void test_ps_shards(void **state)
 {
 	(void)state;
-	char port[16];
-	snprintf(port, sizeof(port), "%d", free_port());
-	setenv("HCL_PS_PORT", port, 1);
+	set_ps_port();
 	for (int world = 3; world <= 4; world++)
 		for (int shards = 2; shards <= world; shards++) {
 			struct rk rks[16] = { 0 };
@@ -385,9 +407,9 @@ static void test_ps_shards(void **state)
 				rks[i].big = (3u << 20) / 4 + 7;
 			}
 			run(world, rks, free_port());
-			for (int i = 0; i < world; i++)
-				if (rks[i].rc)
-					fail_msg("ps, %d shards, world %d rank %d: %s", shards, world, i, rks[i].err);
+			char what[48];
+			snprintf(what, sizeof(what), "ps, %d shards, world %d", shards, world);
+			all_ok(world, rks, what);
 		}
 	struct rk rks[16] = { 0 };
 	for (int i = 0; i < 4; i++) {
@@ -424,9 +446,9 @@ static void test_hier(void **state)
 		for (int i = 0; i < world; i++)
 			rks[i].algo = HCL_ALGO_HIER;
 		run(world, rks, free_port());
-		for (int i = 0; i < world; i++)
-			if (rks[i].rc)
-				fail_msg("hier world %d rank %d: %s", world, i, rks[i].err);
+		char what[32];
+		snprintf(what, sizeof(what), "hier world %d", world);
+		all_ok(world, rks, what);
 	}
 }
 
@@ -449,7 +471,7 @@ static void *bfp_rank_main(void *arg)
 				    .master_port = r->port,
 				    .timeout_ms = 10000,
 				    .algo = HCL_ALGO_PS,
-				    .ina_port = 20000 + r->port % 20000 + r->rank,
+				    .ina_port = ina_port_of(r->port, r->rank),
 				    .ina_slots = 4,
 				    .ina_elems = BFP_ELEMS,
 				    .rack = -1,
@@ -496,9 +518,7 @@ static void *bfp_rank_main(void *arg)
 static void test_ps_bfp(void **state)
 {
 	(void)state;
-	char port[16];
-	snprintf(port, sizeof(port), "%d", free_port());
-	setenv("HCL_PS_PORT", port, 1);
+	set_ps_port();
 	struct rk rks[3] = { 0 };
 	pthread_t th[3];
 	int master = free_port();
