@@ -67,6 +67,30 @@ struct sw_port_stats {
 
 struct sw_lsw;
 
+/* A source MAC a port learned in second s (direct-mapped: sw_mac_bucket). */
+#define SW_SRC_SEEN 64 /* a power of two */
+struct sw_src_seen {
+	uint64_t key; /* sw_src_key: a trunk host has one MAC in several VLANs */
+	uint32_t s;
+};
+
+static inline uint64_t sw_src_key(uint64_t mac, uint16_t vlan) { return mac | (uint64_t)vlan << 48; }
+
+/* A destination's output port as the FDB answered under stamp (0: none;
+ * a look-up changes answer only when an entry changes or the second
+ * turns), direct-mapped as sw_src_seen. */
+#define SW_DST_SEEN 64 /* a power of two */
+struct sw_dst_seen {
+	uint64_t mac; /* sw_mac64 */
+	uint64_t stamp;
+	int64_t port; /* 32 bytes: an index is a shift */
+	uint64_t unused;
+};
+
+/* The MAC's last byte: it differs between a rack's hosts, whether their
+ * addresses run in sequence or were drawn at random. */
+static inline unsigned sw_mac_bucket(uint64_t mac, unsigned size) { return (unsigned)(mac >> 40) & (size - 1); }
+
 struct sw_port {
 	struct sw_lsw *sw;
 	int index;
@@ -85,11 +109,13 @@ struct sw_port {
 	/* trunk ports: the tagged VLANs as a 4096-bit set; NULL: an access
 	 * port, which then carries no 512-byte bitmap */
 	uint64_t *tagged;
-	/* last source learned here and when: a burst from one host skips the
-	 * FDB (the table is refreshed at most once a second anyway) */
-	uint8_t last_src[6];
-	uint16_t last_src_vlan; /* a trunk host has one MAC in several VLANs */
-	uint32_t last_src_s;
+	/* sources learned here this second: their frames skip the FDB (it
+	 * refreshes an entry at most once a second, and refuses a second
+	 * move in one second anyway); several hosts behind one port each
+	 * keep theirs */
+	struct sw_src_seen src_seen[SW_SRC_SEEN];
+	/* destinations forwarded from here (access ports): FDB answers */
+	struct sw_dst_seen dst_seen[SW_DST_SEEN];
 	/* the member whose INA this port carried last, bound here this second
 	 * (its neighbour entry need not be looked up again) */
 	uint32_t last_ina_ip, last_ina_s;
@@ -97,6 +123,11 @@ struct sw_port {
 	uint8_t last_ina_mac[6];
 	struct sw_port_stats st;
 };
+
+static inline struct sw_src_seen *sw_src_seen_of(struct sw_port *p, uint64_t mac)
+{
+	return &p->src_seen[sw_mac_bucket(mac, SW_SRC_SEEN)];
+}
 
 /* Whether frames of this VLAN leave (and may enter) port p. */
 static inline bool sw_port_carries(const struct sw_port *p, uint16_t vlan)

@@ -426,7 +426,7 @@ int sw_cfg_load(const char *path, struct sw_cfg *c, char *err, size_t errlen)
 	c->mbufs = 8191;
 	if (conf_get_u32(p, root, "stats_interval_ms", 0, 3600000, false, &c->stats_interval_ms) < 0 ||
 	    conf_get_u32(p, root, "idle_sleep_max_us", 0, 100000, false, &c->idle_sleep_max_us) < 0 ||
-	    conf_get_u32(p, root, "burst", 1, 512, false, &c->burst) < 0 ||
+	    conf_get_u32(p, root, "burst", 1, SW_BURST_MAX, false, &c->burst) < 0 ||
 	    conf_get_u32(p, root, "mbufs", 511, 1 << 20, false, &c->mbufs) < 0)
 		goto out;
 

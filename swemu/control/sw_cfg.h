@@ -17,9 +17,10 @@
 #define SW_MAX_SWITCHES 16
 #define SW_MAX_PORTS	16 /* per logical switch */
 _Static_assert(SW_MAX_PORTS <= 32, "mgmt_ports is a 32-bit mask of ports");
-#define SW_MAX_FDB  256 /* static entries per switch */
-#define SW_MAX_MGMT 16
-#define SW_NAME_LEN CTL_NAME_LEN
+#define SW_MAX_FDB   256 /* static entries per switch */
+#define SW_MAX_MGMT  16
+#define SW_BURST_MAX 512 /* frames per rx burst at most (config "burst") */
+#define SW_NAME_LEN  CTL_NAME_LEN
 
 #define SW_VLAN_DEFAULT 1
 #define SW_MAX_TRUNK	64   /* tagged VLANs on one trunk port */

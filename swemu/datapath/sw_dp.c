@@ -345,16 +345,13 @@ static __attribute__((noinline)) uint16_t trunk_ingress(struct sw_rt *rt, struct
 	return vlan;
 }
 
-static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
+/* One frame, every case (its rx counters and capture are the caller's). */
+static void input_frame(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 {
 	struct sw_lsw *sw = in->sw;
 	uint32_t len;
 	const uint8_t *f;
 
-	in->st.rx_packets++;
-	in->st.rx_bytes += rte_pktmbuf_pkt_len(m);
-	if (unlikely(sw->cap.f))
-		sw_capture_frame(&sw->cap, in->index, SW_CAP_RX, m);
 	if (m->nb_segs != 1 && !(m = flatten(rt->pool, m, in)))
 		return; /* a multicast result over a link: read whole below */
 	len = rte_pktmbuf_data_len(m);
@@ -381,14 +378,14 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 		drop(in, SW_D_CLAIMS_SWITCH, m);
 		return;
 	}
-	if (!sw_mac_eq(in->last_src, f + 6) || in->last_src_vlan != vlan || in->last_src_s != sw->now_s) {
+	const uint64_t src = sw_mac64_at(f + 6);
+	struct sw_src_seen *seen = sw_src_seen_of(in, src);
+	if (seen->key != sw_src_key(src, vlan) || seen->s != sw->now_s) {
 		if (unlikely(sw_fdb_learn(&sw->fdb, f + 6, vlan, in->index, sw->now_s) == SW_FDB_PORT_FULL)) {
 			drop(in, SW_D_MAC_LIMIT, m); /* not cached below: every frame of it is refused */
 			return;
 		}
-		memcpy(in->last_src, f + 6, 6);
-		in->last_src_vlan = vlan;
-		in->last_src_s = sw->now_s;
+		*seen = (struct sw_src_seen){ .key = sw_src_key(src, vlan), .s = sw->now_s };
 	}
 
 	if (sw->cfg->ip) {
@@ -415,6 +412,146 @@ static void sw_input(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m)
 		}
 	}
 	forward_l2(rt, sw, in, vlan, m, f);
+}
+
+/* ---- a burst in stages ---- */
+
+/* An INA frame is read whole (checksum, add): fetching its lines while the
+ * previous frame is handled removes a stall per line (l2fwd prefetches only
+ * headers, which is all that forwarding reads). */
+static inline void prefetch_frame(const struct rte_mbuf *m)
+{
+	const char *d = rte_pktmbuf_mtod(m, const char *);
+	uint32_t len = rte_pktmbuf_data_len(m);
+	for (uint32_t off = RTE_CACHE_LINE_SIZE; off < len; off += RTE_CACHE_LINE_SIZE) /* line 0: two ahead */
+		rte_prefetch0(d + off);
+}
+
+/* Forwarded frames of one burst for one output port, in order: its
+ * counters once, its device buffer filled by copy.  A port that emulates,
+ * tags or is a link to another switch takes them one by one. */
+static void send_run(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf **ms, unsigned n, uint16_t vlan)
+{
+	if (!p->ext || (p->tagged && vlan != p->cfg->vlan) || sw_netem_active(&p->netem)) {
+		for (unsigned i = 0; i < n; i++)
+			send_port(rt, p, ms[i], vlan);
+		return;
+	}
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < n; i++)
+		bytes += rte_pktmbuf_pkt_len(ms[i]);
+	p->st.tx_packets += n;
+	p->st.tx_bytes += bytes;
+	struct rte_eth_dev_tx_buffer *b = p->txb;
+	while (n) { /* as rte_eth_tx_buffer does: sent when full */
+		unsigned k = RTE_MIN(n, (unsigned)(b->size - b->length));
+		memcpy(&b->pkts[b->length], ms, k * sizeof(*ms));
+		b->length = (uint16_t)(b->length + k);
+		ms += k;
+		n -= k;
+		if (b->length == b->size)
+			rte_eth_tx_buffer_flush(p->dev, 0, b);
+	}
+}
+
+/* The pending forwarded frames, a run per consecutive output port. */
+static void send_runs(struct sw_rt *rt, struct sw_lsw *sw, struct rte_mbuf **ms, const uint8_t *out, unsigned n,
+		      uint16_t vlan)
+{
+	for (unsigned i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && out[j] == out[i]; j++)
+			;
+		send_run(rt, &sw->ports[out[i]], ms + i, j - i, vlan);
+	}
+}
+
+/* Changes with the second and with every change of the FDB; never 0. */
+static inline uint64_t fdb_stamp(const struct sw_lsw *sw) { return (uint64_t)(sw->now_s + 1) << 32 | sw->fdb.changes; }
+
+/* The output port of a unicast frame to dst, or -1 (unknown: flooded on
+ * the frame-by-frame path): the port's last answer while it holds. */
+static inline int fdb_port(struct sw_lsw *sw, struct sw_port *in, const uint8_t *f, uint64_t dst, uint16_t vlan,
+			   uint64_t stamp)
+{
+	struct sw_dst_seen *seen = &in->dst_seen[sw_mac_bucket(dst, SW_DST_SEEN)];
+	if (dst == seen->mac && stamp == seen->stamp)
+		return (int)seen->port;
+	int o = sw_fdb_lookup(&sw->fdb, f, vlan, sw->now_s);
+	if (o >= 0)
+		*seen = (struct sw_dst_seen){ .mac = dst, .stamp = stamp, .port = o };
+	return o;
+}
+
+/* A burst from an access port, in stages: each header read once; the
+ * usual frame (from the host this port last learned, this second; unicast;
+ * not ARP, not tagged) either goes to the switch's own endpoint or joins
+ * the forwarded frames, which leave as runs per output port at the end.
+ * Any other frame takes the frame-by-frame path, after the pending ones
+ * (a flow's order holds).  Trunk ports and capturing switches take that
+ * path for the whole burst. */
+static void input_burst(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct sw_lsw *sw = in->sw;
+	const uint64_t mine = sw->cfg->ip ? sw_mac64(sw->cfg->mac) : UINT64_MAX; /* MAX: matches no MAC */
+	const uint16_t vlan = in->cfg->vlan;
+	const uint64_t vlan_key = sw_src_key(0, vlan);
+	const bool staged = !in->tagged && !sw->cap.f;
+	uint64_t stamp = fdb_stamp(sw); /* again after each frame-by-frame one, which may learn */
+	struct rte_mbuf *fwd[SW_BURST_MAX];
+	uint8_t out[SW_BURST_MAX];
+	unsigned nfwd = 0;
+	uint64_t bytes = 0;
+
+	in->st.rx_packets += n;
+	/* two stages, as in l3fwd: the header two frames ahead; the whole
+	 * frame one ahead if it is for the switch itself */
+	for (uint16_t k = 0; k < n && k < 2; k++)
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[k], void *));
+	for (uint16_t k = 0; k < n; k++) {
+		struct rte_mbuf *m = pkts[k];
+		const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+		if (k + 2 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[k + 2], void *));
+		/* (a runt's 8 bytes are in its buffer, the answer just moot) */
+		if (k + 1 < n && sw_mac64_at(rte_pktmbuf_mtod(pkts[k + 1], const uint8_t *)) == mine)
+			prefetch_frame(pkts[k + 1]);
+		bytes += rte_pktmbuf_pkt_len(m);
+		if (unlikely(!staged || m->nb_segs != 1 || rte_pktmbuf_data_len(m) < SW_ETH_HLEN))
+			goto one_by_one;
+		const uint64_t dst = sw_mac64_at(f), src = sw_mac64_at(f + 6);
+		const uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
+		/* what sw_input would learn, refuse or answer goes there */
+		const struct sw_src_seen *seen = sw_src_seen_of(in, src);
+		/* IPv4 or IPv6 only: no ARP, no tag */
+		if ((src | vlan_key) != seen->key || seen->s != sw->now_s || src == mine || (f[0] & 1) ||
+		    (et != SW_ETHERTYPE_IPV4 && et != SW_ETHERTYPE_IPV6))
+			goto one_by_one;
+		if (dst == mine) {
+			if (et != SW_ETHERTYPE_IPV4)
+				goto one_by_one;
+			to_switch_ipv4(rt, sw, in, vlan, m);
+			continue;
+		}
+		int o = fdb_port(sw, in, f, dst, vlan, stamp);
+		if (o < 0)
+			goto one_by_one;
+		if (o == in->index) {
+			drop(in, SW_D_SAME_PORT, m);
+			continue;
+		}
+		fwd[nfwd] = m;
+		out[nfwd++] = (uint8_t)o;
+		continue;
+	one_by_one:
+		send_runs(rt, sw, fwd, out, nfwd, vlan);
+		nfwd = 0;
+		if (unlikely(sw->cap.f))
+			sw_capture_frame(&sw->cap, in->index, SW_CAP_RX, m);
+		input_frame(rt, in, m);
+		stamp = fdb_stamp(sw);
+	}
+	in->st.rx_bytes += bytes;
+	send_runs(rt, sw, fwd, out, nfwd, vlan);
 }
 
 /* ---- the loop ---- */
@@ -501,22 +638,11 @@ static void idle_sleep(struct sw_worker *w, unsigned *idle, uint64_t now_ns, uin
 	nanosleep(&ts, NULL);
 }
 
-/* An INA frame is read whole (checksum, add): fetching its lines while the
- * previous frame is handled removes a stall per line (l2fwd prefetches only
- * headers, which is all that forwarding reads). */
-static inline void prefetch_frame(const struct rte_mbuf *m)
-{
-	const char *d = rte_pktmbuf_mtod(m, const char *);
-	uint32_t len = rte_pktmbuf_data_len(m);
-	for (uint32_t off = RTE_CACHE_LINE_SIZE; off < len; off += RTE_CACHE_LINE_SIZE) /* line 0: two ahead */
-		rte_prefetch0(d + off);
-}
-
 /* One pass over the switches' ports and emulators; returns the packets
  * handled.  *next_due gets the earliest pending emulated release. */
 static unsigned poll_switches(struct sw_rt *rt, struct sw_lsw *const *sws, int nsw, uint64_t *next_due)
 {
-	struct rte_mbuf *pkts[512];
+	struct rte_mbuf *pkts[SW_BURST_MAX];
 	const uint16_t burst = (uint16_t)rt->cfg.burst;
 	unsigned work = 0;
 
@@ -532,18 +658,8 @@ static unsigned poll_switches(struct sw_rt *rt, struct sw_lsw *const *sws, int n
 			else
 				n = (uint16_t)rte_ring_sc_dequeue_burst(p->lq, (void **)pkts, burst, NULL);
 			work += n;
-			/* two stages, as in l3fwd: the header two frames ahead; the
-			 * whole frame one ahead if it is for the switch itself */
-			for (uint16_t k = 0; k < n && k < 2; k++)
-				rte_prefetch0(rte_pktmbuf_mtod(pkts[k], void *));
-			for (uint16_t k = 0; k < n; k++) {
-				if (k + 2 < n)
-					rte_prefetch0(rte_pktmbuf_mtod(pkts[k + 2], void *));
-				if (k + 1 < n && sw->cfg->ip &&
-				    is_mine(sw, rte_pktmbuf_mtod(pkts[k + 1], const uint8_t *)))
-					prefetch_frame(pkts[k + 1]);
-				sw_input(rt, p, pkts[k]);
-			}
+			if (n)
+				input_burst(rt, p, pkts, n);
 		}
 		free_spent(sw); /* what results did not take over (sw_result.c) */
 		work += pump_emulators(rt, sw, next_due);

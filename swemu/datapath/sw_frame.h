@@ -16,6 +16,7 @@
 #define SW_UDP_PREFIX_LEN (SW_ETH_HLEN + SW_IP_HLEN + SW_UDP_HLEN)
 #define SW_ETHERTYPE_IPV4 0x0800
 #define SW_ETHERTYPE_ARP  0x0806
+#define SW_ETHERTYPE_IPV6 0x86dd
 
 /* Why an ingress frame for the switch endpoint is refused (counter names
  * in sw_frame_err_name). */
@@ -130,6 +131,27 @@ static inline bool sw_mac_eq(const uint8_t *a, const uint8_t *b)
 	memcpy(&a2, a + 4, 2);
 	memcpy(&b2, b + 4, 2);
 	return ((a4 ^ b4) | (uint32_t)(a2 ^ b2)) == 0;
+}
+
+/* A MAC as a number, its six bytes in memory order in the low 48 bits:
+ * one compare instead of two.  _at reads 8 bytes, so it takes a frame's
+ * destination or source field (the 14-byte header covers both). */
+static inline uint64_t sw_mac64_at(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return v >> 16;
+#else
+	return v & 0xffffffffffffull;
+#endif
+}
+
+static inline uint64_t sw_mac64(const uint8_t mac[6])
+{
+	uint8_t b[8] = { 0 };
+	memcpy(b, mac, 6);
+	return sw_mac64_at(b);
 }
 
 /* If f is an ARP request for ip, writes the reply from mac into buf and

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A burst through swemu's staged input path (sw_dp.c, input_burst): the
+ * usual frames of a burst are forwarded as runs per output port, the rest
+ * frame by frame, and the two must not be told apart from outside: every
+ * frame leaves in the order it came, counted once; an FDB change inside a
+ * burst (a station that moves) redirects the frames after it, though the
+ * port had cached the old answer. */
+#include "dp_fixture.h"
+
+#include <unistd.h>
+
+/* Host h's frame to dst, IPv4 by its ethertype unless raw (0x88b5, which
+ * the staged path leaves to the frame-by-frame one), marked with mark. */
+static struct rte_mbuf *marked(struct fixture *fx, unsigned h, const uint8_t dst[6], bool ipv4, uint8_t mark)
+{
+	struct rte_mbuf *m = raw_frame(fx, h, dst, 0, 0);
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	if (ipv4)
+		f[12] = 0x08, f[13] = 0x00;
+	f[20] = mark;
+	return m;
+}
+
+/* The frames, in one burst from host h's port; then polled empty. */
+static void burst_from(struct fixture *fx, unsigned h, struct rte_mbuf **ms, unsigned n)
+{
+	uint64_t due;
+	assert_int_equal(rte_ring_enqueue_bulk(fx->rx[h], (void **)ms, n, NULL), n);
+	while (sw_dp_poll(&fx->rt, &due))
+		;
+	sw_dp_flush(&fx->rt);
+}
+
+static void drain(struct fixture *fx, unsigned h)
+{
+	static uint8_t frames[8][9100];
+	size_t len[8];
+	while (received(fx, h, frames, len, 8))
+		;
+}
+
+/* Both hosts known to the FDB (learned, not static), nothing pending. */
+static void learn_both(struct fixture *fx)
+{
+	uint8_t mac[NHOSTS][6];
+	for (unsigned h = 0; h < NHOSTS; h++)
+		host_mac(h, mac[h]);
+	struct rte_mbuf *m = marked(fx, 1, mac[0], false, 0);
+	burst_from(fx, 1, &m, 1);
+	m = marked(fx, 0, mac[1], false, 0);
+	burst_from(fx, 0, &m, 1);
+	for (unsigned h = 0; h < NHOSTS; h++)
+		drain(fx, h);
+}
+
+/* Eight frames from host 0 to host 1 in one burst, the first from a
+ * source not learned yet and the fourth not IPv4 (both frame by frame),
+ * the rest staged: host 1 gets all eight, byte for byte, in order; each
+ * port counts them once. */
+static void test_order_and_counters(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t mac0[6], mac1[6];
+	host_mac(0, mac0), host_mac(1, mac1);
+	struct rte_mbuf *m = marked(fx, 1, mac0, false, 0); /* host 1 known: no flood */
+	burst_from(fx, 1, &m, 1);
+	drain(fx, 0);
+	const struct sw_port_stats before0 = *port_stats(fx, 0), before1 = *port_stats(fx, 1);
+	struct rte_mbuf *ms[8];
+	static uint8_t sent[8][128];
+	size_t sent_len[8];
+	uint64_t bytes = 0;
+	for (unsigned k = 0; k < 8; k++) {
+		ms[k] = marked(fx, 0, mac1, k != 3, (uint8_t)(0xa0 + k));
+		sent_len[k] = rte_pktmbuf_data_len(ms[k]);
+		memcpy(sent[k], rte_pktmbuf_mtod(ms[k], void *), sent_len[k]);
+		bytes += sent_len[k];
+	}
+	burst_from(fx, 0, ms, 8);
+	static uint8_t frames[10][9100];
+	size_t len[10];
+	assert_int_equal(received(fx, 1, frames, len, 10), 8);
+	for (unsigned k = 0; k < 8; k++) {
+		assert_int_equal(len[k], sent_len[k]);
+		assert_memory_equal(frames[k], sent[k], sent_len[k]);
+	}
+	assert_int_equal(received(fx, 0, frames, len, 10), 0);
+	assert_int_equal(port_stats(fx, 0)->rx_packets - before0.rx_packets, 8);
+	assert_int_equal(port_stats(fx, 0)->rx_bytes - before0.rx_bytes, bytes);
+	assert_int_equal(port_stats(fx, 1)->tx_packets - before1.tx_packets, 8);
+	assert_int_equal(port_stats(fx, 1)->tx_bytes - before1.tx_bytes, bytes);
+	assert_int_equal(fx->rt.sw[0]->st.flooded, 1); /* host 1's first frame only */
+}
+
+/* Port 0 has forwarded to host 1 (port 1) and keeps that answer; in the
+ * same burst a frame from host 1's MAC arrives on port 0 and moves it
+ * there: the frame to host 1 after it is one to its own port (dropped by
+ * that name), not one to port 1. */
+static void test_move_inside_a_burst(void **state)
+{
+	struct fixture *fx = *state;
+	struct sw_lsw *sw = fx->rt.sw[0];
+	uint8_t mac0[6], mac1[6];
+	host_mac(0, mac0), host_mac(1, mac1);
+	learn_both(fx);
+	const uint64_t same0 = port_stats(fx, 0)->drops[SW_D_SAME_PORT];
+	struct rte_mbuf *ms[3] = { marked(fx, 0, mac1, true, 1), marked(fx, 1, mac0, false, 2),
+				   marked(fx, 0, mac1, true, 3) };
+	burst_from(fx, 0, ms, 3);
+	if (sw_fdb_lookup(&sw->fdb, mac1, SW_VLAN_DEFAULT, sw->now_s) != 0)
+		skip(); /* the MAC had moved this second: a move is refused (sw_fdb.h) */
+	static uint8_t frames[4][9100];
+	size_t len[4];
+	assert_int_equal(received(fx, 1, frames, len, 4), 1);
+	assert_int_equal(frames[0][20], 1);
+	assert_int_equal(received(fx, 0, frames, len, 4), 0);
+	/* host 1's frame to host 0 and the frame to host 1 after it */
+	assert_int_equal(port_stats(fx, 0)->drops[SW_D_SAME_PORT] - same0, 2);
+}
+
+/* A staged frame to an unknown MAC floods (frame by frame); one to the
+ * port it came from is dropped by name; one from the switch's own MAC is
+ * refused as a claim. */
+static void test_unknown_same_port_claims(void **state)
+{
+	struct fixture *fx = *state;
+	struct sw_lsw *sw = fx->rt.sw[0];
+	uint8_t mac0[6], nobody[6] = { 2, 0, 0, 0, 9, 9 };
+	host_mac(0, mac0);
+	learn_both(fx);
+	const uint64_t flooded = sw->st.flooded, same0 = port_stats(fx, 0)->drops[SW_D_SAME_PORT];
+	struct rte_mbuf *ms[3] = { marked(fx, 0, nobody, true, 1), marked(fx, 0, mac0, true, 2),
+				   marked(fx, 0, nobody, true, 3) };
+	uint8_t *f = rte_pktmbuf_mtod(ms[2], uint8_t *);
+	memcpy(f + 6, sw_mac, 6);
+	burst_from(fx, 0, ms, 3);
+	static uint8_t frames[4][9100];
+	size_t len[4];
+	assert_int_equal(received(fx, 1, frames, len, 4), 1);
+	assert_int_equal(frames[0][20], 1);
+	assert_int_equal(sw->st.flooded - flooded, 1);
+	assert_int_equal(port_stats(fx, 0)->drops[SW_D_SAME_PORT] - same0, 1);
+	assert_int_equal(port_stats(fx, 0)->drops[SW_D_CLAIMS_SWITCH], 1);
+}
+
+int main(void)
+{
+	char prefix[64];
+	snprintf(prefix, sizeof(prefix), "--file-prefix=swemu-test-dp-burst-%d", (int)getpid());
+	char *eal[] = { "test_dp_burst",     "--no-huge", "-m", "256", prefix, "--no-pci", "-l", "0",
+			"--log-level=error", NULL };
+	if (rte_eal_init(9, eal) < 0) {
+		fprintf(stderr, "test_dp_burst: EAL does not start\n");
+		return 1;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_order_and_counters, setup_learn, teardown),
+		cmocka_unit_test_setup_teardown(test_move_inside_a_burst, setup_learn, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_same_port_claims, setup_learn, teardown),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	sw_eal_cleanup();
+	return rc;
+}
