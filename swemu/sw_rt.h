@@ -91,6 +91,15 @@ struct sw_dst_seen {
  * addresses run in sequence or were drawn at random. */
 static inline unsigned sw_mac_bucket(uint64_t mac, unsigned size) { return (unsigned)(mac >> 40) & (size - 1); }
 
+/* An INA member (address, MAC, VLAN) bound to a port, under stamp;
+ * direct-mapped by the address's last octet. */
+#define SW_MEMBER_SEEN 64 /* a power of two */
+struct sw_member_seen {
+	uint64_t mac_vlan; /* sw_src_key */
+	uint64_t stamp;	   /* 0: none */
+	uint32_t ip;
+};
+
 struct sw_port {
 	struct sw_lsw *sw;
 	int index;
@@ -116,17 +125,21 @@ struct sw_port {
 	struct sw_src_seen src_seen[SW_SRC_SEEN];
 	/* destinations forwarded from here (access ports): FDB answers */
 	struct sw_dst_seen dst_seen[SW_DST_SEEN];
-	/* the member whose INA this port carried last, bound here this second
-	 * (its neighbour entry need not be looked up again) */
-	uint32_t last_ina_ip, last_ina_s;
-	uint16_t last_ina_vlan;
-	uint8_t last_ina_mac[6];
+	/* members whose INA this port carried, bound here under the stamp
+	 * (second, bindings made): their neighbour entries need no look-up
+	 * (a live binding never moves, see sw_neigh.h) */
+	struct sw_member_seen member_seen[SW_MEMBER_SEEN];
 	struct sw_port_stats st;
 };
 
 static inline struct sw_src_seen *sw_src_seen_of(struct sw_port *p, uint64_t mac)
 {
 	return &p->src_seen[sw_mac_bucket(mac, SW_SRC_SEEN)];
+}
+
+static inline struct sw_member_seen *sw_member_seen_of(struct sw_port *p, uint32_t ip)
+{
+	return &p->member_seen[(ip >> 24 ^ ip) & (SW_MEMBER_SEEN - 1)]; /* the last octet in either byte order */
 }
 
 /* Whether frames of this VLAN leave (and may enter) port p. */

@@ -244,6 +244,12 @@ static unsigned rx_csum_verdict(const struct rte_mbuf *m, enum sw_frame_err *bad
 	return verified;
 }
 
+/* Changes with the second and with every binding made; never 0. */
+static inline uint64_t neigh_stamp(const struct sw_lsw *sw)
+{
+	return (uint64_t)(sw->now_s + 1) << 32 | sw->neigh.changes;
+}
+
 static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m)
 {
 	struct sw_udp_view v;
@@ -278,10 +284,11 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 		drop(in, SW_D_INA_OFF, m);
 		return;
 	}
-	/* a member's address spoken from elsewhere than it is bound to; the
-	 * port's last member, bound here this second, needs no look-up */
-	const bool bound = in->last_ina_ip == v.src_ip && in->last_ina_s == sw->now_s && in->last_ina_vlan == vlan &&
-			   sw_mac_eq(in->last_ina_mac, v.src_mac);
+	/* a member's address spoken from elsewhere than it is bound to; one
+	 * this port's cache holds needs no look-up */
+	struct sw_member_seen *seen = sw_member_seen_of(in, v.src_ip);
+	const uint64_t mac_vlan = sw_src_key(sw_mac64_at(v.src_mac), vlan); /* src_mac: the frame's field */
+	const bool bound = seen->ip == v.src_ip && seen->stamp == neigh_stamp(sw) && seen->mac_vlan == mac_vlan;
 	if (!bound && !sw_neigh_allows(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s)) {
 		drop(in, SW_D_SOURCE_GUARD, m);
 		return;
@@ -293,12 +300,8 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	enum ina_reason r = ina_engine_rx(sw->eng, v.payload, v.payload_len, &src, sw->emits);
 	if (unlikely(r == INA_R_UNKNOWN_JOB))
 		sw_send_nack(rt, sw, in, vlan, &v);
-	else if (r == INA_OK && !bound && sw_neigh_learn(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s)) {
-		in->last_ina_ip = v.src_ip;
-		in->last_ina_s = sw->now_s;
-		in->last_ina_vlan = vlan;
-		memcpy(in->last_ina_mac, v.src_mac, 6);
-	}
+	else if (r == INA_OK && !bound && sw_neigh_learn(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s))
+		*seen = (struct sw_member_seen){ .mac_vlan = mac_vlan, .stamp = neigh_stamp(sw), .ip = v.src_ip };
 	spend(sw, m);
 	if (sw->emits->n) /* most inputs complete nothing */
 		sw_send_emits(rt, sw, in, vlan, v.dst_port);
