@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
@@ -252,6 +253,19 @@ static inline struct rte_mbuf *raw_frame(struct fixture *fx, unsigned h, const u
 	size_t n = write_frame(h, dst, vid, rte_pktmbuf_mtod(m, uint8_t *));
 	m->data_len = m->pkt_len = (uint32_t)(len ? len : n);
 	return m;
+}
+
+/* EAL for a datapath test program: no hugepages, a file prefix of its own. */
+static inline int dp_eal_start(const char *name)
+{
+	char prefix[64], *argv0 = (char *)name;
+	snprintf(prefix, sizeof(prefix), "--file-prefix=swemu-%s-%d", name, (int)getpid());
+	char *eal[] = { argv0, "--no-huge", "-m", "256", prefix, "--no-pci", "-l", "0", "--log-level=error", NULL };
+	if (rte_eal_init(9, eal) < 0) {
+		fprintf(stderr, "%s: EAL does not start\n", name);
+		return -1;
+	}
+	return 0;
 }
 
 #endif

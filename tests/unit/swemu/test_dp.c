@@ -548,13 +548,8 @@ static void test_ctrl_scope(void **state)
 
 int main(void)
 {
-	char prefix[64];
-	snprintf(prefix, sizeof(prefix), "--file-prefix=swemu-test-dp-%d", (int)getpid());
-	char *eal[] = { "test_dp", "--no-huge", "-m", "256", prefix, "--no-pci", "-l", "0", "--log-level=error", NULL };
-	if (rte_eal_init(9, eal) < 0) {
-		fprintf(stderr, "test_dp: EAL does not start\n");
+	if (dp_eal_start("test_dp") < 0)
 		return 1;
-	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_multicast_results, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_follow_a_move, setup_learn, teardown),

@@ -7,8 +7,6 @@
  * port had cached the old answer. */
 #include "dp_fixture.h"
 
-#include <unistd.h>
-
 /* Host h's frame to dst, IPv4 by its ethertype unless raw (0x88b5, which
  * the staged path leaves to the frame-by-frame one), marked with mark. */
 static struct rte_mbuf *marked(struct fixture *fx, unsigned h, const uint8_t dst[6], bool ipv4, uint8_t mark)
@@ -145,14 +143,8 @@ static void test_unknown_same_port_claims(void **state)
 
 int main(void)
 {
-	char prefix[64];
-	snprintf(prefix, sizeof(prefix), "--file-prefix=swemu-test-dp-burst-%d", (int)getpid());
-	char *eal[] = { "test_dp_burst",     "--no-huge", "-m", "256", prefix, "--no-pci", "-l", "0",
-			"--log-level=error", NULL };
-	if (rte_eal_init(9, eal) < 0) {
-		fprintf(stderr, "test_dp_burst: EAL does not start\n");
+	if (dp_eal_start("test_dp_burst") < 0)
 		return 1;
-	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_order_and_counters, setup_learn, teardown),
 		cmocka_unit_test_setup_teardown(test_move_inside_a_burst, setup_learn, teardown),
