@@ -141,6 +141,39 @@ static void test_unknown_same_port_claims(void **state)
 	assert_int_equal(port_stats(fx, 0)->drops[SW_D_CLAIMS_SWITCH], 1);
 }
 
+/* From access port p0 (VLAN 10) to a host behind trunk p1: the staged
+ * frames leave tagged 10 as the frame-by-frame one does, byte for byte
+ * otherwise, in order. */
+static void test_access_to_trunk(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t mac0[6], mac1[6];
+	host_mac(0, mac0), host_mac(1, mac1);
+	struct rte_mbuf *m = raw_frame(fx, 1, mac0, 10, 0); /* host 1 learned in VLAN 10 on p1 */
+	burst_from(fx, 1, &m, 1);
+	drain(fx, 0);
+	struct rte_mbuf *ms[4];
+	static uint8_t want[4][128];
+	size_t want_len[4];
+	for (unsigned k = 0; k < 4; k++) {
+		ms[k] = marked(fx, 0, mac1, true, (uint8_t)(0xb0 + k));
+		const uint8_t *f = rte_pktmbuf_mtod(ms[k], const uint8_t *);
+		/* the same frame with the tag after the addresses */
+		memcpy(want[k], f, 12);
+		memcpy(want[k] + 12, ((uint8_t[]){ 0x81, 0x00, 0x00, 10 }), 4);
+		memcpy(want[k] + 16, f + 12, rte_pktmbuf_data_len(ms[k]) - 12);
+		want_len[k] = rte_pktmbuf_data_len(ms[k]) + 4;
+	}
+	burst_from(fx, 0, ms, 4);
+	static uint8_t frames[6][9100];
+	size_t len[6];
+	assert_int_equal(received(fx, 1, frames, len, 6), 4);
+	for (unsigned k = 0; k < 4; k++) {
+		assert_int_equal(len[k], want_len[k]);
+		assert_memory_equal(frames[k], want[k], want_len[k]);
+	}
+}
+
 int main(void)
 {
 	if (dp_eal_start("test_dp_burst") < 0)
@@ -149,6 +182,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_order_and_counters, setup_learn, teardown),
 		cmocka_unit_test_setup_teardown(test_move_inside_a_burst, setup_learn, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_same_port_claims, setup_learn, teardown),
+		cmocka_unit_test_setup_teardown(test_access_to_trunk, setup_trunk, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	sw_eal_cleanup();
