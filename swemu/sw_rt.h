@@ -87,8 +87,8 @@ struct sw_dst_seen {
 	uint64_t unused;
 };
 
-/* The MAC's last byte: it differs between a rack's hosts, whether their
- * addresses run in sequence or were drawn at random. */
+/* The MAC's last byte (on a little-endian host): it differs between a
+ * rack's hosts, whether their addresses run in sequence or at random. */
 static inline unsigned sw_mac_bucket(uint64_t mac, unsigned size) { return (unsigned)(mac >> 40) & (size - 1); }
 
 /* An INA member (address, MAC, VLAN) bound to a port, under stamp;

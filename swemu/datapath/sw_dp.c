@@ -486,9 +486,10 @@ static inline int fdb_port(struct sw_lsw *sw, struct sw_port *in, const uint8_t 
 }
 
 /* A burst from an access port, in stages: each header read once; the
- * usual frame (from the host this port last learned, this second; unicast;
- * not ARP, not tagged) either goes to the switch's own endpoint or joins
- * the forwarded frames, which leave as runs per output port at the end.
+ * usual frame (single segment, from a source this port learned this
+ * second, unicast, IPv4 or IPv6) either goes to the switch's own endpoint
+ * or joins the forwarded frames, which leave as runs per output port at
+ * the end.
  * Any other frame takes the frame-by-frame path, after the pending ones
  * (a flow's order holds).  Trunk ports and capturing switches take that
  * path for the whole burst. */
@@ -523,7 +524,7 @@ static void input_burst(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf **
 			goto one_by_one;
 		const uint64_t dst = sw_mac64_at(f), src = sw_mac64_at(f + 6);
 		const uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
-		/* what sw_input would learn, refuse or answer goes there */
+		/* what input_frame would learn, refuse or answer goes there */
 		const struct sw_src_seen *seen = sw_src_seen_of(in, src);
 		/* IPv4 or IPv6 only: no ARP, no tag */
 		if ((src | vlan_key) != seen->key || seen->s != sw->now_s || src == mine || (f[0] & 1) ||
