@@ -26,33 +26,32 @@ static const char *write_tmp(const char *text)
 	return path;
 }
 
-static const char good[] =
-	"stats_file = \"/tmp/s.json\";\n" /* 1 */
-	"stats_interval_ms = 500;\n"	  /* 2 */
-	"idle_sleep_max_us = 100;\n"	  /* 3 */
-	"switches = (\n"		  /* 4 */
-	"  { name = \"tor0\"; ina = true; mac = \"02:00:00:00:00:fe\"; ip = \"10.0.0.254\";\n"
-	"    slots = 128; max_elems = 256; mgmt = [\"10.0.0.1\"]; mgmt_ports = [\"h1\", \"up\"];\n"
-	"    ports = (\n"
-	"      { name = \"h0\"; dev = \"net_af_packet0\"; },\n"
-	"      { name = \"h1\"; dev = \"net_af_packet1\"; vlan = 5; trunk = [30, 20]; rate = "
-	"\"1G\"; buffer = \"64K\";\n"
-	"        delay_us = 20; jitter_us = 5; loss = 0.05; },\n"
-	"      { name = \"up\"; link = \"spine.t0\"; rate = 2500000000L;\n"
-	"        burst_loss = { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; }; }\n"
-	"    );\n"
-	"    fdb = ( { mac = \"02:00:00:00:00:01\"; port = \"h1\"; } );\n"
-	"    jobs = ( { id = 7; fan_in = 2; dtype = \"fp32\"; slots = 64; elems = 256;\n"
-	"               outputs = [\"multicast\", \"forward\"];\n"
-	"               contributors = [\"10.0.0.1:48864\", \"10.0.0.2:48864@02:00:00:00:00:02\"];\n"
-	"               upstream = 1;\n"
-	"               forward = { addr = \"10.0.1.254:48864@02:00:00:00:01:fe\"; job = 9; "
-	"contributor = 65535; }; } );\n"
-	"  },\n"
-	"  { name = \"spine\"; lcore = 0; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); capture = { file "
-	"= \"/tmp/c.pcapng\"; ports = [\"t0\"]; direction = \"rx\"; snaplen = 128; max_packets = 10; max_bytes "
-	"= \"1M\"; }; }\n"
-	");\n";
+static const char good[] = "stats_file = \"/tmp/s.json\";\n" /* 1 */
+			   "stats_interval_ms = 500;\n"	     /* 2 */
+			   "idle_sleep_max_us = 100;\n"	     /* 3 */
+			   "switches = (\n"		     /* 4 */
+			   "  { name = \"tor0\"; ina = true; mac = \"02:00:00:00:00:fe\"; ip = \"10.0.0.254\";\n"
+			   "    slots = 128; max_elems = 256; mgmt = [\"10.0.0.1\"]; mgmt_ports = [\"h1\", \"up\"];\n"
+			   "    ports = (\n"
+			   "      { name = \"h0\"; dev = \"net_af_packet0\"; },\n"
+			   "      { name = \"h1\"; dev = \"net_af_packet1\"; vlan = 5; trunk = [30, 20]; rate = "
+			   "\"1G\"; buffer = \"64K\";\n"
+			   "        delay_us = 20; jitter_us = 5; loss = 0.05; },\n"
+			   "      { name = \"up\"; link = \"spine.t0\"; rate = 2500000000L;\n"
+			   "        burst_loss = { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; }; }\n"
+			   "    );\n"
+			   "    fdb = ( { mac = \"02:00:00:00:00:01\"; port = \"h1\"; } );\n"
+			   "    jobs = ( { id = 7; fan_in = 2; dtype = \"fp32\"; slots = 64; elems = 256;\n"
+			   "               outputs = [\"multicast\", \"forward\"];\n"
+			   "               contributors = [\"10.0.0.1:48864\", \"10.0.0.2:48864@02:00:00:00:00:02\"];\n"
+			   "               upstream = 1;\n"
+			   "               forward = { addr = \"10.0.1.254:48864@02:00:00:00:01:fe\"; job = 9; "
+			   "contributor = 65535; }; } );\n"
+			   "  },\n"
+			   "  { name = \"spine\"; lcore = 0; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); capture = { file "
+			   "= \"/tmp/c.pcapng\"; ports = [\"t0\"]; direction = \"rx\"; snaplen = 128; max_packets = 10; max_bytes "
+			   "= \"1M\"; }; }\n"
+			   ");\n";
 
 static void test_good(void **state)
 {
@@ -207,8 +206,7 @@ static const struct bad bads[] = {
 	  "{ name = \"spine\"; lcore = 0; jobs = (); ports = ( { name = \"t0\"; link = \"tor0.up\"; } );", 21,
 	  "has jobs but 'ina' is not true" },
 	{ "direction = \"rx\"", "direction = \"up\"", 21, "direction \"up\": want \"rx\", \"tx\" or \"both\"" },
-	{ "ports = [\"t0\"]; direction", "ports = [\"t9\"]; direction", 21,
-	  "capture: switch 'spine' has no port 't9'" },
+	{ "ports = [\"t0\"]; direction", "ports = [\"t9\"]; direction", 21, "capture: switch 'spine' has no port 't9'" },
 	{ "max_bytes = \"1M\"", "max_bytes = \"1K\"", 21, "max_bytes \"1K\": want a size of 4K or more" },
 	{ "snaplen = 128", "snaplen = 12", 21, "'snaplen' must be 64..65535" },
 	{ "capture = { file = \"/tmp/c.pcapng\";", "capture = {", 21, "'file'" },
