@@ -37,6 +37,19 @@ static void drain(struct fixture *fx, unsigned h)
 		;
 }
 
+/* Host h got exactly these n frames, byte for byte, in this order. */
+static void expect_frames(struct fixture *fx, unsigned h, uint8_t (*want)[128], const size_t *want_len, unsigned n)
+{
+	static uint8_t frames[10][9100];
+	size_t len[10];
+	assert_true(n < 10);
+	assert_int_equal(received(fx, h, frames, len, 10), n);
+	for (unsigned k = 0; k < n; k++) {
+		assert_int_equal(len[k], want_len[k]);
+		assert_memory_equal(frames[k], want[k], want_len[k]);
+	}
+}
+
 /* Both hosts known to the FDB (learned, not static), nothing pending. */
 static void learn_both(struct fixture *fx)
 {
@@ -75,14 +88,8 @@ static void test_order_and_counters(void **state)
 		bytes += sent_len[k];
 	}
 	burst_from(fx, 0, ms, 8);
-	static uint8_t frames[10][9100];
-	size_t len[10];
-	assert_int_equal(received(fx, 1, frames, len, 10), 8);
-	for (unsigned k = 0; k < 8; k++) {
-		assert_int_equal(len[k], sent_len[k]);
-		assert_memory_equal(frames[k], sent[k], sent_len[k]);
-	}
-	assert_int_equal(received(fx, 0, frames, len, 10), 0);
+	expect_frames(fx, 1, sent, sent_len, 8);
+	expect_frames(fx, 0, sent, sent_len, 0);
 	assert_int_equal(port_stats(fx, 0)->rx_packets - before0.rx_packets, 8);
 	assert_int_equal(port_stats(fx, 0)->rx_bytes - before0.rx_bytes, bytes);
 	assert_int_equal(port_stats(fx, 1)->tx_packets - before1.tx_packets, 8);
@@ -165,13 +172,7 @@ static void test_access_to_trunk(void **state)
 		want_len[k] = rte_pktmbuf_data_len(ms[k]) + 4;
 	}
 	burst_from(fx, 0, ms, 4);
-	static uint8_t frames[6][9100];
-	size_t len[6];
-	assert_int_equal(received(fx, 1, frames, len, 6), 4);
-	for (unsigned k = 0; k < 4; k++) {
-		assert_int_equal(len[k], want_len[k]);
-		assert_memory_equal(frames[k], want[k], want_len[k]);
-	}
+	expect_frames(fx, 1, want, want_len, 4);
 }
 
 int main(void)
