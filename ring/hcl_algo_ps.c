@@ -76,7 +76,7 @@ static unsigned shards(const struct hcl_comm *c)
 }
 
 /* A shard's slots, which are also its window (agent/psina_plan.h: the
- * rank's window dealt over the shards; at least three where no ToR
+ * rank's window dealt over the shards; at least two where no ToR
  * aggregates, so that RACK can find a lost slice). */
 static uint32_t shard_slots(const struct hcl_comm *c)
 {

@@ -526,8 +526,10 @@ static void input_burst(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf **
 		const uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
 		/* what input_frame would learn, refuse or answer goes there */
 		const struct sw_src_seen *seen = sw_src_seen_of(in, src);
-		/* IPv4 or IPv6 only: no ARP, no tag */
-		if ((src | vlan_key) != seen->key || seen->s != sw->now_s || src == mine || (f[0] & 1) ||
+		/* IPv4 or IPv6 only: no ARP, no tag.  A frame from the switch's
+		 * own MAC never passes: input_frame refuses it before learning,
+		 * so no port has it among its sources. */
+		if ((src | vlan_key) != seen->key || seen->s != sw->now_s || (f[0] & 1) ||
 		    (et != SW_ETHERTYPE_IPV4 && et != SW_ETHERTYPE_IPV6))
 			goto one_by_one;
 		if (dst == mine) {
