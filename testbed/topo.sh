@@ -398,6 +398,27 @@ cmd_up() {
 		done
 		echo ");"
 	} > "$d/hosts.cfg"
+	await_links "$name"
+}
+
+# A veth set up passes traffic only once the kernel's link watcher has run
+# for it, up to a second later: until then its qdisc is noop and drops all
+# it is given, so a host's first ARP request could vanish and the host ask
+# again a second later.  Waits (5 s at most) until every veth of the
+# topology is UP with a real qdisc.
+await_links() { # NAME
+	local name=$1 ns pending
+	for _ in $(seq 100); do
+		pending=""
+		for ns in "" $(ip netns list | awk -v p="$name-" 'index($1, p) == 1 {print $1}'); do
+			pending+=$(ip ${ns:+-n "$ns"} -o link show type veth up |
+				awk -v p="$name-" -v ns="$ns" '{ n = $2; sub(/@.*/, "", n); sub(/:$/, "", n) }
+					(ns != "" || index(n, p) == 1) && (/qdisc noop/ || !/state UP/) { printf " %s%s", ns ? ns "/" : "", n }')
+		done
+		[ -z "$pending" ] && return 0
+		sleep 0.05
+	done
+	die "links of $name still down after 5 s:$pending"
 }
 
 # One swemu: with SW, switch SW's own process (its config, EAL args, pid,

@@ -75,6 +75,9 @@ grep -q '"switches"' "$d/swemu.log" || fail "no final stats on stdout"
 topo itl2 4 --subnet 10.78.0 --racks 2 --no-ina --delay-us 5000 --jitter-us 1000 --burst-loss 0,1,1
 grep -q 'delay_us = 5000; jitter_us = 1000; burst_loss = { p_good_bad = 0; p_bad_good = 1; loss_bad = 1; };' \
 	/run/swemu-testbed/itl2/swemu.cfg || fail "delay not in the switch config: $(grep h0 /run/swemu-testbed/itl2/swemu.cfg)"
+# the first ping resolves h1's address and teaches the switches both hosts:
+# the round trips measured next are the emulated links' alone
+in_host 0 ping -c 1 -W 3 10.78.0.2 >/dev/null || fail "ping h0 -> h1 with delay"
 rtt=$(in_host 0 ping -c 5 -i 0.2 -W 2 10.78.0.2 | awk -F'[/ ]' '/^rtt/ {print $7 " " $9}') || fail "ping with delay"
 read -r rmin rmax <<<"$rtt"
 $PY -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if 10 <= a and b < 10 + 2 + 20 else 1)" $rmin $rmax ||
