@@ -297,6 +297,7 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 	a->last_nslices = nslices;
 	for (unsigned h = 0; h < shards; h++) {
 		hcl_inaw_reset(&a->win[h]);
+		a->win[h].end = shard_first(nslices, shards, h + 1);
 		a->progress_at[h] = clock_now_ns();
 	}
 	/* the first windows, the shards' in turn so every aggregator starts at once */

@@ -8,7 +8,7 @@
 
 int hcl_inaw_init(struct hcl_inaw *w, uint32_t slots, int64_t rto_floor_ns, int64_t rto_cap_ns)
 {
-	*w = (struct hcl_inaw){ .slots = slots };
+	*w = (struct hcl_inaw){ .slots = slots, .end = SIZE_MAX };
 	hcl_rtt_init(&w->rtt, rto_floor_ns, rto_cap_ns);
 	return (w->s = calloc(slots ? slots : 1, sizeof(*w->s))) ? 0 : -ENOMEM;
 }
@@ -58,7 +58,8 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 			continue;
 		int64_t due = s->sent_at + timer(w, s, floor_ns);
 		bool rack = false;
-		if (w->rack && !floor_ns && w->rtt.srtt && s->sent_at && s->sent_at < w->done_sent_at) {
+		if (w->rack && !floor_ns && w->rtt.srtt && s->sent_at &&
+		    (s->sent_at < w->done_sent_at || (s->tries == 0 && s->slice + w->slots >= w->end))) {
 			int64_t reo = w->rtt.srtt / 4 > 200000 ? w->rtt.srtt / 4 : 200000,
 				lost_at = s->sent_at + w->rtt.srtt + reo;
 			rack = lost_at <= now;

@@ -32,6 +32,9 @@ struct hcl_inaw {
 	struct hcl_rtt rtt;
 	int64_t done_sent_at; /* the latest send among slices done (RACK) */
 	bool rack;	      /* slices finish in the order they went: RACK may judge */
+	/* the pass's slices of this window end before this one (SIZE_MAX:
+	 * unknown); a slot whose slice has no successor is a tail */
+	size_t end;
 };
 
 /* 0, or -ENOMEM. */
@@ -54,7 +57,10 @@ struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t s
  * window have passed since it went: a loss costs about a round trip, not
  * a timer.  Only where slices finish in the order they went (ps-ina: one
  * aggregation per slice); agent-ring's wait for members up and down the
- * chain, and RACK there sent ten times as much again on a clean network. */
+ * chain, and RACK there sent ten times as much again on a clean network.
+ * A tail (no slice will follow it: w->end) is re-sent once at RACK's
+ * time as if a successor were done, a tail loss probe: nothing else finds
+ * its loss before the timer. */
 void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*send)(void *ctx, uint32_t slot),
 		     void *ctx, int64_t *wake, uint64_t *resent);
 

@@ -56,8 +56,10 @@ class PsRank : public SimInaClient
 		done = 0;
 		for (size_t i = 0; i < data.size(); i++)
 			data[i] = sim_input(rank, i);
-		for (auto &s : shards)
+		for (auto &s : shards) {
 			hcl_inaw_reset(&s.win);
+			s.win.end = s.end;
+		}
 		for (uint32_t j = 0; j < slots; j++)
 			for (unsigned h = 0; h < shards.size(); h++)
 				if (shards[h].first + j < shards[h].end)

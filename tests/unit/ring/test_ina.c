@@ -352,6 +352,45 @@ static void test_window_rack(void **state)
 	hcl_inaw_free(&w);
 }
 
+/* A tail loss probe: the pass's last slices (nothing follows them in
+ * their slot) go again once at RACK's time, a round trip and a reordering
+ * window after they went, though no later slice is done; a slice with a
+ * successor waits for its timer, and so does the tail's second re-send. */
+static void test_window_tail_probe(void **state)
+{
+	(void)state;
+	struct hcl_inaw w;
+	assert_int_equal(hcl_inaw_init(&w, 2, 5000000, 500000000), 0);
+	w.rack = true;
+	w.end = 3; /* slices 0..2: slot 0 has 0 then 2, slot 1 has 1 alone */
+	const int64_t ms = 1000000, t0 = 100 * ms;
+	hcl_rtt_sample(&w.rtt, ms); /* srtt 1 ms, rttvar 0.5: timer 5 ms (floor) */
+	hcl_inaw_start(&w, 0, 0, t0, false);
+	hcl_inaw_start(&w, 1, 1, t0, false);
+	uint32_t sends[2] = { 0 };
+	uint64_t resent = 0;
+	int64_t wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(resent, 0);
+	assert_int_equal(wake, t0 + ms + ms / 4); /* the tail's probe */
+	hcl_inaw_resend(&w, t0 + ms + ms / 4, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[1], 1); /* slice 1: the tail of slot 1 */
+	assert_int_equal(sends[0], 0); /* slice 0: slice 2 follows it */
+	assert_int_equal(w.rtt.backoff, 0);
+	wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + 4 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(resent, 1); /* no second probe: its timer now */
+	assert_int_equal(wake, t0 + 5 * ms);
+	/* without an end the window knows no tail: the 5 ms timer alone */
+	w.end = SIZE_MAX;
+	hcl_inaw_start(&w, 1, 1, t0, false);
+	wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + 2 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(resent, 1);
+	assert_int_equal(wake, t0 + 5 * ms);
+	hcl_inaw_free(&w);
+}
+
 /* A window whose timer floor was stretched (time dilation, as agent-ring's
  * windows get it from HCL_TIMER_SCALE): before any round trip is measured
  * a slice waits the new floor, not the old one. */
@@ -519,6 +558,7 @@ int main(void)
 		cmocka_unit_test(test_result_checks),
 		cmocka_unit_test(test_psina_plan_shards),
 		cmocka_unit_test(test_window_rack),
+		cmocka_unit_test(test_window_tail_probe),
 		cmocka_unit_test(test_window_timer_scale),
 		cmocka_unit_test(test_aggregator_drops_by_reason),
 		cmocka_unit_test(test_lost_aggregator),
