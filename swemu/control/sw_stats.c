@@ -25,6 +25,21 @@ static json_t *drops_json(const uint64_t *d, unsigned n, const char *(*name)(uns
 
 static const char *ina_name(unsigned r) { return ina_reason_name((enum ina_reason)r); }
 
+/* The FDB's latest move: which MAC, in which VLAN, from which port to
+ * which, in which second of the switch's clock. */
+static json_t *move_json(const struct sw_lsw *sw)
+{
+	const struct sw_fdb_move *m = &sw->fdb.last_move;
+	char mac[18];
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", (unsigned)(m->key >> 40 & 0xff),
+		 (unsigned)(m->key >> 32 & 0xff), (unsigned)(m->key >> 24 & 0xff), (unsigned)(m->key >> 16 & 0xff),
+		 (unsigned)(m->key >> 8 & 0xff), (unsigned)(m->key & 0xff));
+	const char *from = m->from >= 0 && m->from < sw->nports ? sw->ports[m->from].cfg->name : "?";
+	const char *to = m->to >= 0 && m->to < sw->nports ? sw->ports[m->to].cfg->name : "?";
+	return json_pack("{s:s, s:i, s:s, s:s, s:I}", "mac", mac, "vlan", (int)(m->key >> 49 & 0xfff), "from", from,
+			 "to", to, "second", (json_int_t)m->s);
+}
+
 static json_t *port_json(const struct sw_port *p)
 {
 	json_t *o = json_object();
@@ -132,6 +147,8 @@ char *sw_stats_json(const struct sw_rt *rt)
 		json_object_set_new(s, "fdb_full_drops", json_integer((json_int_t)sw->fdb.full_drops));
 		json_object_set_new(s, "fdb_moves", json_integer((json_int_t)sw->fdb.moves));
 		json_object_set_new(s, "fdb_moves_damped", json_integer((json_int_t)sw->fdb.moves_damped));
+		if (sw->fdb.last_move.key)
+			json_object_set_new(s, "fdb_last_move", move_json(sw));
 		json_object_set_new(s, "flooded", json_integer((json_int_t)sw->st.flooded));
 		/* frames written to the capture file, and those a bound left out */
 		json_object_set_new(s, "capture_packets", json_integer((json_int_t)sw->cap.packets));

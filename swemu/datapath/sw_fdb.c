@@ -98,6 +98,9 @@ enum sw_fdb_learnt sw_fdb_learn(struct sw_fdb *f, const uint8_t mac[6], uint16_t
 			if (port_full(f, port))
 				return SW_FDB_PORT_FULL;
 			count_port(f, s, -1);
+			f->last_move = (struct sw_fdb_move){
+				.key = k, .from = s->port, .to = (int16_t)port, .s = now_s
+			};
 			s->port = (int16_t)port;
 			count_port(f, s, +1);
 			s->moved_s = now_s;

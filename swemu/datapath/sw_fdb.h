@@ -33,6 +33,13 @@ struct sw_fdb {
 	uint64_t moves;			    /* MACs that moved to another port */
 	uint64_t moves_damped;		    /* moves refused: the MAC moved this second */
 	uint32_t changes;		    /* entries added, moved or removed: caches of answers compare it */
+	/* the latest move, for the stats: a MAC that flaps between ports
+	 * (a loop, a reflected frame, two hosts with one address) is named */
+	struct sw_fdb_move {
+		uint64_t key; /* sw_fdb_key; 0: none yet */
+		int16_t from, to;
+		uint32_t s;
+	} last_move;
 	struct sw_fdb_slot slot[SW_FDB_SIZE];
 };
 

@@ -58,6 +58,8 @@ for name, sw in json.load(sys.stdin)["switches"].items():
         print(name, pn, "rx", p["rx_packets"], "tx", p["tx_packets"], nz(p["drops"]), nz(p.get("device", {})))
     if "ina" in sw:
         print(name, "ina drops:", nz(sw["ina"]["drops"]))
+    if sw.get("fdb_moves"):
+        print(name, "fdb moves", sw["fdb_moves"], "damped", sw["fdb_moves_damped"], "latest", sw.get("fdb_last_move"))
 PY
 	)
 	stats | $PY -c "$prog"

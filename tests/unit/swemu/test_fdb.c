@@ -130,6 +130,11 @@ static void test_fdb_port_limit_and_moves(void **state)
 	assert_int_equal(sw_fdb_lookup(&f, m, 1, 102), 4);
 	assert_int_equal(f.moves, 1);
 	assert_int_equal(f.moves_damped, 1);
+	/* the move is named for the stats; the refused one is not */
+	assert_true(f.last_move.key == sw_fdb_key(m, 1));
+	assert_int_equal(f.last_move.from, 2);
+	assert_int_equal(f.last_move.to, 4);
+	assert_int_equal(f.last_move.s, 102);
 	assert_int_equal(f.learned[2], 2);
 	assert_int_equal(f.learned[4], 2);
 	/* port 2 has room again for a new MAC, not for a third move-in */
