@@ -30,13 +30,13 @@ static const char *ina_name(unsigned r) { return ina_reason_name((enum ina_reaso
 static json_t *move_json(const struct sw_lsw *sw)
 {
 	const struct sw_fdb_move *m = &sw->fdb.last_move;
-	char mac[18];
-	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", (unsigned)(m->key >> 40 & 0xff),
-		 (unsigned)(m->key >> 32 & 0xff), (unsigned)(m->key >> 24 & 0xff), (unsigned)(m->key >> 16 & 0xff),
-		 (unsigned)(m->key >> 8 & 0xff), (unsigned)(m->key & 0xff));
+	struct rte_ether_addr a;
+	char mac[RTE_ETHER_ADDR_FMT_SIZE];
+	sw_fdb_key_mac(m->key, a.addr_bytes);
+	rte_ether_format_addr(mac, sizeof(mac), &a);
 	const char *from = m->from >= 0 && m->from < sw->nports ? sw->ports[m->from].cfg->name : "?";
 	const char *to = m->to >= 0 && m->to < sw->nports ? sw->ports[m->to].cfg->name : "?";
-	return json_pack("{s:s, s:i, s:s, s:s, s:I}", "mac", mac, "vlan", (int)(m->key >> 49 & 0xfff), "from", from,
+	return json_pack("{s:s, s:i, s:s, s:s, s:I}", "mac", mac, "vlan", (int)sw_fdb_key_vlan(m->key), "from", from,
 			 "to", to, "second", (json_int_t)m->s);
 }
 

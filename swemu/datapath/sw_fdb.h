@@ -72,6 +72,15 @@ static inline uint64_t sw_fdb_key(const uint8_t m[6], uint16_t vlan)
 	       __builtin_bswap16(lo);
 }
 
+/* sw_fdb_key's parts again (for reports, not the datapath). */
+static inline void sw_fdb_key_mac(uint64_t k, uint8_t mac[6])
+{
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)(k >> (40 - 8 * i));
+}
+
+static inline uint16_t sw_fdb_key_vlan(uint64_t k) { return (uint16_t)(k >> 49 & 0xfff); }
+
 static inline uint32_t sw_fdb_home(uint64_t k)
 {
 	k *= 0x9E3779B97F4A7C15ull;

@@ -135,6 +135,10 @@ static void test_fdb_port_limit_and_moves(void **state)
 	assert_int_equal(f.last_move.from, 2);
 	assert_int_equal(f.last_move.to, 4);
 	assert_int_equal(f.last_move.s, 102);
+	uint8_t back[6];
+	sw_fdb_key_mac(f.last_move.key, back);
+	assert_memory_equal(back, m, 6);
+	assert_int_equal(sw_fdb_key_vlan(f.last_move.key), 1);
 	assert_int_equal(f.learned[2], 2);
 	assert_int_equal(f.learned[4], 2);
 	/* port 2 has room again for a new MAC, not for a third move-in */
