@@ -54,6 +54,7 @@ enum sw_drop {
 	SW_D_OVER_MTU,	       /* a datagram to the switch larger than the ports' MTU */
 	SW_D_SOURCE_GUARD,     /* INA from a member's IP, but not its bound MAC, port or VLAN */
 	SW_D_MAC_LIMIT,	       /* a new source MAC on a port that learned fdb_port_limit already */
+	SW_D_BEFORE_START,     /* in the device's queue when the switch began: see sw_dp_run */
 	SW_D_FRAME_BASE,       /* + enum sw_frame_err: malformed IPv4/UDP to the switch */
 	SW_D_MAX_ = SW_D_FRAME_BASE + SW_FRAME_ERR_MAX_,
 };

@@ -111,6 +111,18 @@ cmd_down() {
 }
 
 # ip link set IFACE ARGS..., in namespace NS unless it is empty.
+# A namespace for swemu's ports.  Its kernel must stay silent on them: it
+# would send IPv6 (MLD reports, DAD, router solicitations) from each port
+# for seconds after it comes up, and af_packet hands swemu those frames as
+# if a host had sent them; swemu then learns the namespace's own MACs on
+# host ports and floods the chatter into the fabric.  No IPv4 address is
+# ever given there, so IPv6 is all there is to turn off.
+switch_ns_add() { # NS
+	ip netns add "$1"
+	ip netns exec "$1" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 net.ipv6.conf.all.disable_ipv6=1
+	ip -n "$1" link set lo up
+}
+
 link_set() { # NS IFACE ARGS...
 	local ns=$1
 	shift
@@ -242,17 +254,13 @@ cmd_up() {
 	local one_ns="" # one swemu: its namespace NAME-sw
 	if ((racks > 1)) && [ "$procs" = true ]; then
 		for ((r = 0; r < racks; r++)); do swns[r]=$name-tor$r; done
-		for sns in "${swns[@]}" "$name-spine"; do
-			ip netns add "$sns"
-			ip -n "$sns" link set lo up
-		done
+		for sns in "${swns[@]}" "$name-spine"; do switch_ns_add "$sns"; done
 	elif [ "$pmd" != bridge ]; then
 		# one swemu in a namespace of its own too: two topologies' swemus
 		# started at once in the root namespace collided there (af_packet
 		# names its fanout group pid ^ ifindex; the second's ports failed)
 		one_ns=$name-sw
-		ip netns add "$one_ns"
-		ip -n "$one_ns" link set lo up
+		switch_ns_add "$one_ns"
 		echo "$one_ns" > "$d/netns"
 	fi
 	for ((i = 0; i < n; i++)); do

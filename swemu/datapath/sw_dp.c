@@ -44,6 +44,7 @@ static const char *const drop_names[SW_D_FRAME_BASE] = {
 	[SW_D_OVER_MTU] = "over_mtu",
 	[SW_D_SOURCE_GUARD] = "source_guard",
 	[SW_D_MAC_LIMIT] = "mac_limit",
+	[SW_D_BEFORE_START] = "before_start",
 };
 
 const char *sw_drop_name(unsigned d)
@@ -727,8 +728,36 @@ static int worker_main(void *arg)
 	return 0;
 }
 
+/* What the devices hold before the first poll is dropped, counted.  An
+ * af_packet socket receives from every interface of its namespace from its
+ * creation until the driver binds it to its own, and the driver maps a ring
+ * of megabytes in between: a frame that arrived on one port then (a host's
+ * IPv6 chatter as it comes up) waits in another port's ring and would be
+ * learned there.  The rest arrived before the switch was switching, as at
+ * a real switch's boot. */
+static void discard_backlog(struct sw_rt *rt)
+{
+	struct rte_mbuf *pkts[SW_BURST_MAX];
+	for (int s = 0; s < rt->nsw; s++)
+		for (int i = 0; i < rt->sw[s]->nports; i++) {
+			struct sw_port *p = &rt->sw[s]->ports[i];
+			uint16_t n;
+			/* a ring's worth or a few: a flood arriving meanwhile is
+			 * the switch's to handle, not this loop's */
+			for (unsigned k = 0;
+			     p->ext && k < 4096 && (n = rte_eth_rx_burst(p->dev, 0, pkts, SW_BURST_MAX)) > 0; k += n) {
+				p->st.rx_packets += n;
+				for (uint16_t j = 0; j < n; j++)
+					p->st.rx_bytes += rte_pktmbuf_pkt_len(pkts[j]);
+				p->st.drops[SW_D_BEFORE_START] += n;
+				rte_pktmbuf_free_bulk(pkts, n);
+			}
+		}
+}
+
 void sw_dp_run(struct sw_rt *rt)
 {
+	discard_backlog(rt);
 	for (int i = 1; i < rt->nworkers; i++)
 		if (rte_eal_remote_launch(worker_main, &rt->workers[i], rt->workers[i].lcore) != 0) {
 			/* setup checked the lcores: this is a bug, not a config error */
