@@ -326,6 +326,7 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 		ss->nslices = (ss->st.hi - ss->st.lo + a->p->elems - 1) / a->p->elems;
 		ss->done = 0;
 		hcl_inaw_reset(&ss->win);
+		ss->win.end = ss->nslices; /* its tails get a probe */
 		left += ss->nslices;
 		a->results_left += ss->st.need_result ? ss->nslices : 0;
 		for (size_t j = 0; j < ss->nslices && j < a->p->slots; j++)

@@ -58,8 +58,8 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 			continue;
 		int64_t due = s->sent_at + timer(w, s, floor_ns);
 		bool rack = false;
-		if (w->rack && !floor_ns && w->rtt.srtt && s->sent_at &&
-		    (s->sent_at < w->done_sent_at || (s->tries == 0 && s->slice + w->slots >= w->end))) {
+		if (!floor_ns && w->rtt.srtt && s->sent_at &&
+		    ((w->rack && s->sent_at < w->done_sent_at) || (s->tries == 0 && s->slice + w->slots >= w->end))) {
 			int64_t reo = w->rtt.srtt / 4 > 200000 ? w->rtt.srtt / 4 : 200000,
 				lost_at = s->sent_at + w->rtt.srtt + reo;
 			rack = lost_at <= now;

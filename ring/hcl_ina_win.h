@@ -58,9 +58,11 @@ struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t s
  * a timer.  Only where slices finish in the order they went (ps-ina: one
  * aggregation per slice); agent-ring's wait for members up and down the
  * chain, and RACK there sent ten times as much again on a clean network.
- * A tail (no slice will follow it: w->end) is re-sent once at RACK's
- * time as if a successor were done, a tail loss probe: nothing else finds
- * its loss before the timer. */
+ * With or without w->rack, a tail (no slice will follow it: w->end) is
+ * re-sent once at RACK's time as if a successor were done, a tail loss
+ * probe: nothing else finds its loss before the timer.  Agent-ring has it
+ * too: one probe per tail costs a clean network little, where a successor
+ * done says nothing there. */
 void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*send)(void *ctx, uint32_t slot),
 		     void *ctx, int64_t *wake, uint64_t *resent);
 

@@ -56,6 +56,7 @@ class ArRank : public SimInaClient
 			ss.nslices = (ss.st.hi - ss.st.lo + p->elems - 1) / p->elems;
 			ss.done = 0;
 			hcl_inaw_reset(&ss.win);
+			ss.win.end = ss.nslices; /* as hcl_aring.c */
 			left += ss.nslices;
 		}
 		for (unsigned k = 0; k < steps; k++)

@@ -391,6 +391,35 @@ static void test_window_tail_probe(void **state)
 	hcl_inaw_free(&w);
 }
 
+/* Agent-ring's windows: no RACK (its slices need not finish in order), but
+ * the tail loss probe all the same. */
+static void test_window_tail_probe_without_rack(void **state)
+{
+	(void)state;
+	struct hcl_inaw w;
+	assert_int_equal(hcl_inaw_init(&w, 2, 5000000, 500000000), 0);
+	w.end = 3; /* slot 0: slice 0 (slice 2 follows it), slot 1: slice 1, a tail */
+	const int64_t ms = 1000000, t0 = 100 * ms;
+	hcl_rtt_sample(&w.rtt, ms);
+	hcl_inaw_start(&w, 0, 0, t0, false);
+	hcl_inaw_start(&w, 1, 1, t0, false);
+	w.done_sent_at = t0 + 1; /* a slice sent after both is done */
+	uint32_t sends[2] = { 0 };
+	uint64_t resent = 0;
+	int64_t wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + ms + ms / 4, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[1], 1); /* the tail's probe */
+	assert_int_equal(sends[0], 0); /* no RACK: slice 0 waits for its timer */
+	assert_int_equal(wake, t0 + 5 * ms);
+	/* the same moment with RACK: slice 0 goes too */
+	w.rack = true;
+	hcl_inaw_start(&w, 1, 1, t0, false);
+	hcl_inaw_resend(&w, t0 + ms + ms / 4, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[0], 1);
+	assert_int_equal(sends[1], 2);
+	hcl_inaw_free(&w);
+}
+
 /* A window whose timer floor was stretched (time dilation, as agent-ring's
  * windows get it from HCL_TIMER_SCALE): before any round trip is measured
  * a slice waits the new floor, not the old one. */
@@ -559,6 +588,7 @@ int main(void)
 		cmocka_unit_test(test_psina_plan_shards),
 		cmocka_unit_test(test_window_rack),
 		cmocka_unit_test(test_window_tail_probe),
+		cmocka_unit_test(test_window_tail_probe_without_rack),
 		cmocka_unit_test(test_window_timer_scale),
 		cmocka_unit_test(test_aggregator_drops_by_reason),
 		cmocka_unit_test(test_lost_aggregator),
