@@ -28,6 +28,16 @@ struct ps_state {
 	struct ina_addr ps_addr[HCL_INA_MAX_SHARDS]; /* each shard's PS socket */
 	struct psina_plan plan[2];		     /* fp32, int32 */
 	struct tor tor;				     /* this rank's ToR, if it is a rack's agent */
+	/* each call's input, two buffers in turn: results overwrite the
+	 * buffer slice by slice, and when an aggregator is lost the ranks can
+	 * be a call apart (one has all its results, another lost one as the
+	 * job went); the fall-back finishes the call behind from everyone's
+	 * inputs of it (ring/hcl_fallback.c) */
+	void *kept[2];
+	size_t kept_bytes[2];
+	unsigned cur;
+	size_t prev_count; /* elements of the previous call's kept input; 0: none */
+	enum hcl_dtype prev_dt;
 };
 
 static int prepare(struct hcl_comm *c, struct dgram_udp_opts *o, bool with_tors, char *err, size_t errlen)
@@ -234,16 +244,37 @@ static int ps_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t errl
 	return rc < 0 ? rc : hcl_comm_barrier(c, deadline, err, errlen);
 }
 
-static bool slice_done(const void *client, size_t k) { return hcl_ina_slice_done(client, k); }
+/* A copy of buf's count elements in the next of the two kept buffers:
+ * the kept input, or NULL (out of memory, said in c->err). */
+static const void *keep_input(struct hcl_comm *c, struct ps_state *s, const void *buf, size_t count, enum hcl_dtype dt)
+{
+	const size_t bytes = count * (dt == HCL_BF16 ? 2 : 4);
+	unsigned k = s->cur ^= 1;
+	if (bytes > s->kept_bytes[k]) {
+		void *p = realloc(s->kept[k], bytes);
+		if (!p) {
+			hcl_fail(-ENOMEM, c->err, sizeof(c->err), "out of memory for a copy of the call's %zu bytes",
+				 bytes);
+			return NULL;
+		}
+		s->kept[k] = p;
+		s->kept_bytes[k] = bytes;
+	}
+	if (bytes)
+		memcpy(s->kept[k], buf, bytes);
+	return s->kept[k];
+}
 
 /* Through the aggregators; when one is lost mid-job, this call and the
- * later ones on the software ring. */
+ * later ones on the software ring, from the kept inputs. */
 static int ps_allreduce(struct hcl_comm *c, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline)
 {
 	struct ps_state *s = c->algo_state;
-	const struct hcl_ina *a = s->client[dt == HCL_INT32];
 	struct hcl_fallback_in left = { 0 }; /* the buffer holds the input whole */
 	if (!c->ina_lost) {
+		const void *input = keep_input(c, s, buf, count, dt);
+		if (!input)
+			return -ENOMEM;
 		int rc;
 		if (dt == HCL_FP32 && c->env.float_wire == INA_D_BFP32)
 			rc = hcl_ina_allreduce_bfp(s->client[0], buf, count, (unsigned)c->world, deadline, c->err,
@@ -251,10 +282,18 @@ static int ps_allreduce(struct hcl_comm *c, void *buf, size_t count, enum hcl_dt
 		else
 			rc = hcl_ina_allreduce(s->client[dt == HCL_INT32], buf, count, dt, deadline, c->err,
 					       sizeof(c->err));
-		if (rc != -ENETDOWN)
+		if (rc != -ENETDOWN) {
+			s->prev_count = rc == 0 ? count : 0;
+			s->prev_dt = dt;
 			return rc;
+		}
 		hcl_fallback_begin(c, c->err);
-		left = (struct hcl_fallback_in){ .slice_elems = c->env.ina_elems, .done = slice_done, .ctx = a };
+		/* from inputs alone: a rank behind needs its own whole, a rank
+		 * ahead gives the call before's */
+		left = (struct hcl_fallback_in){ .input = input,
+						 .prev_input = s->prev_count ? s->kept[s->cur ^ 1] : NULL,
+						 .prev_count = s->prev_count,
+						 .prev_dt = s->prev_dt };
 	}
 	return hcl_fallback_allreduce(c, buf, count, dt, &left, deadline);
 }
@@ -287,6 +326,8 @@ static void ps_teardown(struct hcl_comm *c)
 	}
 	softsw_stop(s->ps);
 	dgram_close(&s->ina_t);
+	free(s->kept[0]);
+	free(s->kept[1]);
 	free(s);
 	c->algo_state = NULL;
 }

@@ -22,9 +22,6 @@ struct hcl_ina {
 	struct hcl_ina_stats st;
 	size_t overflowed; /* 1 + the first slice whose int32 sum wrapped, or 0 */
 	uint16_t overflowed_job;
-	/* the last pass (hcl_ina_slice_done after a lost aggregator) */
-	bool last_raw; /* it wrote results into the caller's buffer */
-	size_t last_nslices;
 	int64_t progress_at[HCL_INA_MAX_SHARDS]; /* per shard: its pass began or a result came */
 	int nacked;				 /* 1 + the shard whose aggregator said it has no such job, or 0 */
 };
@@ -292,9 +289,7 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 	const unsigned shards = a->cfg.shards;
 	size_t nslices = (ps->count + a->cfg.elems - 1) / a->cfg.elems, done = 0;
 	a->epoch++;
-	a->last_raw = ps->kind != PASS_EXPONENT;
 	a->nacked = 0;
-	a->last_nslices = nslices;
 	for (unsigned h = 0; h < shards; h++) {
 		hcl_inaw_reset(&a->win[h]);
 		a->win[h].end = shard_first(nslices, shards, h + 1);
@@ -343,21 +338,6 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 		}
 	}
 	return 0;
-}
-
-bool hcl_ina_slice_done(const struct hcl_ina *a, size_t k)
-{
-	if (!a->last_raw || k >= a->last_nslices)
-		return false;
-	/* shard h's slot j carries its slices first+j, first+j+slots, ... in
-	 * turn: those before the one it has in flight are done, the rest not
-	 * (an idle slot has finished all of its own) */
-	unsigned h = 0;
-	while (h + 1 < a->cfg.shards && k >= shard_first(a->last_nslices, a->cfg.shards, h + 1))
-		h++;
-	size_t first = shard_first(a->last_nslices, a->cfg.shards, h);
-	const struct hcl_inaw_slot *slot = &a->win[h].s[(k - first) % a->cfg.slots];
-	return !(slot->busy && slot->slice <= k);
 }
 
 static int check_count(size_t count, const struct hcl_ina *a, char *err, size_t errlen)

@@ -57,12 +57,6 @@ void hcl_ina_free(struct hcl_ina *a);
 int hcl_ina_allreduce(struct hcl_ina *a, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline_ns, char *err,
 		      size_t errlen);
 
-/* After a call that ended -ENETDOWN (an aggregator lost): whether slice k
- * (elements k*elems ..) of the caller's buffer holds its result (else it
- * still holds this rank's input).  No slice of a BFP call's exponent pass
- * holds one. */
-bool hcl_ina_slice_done(const struct hcl_ina *a, size_t k);
-
 /* fp32 over a BFP32 job (int32 mantissas: what a switch without floating
  * point adds): a first pass agrees on each slice's exponent (the switch
  * keeps the maximum), a second sums the mantissas at that exponent.
