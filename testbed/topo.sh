@@ -110,7 +110,6 @@ cmd_down() {
 	rm -rf "/var/run/dpdk/swemu-$name" "/var/run/dpdk/swemu-$name-"* "$d"
 }
 
-# ip link set IFACE ARGS..., in namespace NS unless it is empty.
 # A namespace for swemu's ports.  Its kernel must stay silent on them: it
 # would send IPv6 (MLD reports, DAD, router solicitations) from each port
 # for seconds after it comes up, and af_packet hands swemu those frames as
@@ -123,6 +122,7 @@ switch_ns_add() { # NS
 	ip -n "$1" link set lo up
 }
 
+# ip link set IFACE ARGS..., in namespace NS unless it is empty.
 link_set() { # NS IFACE ARGS...
 	local ns=$1
 	shift
