@@ -747,8 +747,11 @@ static void discard_backlog(struct sw_rt *rt)
 			for (unsigned k = 0;
 			     p->ext && k < 4096 && (n = rte_eth_rx_burst(p->dev, 0, pkts, SW_BURST_MAX)) > 0; k += n) {
 				p->st.rx_packets += n;
-				for (uint16_t j = 0; j < n; j++)
+				for (uint16_t j = 0; j < n; j++) {
 					p->st.rx_bytes += rte_pktmbuf_pkt_len(pkts[j]);
+					if (p->sw->cap.f) /* received, as every dropped frame is */
+						sw_capture_frame(&p->sw->cap, p->index, SW_CAP_RX, pkts[j]);
+				}
 				p->st.drops[SW_D_BEFORE_START] += n;
 				rte_pktmbuf_free_bulk(pkts, n);
 			}
