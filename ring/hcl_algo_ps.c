@@ -16,6 +16,7 @@
 #include "hcl_algo.h"
 #include "hcl_fallback.h"
 #include "hcl_ina.h"
+#include "hcl_kept.h"
 #include "hcl_ring.h"
 #include "psina_plan.h"
 #include "softsw.h"
@@ -33,9 +34,7 @@ struct ps_state {
 	 * be a call apart (one has all its results, another lost one as the
 	 * job went); the fall-back finishes the call behind from everyone's
 	 * inputs of it (ring/hcl_fallback.c) */
-	void *kept[2];
-	size_t kept_bytes[2];
-	unsigned cur;
+	struct hcl_kept kept;
 	size_t prev_count; /* elements of the previous call's kept input; 0: none */
 	enum hcl_dtype prev_dt;
 };
@@ -249,20 +248,14 @@ static int ps_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t errl
 static const void *keep_input(struct hcl_comm *c, struct ps_state *s, const void *buf, size_t count, enum hcl_dtype dt)
 {
 	const size_t bytes = count * (dt == HCL_BF16 ? 2 : 4);
-	unsigned k = s->cur ^= 1;
-	if (bytes > s->kept_bytes[k]) {
-		void *p = realloc(s->kept[k], bytes);
-		if (!p) {
-			hcl_fail(-ENOMEM, c->err, sizeof(c->err), "out of memory for a copy of the call's %zu bytes",
-				 bytes);
-			return NULL;
-		}
-		s->kept[k] = p;
-		s->kept_bytes[k] = bytes;
+	uint8_t *k = hcl_kept_next(&s->kept, bytes);
+	if (!k) {
+		hcl_fail(-ENOMEM, c->err, sizeof(c->err), "out of memory for a copy of the call's %zu bytes", bytes);
+		return NULL;
 	}
 	if (bytes)
-		memcpy(s->kept[k], buf, bytes);
-	return s->kept[k];
+		memcpy(k, buf, bytes);
+	return k;
 }
 
 /* Through the aggregators; when one is lost mid-job, this call and the
@@ -291,7 +284,7 @@ static int ps_allreduce(struct hcl_comm *c, void *buf, size_t count, enum hcl_dt
 		/* from inputs alone: a rank behind needs its own whole, a rank
 		 * ahead gives the call before's */
 		left = (struct hcl_fallback_in){ .input = input,
-						 .prev_input = s->prev_count ? s->kept[s->cur ^ 1] : NULL,
+						 .prev_input = s->prev_count ? hcl_kept_before(&s->kept) : NULL,
 						 .prev_count = s->prev_count,
 						 .prev_dt = s->prev_dt };
 	}
@@ -326,8 +319,7 @@ static void ps_teardown(struct hcl_comm *c)
 	}
 	softsw_stop(s->ps);
 	dgram_close(&s->ina_t);
-	free(s->kept[0]);
-	free(s->kept[1]);
+	hcl_kept_free(&s->kept);
 	free(s);
 	c->algo_state = NULL;
 }

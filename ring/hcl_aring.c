@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "hcl_ina_win.h"
+#include "hcl_kept.h"
 #include "ina_proto.h"
 
 #define GOT_ACK	   1
@@ -33,9 +34,7 @@ struct hcl_aring {
 	/* the input, when the call is in place: two buffers in turn, so the
 	 * previous call's stays (a rank a call behind may need it, see
 	 * ring/hcl_fallback.c); prev_count its elements, or 0 */
-	uint8_t *scratch[2];
-	size_t scratch_bytes[2];
-	unsigned cur;
+	struct hcl_kept kept;
 	size_t count, prev_count;
 	struct hcl_ina_rx rx;
 	uint8_t tx[INA_HDR_LEN + INA_MAX_PAYLOAD];
@@ -62,13 +61,13 @@ const void *hcl_aring_input(const struct hcl_aring *a) { return a->src; }
 const void *hcl_aring_last_input(const struct hcl_aring *a, size_t *count)
 {
 	*count = a->count;
-	return a->count && a->src == a->scratch[a->cur] ? a->src : NULL;
+	return a->count && a->src == hcl_kept_latest(&a->kept) ? a->src : NULL;
 }
 
 const void *hcl_aring_prev_input(const struct hcl_aring *a, size_t *count)
 {
 	*count = a->prev_count;
-	return a->prev_count ? a->scratch[!a->cur] : NULL;
+	return a->prev_count ? hcl_kept_before(&a->kept) : NULL;
 }
 
 void hcl_aring_set_poll(struct hcl_aring *a, int (*fn)(void *ctx), void *ctx)
@@ -112,8 +111,7 @@ void hcl_aring_free(struct hcl_aring *a)
 	for (unsigned k = 0; a->s && k < a->nsteps; k++)
 		hcl_inaw_free(&a->s[k].win);
 	free(a->s);
-	free(a->scratch[0]);
-	free(a->scratch[1]);
+	hcl_kept_free(&a->kept);
 	hcl_ina_rx_free(&a->rx);
 	free(a);
 }
@@ -286,21 +284,14 @@ static const uint8_t *input(struct hcl_aring *a, const uint8_t *src, const uint8
 {
 	size_t bytes = count * ina_wire_elem_size(a->p->dtype);
 	/* the last call's copy, if it made one, becomes the previous input */
-	a->prev_count = a->src == a->scratch[a->cur] ? a->count : 0;
+	a->prev_count = a->src == hcl_kept_latest(&a->kept) ? a->count : 0;
 	a->count = count;
 	if (src != dst || !bytes)
 		return src;
-	unsigned k = a->prev_count ? !a->cur : a->cur;
-	if (a->scratch_bytes[k] < bytes) {
-		uint8_t *b = realloc(a->scratch[k], bytes);
-		if (!b)
-			return NULL;
-		a->scratch[k] = b;
-		a->scratch_bytes[k] = bytes;
-	}
-	memcpy(a->scratch[k], src, bytes);
-	a->cur = k;
-	return a->scratch[k];
+	uint8_t *k = hcl_kept_next(&a->kept, bytes);
+	if (k)
+		memcpy(k, src, bytes);
+	return k;
 }
 
 int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_t count, int64_t deadline_ns, char *err,
