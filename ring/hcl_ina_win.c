@@ -34,7 +34,9 @@ void hcl_inaw_reset(struct hcl_inaw *w)
 struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t slice, int64_t sent_at, bool early)
 {
 	struct hcl_inaw_slot *s = &w->s[slot];
-	*s = (struct hcl_inaw_slot){ .busy = true, .early = early, .set = s->set, .slice = slice, .sent_at = sent_at };
+	*s = (struct hcl_inaw_slot){
+		.busy = true, .early = early, .set = s->set, .slice = slice, .sent_at = sent_at, .first_at = sent_at
+	};
 	return s;
 }
 
@@ -74,6 +76,8 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 			if (!floor_ns && !rack)
 				hcl_rtt_expired(&w->rtt, s->sent_at, now);
 			s->sent_at = now;
+			if (!s->first_at)
+				s->first_at = now; /* its first send went now */
 			if (s->tries < 255)
 				s->tries++;
 			(*resent)++;
@@ -95,10 +99,17 @@ struct hcl_inaw_slot *hcl_inaw_match(struct hcl_inaw *w, const struct ina_hdr *h
 
 void hcl_inaw_done(struct hcl_inaw *w, struct hcl_inaw_slot *s, int64_t now)
 {
-	if (s->tries == 0 && s->sent_at && !s->early)
+	if (s->tries == 0 && s->sent_at && !s->early) {
 		hcl_rtt_sample(&w->rtt, now - s->sent_at);
-	if (s->sent_at > w->done_sent_at)
-		w->done_sent_at = s->sent_at;
+		if (!w->min_rtt || now - s->sent_at < w->min_rtt)
+			w->min_rtt = now - s->sent_at;
+	}
+	/* an answer sooner after a re-send than any round trip answers an
+	 * earlier send: RACK dates it by the first, or a spurious re-send would
+	 * make every slice sent before it look lost (RFC 8985 keeps this rule) */
+	int64_t at = s->tries && now - s->sent_at < w->min_rtt ? s->first_at : s->sent_at;
+	if (at > w->done_sent_at)
+		w->done_sent_at = at;
 	s->set ^= 1;
 	s->busy = false;
 }

@@ -23,7 +23,8 @@ struct hcl_inaw_slot {
 	uint8_t set;   /* the shadow set of the slice (flips when it is done) */
 	uint8_t got;   /* the caller's: what of the answer has come */
 	size_t slice;
-	int64_t sent_at; /* 0: not sent yet (the socket was full): due at once */
+	int64_t sent_at;  /* 0: not sent yet (the socket was full): due at once */
+	int64_t first_at; /* the first send's sent_at */
 };
 
 struct hcl_inaw {
@@ -31,6 +32,7 @@ struct hcl_inaw {
 	struct hcl_inaw_slot *s;
 	struct hcl_rtt rtt;
 	int64_t done_sent_at; /* the latest send among slices done (RACK) */
+	int64_t min_rtt;      /* the least round-trip sample; 0: none yet */
 	bool rack;	      /* slices finish in the order they went: RACK may judge */
 	/* the pass's slices of this window end before this one (SIZE_MAX:
 	 * unknown); a slot whose slice has no successor is a tail */
@@ -72,7 +74,10 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 struct hcl_inaw_slot *hcl_inaw_match(struct hcl_inaw *w, const struct ina_hdr *h, uint32_t epoch);
 
 /* The slot's slice is done: a round-trip sample if it went once and not
- * early; its next slice uses the other set. */
+ * early; its next slice uses the other set.  RACK dates it by its latest
+ * send, or by its first when the answer came sooner after a re-send than
+ * the least round trip (so it answers the first send, and the slices sent
+ * in between are not lost but waiting, as the slowest worker makes them). */
 void hcl_inaw_done(struct hcl_inaw *w, struct hcl_inaw_slot *s, int64_t now);
 
 /* The clients' receive buffers. */

@@ -352,6 +352,40 @@ static void test_window_rack(void **state)
 	hcl_inaw_free(&w);
 }
 
+/* RACK after a re-send: an answer that comes sooner after the re-send
+ * than the least round trip answers the first send (the slice was only
+ * waiting, as a PS shard's wait for the slowest worker looks), so it dates
+ * the slices done by that send and the slices sent in between are not
+ * taken for lost; an answer a round trip after the re-send dates it by
+ * the re-send. */
+static void test_window_rack_after_resend(void **state)
+{
+	(void)state;
+	const int64_t ms = 1000000, t0 = 100 * ms;
+	for (int late = 0; late < 2; late++) {
+		struct hcl_inaw w;
+		assert_int_equal(hcl_inaw_init(&w, 2, 5000000, 500000000), 0);
+		w.rack = true;
+		/* srtt 1 ms: the reordering window is 250 us; the least round trip 1 ms */
+		hcl_inaw_start(&w, 0, 0, t0 - 10 * ms, false);
+		hcl_inaw_done(&w, &w.s[0], t0 - 9 * ms);
+		hcl_inaw_start(&w, 0, 2, t0, false);
+		hcl_inaw_start(&w, 1, 1, t0 + 3 * ms, false);
+		uint32_t sends[2] = { 0 };
+		uint64_t resent = 0;
+		int64_t wake = INT64_MAX;
+		hcl_inaw_resend(&w, t0 + 5 * ms, 0, record_send, sends, &wake, &resent);
+		assert_int_equal(sends[0], 1); /* slot 0's timer (the 5 ms floor) */
+		assert_int_equal(sends[1], 0);
+		const int64_t answered = t0 + 5 * ms + (late ? 2 * ms : ms / 5);
+		hcl_inaw_done(&w, &w.s[0], answered);
+		hcl_inaw_resend(&w, answered + ms / 10, 0, record_send, sends, &wake, &resent);
+		/* slot 1 went at t0 + 3 ms: after the first send, before the re-send */
+		assert_int_equal(sends[1], late ? 1 : 0);
+		hcl_inaw_free(&w);
+	}
+}
+
 /* A tail loss probe: the pass's last slices (nothing follows them in
  * their slot) go again once at RACK's time, a round trip and a reordering
  * window after they went, though no later slice is done; a slice with a
@@ -585,6 +619,7 @@ int main(void)
 		cmocka_unit_test(test_result_checks),
 		cmocka_unit_test(test_psina_plan_shards),
 		cmocka_unit_test(test_window_rack),
+		cmocka_unit_test(test_window_rack_after_resend),
 		cmocka_unit_test(test_window_tail_probe),
 		cmocka_unit_test(test_window_tail_probe_without_rack),
 		cmocka_unit_test(test_window_timer_scale),
