@@ -42,9 +42,9 @@ struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t s
 
 static int64_t timer(const struct hcl_inaw *w, const struct hcl_inaw_slot *s, int64_t floor_ns)
 {
-	int64_t rto = hcl_rtt_rto(&w->rtt, s->tries);
+	int64_t rto = hcl_rtt_rto(&w->rtt, s->expiries);
 	if (floor_ns) {
-		int64_t f = floor_ns << (s->tries < 4 ? s->tries : 4);
+		int64_t f = floor_ns << (s->expiries < 4 ? s->expiries : 4);
 		if (rto < f)
 			rto = f;
 	}
@@ -80,6 +80,8 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 				s->first_at = now; /* its first send went now */
 			if (s->tries < 255)
 				s->tries++;
+			if (!rack && s->expiries < 255)
+				s->expiries++;
 			(*resent)++;
 			due = now + timer(w, s, floor_ns);
 		}

@@ -17,11 +17,12 @@
 #include "ina_proto.h"
 
 struct hcl_inaw_slot {
-	bool busy;     /* a slice is in flight */
-	bool early;    /* sent before the switch could answer it: no round-trip sample */
-	uint8_t tries; /* re-sends of the slice */
-	uint8_t set;   /* the shadow set of the slice (flips when it is done) */
-	uint8_t got;   /* the caller's: what of the answer has come */
+	bool busy;	  /* a slice is in flight */
+	bool early;	  /* sent before the switch could answer it: no round-trip sample */
+	uint8_t tries;	  /* re-sends of the slice */
+	uint8_t expiries; /* of its timer: each doubles it (RACK's re-sends do not) */
+	uint8_t set;	  /* the shadow set of the slice (flips when it is done) */
+	uint8_t got;	  /* the caller's: what of the answer has come */
 	size_t slice;
 	int64_t sent_at;  /* 0: not sent yet (the socket was full): due at once */
 	int64_t first_at; /* the first send's sent_at */
@@ -51,7 +52,7 @@ void hcl_inaw_reset(struct hcl_inaw *w);
 struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t slice, int64_t sent_at, bool early);
 
 /* Re-sends every busy slot whose timer (at least floor_ns, doubled per
- * try; floor_ns 0: the round trip's alone) has run out, by send(ctx, slot
+ * expiry; floor_ns 0: the round trip's alone) has run out, by send(ctx, slot
  * index) — false when the socket is full, which ends the round.  Lowers
  * *wake to the next expiry; counts the re-sends in *resent.  With w->rack
  * and no floor, a slice is also re-sent (RACK, as the host transfer does)
@@ -64,7 +65,10 @@ struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t s
  * re-sent once at RACK's time as if a successor were done, a tail loss
  * probe: nothing else finds its loss before the timer.  Agent-ring has it
  * too: one probe per tail costs a clean network little, where a successor
- * done says nothing there. */
+ * done says nothing there.  A re-send by RACK or a probe leaves the
+ * slice's timer as it was: the loss was seen, not guessed from silence, and
+ * doubling made a contribution lost twice wait 4-16 timers while every
+ * other worker's slice of the slot waited with it. */
 void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*send)(void *ctx, uint32_t slot),
 		     void *ctx, int64_t *wake, uint64_t *resent);
 

@@ -352,6 +352,34 @@ static void test_window_rack(void **state)
 	hcl_inaw_free(&w);
 }
 
+/* A re-send by RACK leaves the slice's timer as it was; an expiry of the
+ * timer doubles it (and keeps a doubling for the window). */
+static void test_window_rack_resend_keeps_timer(void **state)
+{
+	(void)state;
+	struct hcl_inaw w;
+	assert_int_equal(hcl_inaw_init(&w, 2, 5000000, 500000000), 0);
+	w.rack = true;
+	const int64_t ms = 1000000, t0 = 100 * ms;
+	hcl_rtt_sample(&w.rtt, ms); /* srtt 1 ms: the timer is the 5 ms floor */
+	hcl_inaw_start(&w, 0, 0, t0, false);
+	hcl_inaw_start(&w, 1, 1, t0 + ms / 10, false);
+	hcl_inaw_done(&w, &w.s[1], t0 + ms);
+	uint32_t sends[2] = { 0 };
+	uint64_t resent = 0;
+	int64_t wake = INT64_MAX;
+	const int64_t rack_at = t0 + ms + ms / 4;
+	hcl_inaw_resend(&w, rack_at, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[0], 1);
+	assert_int_equal(wake, rack_at + 5 * ms); /* not 10 ms */
+	wake = INT64_MAX;
+	hcl_inaw_resend(&w, rack_at + 5 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[0], 2); /* now the timer's: doubled for the slice
+					* and once more kept by the window (Karn) */
+	assert_int_equal(wake, rack_at + 5 * ms + 20 * ms);
+	hcl_inaw_free(&w);
+}
+
 /* RACK after a re-send: an answer that comes sooner after the re-send
  * than the least round trip answers the first send (the slice was only
  * waiting, as a PS shard's wait for the slowest worker looks), so it dates
@@ -620,6 +648,7 @@ int main(void)
 		cmocka_unit_test(test_psina_plan_shards),
 		cmocka_unit_test(test_window_rack),
 		cmocka_unit_test(test_window_rack_after_resend),
+		cmocka_unit_test(test_window_rack_resend_keeps_timer),
 		cmocka_unit_test(test_window_tail_probe),
 		cmocka_unit_test(test_window_tail_probe_without_rack),
 		cmocka_unit_test(test_window_timer_scale),
