@@ -60,7 +60,9 @@ static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16
 		.exponent = s->exponent,
 	};
 	e->payload = (const uint8_t *)x->data;
-	e->payload_len = type == INA_T_ACK ? 0 : (size_t)s->nelem * ina_wire_elem_size(x->job->cfg.dtype);
+	e->payload_len = type == INA_T_ACK || type == INA_T_HAVE
+				 ? 0
+				 : (size_t)s->nelem * ina_wire_elem_size(x->job->cfg.dtype);
 	e->dst = *dst;
 	e->same_as_prev = false;
 	e->group = NULL;
@@ -103,6 +105,15 @@ static void emit_ack_upstream(struct ctx *x)
 
 /* the downstream's ACK, passed to the contributors (not the upstream) */
 static void emit_ack_contributors(struct ctx *x) { emit_to_contributors(x, INA_T_ACK, 0); }
+
+/* A re-sent contribution that leaves its slot waiting for others: the
+ * sender learns its contribution is here within a queue's round trip, so
+ * a re-send that gets no answer was lost (ring/hcl_ina_win.c). */
+static void answer_held(struct ctx *x, unsigned c)
+{
+	x->job->st.retransmits++;
+	emit(x, INA_T_HAVE, &x->job->cfg.contributors[c], x->job->cfg.id, (uint16_t)c, 0);
+}
 
 static void emit_result_to(struct ctx *x, unsigned c, uint8_t flags)
 {
@@ -328,8 +339,12 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 			return INA_R_SLOT_BUSY;
 		if (x->pkt->hdr.count != s->nelem)
 			return INA_R_COUNT_MISMATCH;
-		if (bit_test(s, c))
-			return INA_R_DUPLICATE;
+		if (bit_test(s, c)) {
+			if (!(x->pkt->hdr.flags & INA_F_RETX))
+				return INA_R_DUPLICATE;
+			answer_held(x, c);
+			return INA_OK;
+		}
 		break;
 	default: /* WAIT_PARENT, COMPLETE */
 		if (cmp < 0)
@@ -357,6 +372,8 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 	bit_clear(x->other, c);
 	add_contribution(x, c);
 	s->touched_ms = x->eng->now_ms;
+	if ((x->pkt->hdr.flags & INA_F_RETX) && s->state == SLOT_PARTIAL)
+		answer_held(x, c);
 	return INA_OK;
 }
 
@@ -449,6 +466,8 @@ static enum ina_reason dispatch(struct ctx *x, const struct ina_addr *src)
 	enum ina_reason r;
 	unsigned c;
 
+	if (h->type == INA_T_HAVE) /* the parent holds our re-sent partial: nothing to do */
+		return (cfg->outputs & INA_OUT_PS) && addr_eq(src, &cfg->parent.addr) ? INA_OK : INA_R_UNEXPECTED_TYPE;
 	if (h->type != INA_T_DATA && h->type != INA_T_PULL && h->type != INA_T_RESULT && h->type != INA_T_ACK)
 		return INA_R_UNEXPECTED_TYPE;
 	if (h->dtype != cfg->dtype)
@@ -523,8 +542,8 @@ static uint32_t be32(const uint8_t *p)
 static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, size_t len, const struct ina_addr *src,
 				    struct ina_emits *out)
 {
-	if (len < INA_HDR_LEN || p[0] != INA_VERSION || p[1] != INA_T_DATA || (p[3] & ~(INA_F_RETX | INA_F_OVERFLOW)) ||
-	    p[22] || p[23])
+	if (len < INA_HDR_LEN || p[0] != INA_VERSION || p[1] != INA_T_DATA || (p[3] & ~INA_F_OVERFLOW) || p[22] ||
+	    p[23])
 		return INA_R_MAX_;
 	struct job *j = find_job(eng, be16(p + 4));
 	const uint16_t count = be16(p + 20), c = be16(p + 6);

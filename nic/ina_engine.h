@@ -80,7 +80,7 @@ struct ina_job_stats {
 	uint64_t rx_packets;
 	uint64_t contributions; /* accepted and added */
 	uint64_t completions;	/* slots that reached fan_in */
-	uint64_t retransmits;	/* re-sends answered from a stored slot */
+	uint64_t retransmits;	/* re-sends answered (from a stored slot, or HAVE) */
 	uint64_t emits;		/* packets emitted */
 	uint64_t overflows;	/* int32 completions that wrapped */
 	uint64_t reclaimed;	/* unfinished slots given up (a failed call, a wedge) */

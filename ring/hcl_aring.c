@@ -240,6 +240,8 @@ static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 		a->nacked_job = p.hdr.job; /* gone there: the chain cannot go on */
 		return 0;
 	}
+	if (p.hdr.type == INA_T_HAVE)
+		return 0; /* a re-send held; agent-ring's windows wait on their timers */
 	if ((p.hdr.type != INA_T_RESULT && p.hdr.type != INA_T_ACK) || p.hdr.dtype != a->p->dtype) {
 		a->st.stale++;
 		return 0;

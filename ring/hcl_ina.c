@@ -47,7 +47,8 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transpor
 	for (unsigned h = 0; h < a->cfg.shards; h++) {
 		if (hcl_inaw_init(&a->win[h], cfg->slots, floor_ns, floor_ns > 500000000 ? floor_ns : 500000000) < 0)
 			goto nomem;
-		a->win[h].rack = true; /* one aggregation per slice: they finish in order */
+		a->win[h].rack = true;	  /* one aggregation per slice: they finish in order */
+		a->win[h].answers = true; /* every aggregator's engine answers re-sends */
 	}
 	if (hcl_ina_rx_init(&a->rx) < 0)
 		goto nomem;
@@ -245,6 +246,12 @@ static size_t take_batch(struct hcl_ina *a, const struct pass *ps, struct dgram_
 		}
 		if (p.hdr.type == INA_T_NACK && p.hdr.epoch == a->epoch && (h = shard_of(a, &in[i], &p)) >= 0) {
 			a->nacked = h + 1; /* the job is gone there: no answer will come */
+			continue;
+		}
+		if (p.hdr.type == INA_T_HAVE && p.hdr.epoch == a->epoch && (h = shard_of(a, &in[i], &p)) >= 0) {
+			struct hcl_inaw_slot *o = hcl_inaw_match(&a->win[h], &p.hdr, a->epoch);
+			if (o)
+				o->held = true; /* its result comes when the others' do */
 			continue;
 		}
 		if (p.hdr.type != INA_T_RESULT || p.hdr.dtype != ps->dtype || (h = shard_of(a, &in[i], &p)) < 0) {

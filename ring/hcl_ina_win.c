@@ -40,6 +40,9 @@ struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t s
 	return s;
 }
 
+/* the least wait for an answer to a re-send (a scheduler's tick) */
+#define HCL_INAW_ANSWER_MIN_NS 500000
+
 static int64_t timer(const struct hcl_inaw *w, const struct hcl_inaw_slot *s, int64_t floor_ns)
 {
 	int64_t rto = hcl_rtt_rto(&w->rtt, s->expiries);
@@ -68,6 +71,13 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 			if (lost_at < due)
 				due = lost_at;
 		}
+		if (w->answers && s->tries && !s->held && w->min_rtt && s->sent_at) {
+			int64_t a = 2 * w->min_rtt > HCL_INAW_ANSWER_MIN_NS ? 2 * w->min_rtt : HCL_INAW_ANSWER_MIN_NS;
+			if (s->sent_at + a < due) {
+				due = s->sent_at + a;
+				rack = rack || due <= now; /* seen lost, no expiry */
+			}
+		}
 		if (due <= now) {
 			if (!send(ctx, i))
 				return; /* socket full: the next round */
@@ -76,6 +86,7 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 			if (!floor_ns && !rack)
 				hcl_rtt_expired(&w->rtt, s->sent_at, now);
 			s->sent_at = now;
+			s->held = false;
 			if (!s->first_at)
 				s->first_at = now; /* its first send went now */
 			if (s->tries < 255)

@@ -23,6 +23,7 @@ struct hcl_inaw_slot {
 	uint8_t expiries; /* of its timer: each doubles it (RACK's re-sends do not) */
 	uint8_t set;	  /* the shadow set of the slice (flips when it is done) */
 	uint8_t got;	  /* the caller's: what of the answer has come */
+	bool held;	  /* the aggregator said it holds the re-sent contribution (HAVE) */
 	size_t slice;
 	int64_t sent_at;  /* 0: not sent yet (the socket was full): due at once */
 	int64_t first_at; /* the first send's sent_at */
@@ -35,6 +36,10 @@ struct hcl_inaw {
 	int64_t done_sent_at; /* the latest send among slices done (RACK) */
 	int64_t min_rtt;      /* the least round-trip sample; 0: none yet */
 	bool rack;	      /* slices finish in the order they went: RACK may judge */
+	/* the aggregators answer every re-send at once, by the result or by
+	 * HAVE (nic/ina_engine.c): a re-send unanswered for two least round
+	 * trips was lost */
+	bool answers;
 	/* the pass's slices of this window end before this one (SIZE_MAX:
 	 * unknown); a slot whose slice has no successor is a tail */
 	size_t end;
@@ -68,7 +73,10 @@ struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t s
  * done says nothing there.  A re-send by RACK or a probe leaves the
  * slice's timer as it was: the loss was seen, not guessed from silence, and
  * doubling made a contribution lost twice wait 4-16 timers while every
- * other worker's slice of the slot waited with it. */
+ * other worker's slice of the slot waited with it.  With w->answers, a
+ * re-sent slice that got neither its result nor HAVE within two least
+ * round trips (at least 0.5 ms) goes again at once, without an expiry;
+ * one that got HAVE (held) waits for its result on the timer. */
 void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*send)(void *ctx, uint32_t slot),
 		     void *ctx, int64_t *wake, uint64_t *resent);
 

@@ -42,6 +42,7 @@ class PsRank : public SimInaClient
 			if (hcl_inaw_init(&shards[h].win, slots, floor_ns, floor_ns > 500000000 ? floor_ns : 500000000))
 				throw std::runtime_error("out of memory");
 			shards[h].win.rack = true;
+			shards[h].win.answers = true;
 		}
 	}
 	~PsRank() override
@@ -108,7 +109,7 @@ class PsRank : public SimInaClient
 	void Take(const uint8_t *frame, uint32_t len) override
 	{
 		ina_pkt pk;
-		if (ina_parse(frame, len, &pk) != INA_OK || pk.hdr.type != INA_T_RESULT)
+		if (ina_parse(frame, len, &pk) != INA_OK || (pk.hdr.type != INA_T_RESULT && pk.hdr.type != INA_T_HAVE))
 			return;
 		unsigned h = 0;
 		while (h < shards.size() && shards[h].job != pk.hdr.job)
@@ -118,6 +119,10 @@ class PsRank : public SimInaClient
 		hcl_inaw_slot *o = hcl_inaw_match(&shards[h].win, &pk.hdr, epoch);
 		if (!o)
 			return; /* a duplicate */
+		if (pk.hdr.type == INA_T_HAVE) {
+			o->held = true; /* as ring/hcl_ina.c takes it */
+			return;
+		}
 		const size_t k = o->slice, n = SliceLen(k);
 		if (pk.hdr.count != n || pk.payload_len != n * 4) {
 			error = "a result of the wrong length";

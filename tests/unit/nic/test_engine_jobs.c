@@ -387,7 +387,12 @@ static void test_ps_hierarchy(void **state)
 	assert_int_equal(tl_out.n, 1);
 	assert_int_equal(tl_out.e[0].dst.ip, ps_addr.ip);
 	deliver(ps, &tl_out.e[0], &tor_addr[0], &o2);
-	assert_int_equal(o2.n, 0);
+	/* the PS holds it and says so; the ToR takes that and does nothing */
+	assert_int_equal(o2.n, 1);
+	assert_int_equal(o2.e[0].hdr.type, INA_T_HAVE);
+	assert_int_equal(o2.e[0].dst.ip, tor_addr[0].ip);
+	deliver(tor[0], &o2.e[0], &ps_addr, &o3);
+	assert_int_equal(o3.n, 0);
 	/* rack 1 completes, its partial reaches the PS, which multicasts */
 	h.flags = 0;
 	h.contributor = 0;

@@ -123,7 +123,7 @@ static const struct bad_case bad_cases[] = {
 	BYTE("version 0", INA_R_BAD_VERSION, 0, 0),
 	BYTE("version 2", INA_R_BAD_VERSION, 0, 2),
 	BYTE("type 0", INA_R_BAD_TYPE, 1, 0),
-	BYTE("type 7", INA_R_BAD_TYPE, 1, 7),
+	BYTE("type 8", INA_R_BAD_TYPE, 1, 8),
 	BYTE("type 255", INA_R_BAD_TYPE, 1, 255),
 	BYTE("dtype 0 on data", INA_R_BAD_DTYPE, 2, 0),
 	BYTE("dtype 5", INA_R_BAD_DTYPE, 2, 5),
@@ -212,6 +212,7 @@ static void test_names(void **state)
 	}
 	assert_string_equal(ina_reason_name(INA_R_MAX_), "invalid");
 	assert_string_equal(ina_type_name(INA_T_PULL), "pull");
+	assert_string_equal(ina_type_name(INA_T_HAVE), "have");
 	assert_string_equal(ina_type_name(0), "invalid");
 	assert_string_equal(ina_dtype_name(INA_D_BFP32), "bfp32");
 	assert_string_equal(ina_dtype_name(INA_D_BF16), "bf16");
