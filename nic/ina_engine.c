@@ -108,7 +108,15 @@ static void emit_ack_contributors(struct ctx *x) { emit_to_contributors(x, INA_T
 
 /* A re-sent contribution that leaves its slot waiting for others: the
  * sender learns its contribution is here within a queue's round trip, so
- * a re-send that gets no answer was lost (ring/hcl_ina_win.c). */
+ * a re-send that gets no answer was lost (ring/hcl_ina_win.c).  Not in an
+ * agent-ring chain (INA_OUT_ACK: its members wait on timers and ACKs) nor
+ * to the upstream member. */
+static bool answers_held(const struct ctx *x, unsigned c)
+{
+	const struct ina_job_cfg *cfg = &x->job->cfg;
+	return (x->pkt->hdr.flags & INA_F_RETX) && !(cfg->outputs & INA_OUT_ACK) && (int)c != cfg->upstream_index;
+}
+
 static void answer_held(struct ctx *x, unsigned c)
 {
 	x->job->st.retransmits++;
@@ -340,7 +348,7 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 		if (x->pkt->hdr.count != s->nelem)
 			return INA_R_COUNT_MISMATCH;
 		if (bit_test(s, c)) {
-			if (!(x->pkt->hdr.flags & INA_F_RETX))
+			if (!answers_held(x, c))
 				return INA_R_DUPLICATE;
 			answer_held(x, c);
 			return INA_OK;
@@ -372,7 +380,7 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 	bit_clear(x->other, c);
 	add_contribution(x, c);
 	s->touched_ms = x->eng->now_ms;
-	if ((x->pkt->hdr.flags & INA_F_RETX) && s->state == SLOT_PARTIAL)
+	if (s->state == SLOT_PARTIAL && answers_held(x, c))
 		answer_held(x, c);
 	return INA_OK;
 }

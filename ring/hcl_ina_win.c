@@ -54,6 +54,15 @@ static int64_t timer(const struct hcl_inaw *w, const struct hcl_inaw_slot *s, in
 	return rto;
 }
 
+/* When a re-sent slice that got no answer counts as lost (w->answers), or
+ * INT64_MAX */
+static int64_t unanswered_at(const struct hcl_inaw *w, const struct hcl_inaw_slot *s)
+{
+	if (!w->answers || !s->tries || s->held || !w->min_rtt || !s->sent_at)
+		return INT64_MAX;
+	return s->sent_at + (2 * w->min_rtt > HCL_INAW_ANSWER_MIN_NS ? 2 * w->min_rtt : HCL_INAW_ANSWER_MIN_NS);
+}
+
 void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*send)(void *ctx, uint32_t slot),
 		     void *ctx, int64_t *wake, uint64_t *resent)
 {
@@ -71,12 +80,9 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 			if (lost_at < due)
 				due = lost_at;
 		}
-		if (w->answers && s->tries && !s->held && w->min_rtt && s->sent_at) {
-			int64_t a = 2 * w->min_rtt > HCL_INAW_ANSWER_MIN_NS ? 2 * w->min_rtt : HCL_INAW_ANSWER_MIN_NS;
-			if (s->sent_at + a < due) {
-				due = s->sent_at + a;
-				rack = rack || due <= now; /* seen lost, no expiry */
-			}
+		if (unanswered_at(w, s) < due) {
+			due = unanswered_at(w, s);
+			rack = rack || due <= now; /* seen lost, no expiry */
 		}
 		if (due <= now) {
 			if (!send(ctx, i))
@@ -95,6 +101,8 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 				s->expiries++;
 			(*resent)++;
 			due = now + timer(w, s, floor_ns);
+			if (unanswered_at(w, s) < due)
+				due = unanswered_at(w, s);
 		}
 		if (due < *wake)
 			*wake = due;

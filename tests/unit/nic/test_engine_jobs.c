@@ -480,6 +480,15 @@ static void test_ring_ack(void **state)
 	h.contributor = INA_CONTRIB_UPSTREAM;
 	assert_int_equal(tl_send(e, &up, &h, u), INA_OK);
 	assert_int_equal(tl_out.n, 0);
+	/* a chain's re-sends while it waits get no HAVE (its members wait on
+	 * timers and ACKs), neither a worker's nor the upstream's */
+	h.flags = INA_F_RETX;
+	assert_int_equal(tl_send(e, &up, &h, u), INA_R_DUPLICATE);
+	assert_int_equal(tl_out.n, 0);
+	h.contributor = 0;
+	assert_int_equal(tl_send(e, &w0, &h, a), INA_R_DUPLICATE);
+	assert_int_equal(tl_out.n, 0);
+	h.flags = 0;
 	h.contributor = 1;
 	assert_int_equal(tl_send(e, &w1, &h, b), INA_OK);
 	/* complete: the sum goes downstream, the upstream is acknowledged */

@@ -380,6 +380,39 @@ static void test_window_rack_resend_keeps_timer(void **state)
 	hcl_inaw_free(&w);
 }
 
+/* Where the aggregators answer every re-send (by the result or HAVE), a
+ * re-send with no answer after two least round trips was lost: it goes
+ * again at once, and its timer does not double; after a HAVE the slice
+ * waits for its result on the timer. */
+static void test_window_unanswered_resend(void **state)
+{
+	(void)state;
+	struct hcl_inaw w;
+	assert_int_equal(hcl_inaw_init(&w, 2, 5000000, 500000000), 0);
+	w.answers = true;
+	const int64_t ms = 1000000, t0 = 100 * ms;
+	hcl_inaw_start(&w, 1, 1, t0 - 10 * ms, false);
+	hcl_inaw_done(&w, &w.s[1], t0 - 9 * ms); /* least round trip 1 ms */
+	hcl_inaw_start(&w, 0, 0, t0, false);
+	uint32_t sends[2] = { 0 };
+	uint64_t resent = 0;
+	int64_t wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + 5 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[0], 1);	     /* its timer, the 5 ms floor */
+	assert_int_equal(wake, t0 + 7 * ms); /* an answer due within 2 ms */
+	wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + 7 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[0], 2);
+	assert_int_equal(w.s[0].expiries, 1); /* not an expiry */
+	w.s[0].held = true;		      /* a HAVE came */
+	wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + 10 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[0], 2);
+	/* one expiry: doubled for the slice and kept once by the window */
+	assert_int_equal(wake, t0 + 7 * ms + 20 * ms);
+	hcl_inaw_free(&w);
+}
+
 /* RACK after a re-send: an answer that comes sooner after the re-send
  * than the least round trip answers the first send (the slice was only
  * waiting, as a PS shard's wait for the slowest worker looks), so it dates
@@ -648,6 +681,7 @@ int main(void)
 		cmocka_unit_test(test_psina_plan_shards),
 		cmocka_unit_test(test_window_rack),
 		cmocka_unit_test(test_window_rack_after_resend),
+		cmocka_unit_test(test_window_unanswered_resend),
 		cmocka_unit_test(test_window_rack_resend_keeps_timer),
 		cmocka_unit_test(test_window_tail_probe),
 		cmocka_unit_test(test_window_tail_probe_without_rack),
