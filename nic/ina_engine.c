@@ -288,6 +288,9 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 	if (x->slot->state == SLOT_WAIT_PARENT) { /* the partial or the parent's answer was lost */
 		if (first_of_round(x))
 			emit_peer(x, &cfg->parent, INA_F_RETX);
+		/* held here until the parent answers: the sender waits on its timer */
+		if (answers_held(x, c))
+			emit(x, INA_T_HAVE, &cfg->contributors[c], cfg->id, (uint16_t)c, 0);
 		return;
 	}
 	if (cfg->outputs & INA_OUT_ACK) {

@@ -371,20 +371,24 @@ static void test_ps_hierarchy(void **state)
 	assert_int_equal(tl_out.n, 1);
 	assert_int_equal(tl_out.e[0].dst.ip, ps_addr.ip);
 	assert_int_equal(ina_job_slots_busy(tor[0], 12), 1); /* waiting for the parent */
-	/* worker 1 times out and re-sends: the ToR re-sends the partial */
+	/* worker 1 times out and re-sends: the ToR re-sends the partial and
+	 * tells the worker it holds its contribution (HAVE) */
 	h.flags = INA_F_RETX;
 	assert_int_equal(tl_send(tor[0], &rack[0].contributors[1], &h, v[1]), INA_OK);
-	assert_int_equal(tl_out.n, 1);
+	assert_int_equal(tl_out.n, 2);
 	assert_true(tl_out.e[0].hdr.flags & INA_F_RETX);
+	assert_int_equal(tl_out.e[1].hdr.type, INA_T_HAVE);
+	assert_int_equal(tl_out.e[1].dst.ip, rack[0].contributors[1].ip);
 	/* worker 0 times out in the same round: the uplink carries the
 	 * partial once per round, not once per worker */
 	h.contributor = 0;
 	assert_int_equal(tl_send(tor[0], &rack[0].contributors[0], &h, v[0]), INA_OK);
-	assert_int_equal(tl_out.n, 0);
+	assert_int_equal(tl_out.n, 1);
+	assert_int_equal(tl_out.e[0].hdr.type, INA_T_HAVE);
 	/* the workers' next round of re-sends sends it again */
 	h.contributor = 1;
 	assert_int_equal(tl_send(tor[0], &rack[0].contributors[1], &h, v[1]), INA_OK);
-	assert_int_equal(tl_out.n, 1);
+	assert_int_equal(tl_out.n, 2);
 	assert_int_equal(tl_out.e[0].dst.ip, ps_addr.ip);
 	deliver(ps, &tl_out.e[0], &tor_addr[0], &o2);
 	/* the PS holds it and says so; the ToR takes that and does nothing */
