@@ -32,11 +32,12 @@ build() {
 	esac
 }
 # -rss_limit_mb: the engine target allocates a small engine per input.
+# -error_exitcode=1: libFuzzer's default, 77, is what meson reads as a skip.
 run() {
 	case $1 in
-	engine) ./fuzz_engine -max_total_time="$2" -print_final_stats=1 -rss_limit_mb=1024 -max_len=20000 "${@:3}" corpus;;
-	frame) ./fuzz_frame -max_total_time="$2" -print_final_stats=1 -max_len=10000 "${@:3}" corpus-frame;;
-	ctrl) ./fuzz_ctrl -max_total_time="$2" -print_final_stats=1 -max_len=4096 -dict="$top/tests/fuzz/ctrl.dict" \
+	engine) ./fuzz_engine -max_total_time="$2" -print_final_stats=1 -error_exitcode=1 -rss_limit_mb=1024 -max_len=20000 "${@:3}" corpus;;
+	frame) ./fuzz_frame -max_total_time="$2" -print_final_stats=1 -error_exitcode=1 -max_len=10000 "${@:3}" corpus-frame;;
+	ctrl) ./fuzz_ctrl -max_total_time="$2" -print_final_stats=1 -error_exitcode=1 -max_len=4096 -dict="$top/tests/fuzz/ctrl.dict" \
 		"${@:3}" corpus-ctrl;;
 	esac
 }
