@@ -117,10 +117,15 @@ static bool answers_held(const struct ctx *x, unsigned c)
 	return (x->pkt->hdr.flags & INA_F_RETX) && !(cfg->outputs & INA_OUT_ACK) && (int)c != cfg->upstream_index;
 }
 
+static void emit_have(struct ctx *x, unsigned c)
+{
+	emit(x, INA_T_HAVE, &x->job->cfg.contributors[c], x->job->cfg.id, (uint16_t)c, 0);
+}
+
 static void answer_held(struct ctx *x, unsigned c)
 {
 	x->job->st.retransmits++;
-	emit(x, INA_T_HAVE, &x->job->cfg.contributors[c], x->job->cfg.id, (uint16_t)c, 0);
+	emit_have(x, c);
 }
 
 static void emit_result_to(struct ctx *x, unsigned c, uint8_t flags)
@@ -290,7 +295,7 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 			emit_peer(x, &cfg->parent, INA_F_RETX);
 		/* held here until the parent answers: the sender waits on its timer */
 		if (answers_held(x, c))
-			emit(x, INA_T_HAVE, &cfg->contributors[c], cfg->id, (uint16_t)c, 0);
+			emit_have(x, c); /* counted above */
 		return;
 	}
 	if (cfg->outputs & INA_OUT_ACK) {

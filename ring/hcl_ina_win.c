@@ -80,8 +80,9 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 			if (lost_at < due)
 				due = lost_at;
 		}
-		if (unanswered_at(w, s) < due) {
-			due = unanswered_at(w, s);
+		const int64_t unanswered = unanswered_at(w, s);
+		if (unanswered < due) {
+			due = unanswered;
 			rack = rack || due <= now; /* seen lost, no expiry */
 		}
 		if (due <= now) {
@@ -101,8 +102,9 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 				s->expiries++;
 			(*resent)++;
 			due = now + timer(w, s, floor_ns);
-			if (unanswered_at(w, s) < due)
-				due = unanswered_at(w, s);
+			const int64_t next = unanswered_at(w, s);
+			if (next < due)
+				due = next;
 		}
 		if (due < *wake)
 			*wake = due;
