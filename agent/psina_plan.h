@@ -50,8 +50,8 @@ void psina_plan_free(struct psina_plan *plan);
 int psina_shard_host(unsigned h, unsigned shards, unsigned world);
 void psina_shard_job(const struct ina_job_cfg *plan_job, uint16_t id, const struct ina_addr *ps,
 		     struct ina_job_cfg *out);
-/* The slots of every shard's jobs, which are also each client's window
- * towards the shard: the rank's `slots` dealt over the shards, so sharding
+/* Each client's window towards a shard (slices in flight that are not
+ * stalled): the rank's `slots` dealt over the shards, so sharding
  * adds aggregators, not bytes in flight (a full window per shard
  * overflowed the ToR ports in the trial).  Where no ToR aggregates (every
  * rank sends to the shards), a shard gets at least PSINA_MIN_SHARD_SLOTS,
@@ -64,5 +64,12 @@ void psina_shard_job(const struct ina_job_cfg *plan_job, uint16_t id, const stru
 #define PSINA_MIN_SHARD_SLOTS	 2
 #define PSINA_SHARD_WINDOW_BYTES (256 * 1024)
 uint32_t psina_shard_slots(const struct psina_plan *plan, uint32_t slots, unsigned shards, uint16_t elems);
+/* A shard's jobs have this many slots beyond the window: a slice that
+ * stalls (lost, re-sent, waiting) keeps its slot while the next ones go
+ * on into these, so one loss no longer stops the shard's flow (each slot
+ * takes every `slots`-th slice, so a stalled one held back everything
+ * after it).  Two: a shard's window goes on past two stalls; more gained
+ * nothing in the simulator (docs/BENCHMARKS.md, "Loss"). */
+#define PSINA_SPARE_SLOTS 2
 
 #endif

@@ -79,9 +79,11 @@ static const struct {
 static const struct {
 	unsigned bit;
 	const char *name;
-} outputs[] = {
-	{ INA_OUT_MULTICAST, "multicast" }, { INA_OUT_FORWARD, "forward" }, { INA_OUT_PS, "ps" }, { INA_OUT_ACK, "ack" }
-};
+} outputs[] = { { INA_OUT_MULTICAST, "multicast" },
+		{ INA_OUT_FORWARD, "forward" },
+		{ INA_OUT_PS, "ps" },
+		{ INA_OUT_ACK, "ack" },
+		{ INA_OUT_MISS, "miss" } };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -122,14 +124,16 @@ static int read_outputs(const struct conf_reader *r, const struct conf_node *j, 
 	if (!outs)
 		return conf_fail(r, j, "missing setting 'outputs' ([\"multicast\"], [\"forward\"], [\"ps\"], ...)");
 	if (outs->type != CONF_ARRAY && outs->type != CONF_LIST)
-		return conf_fail(r, outs, "'outputs' must be a list of \"multicast\", \"forward\", \"ps\"");
+		return conf_fail(r, outs,
+				 "'outputs' must be a list of \"multicast\", \"forward\", \"ps\", \"ack\", \"miss\"");
 	for (const struct conf_node *e = outs->child; e; e = e->next) {
 		const char *o = conf_string(e);
 		unsigned k = 0;
 		while (k < COUNT(outputs) && (!o || strcmp(o, outputs[k].name)))
 			k++;
 		if (k == COUNT(outputs))
-			return conf_fail(r, e, "output must be \"multicast\", \"forward\", \"ps\" or \"ack\"");
+			return conf_fail(r, e,
+					 "output must be \"multicast\", \"forward\", \"ps\", \"ack\" or \"miss\"");
 		c->outputs |= outputs[k].bit;
 	}
 	bool has_fwd, has_parent;

@@ -40,10 +40,13 @@ struct ctx {
 	unsigned frames; /* emits counted as frames: a grouped multicast is several */
 };
 
-static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16_t job, uint16_t contributor,
-		 uint8_t extra_flags)
+/* ACK, HAVE and MISS name a slice and carry none of it */
+static bool bare(uint8_t type) { return type == INA_T_ACK || type == INA_T_HAVE || type == INA_T_MISS; }
+
+/* An emit about (slot, set) `s` of the job's slot index `index`. */
+static void emit_of(struct ctx *x, const struct slot *s, uint32_t index, unsigned set, uint8_t type,
+		    const struct ina_addr *dst, uint16_t job, uint16_t contributor, uint8_t extra_flags)
 {
-	const struct slot *s = x->slot;
 	struct ina_emit *e = &x->out->e[x->out->n++];
 
 	e->hdr = (struct ina_hdr){
@@ -53,20 +56,24 @@ static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16
 		.flags = s->flags | extra_flags,
 		.job = job,
 		.contributor = contributor,
-		.slot = x->index | (x->set ? INA_SLOT_SET_BIT : 0),
+		.slot = index | (set ? INA_SLOT_SET_BIT : 0),
 		.epoch = s->epoch,
 		.seq = s->seq,
 		.count = s->nelem,
 		.exponent = s->exponent,
 	};
-	e->payload = (const uint8_t *)x->data;
-	e->payload_len = type == INA_T_ACK || type == INA_T_HAVE
-				 ? 0
-				 : (size_t)s->nelem * ina_wire_elem_size(x->job->cfg.dtype);
+	e->payload = (const uint8_t *)slot_data((struct slot *)s);
+	e->payload_len = bare(type) ? 0 : (size_t)s->nelem * ina_wire_elem_size(x->job->cfg.dtype);
 	e->dst = *dst;
 	e->same_as_prev = false;
 	e->group = NULL;
 	x->frames++;
+}
+
+static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16_t job, uint16_t contributor,
+		 uint8_t extra_flags)
+{
+	emit_of(x, x->slot, x->index, x->set, type, dst, job, contributor, extra_flags);
 }
 
 /* The same frame to every contributor but the upstream: the first emit
@@ -323,6 +330,70 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 		emit_peer(x, &cfg->forward, INA_F_RETX);
 }
 
+/* The job's (slot, set) at slot index `index` that collects slice
+ * (epoch, seq), or NULL. */
+static struct slot *collecting(const struct ctx *x, uint32_t index, uint32_t epoch, uint32_t seq, unsigned *set)
+{
+	const size_t m = ((size_t)x->job->base + index) * 2;
+	for (unsigned t = 0; t < 2; t++) {
+		struct slot *s = slot_at(x->eng, m + t);
+		if (s->state == SLOT_PARTIAL && s->epoch == epoch && s->seq == seq) {
+			*set = t;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+static void emit_miss(struct ctx *x, unsigned c, const struct slot *s, uint32_t index, unsigned set)
+{
+	x->job->st.misses++;
+	emit_of(x, s, index, set, INA_T_MISS, &x->job->cfg.contributors[c], x->job->cfg.id, (uint16_t)c, 0);
+}
+
+/* INA_OUT_MISS: a member sends slice k to slot index i, then k + 1 to the
+ * next index (wrapping); the way to the aggregator keeps order.  So when
+ * its k + 1 is here while slice k collects here without it, its k was
+ * lost: tell it now, where its own timer or RACK would wait for the
+ * slowest member's slices (docs/ENGINE.md, "Gap reports").  Checked when
+ * a first send arrives (its predecessor) and when a round starts (the
+ * members already in its successor). */
+static void report_misses(struct ctx *x, unsigned c, bool started)
+{
+	const struct ina_job_cfg *cfg = &x->job->cfg;
+	const struct ina_hdr *h = &x->pkt->hdr;
+	unsigned set;
+	if (!(cfg->outputs & INA_OUT_MISS) || (h->flags & INA_F_RETX) || cfg->nslots < 2)
+		return;
+	const uint32_t prev = x->index ? x->index - 1 : cfg->nslots - 1;
+	struct slot *s = collecting(x, prev, h->epoch, h->seq - 1, &set);
+	if (s && (int)c != cfg->upstream_index && !bit_test(s, c))
+		emit_miss(x, c, s, prev, set);
+	const uint32_t next = x->index + 1 < cfg->nslots ? x->index + 1 : 0;
+	if (!started || !(s = collecting(x, next, h->epoch, h->seq + 1, &set)))
+		return;
+	for (unsigned i = 0; i < cfg->fan_in; i++)
+		if (i != c && (int)i != cfg->upstream_index && bit_test(s, i))
+			emit_miss(x, i, x->slot, x->index, x->set);
+}
+
+/* The parent has this ToR's next partial and not this one: if it went,
+ * it was lost (or crossed the report: the partials go up as they
+ * complete, not in order); send it again. */
+static enum ina_reason on_miss(struct ctx *x, const struct ina_addr *src)
+{
+	const struct ina_job_cfg *cfg = &x->job->cfg;
+	if (!(cfg->outputs & INA_OUT_PS))
+		return INA_R_UNEXPECTED_TYPE;
+	if (!addr_eq(src, &cfg->parent.addr))
+		return INA_R_NOT_MEMBER;
+	if (x->slot->state != SLOT_WAIT_PARENT || key_cmp(&x->pkt->hdr, x->slot) != 0)
+		return INA_OK; /* not complete here yet (it goes up when it is), or answered since */
+	x->job->st.retransmits++;
+	emit_peer(x, &cfg->parent, INA_F_RETX);
+	return INA_OK;
+}
+
 static enum ina_reason on_data(struct ctx *x, unsigned c)
 {
 	struct slot *s = x->slot;
@@ -341,6 +412,7 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 		abandoned = true;
 	}
 	bool take_over = s->state != SLOT_EMPTY && cmp != 0 && may_reclaim(x, s, cmp);
+	bool started = true; /* a new round for this slice */
 
 	switch (take_over ? SLOT_EMPTY : s->state) {
 	case SLOT_EMPTY:
@@ -361,6 +433,7 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 			answer_held(x, c);
 			return INA_OK;
 		}
+		started = false;
 		break;
 	default: /* WAIT_PARENT, COMPLETE */
 		if (cmp < 0)
@@ -390,6 +463,7 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 	s->touched_ms = x->eng->now_ms;
 	if (s->state == SLOT_PARTIAL && answers_held(x, c))
 		answer_held(x, c);
+	report_misses(x, c, started);
 	return INA_OK;
 }
 
@@ -484,7 +558,8 @@ static enum ina_reason dispatch(struct ctx *x, const struct ina_addr *src)
 
 	if (h->type == INA_T_HAVE) /* the parent holds our re-sent partial: nothing to do */
 		return (cfg->outputs & INA_OUT_PS) && addr_eq(src, &cfg->parent.addr) ? INA_OK : INA_R_UNEXPECTED_TYPE;
-	if (h->type != INA_T_DATA && h->type != INA_T_PULL && h->type != INA_T_RESULT && h->type != INA_T_ACK)
+	if (h->type != INA_T_DATA && h->type != INA_T_PULL && h->type != INA_T_RESULT && h->type != INA_T_ACK &&
+	    h->type != INA_T_MISS)
 		return INA_R_UNEXPECTED_TYPE;
 	if (h->dtype != cfg->dtype)
 		return INA_R_DTYPE_MISMATCH;
@@ -501,6 +576,8 @@ static enum ina_reason dispatch(struct ctx *x, const struct ina_addr *src)
 
 	if (h->type == INA_T_RESULT)
 		return on_parent_result(x, src);
+	if (h->type == INA_T_MISS)
+		return on_miss(x, src);
 	if (h->type == INA_T_ACK)
 		return on_ack(x, src);
 	if ((r = member_index(x->job, h, src, &c)) != INA_OK)
@@ -564,9 +641,10 @@ static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, si
 	struct job *j = find_job(eng, be16(p + 4));
 	const uint16_t count = be16(p + 20), c = be16(p + 6);
 	const uint32_t slot = be32(p + 8), index = ina_slot_index(slot);
-	if (!j || p[2] != j->cfg.dtype || (p[2] != INA_D_INT32 && p[2] != INA_D_FP32) || count == 0 ||
-	    count > j->cfg.elems_per_slot || len - INA_HDR_LEN != (size_t)count * INA_ELEM_SIZE ||
-	    index >= j->cfg.nslots || c >= j->cfg.fan_in || !addr_eq(src, &j->cfg.contributors[c]))
+	if (!j || p[2] != j->cfg.dtype || (p[2] != INA_D_INT32 && p[2] != INA_D_FP32) ||
+	    (j->cfg.outputs & INA_OUT_MISS) || count == 0 || count > j->cfg.elems_per_slot ||
+	    len - INA_HDR_LEN != (size_t)count * INA_ELEM_SIZE || index >= j->cfg.nslots || c >= j->cfg.fan_in ||
+	    !addr_eq(src, &j->cfg.contributors[c]))
 		return INA_R_MAX_;
 	const uint32_t epoch = be32(p + 12), seq = be32(p + 16);
 	if ((int32_t)(epoch - j->epoch_hi) > INA_EPOCH_WINDOW)

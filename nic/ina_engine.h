@@ -45,6 +45,11 @@ enum ina_output {
 	 * finished for its contributors only when the downstream member's ACK
 	 * arrives, which it passes on to them. */
 	INA_OUT_ACK = 8,
+	/* Not a destination: with it the job reports gaps (MISS, docs/ENGINE.md)
+	 * to members that send their slices in order, one slot after the other
+	 * (ps and ps-ina); a ToR's partials go up in the order they complete,
+	 * so its parent's reports to it are hints it checks. */
+	INA_OUT_MISS = 16,
 };
 
 /* The identity a forwarded aggregate takes at the next hop. */
@@ -81,6 +86,7 @@ struct ina_job_stats {
 	uint64_t contributions; /* accepted and added */
 	uint64_t completions;	/* slots that reached fan_in */
 	uint64_t retransmits;	/* re-sends answered (from a stored slot, or HAVE) */
+	uint64_t misses;	/* gaps reported (INA_OUT_MISS) */
 	uint64_t emits;		/* packets emitted */
 	uint64_t overflows;	/* int32 completions that wrapped */
 	uint64_t reclaimed;	/* unfinished slots given up (a failed call, a wedge) */

@@ -86,8 +86,12 @@ const char *ina_job_cfg_check(const struct ina_job_cfg *c, uint16_t max_elems)
 	if (c->elems_per_slot == 0 || c->elems_per_slot > max_elems)
 		return "elems_per_slot must be 1..the engine's max_elems";
 	if (c->outputs == 0 ||
-	    (c->outputs & ~(unsigned)(INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_PS | INA_OUT_ACK)))
-		return "outputs must be a non-empty set of multicast, forward, ps, ack";
+	    (c->outputs & ~(unsigned)(INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_PS | INA_OUT_ACK | INA_OUT_MISS)))
+		return "outputs must be a non-empty set of multicast, forward, ps, ack, miss";
+	if (c->outputs == INA_OUT_MISS)
+		return "output \"miss\" goes with one that sends results on";
+	if ((c->outputs & INA_OUT_MISS) && (c->outputs & INA_OUT_ACK))
+		return "outputs \"miss\" and \"ack\" exclude each other (a chain's members wait on ACKs)";
 	if (c->outputs == INA_OUT_ACK)
 		return "output \"ack\" goes with \"multicast\" or \"forward\"";
 	if ((c->outputs & INA_OUT_ACK) && (c->outputs & INA_OUT_PS))

@@ -33,7 +33,7 @@ static const char *const reason_names[INA_R_MAX_] = {
 
 static const char *const type_names[INA_T_MAX_] = {
 	[INA_T_DATA] = "data", [INA_T_RESULT] = "result",   [INA_T_ACK] = "ack",   [INA_T_PULL] = "pull",
-	[INA_T_NACK] = "nack", [INA_T_CONTROL] = "control", [INA_T_HAVE] = "have",
+	[INA_T_NACK] = "nack", [INA_T_CONTROL] = "control", [INA_T_HAVE] = "have", [INA_T_MISS] = "miss",
 };
 
 static const char *const dtype_names[INA_D_MAX_] = {
@@ -101,7 +101,7 @@ static size_t expected_payload(uint8_t type, uint8_t flags, uint8_t dtype, uint1
 	case INA_T_DATA: return flags & INA_F_JOIN ? 0 : (size_t)count * ina_wire_elem_size(dtype);
 	case INA_T_RESULT: return (size_t)count * ina_wire_elem_size(dtype);
 	case INA_T_CONTROL: return count; /* count is the byte length of the message */
-	default: return 0;		  /* ACK, PULL, NACK, HAVE name a slice but carry no data */
+	default: return 0;		  /* ACK, PULL, NACK, HAVE, MISS name a slice but carry no data */
 	}
 }
 

@@ -42,6 +42,7 @@ enum ina_type {
 	INA_T_NACK = 5,	   /* refusal that asks the sender to retry later */
 	INA_T_CONTROL = 6, /* control channel message, opaque payload */
 	INA_T_HAVE = 7,	   /* a re-sent contribution is held: its slot waits for others */
+	INA_T_MISS = 8,	   /* the sender's next slice is here and this one is not: it was lost */
 	INA_T_MAX_
 };
 

@@ -84,14 +84,18 @@ static unsigned shards(const struct hcl_comm *c)
 	return s->plan[0].use_ps ? c->env.ps_shards : 1;
 }
 
-/* A shard's slots, which are also its window (agent/psina_plan.h: the
- * rank's window dealt over the shards; at least two where no ToR
- * aggregates, so that RACK can find a lost slice). */
-static uint32_t shard_slots(const struct hcl_comm *c)
+/* A shard's window (agent/psina_plan.h: the rank's window dealt over the
+ * shards; at least two where no ToR aggregates, so that RACK can find a
+ * lost slice). */
+static uint32_t shard_window(const struct hcl_comm *c)
 {
 	const struct ps_state *s = c->algo_state;
 	return psina_shard_slots(&s->plan[0], c->env.ina_slots, shards(c), c->env.ina_elems);
 }
+
+/* A shard's slots: its window and the spares that let it go on past a
+ * stalled slice. */
+static uint32_t shard_slots(const struct hcl_comm *c) { return shard_window(c) + PSINA_SPARE_SLOTS; }
 
 /* Shard h's copy of a plan job of data type d (0 fp32, 1 int32): ids go
  * fp32, int32 per shard from the first id. */
@@ -197,6 +201,7 @@ static int start_aggregators(struct hcl_comm *c, char *err, size_t errlen)
 					  .timer_scale = c->env.timer_scale,
 					  .index = p->client[c->rank].index,
 					  .slots = shard_slots(c),
+					  .window = shard_window(c),
 					  .elems = c->env.ina_elems,
 					  .poll = hcl_comm_poll_xfer,
 					  .poll_ctx = c };

@@ -23,15 +23,17 @@ struct hcl_ina {
 	size_t overflowed; /* 1 + the first slice whose int32 sum wrapped, or 0 */
 	uint16_t overflowed_job;
 	int64_t progress_at[HCL_INA_MAX_SHARDS]; /* per shard: its pass began or a result came */
+	size_t next[HCL_INA_MAX_SHARDS];	 /* per shard: the pass's next slice to start */
 	int nacked;				 /* 1 + the shard whose aggregator said it has no such job, or 0 */
 };
 
 struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transport *t, char *err, size_t errlen)
 {
 	if (!cfg || !t || !t->ops || cfg->slots == 0 || cfg->slots > INA_SLOT_INDEX_MASK || cfg->elems == 0 ||
-	    cfg->elems > INA_MAX_ELEMS || cfg->shards > HCL_INA_MAX_SHARDS) {
+	    cfg->elems > INA_MAX_ELEMS || cfg->shards > HCL_INA_MAX_SHARDS || cfg->window > cfg->slots) {
 		snprintf(err, errlen,
-			 "ina: need a transport, slots >= 1, 1..%d elements per packet and at most %d shards",
+			 "ina: need a transport, slots >= 1, a window of at most the slots, 1..%d elements per packet "
+			 "and at most %d shards",
 			 INA_MAX_ELEMS, HCL_INA_MAX_SHARDS);
 		return NULL;
 	}
@@ -47,6 +49,8 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transpor
 	for (unsigned h = 0; h < a->cfg.shards; h++) {
 		if (hcl_inaw_init(&a->win[h], cfg->slots, floor_ns, floor_ns > 500000000 ? floor_ns : 500000000) < 0)
 			goto nomem;
+		if (cfg->window)
+			a->win[h].window = cfg->window;
 		a->win[h].rack = true;	  /* one aggregation per slice: they finish in order */
 		a->win[h].answers = true; /* every aggregator's engine answers re-sends */
 	}
@@ -153,13 +157,25 @@ static int take_result(struct hcl_ina *a, const struct pass *ps, size_t k, const
 	return 0;
 }
 
-/* Starts slice k of shard h in slot `slot` of its window. */
-static void start_slice(struct hcl_ina *a, const struct pass *ps, unsigned h, uint32_t slot, size_t k)
+/* Starts shard h's next slice if its window lets it (hcl_inaw_next_slot):
+ * whether one went. */
+static bool start_next(struct hcl_ina *a, const struct pass *ps, unsigned h, size_t nslices)
 {
-	hcl_inaw_start(&a->win[h], slot, k, clock_now_ns(), false);
-	if (!send_slice(a, ps, h, slot, k, false))
+	const int slot = hcl_inaw_next_slot(&a->win[h], a->next[h], shard_first(nslices, a->cfg.shards, h));
+	if (slot < 0)
+		return false;
+	const size_t k = a->next[h]++;
+	hcl_inaw_start(&a->win[h], (uint32_t)slot, k, clock_now_ns(), false);
+	if (!send_slice(a, ps, h, (uint32_t)slot, k, false))
 		a->win[h].s[slot].sent_at = 0; /* socket full: the timer path sends it */
 	a->st.sent++;
+	return true;
+}
+
+static void fill(struct hcl_ina *a, const struct pass *ps, unsigned h, size_t nslices)
+{
+	while (start_next(a, ps, h, nslices))
+		;
 }
 
 /* The shard whose aggregator sent p (its address and port), or -1. */
@@ -254,6 +270,16 @@ static size_t take_batch(struct hcl_ina *a, const struct pass *ps, struct dgram_
 				o->held = true; /* its result comes when the others' do */
 			continue;
 		}
+		if (p.hdr.type == INA_T_MISS && (h = shard_of(a, &in[i], &p)) >= 0) {
+			int slot = hcl_inaw_missed(&a->win[h], &p.hdr, a->epoch);
+			if (slot >= 0 &&
+			    send_slice(a, ps, (unsigned)h, (uint32_t)slot, a->win[h].s[slot].slice, true)) {
+				hcl_inaw_resent(&a->win[h], (uint32_t)slot, clock_now_ns());
+				a->st.resent++;
+				fill(a, ps, (unsigned)h, nslices); /* it stalled: the next ones may go */
+			}
+			continue;
+		}
 		if (p.hdr.type != INA_T_RESULT || p.hdr.dtype != ps->dtype || (h = shard_of(a, &in[i], &p)) < 0) {
 			a->st.foreign++;
 			continue;
@@ -281,15 +307,13 @@ static size_t take_batch(struct hcl_ina *a, const struct pass *ps, struct dgram_
 		done++;
 		a->progress_at[h] = clock_now_ns();
 		hcl_inaw_done(w, o, a->progress_at[h]);
-		size_t k = o->slice + a->cfg.slots; /* the same slot's next slice */
-		if (k < shard_first(nslices, a->cfg.shards, (unsigned)h + 1))
-			start_slice(a, ps, (unsigned)h, (uint32_t)(o - w->s), k);
+		fill(a, ps, (unsigned)h, nslices);
 	}
 	return done;
 }
 
-/* One pass of every slice through the job(s): a window of one slice per
- * slot of each shard, resends on timeout, results matched to what is
+/* One pass of every slice through the job(s): each shard's window of
+ * slices in order, resends on timeout, results matched to what is
  * outstanding. */
 static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_ns, char *err, size_t errlen)
 {
@@ -301,14 +325,14 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 		hcl_inaw_reset(&a->win[h]);
 		a->win[h].end = shard_first(nslices, shards, h + 1);
 		a->progress_at[h] = clock_now_ns();
+		a->next[h] = shard_first(nslices, shards, h);
 	}
 	/* the first windows, the shards' in turn so every aggregator starts at once */
-	for (uint32_t j = 0; j < a->cfg.slots; j++)
-		for (unsigned h = 0; h < shards; h++) {
-			size_t k = shard_first(nslices, shards, h) + j;
-			if (k < shard_first(nslices, shards, h + 1))
-				start_slice(a, ps, h, j, k);
-		}
+	for (bool more = true; more;) {
+		more = false;
+		for (unsigned h = 0; h < shards; h++)
+			more |= start_next(a, ps, h, nslices);
+	}
 	while (done < nslices) {
 		int peer = a->cfg.poll ? a->cfg.poll(a->cfg.poll_ctx) : 0;
 		if (peer) {
@@ -325,6 +349,7 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 		for (unsigned h = 0; h < shards; h++) {
 			struct resend_ctx r = { a, ps, h };
 			hcl_inaw_resend(&a->win[h], now, 0, resend_one, &r, &wake, &a->st.resent);
+			fill(a, ps, h, nslices); /* a slice re-sent is stalled: the next may go */
 		}
 		struct dgram_pkt in[HCL_INA_BATCH];
 		int n = hcl_ina_rx_batch(&a->rx, a->t, in, now, wake, deadline_ns);

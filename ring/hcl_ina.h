@@ -30,10 +30,14 @@ struct hcl_ina_cfg {
 	struct sockaddr_in sw[HCL_INA_MAX_SHARDS]; /* per shard: the aggregator's INA address */
 	uint16_t job[HCL_INA_MAX_SHARDS];	   /* per shard: the job there */
 	uint16_t index;				   /* contributor index of this rank in the job */
-	uint32_t slots;				   /* each job's slot count = each shard's window */
-	uint16_t elems;				   /* elements per packet (<= the job's elems) */
-	uint32_t rto_us;			   /* first resend timeout; 0 = 5000 */
-	double timer_scale;			   /* rto_us x this (time dilation); 0 = 1 */
+	uint32_t slots;				   /* each job's slot count */
+	/* per shard: slices in flight that are not stalled (0: slots); the
+	 * slots beyond it take the next slices while others wait for a
+	 * re-send (agent/psina_plan.h, PSINA_SPARE_SLOTS) */
+	uint32_t window;
+	uint16_t elems;	    /* elements per packet (<= the job's elems) */
+	uint32_t rto_us;    /* first resend timeout; 0 = 5000 */
+	double timer_scale; /* rto_us x this (time dilation); 0 = 1 */
 	/* an aggregator that answers nothing for this long while slices are
 	 * out is lost: the call ends -ENETDOWN (0: wait for the deadline) */
 	int64_t lost_ns;

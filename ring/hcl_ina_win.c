@@ -8,7 +8,7 @@
 
 int hcl_inaw_init(struct hcl_inaw *w, uint32_t slots, int64_t rto_floor_ns, int64_t rto_cap_ns)
 {
-	*w = (struct hcl_inaw){ .slots = slots, .end = SIZE_MAX };
+	*w = (struct hcl_inaw){ .slots = slots, .window = slots, .end = SIZE_MAX };
 	hcl_rtt_init(&w->rtt, rto_floor_ns, rto_cap_ns);
 	return (w->s = calloc(slots ? slots : 1, sizeof(*w->s))) ? 0 : -ENOMEM;
 }
@@ -29,6 +29,17 @@ void hcl_inaw_reset(struct hcl_inaw *w)
 	for (uint32_t i = 0; i < w->slots; i++)
 		w->s[i].busy = false;
 	w->done_sent_at = 0;
+}
+
+int hcl_inaw_next_slot(const struct hcl_inaw *w, size_t next, size_t first)
+{
+	if (next >= w->end || next < first)
+		return -1;
+	const uint32_t i = (uint32_t)((next - first) % w->slots);
+	uint32_t flowing = 0;
+	for (uint32_t j = 0; j < w->slots; j++)
+		flowing += w->s[j].busy && !w->s[j].tries;
+	return w->s[i].busy || flowing >= w->window ? -1 : (int)i;
 }
 
 struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t slice, int64_t sent_at, bool early)
@@ -63,6 +74,20 @@ static int64_t unanswered_at(const struct hcl_inaw *w, const struct hcl_inaw_slo
 	return s->sent_at + (2 * w->min_rtt > HCL_INAW_ANSWER_MIN_NS ? 2 * w->min_rtt : HCL_INAW_ANSWER_MIN_NS);
 }
 
+/* Slot s went again now; seen: its loss was seen (RACK, a probe, an
+ * unanswered re-send, a MISS), so its timer is not doubled. */
+static void note_resend(struct hcl_inaw_slot *s, int64_t now, bool seen)
+{
+	s->sent_at = now;
+	s->held = false;
+	if (!s->first_at)
+		s->first_at = now; /* its first send went now */
+	if (s->tries < 255)
+		s->tries++;
+	if (!seen && s->expiries < 255)
+		s->expiries++;
+}
+
 void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*send)(void *ctx, uint32_t slot),
 		     void *ctx, int64_t *wake, uint64_t *resent)
 {
@@ -73,7 +98,7 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 		int64_t due = s->sent_at + timer(w, s, floor_ns);
 		bool rack = false;
 		if (!floor_ns && w->rtt.srtt && s->sent_at &&
-		    ((w->rack && s->sent_at < w->done_sent_at) || (s->tries == 0 && s->slice + w->slots >= w->end))) {
+		    ((w->rack && s->sent_at < w->done_sent_at) || (s->tries == 0 && s->slice + w->window >= w->end))) {
 			int64_t reo = w->rtt.srtt / 4 > 200000 ? w->rtt.srtt / 4 : 200000,
 				lost_at = s->sent_at + w->rtt.srtt + reo;
 			rack = lost_at <= now;
@@ -92,14 +117,7 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 			 * trip, nor does one found lost by RACK */
 			if (!floor_ns && !rack)
 				hcl_rtt_expired(&w->rtt, s->sent_at, now);
-			s->sent_at = now;
-			s->held = false;
-			if (!s->first_at)
-				s->first_at = now; /* its first send went now */
-			if (s->tries < 255)
-				s->tries++;
-			if (!rack && s->expiries < 255)
-				s->expiries++;
+			note_resend(s, now, rack);
 			(*resent)++;
 			due = now + timer(w, s, floor_ns);
 			const int64_t next = unanswered_at(w, s);
@@ -110,6 +128,23 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 			*wake = due;
 	}
 }
+
+int hcl_inaw_missed(const struct hcl_inaw *w, const struct ina_hdr *h, uint32_t epoch)
+{
+	const uint32_t i = ina_slot_index(h->slot);
+	if (h->epoch != epoch || i >= w->slots || w->slots < 2)
+		return -1;
+	const struct hcl_inaw_slot *s = &w->s[i], *next = &w->s[i + 1 < w->slots ? i + 1 : 0];
+	/* what made the report went after this slot's latest send: the way
+	 * keeps order, so that send is lost (a report that crossed a re-send
+	 * is stale) */
+	if (!s->busy || s->slice != h->seq || !s->sent_at || !next->busy || next->slice != (size_t)h->seq + 1 ||
+	    next->first_at <= s->sent_at)
+		return -1;
+	return (int)i;
+}
+
+void hcl_inaw_resent(struct hcl_inaw *w, uint32_t slot, int64_t now) { note_resend(&w->s[slot], now, true); }
 
 struct hcl_inaw_slot *hcl_inaw_match(struct hcl_inaw *w, const struct ina_hdr *h, uint32_t epoch)
 {

@@ -31,6 +31,7 @@ struct hcl_inaw_slot {
 
 struct hcl_inaw {
 	uint32_t slots;
+	uint32_t window; /* slices in flight that are not stalled (re-sent): hcl_inaw_next_slot */
 	struct hcl_inaw_slot *s;
 	struct hcl_rtt rtt;
 	int64_t done_sent_at; /* the latest send among slices done (RACK) */
@@ -41,17 +42,24 @@ struct hcl_inaw {
 	 * trips was lost */
 	bool answers;
 	/* the pass's slices of this window end before this one (SIZE_MAX:
-	 * unknown); a slot whose slice has no successor is a tail */
+	 * unknown); its last `window` slices are tails */
 	size_t end;
 };
 
-/* 0, or -ENOMEM. */
+/* 0, or -ENOMEM.  The window is every slot until the caller sets it. */
 int hcl_inaw_init(struct hcl_inaw *w, uint32_t slots, int64_t rto_floor_ns, int64_t rto_cap_ns);
 /* A new floor and cap for the timer, before any slice is sent. */
 void hcl_inaw_init_timer(struct hcl_inaw *w, int64_t rto_floor_ns, int64_t rto_cap_ns);
 void hcl_inaw_free(struct hcl_inaw *w);
 /* A new pass: nothing in flight (the sets and the timer are kept). */
 void hcl_inaw_reset(struct hcl_inaw *w);
+
+/* The slot that slice `next` takes now, slices going out in order from
+ * `first`, slice k into slot (k - first) % slots: -1 when that slot is
+ * still busy, when `window` slices are in flight that were never re-sent,
+ * or when next is past the pass's slices (end).  A re-sent slice is
+ * stalled: those after it go on into the other slots. */
+int hcl_inaw_next_slot(const struct hcl_inaw *w, size_t next, size_t first);
 
 /* Slot `slot` takes slice `slice`, sent at now (0 if the socket was full). */
 struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t slice, int64_t sent_at, bool early);
@@ -66,7 +74,7 @@ struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t s
  * a timer.  Only where slices finish in the order they went (ps-ina: one
  * aggregation per slice); agent-ring's wait for members up and down the
  * chain, and RACK there sent ten times as much again on a clean network.
- * With or without w->rack, a tail (no slice will follow it: w->end) is
+ * With or without w->rack, a tail (one of the pass's last w->window) is
  * re-sent once at RACK's time as if a successor were done, a tail loss
  * probe: nothing else finds its loss before the timer.  Agent-ring has it
  * too: one probe per tail costs a clean network little, where a successor
@@ -84,6 +92,17 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
  * its slot index, shadow set, epoch and slice must all match; else NULL
  * (a duplicate, or an answer to a slice already done). */
 struct hcl_inaw_slot *hcl_inaw_match(struct hcl_inaw *w, const struct ina_hdr *h, uint32_t epoch);
+
+/* The aggregator reports (MISS, nic/ina_engine.c) that it has this
+ * sender's slice h->seq + 1 but not h->seq: the slot of h->seq, to re-send
+ * now, or -1 when the report does not hold here: the slice is done, or
+ * went again after its successor's first send (the report crossed it).
+ * Slices must go in order, one slot after the other (hcl_inaw_next_slot).
+ * The caller sends, then calls hcl_inaw_resent. */
+int hcl_inaw_missed(const struct hcl_inaw *w, const struct ina_hdr *h, uint32_t epoch);
+/* Slot `slot` went again now because its loss was seen: its timer is not
+ * doubled. */
+void hcl_inaw_resent(struct hcl_inaw *w, uint32_t slot, int64_t now);
 
 /* The slot's slice is done: a round-trip sample if it went once and not
  * early; its next slice uses the other set.  RACK dates it by its latest

@@ -162,6 +162,8 @@ static const struct {
 	  offsetof(struct ina_job_stats, completions) },
 	{ "swemu_ina_job_retransmits_total", "Re-sends answered from a stored result.",
 	  offsetof(struct ina_job_stats, retransmits) },
+	{ "swemu_ina_job_misses_total", "Gaps reported to members (a slice lost on its way in).",
+	  offsetof(struct ina_job_stats, misses) },
 	{ "swemu_ina_job_emits_total", "Packets the job's slots emitted.", offsetof(struct ina_job_stats, emits) },
 	{ "swemu_ina_job_overflows_total", "int32 completions that wrapped.",
 	  offsetof(struct ina_job_stats, overflows) },

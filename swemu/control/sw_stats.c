@@ -103,6 +103,7 @@ static json_t *ina_json(const struct sw_lsw *sw)
 		json_object_set_new(j, "contributions", json_integer((json_int_t)js->contributions));
 		json_object_set_new(j, "completions", json_integer((json_int_t)js->completions));
 		json_object_set_new(j, "retransmits", json_integer((json_int_t)js->retransmits));
+		json_object_set_new(j, "misses", json_integer((json_int_t)js->misses));
 		json_object_set_new(j, "emits", json_integer((json_int_t)js->emits));
 		json_object_set_new(j, "overflows", json_integer((json_int_t)js->overflows));
 		json_object_set_new(j, "reclaimed", json_integer((json_int_t)js->reclaimed));
@@ -299,6 +300,7 @@ static int tel_job(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "contributions", js->contributions);
 	rte_tel_data_add_dict_u64(d, "completions", js->completions);
 	rte_tel_data_add_dict_u64(d, "retransmits", js->retransmits);
+	rte_tel_data_add_dict_u64(d, "misses", js->misses);
 	rte_tel_data_add_dict_u64(d, "emits", js->emits);
 	rte_tel_data_add_dict_u64(d, "overflows", js->overflows);
 	rte_tel_data_add_dict_u64(d, "reclaimed", js->reclaimed);

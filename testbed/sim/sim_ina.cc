@@ -3,9 +3,10 @@
  * (agent/psina_plan: which ToRs aggregate, the software PS cut in shards
  * over the hosts), every aggregator is nic/'s engine behind a UDP socket
  * (a ToR's, or a host's PS shard as agent/softsw runs it), and every
- * rank's client keeps ring/hcl_ina_win's window per shard: slot j of shard
- * h carries slices first + j, first + j + slots, ... in turn, re-sent by
- * the same round-trip timer and RACK rule as on real hosts.  Payloads are
+ * rank's client keeps ring/hcl_ina_win's window per shard: shard h's
+ * slices go out in order, slice k into slot (k - first) % slots, as many
+ * at a time as the window and its stalled slices allow, re-sent by the
+ * same round-trip timer, RACK and MISS rules as on real hosts.  Payloads are
  * real fp32 values, so every result is checked. */
 #include <arpa/inet.h>
 
@@ -23,7 +24,7 @@ class PsRank : public SimInaClient
 	struct Shard {
 		uint16_t job;
 		InetSocketAddress server = InetSocketAddress(Ipv4Address::GetAny(), 0);
-		size_t first, end; /* its slices */
+		size_t first, end, next; /* its slices; the next to start */
 		hcl_inaw win;
 	};
 
@@ -34,13 +35,14 @@ class PsRank : public SimInaClient
 	{
 		nslices = (data.size() + elems - 1) / elems;
 		const unsigned n = (unsigned)shards.size();
-		slots = shard_slots; /* the plan's (psina_shard_slots) */
+		slots = shard_slots + PSINA_SPARE_SLOTS; /* the plan's window (psina_shard_slots) and spares */
 		const int64_t floor_ns = (int64_t)(c.rto_ms * 1e6);
 		for (unsigned h = 0; h < n; h++) {
 			shards[h].first = nslices * h / n;
 			shards[h].end = nslices * (h + 1) / n;
 			if (hcl_inaw_init(&shards[h].win, slots, floor_ns, floor_ns > 500000000 ? floor_ns : 500000000))
 				throw std::runtime_error("out of memory");
+			shards[h].win.window = shard_slots;
 			shards[h].win.rack = true;
 			shards[h].win.answers = true;
 		}
@@ -61,20 +63,35 @@ class PsRank : public SimInaClient
 			hcl_inaw_reset(&s.win);
 			s.win.end = s.end;
 		}
-		for (uint32_t j = 0; j < slots; j++)
+		for (auto &s : shards)
+			s.next = s.first;
+		/* the shards' in turn, as ring/hcl_ina.c */
+		for (bool more = true; more;) {
+			more = false;
 			for (unsigned h = 0; h < shards.size(); h++)
-				if (shards[h].first + j < shards[h].end)
-					StartSlice(h, j, shards[h].first + j);
+				more |= StartNext(h);
+		}
 		Rearm();
 	}
 
       private:
 	size_t SliceLen(size_t k) const { return std::min((size_t)elems, data.size() - k * elems); }
 
-	void StartSlice(unsigned h, uint32_t j, size_t k)
+	bool StartNext(unsigned h)
 	{
-		hcl_inaw_start(&shards[h].win, j, k, sim_now_ns(), false);
-		SendSlice(h, j, k, false);
+		Shard &s = shards[h];
+		const int j = hcl_inaw_next_slot(&s.win, s.next, s.first);
+		if (j < 0)
+			return false;
+		hcl_inaw_start(&s.win, (uint32_t)j, s.next, sim_now_ns(), false);
+		SendSlice(h, (uint32_t)j, s.next++, false);
+		return true;
+	}
+
+	void Fill(unsigned h)
+	{
+		while (StartNext(h))
+			;
 	}
 
 	void SendSlice(unsigned h, uint32_t j, size_t k, bool retx)
@@ -101,21 +118,34 @@ class PsRank : public SimInaClient
 
 	void ResendDue(int64_t now, int64_t *wake) override
 	{
-		for (unsigned h = 0; h < shards.size(); h++)
+		for (unsigned h = 0; h < shards.size(); h++) {
 			ResendWindow(&shards[h].win, h, now, 0, wake);
+			Fill(h);
+		}
 	}
 
 	/* A result: its slice's elements into place, the slot's next slice out. */
 	void Take(const uint8_t *frame, uint32_t len) override
 	{
 		ina_pkt pk;
-		if (ina_parse(frame, len, &pk) != INA_OK || (pk.hdr.type != INA_T_RESULT && pk.hdr.type != INA_T_HAVE))
+		if (ina_parse(frame, len, &pk) != INA_OK ||
+		    (pk.hdr.type != INA_T_RESULT && pk.hdr.type != INA_T_HAVE && pk.hdr.type != INA_T_MISS))
 			return;
 		unsigned h = 0;
 		while (h < shards.size() && shards[h].job != pk.hdr.job)
 			h++;
 		if (h == shards.size())
 			return;
+		if (pk.hdr.type == INA_T_MISS) { /* as ring/hcl_ina.c takes it */
+			int slot = hcl_inaw_missed(&shards[h].win, &pk.hdr, epoch);
+			if (slot >= 0) {
+				ResendSlot(h, (uint32_t)slot);
+				hcl_inaw_resent(&shards[h].win, (uint32_t)slot, sim_now_ns());
+				resent++;
+				Fill(h);
+			}
+			return;
+		}
 		hcl_inaw_slot *o = hcl_inaw_match(&shards[h].win, &pk.hdr, epoch);
 		if (!o)
 			return; /* a duplicate */
@@ -131,8 +161,7 @@ class PsRank : public SimInaClient
 		hcl_ina_swap_elems(&data[k * elems], pk.payload, n, 4);
 		hcl_inaw_done(&shards[h].win, o, sim_now_ns());
 		done++;
-		if (k + slots < shards[h].end)
-			StartSlice(h, (uint32_t)(o - shards[h].win.s), k + slots);
+		Fill(h);
 	}
 
 	bool Complete() const override { return done == nslices; }
@@ -188,26 +217,27 @@ SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 		throw std::runtime_error(err);
 	const unsigned n = plan.use_ps ? shards : 1;
 	const uint32_t shard_slots = psina_shard_slots(&plan, c.ina_slots, n, (uint16_t)c.ina_elems);
+	const uint32_t job_slots = shard_slots + PSINA_SPARE_SLOTS; /* as ring/hcl_algo_ps.c installs */
 	/* the aggregators: owned by net (freed after the simulation) */
 	std::vector<SimAgg *> tor_agg(c.racks, nullptr);
 	for (unsigned t = 0; t < plan.ntor; t++) {
 		unsigned r = (unsigned)plan.tor[t].rack;
-		tor_agg[r] = SimAgg::Make(net, net.tors.Get(r), net.tor_ip[r], INA_UDP_PORT_MIN, shard_slots * n,
+		tor_agg[r] = SimAgg::Make(net, net.tors.Get(r), net.tor_ip[r], INA_UDP_PORT_MIN, job_slots * n,
 					  (uint16_t)c.ina_elems);
 		for (unsigned h = 0; h < n; h++) {
 			ina_job_cfg j;
 			psina_shard_job(&plan.tor[t].job, (uint16_t)(job0 + 2 * h), &ps_addr[h], &j);
-			j.nslots = shard_slots;
+			j.nslots = job_slots;
 			tor_agg[r]->Install(j);
 		}
 	}
 	for (unsigned h = 0; plan.use_ps && h < n; h++) {
 		unsigned host = (unsigned)psina_shard_host(h, n, world);
-		auto *a = SimAgg::Make(net, net.hosts.Get(host), 0, ntohs(ps_addr[h].port), shard_slots,
+		auto *a = SimAgg::Make(net, net.hosts.Get(host), 0, ntohs(ps_addr[h].port), job_slots,
 				       (uint16_t)c.ina_elems);
 		ina_job_cfg j;
 		psina_shard_job(&plan.ps, (uint16_t)(job0 + 2 * h), &ps_addr[h], &j);
-		j.nslots = shard_slots;
+		j.nslots = job_slots;
 		a->Install(j);
 	}
 	SimAlgos out;

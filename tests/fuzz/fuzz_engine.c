@@ -54,8 +54,8 @@ static void check_emits(void)
 	for (unsigned i = 0; i < out.n; i++) {
 		const struct ina_emit *e = &out.e[i];
 		struct ina_pkt p;
-		/* ACK and HAVE name a slice and carry none of it */
-		bool bare = e->hdr.type == INA_T_ACK || e->hdr.type == INA_T_HAVE;
+		/* ACK, HAVE and MISS name a slice and carry none of it */
+		bool bare = e->hdr.type == INA_T_ACK || e->hdr.type == INA_T_HAVE || e->hdr.type == INA_T_MISS;
 		CHECK(e->payload_len == (bare ? 0 : (size_t)e->hdr.count * ina_wire_elem_size(e->hdr.dtype)));
 		CHECK(e->payload_len <= INA_MAX_PAYLOAD);
 		/* what the engine emits is itself a valid packet */
@@ -102,6 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	a.outputs = (mode >> 2 & 1 ? INA_OUT_MULTICAST : 0) | (mode >> 3 & 1 ? INA_OUT_FORWARD : 0);
 	if (!a.outputs)
 		a.outputs = INA_OUT_MULTICAST;
+	if (mode >> 5 & 1) /* gap reports */
+		a.outputs |= INA_OUT_MISS;
 	a.upstream_index = (mode >> 4 & 1) ? (int)fan_in - 1 : -1;
 	a.forward.addr = addr_of(300);
 	for (unsigned i = 0; i < fan_in; i++)
@@ -111,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	b = a;
 	b.id = 2;
 	b.fan_in = (uint16_t)(fan_in < 3 ? fan_in : 3);
-	b.outputs = INA_OUT_PS;
+	b.outputs = INA_OUT_PS | (mode >> 6 & 1 ? INA_OUT_MISS : 0);
 	b.upstream_index = -1;
 	b.parent = (struct ina_peer){ .addr = addr_of(200), .job = 2, .contributor = 0 };
 	CHECK(ina_job_install(eng, &b, NULL) == 0);
@@ -138,7 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			struct ina_hdr h = {
 				.version = INA_VERSION,
-				.type = (uint8_t)(1 + (how >> 1) % 6),
+				.type = (uint8_t)(1 + (how >> 1) % 8),
 				.dtype = (how >> 4 & 3) ? dtype : (uint8_t)(1 + (how >> 6) % 4),
 				.flags = (uint8_t)(take(&r, 1) & INA_F_ALL_),
 				.job = (uint16_t)(1 + (how >> 6 & 1)),

@@ -82,7 +82,7 @@ def main():
                  ("swemu_ina_nacks_sent_total", {}, ina["nacks_sent"])]
         pairs += [("swemu_ina_drops_total", {"reason": r}, v) for r, v in ina["drops"].items() if r != "ok"]
         for job, j in ina["jobs"].items():
-            for k in ("rx_packets", "contributions", "completions", "retransmits", "emits", "overflows", "reclaimed"):
+            for k in ("rx_packets", "contributions", "completions", "retransmits", "misses", "emits", "overflows", "reclaimed"):
                 pairs.append(("swemu_ina_job_%s_total" % k, {"job": job}, j[k]))
             pairs.append(("swemu_ina_job_slots_busy", {"job": job}, j["slots_busy"]))
             pairs += [("swemu_ina_job_drops_total", {"job": job, "reason": r}, v)

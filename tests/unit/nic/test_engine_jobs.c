@@ -121,7 +121,9 @@ static void test_install_checks(void **state)
 	BAD(c.elems_per_slot = 0, "elems_per_slot");
 	BAD(c.elems_per_slot = 257, "elems_per_slot"); /* engine max is 256 */
 	BAD(c.outputs = 0, "outputs");
-	BAD(c.outputs = 16, "outputs");
+	BAD(c.outputs = 32, "outputs");
+	BAD(c.outputs = INA_OUT_MISS, "miss");
+	BAD(c.outputs = INA_OUT_MULTICAST | INA_OUT_ACK | INA_OUT_MISS, "exclude");
 	BAD(c.outputs = INA_OUT_ACK, "ack");
 	BAD(c.outputs = INA_OUT_ACK | INA_OUT_PS, "exclude");
 	BAD(c.outputs = INA_OUT_PS | INA_OUT_FORWARD, "exclude");

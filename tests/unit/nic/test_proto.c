@@ -123,7 +123,7 @@ static const struct bad_case bad_cases[] = {
 	BYTE("version 0", INA_R_BAD_VERSION, 0, 0),
 	BYTE("version 2", INA_R_BAD_VERSION, 0, 2),
 	BYTE("type 0", INA_R_BAD_TYPE, 1, 0),
-	BYTE("type 8", INA_R_BAD_TYPE, 1, 8),
+	BYTE("type 9", INA_R_BAD_TYPE, 1, 9),
 	BYTE("type 255", INA_R_BAD_TYPE, 1, 255),
 	BYTE("dtype 0 on data", INA_R_BAD_DTYPE, 2, 0),
 	BYTE("dtype 5", INA_R_BAD_DTYPE, 2, 5),

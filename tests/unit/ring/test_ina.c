@@ -274,13 +274,16 @@ static void test_psina_plan_shards(void **state)
 	struct softsw *agg[4];
 	for (unsigned t = 0; t < 2; t++) {
 		struct ina_job_cfg jobs[2];
-		for (unsigned h = 0; h < shards; h++)
+		for (unsigned h = 0; h < shards; h++) {
 			psina_shard_job(&plan.tor[t].job, (uint16_t)(10 + h), &ps_addr[h], &jobs[h]);
+			jobs[h].nslots = SLOTS + PSINA_SPARE_SLOTS; /* as ring/hcl_algo_ps.c installs */
+		}
 		agg[t] = aggregator(hub, TOR0 + t, jobs, shards);
 	}
 	for (unsigned h = 0; h < shards; h++) {
 		struct ina_job_cfg job;
 		psina_shard_job(&plan.ps, (uint16_t)(10 + h), &ps_addr[h], &job);
+		job.nslots = SLOTS + PSINA_SPARE_SLOTS;
 		agg[2 + h] = aggregator(hub, PS0 + h, &job, 1);
 	}
 	struct worker w[WORLD];
@@ -295,7 +298,8 @@ static void test_psina_plan_shards(void **state)
 					.timeout_ns = 10000000000,
 					.cfg = { .shards = shards,
 						 .index = plan.client[i].index,
-						 .slots = SLOTS,
+						 .slots = SLOTS + PSINA_SPARE_SLOTS,
+						 .window = SLOTS,
 						 .elems = ELEMS,
 						 .rto_us = 2000 } };
 		for (unsigned h = 0; h < shards; h++) {
@@ -322,6 +326,71 @@ static bool record_send(void *ctx, uint32_t slot)
 {
 	((uint32_t *)ctx)[slot]++;
 	return true;
+}
+
+/* Spare slots: slices go out in order, slice k into slot k % slots, at
+ * most `window` in flight that were never re-sent; a re-sent slice is
+ * stalled and lets the next go into a spare slot, but none passes a slot
+ * still busy. */
+static void test_window_spare_slots(void **state)
+{
+	(void)state;
+	struct hcl_inaw w;
+	const int64_t ms = 1000000;
+	assert_int_equal(hcl_inaw_init(&w, 4, 5000000, 500000000), 0);
+	w.window = 2;
+	w.end = 16; /* the pass's slices: 10..15 */
+	assert_int_equal(hcl_inaw_next_slot(&w, 9, 10), -1);
+	for (size_t k = 10; k < 12; k++) {
+		assert_int_equal(hcl_inaw_next_slot(&w, k, 10), (int)(k - 10));
+		hcl_inaw_start(&w, (uint32_t)(k - 10), k, 1 * ms, false);
+	}
+	assert_int_equal(hcl_inaw_next_slot(&w, 12, 10), -1); /* the window is full */
+	hcl_inaw_resent(&w, 0, 10 * ms);		      /* slice 10 stalls */
+	assert_int_equal(w.s[0].tries, 1);
+	assert_int_equal(w.s[0].expiries, 0); /* seen lost: the timer stays */
+	assert_int_equal(hcl_inaw_next_slot(&w, 12, 10), 2);
+	hcl_inaw_start(&w, 2, 12, 10 * ms, false);
+	assert_int_equal(hcl_inaw_next_slot(&w, 13, 10), -1);
+	hcl_inaw_done(&w, &w.s[1], 11 * ms);
+	assert_int_equal(hcl_inaw_next_slot(&w, 13, 10), 3);
+	hcl_inaw_start(&w, 3, 13, 11 * ms, false);
+	hcl_inaw_resent(&w, 2, 20 * ms);
+	hcl_inaw_resent(&w, 3, 20 * ms);
+	/* nothing flows, but slice 14's slot still holds slice 10 */
+	assert_int_equal(hcl_inaw_next_slot(&w, 14, 10), -1);
+	hcl_inaw_done(&w, &w.s[0], 21 * ms);
+	assert_int_equal(hcl_inaw_next_slot(&w, 14, 10), 0);
+	assert_int_equal(hcl_inaw_next_slot(&w, 16, 10), -1); /* past the pass */
+	hcl_inaw_free(&w);
+}
+
+/* MISS: the aggregator has a slice's successor from us and not the slice.
+ * The successor went after the slice's latest send, so that send was
+ * lost: re-send it.  A report about another call, a slice done, one with
+ * no successor out, or one that crossed a re-send is stale. */
+static void test_window_missed(void **state)
+{
+	(void)state;
+	struct hcl_inaw w;
+	const int64_t ms = 1000000;
+	assert_int_equal(hcl_inaw_init(&w, 3, 5000000, 500000000), 0);
+	w.window = 2;
+	hcl_inaw_start(&w, 0, 10, 1 * ms, false);
+	hcl_inaw_start(&w, 1, 11, 2 * ms, false);
+	struct ina_hdr h = { .version = INA_VERSION, .type = INA_T_MISS, .slot = 0, .epoch = 7, .seq = 10 };
+	assert_int_equal(hcl_inaw_missed(&w, &h, 7), 0);
+	assert_int_equal(hcl_inaw_missed(&w, &h, 8), -1);
+	struct ina_hdr last = h;
+	last.slot = 1;
+	last.seq = 11;
+	assert_int_equal(hcl_inaw_missed(&w, &last, 7), -1); /* slice 12 not sent */
+	hcl_inaw_resent(&w, 0, 3 * ms);
+	assert_int_equal(hcl_inaw_missed(&w, &h, 7), -1); /* the report crossed this re-send */
+	hcl_inaw_start(&w, 2, 12, 4 * ms, false);
+	hcl_inaw_done(&w, &w.s[1], 5 * ms);
+	assert_int_equal(hcl_inaw_missed(&w, &last, 7), -1); /* slice 11 is done */
+	hcl_inaw_free(&w);
 }
 
 /* The window's RACK: once a slice sent after another is done, the other
@@ -680,6 +749,8 @@ int main(void)
 		cmocka_unit_test(test_result_checks),
 		cmocka_unit_test(test_psina_plan_shards),
 		cmocka_unit_test(test_window_rack),
+		cmocka_unit_test(test_window_spare_slots),
+		cmocka_unit_test(test_window_missed),
 		cmocka_unit_test(test_window_rack_after_resend),
 		cmocka_unit_test(test_window_unanswered_resend),
 		cmocka_unit_test(test_window_rack_resend_keeps_timer),
