@@ -100,6 +100,8 @@ uint32_t psina_shard_slots(const struct psina_plan *p, uint32_t slots, unsigned 
 	return n;
 }
 
+uint32_t psina_shard_spares(const struct psina_plan *p) { return p->use_ps && p->ntor == 0 ? PSINA_SPARE_SLOTS : 0; }
+
 void psina_shard_job(const struct ina_job_cfg *j, uint16_t id, const struct ina_addr *ps, struct ina_job_cfg *out)
 {
 	*out = *j;

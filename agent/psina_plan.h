@@ -64,12 +64,15 @@ void psina_shard_job(const struct ina_job_cfg *plan_job, uint16_t id, const stru
 #define PSINA_MIN_SHARD_SLOTS	 2
 #define PSINA_SHARD_WINDOW_BYTES (256 * 1024)
 uint32_t psina_shard_slots(const struct psina_plan *plan, uint32_t slots, unsigned shards, uint16_t elems);
-/* A shard's jobs have this many slots beyond the window: a slice that
- * stalls (lost, re-sent, waiting) keeps its slot while the next ones go
- * on into these, so one loss no longer stops the shard's flow (each slot
- * takes every `slots`-th slice, so a stalled one held back everything
- * after it).  Two: a shard's window goes on past two stalls; more gained
- * nothing in the simulator (docs/BENCHMARKS.md, "Loss"). */
+/* Where no ToR aggregates, a shard's jobs have PSINA_SPARE_SLOTS slots
+ * beyond the window: a slice that stalls (lost, re-sent, waiting) keeps
+ * its slot while the next ones go on into these, so one loss no longer
+ * stops the shard's flow (each slot takes every `slots`-th slice, so a
+ * stalled one held back everything after it).  Two: a shard's window goes
+ * on past two stalls; more gained nothing in the simulator.  Behind INA
+ * ToRs the emulator measured no gain (ps-ina lossy 99 -> 113 ms, 12 runs
+ * each; docs/BENCHMARKS.md, "Loss"), so there are none. */
 #define PSINA_SPARE_SLOTS 2
+uint32_t psina_shard_spares(const struct psina_plan *plan);
 
 #endif

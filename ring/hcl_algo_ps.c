@@ -95,7 +95,11 @@ static uint32_t shard_window(const struct hcl_comm *c)
 
 /* A shard's slots: its window and the spares that let it go on past a
  * stalled slice. */
-static uint32_t shard_slots(const struct hcl_comm *c) { return shard_window(c) + PSINA_SPARE_SLOTS; }
+static uint32_t shard_slots(const struct hcl_comm *c)
+{
+	const struct ps_state *s = c->algo_state;
+	return shard_window(c) + psina_shard_spares(&s->plan[0]);
+}
 
 /* Shard h's copy of a plan job of data type d (0 fp32, 1 int32): ids go
  * fp32, int32 per shard from the first id. */

@@ -29,13 +29,13 @@ class PsRank : public SimInaClient
 	};
 
 	PsRank(SimNet &net, Ptr<Node> node, unsigned rank, unsigned world, uint16_t index, std::vector<Shard> sh,
-	       uint32_t shard_slots, const SimCfg &c)
+	       uint32_t shard_slots, uint32_t spares, const SimCfg &c)
 	    : SimInaClient(net, node), rank(rank), world(world), index(index), shards(std::move(sh)),
 	      elems(c.ina_elems), data(c.size / 4)
 	{
 		nslices = (data.size() + elems - 1) / elems;
 		const unsigned n = (unsigned)shards.size();
-		slots = shard_slots + PSINA_SPARE_SLOTS; /* the plan's window (psina_shard_slots) and spares */
+		slots = shard_slots + spares; /* the plan's window (psina_shard_slots) and spares */
 		const int64_t floor_ns = (int64_t)(c.rto_ms * 1e6);
 		for (unsigned h = 0; h < n; h++) {
 			shards[h].first = nslices * h / n;
@@ -217,7 +217,7 @@ SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 		throw std::runtime_error(err);
 	const unsigned n = plan.use_ps ? shards : 1;
 	const uint32_t shard_slots = psina_shard_slots(&plan, c.ina_slots, n, (uint16_t)c.ina_elems);
-	const uint32_t job_slots = shard_slots + PSINA_SPARE_SLOTS; /* as ring/hcl_algo_ps.c installs */
+	const uint32_t spares = psina_shard_spares(&plan), job_slots = shard_slots + spares; /* as ring/hcl_algo_ps.c */
 	/* the aggregators: owned by net (freed after the simulation) */
 	std::vector<SimAgg *> tor_agg(c.racks, nullptr);
 	for (unsigned t = 0; t < plan.ntor; t++) {
@@ -249,7 +249,7 @@ SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 			sh[h].server = InetSocketAddress(sim_ipv4(a.ip), ntohs(a.port));
 		}
 		out.emplace_back(new PsRank(net, net.hosts.Get(i), i, world, plan.client[i].index, std::move(sh),
-					    shard_slots, c));
+					    shard_slots, spares, c));
 	}
 	psina_plan_free(&plan);
 	return out;

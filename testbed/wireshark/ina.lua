@@ -10,7 +10,7 @@
 
 local ina = Proto("ina", "In-network aggregation (swemu INA v1)")
 
-local types = { [1] = "DATA", [2] = "RESULT", [3] = "ACK", [4] = "PULL", [5] = "NACK", [6] = "CONTROL", [7] = "HAVE" }
+local types = { [1] = "DATA", [2] = "RESULT", [3] = "ACK", [4] = "PULL", [5] = "NACK", [6] = "CONTROL", [7] = "HAVE", [8] = "MISS" }
 local dtypes = { [0] = "none", [1] = "int32", [2] = "fp32", [3] = "bfp32", [4] = "bf16" }
 
 local f = ina.fields
@@ -79,7 +79,7 @@ local function validate(buf)
 	local v, t, dt, flags = buf(0, 1):uint(), buf(1, 1):uint(), buf(2, 1):uint(), buf(3, 1):uint()
 	local count, exp, res = buf(20, 2):uint(), buf(22, 1):int(), buf(23, 1):uint()
 	if v ~= 1 then return "bad_version" end
-	if t == 0 or t > 7 then return "bad_type" end
+	if t == 0 or t > 8 then return "bad_type" end
 	if (t == 6 and dt ~= 0) or (t ~= 6 and (dt < 1 or dt > 4)) then return "bad_dtype" end
 	if bit.band(flags, bit.bnot(0x07)) ~= 0 or (bit.band(flags, 0x04) ~= 0 and t ~= 1) then return "bad_flags" end
 	if res ~= 0 then return "reserved_nonzero" end

@@ -179,13 +179,15 @@ static void test_shard_slots(void **st)
 	assert_int_equal(psina_plan(r, 8, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
 	assert_int_equal(p.ntor, 0);
 	assert_int_equal(psina_shard_slots(&p, 8, 8, 2048), PSINA_MIN_SHARD_SLOTS); /* 8 x 2 x 8 KiB = 128 KiB */
-	assert_int_equal(psina_shard_slots(&p, 8, 2, 2048), 4);			  /* dealt: already more */
+	assert_int_equal(psina_shard_slots(&p, 8, 2, 2048), 4);			    /* dealt: already more */
 	assert_int_equal(psina_shard_slots(&p, 8, 1, 2048), 8);
+	assert_int_equal(psina_shard_spares(&p), PSINA_SPARE_SLOTS); /* stalled slices step aside */
 	psina_plan_free(&p);
 	ranks(r, 8, 4, 2); /* rack 1 INA: its ToR aggregates, the window stays dealt */
 	assert_int_equal(psina_plan(r, 8, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
 	assert_int_equal(p.ntor, 1);
 	assert_int_equal(psina_shard_slots(&p, 8, 8, 2048), 1);
+	assert_int_equal(psina_shard_spares(&p), 0); /* behind ToRs: none (docs/BENCHMARKS.md, "Loss") */
 	psina_plan_free(&p);
 	ranks(r, 64, 8, 0); /* 64 contributors x 2 x 8 KiB = 1 MiB: over the budget */
 	assert_int_equal(psina_plan(r, 64, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
