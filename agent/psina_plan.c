@@ -39,7 +39,7 @@ int psina_plan(const struct plan_rank *r, unsigned world, const struct ina_addr 
 			p->ntor++;
 			p->tor[t].rack = r[i].rack;
 			p->tor[t].agent = (int)i;
-			plan_job_init(&p->tor[t].job, job, dtype, slots, elems, INA_OUT_PS | INA_OUT_MISS);
+			plan_job_init(&p->tor[t].job, job, dtype, slots, elems, INA_OUT_PS);
 		}
 		const struct ina_addr *first = &r[p->tor[t].agent].tor;
 		if (first->ip != r[i].tor.ip || first->port != r[i].tor.port) {
@@ -64,10 +64,13 @@ int psina_plan(const struct plan_rank *r, unsigned world, const struct ina_addr 
 
 	if (p->ntor == 1 && p->tor[0].job.fan_in == world) {
 		/* one INA rack holds everybody: the switch alone, as SwitchML */
-		p->tor[0].job.outputs = INA_OUT_MULTICAST | INA_OUT_MISS;
+		p->tor[0].job.outputs = INA_OUT_MULTICAST;
 		return 0;
 	}
 	p->use_ps = true;
+	/* gap reports at the software PS only: a ToR's jobs so marked would
+	 * leave swemu's fast path, and its windows of one slice per shard never
+	 * trigger one (docs/BENCHMARKS.md, "Loss") */
 	plan_job_init(&p->ps, job, dtype, slots, elems, INA_OUT_MULTICAST | INA_OUT_MISS);
 	for (unsigned t = 0; t < p->ntor; t++) {
 		p->tor[t].job.parent = (struct ina_peer){ .addr = *ps, .job = job, .contributor = p->ps.fan_in };

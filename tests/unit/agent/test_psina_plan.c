@@ -42,7 +42,7 @@ static void test_one_ina_rack_is_switchml(void **st)
 	assert_false(p.use_ps);
 	assert_int_equal(p.ntor, 1);
 	assert_int_equal(p.tor[0].agent, 0);
-	assert_int_equal(p.tor[0].job.outputs, INA_OUT_MULTICAST | INA_OUT_MISS);
+	assert_int_equal(p.tor[0].job.outputs, INA_OUT_MULTICAST);
 	assert_int_equal(p.tor[0].job.fan_in, 4);
 	assert_null(ina_job_cfg_check(&p.tor[0].job, 2048));
 	for (unsigned i = 0; i < 4; i++) {
@@ -70,7 +70,7 @@ static void test_mixed_racks_fall_back_to_ps(void **st)
 	for (unsigned t = 0; t < 2; t++) {
 		assert_int_equal(p.tor[t].rack, (int)t + 1);
 		assert_int_equal(p.tor[t].agent, 4 * (t + 1));
-		assert_int_equal(p.tor[t].job.outputs, INA_OUT_PS | INA_OUT_MISS);
+		assert_int_equal(p.tor[t].job.outputs, INA_OUT_PS);
 		assert_int_equal(p.tor[t].job.parent.contributor, t);
 		assert_int_equal(p.tor[t].job.parent.addr.ip, ps.ip);
 		assert_int_equal(p.tor[t].job.id, 3);
