@@ -38,7 +38,7 @@ int hcl_inaw_next_slot(const struct hcl_inaw *w, size_t next, size_t first)
 	const uint32_t i = (uint32_t)((next - first) % w->slots);
 	uint32_t flowing = 0;
 	for (uint32_t j = 0; j < w->slots; j++)
-		flowing += w->s[j].busy && !w->s[j].tries;
+		flowing += w->s[j].busy && !w->s[j].stalled;
 	return w->s[i].busy || flowing >= w->window ? -1 : (int)i;
 }
 
@@ -86,6 +86,7 @@ static void note_resend(struct hcl_inaw_slot *s, int64_t now, bool seen)
 		s->tries++;
 	if (!seen && s->expiries < 255)
 		s->expiries++;
+	s->stalled |= seen;
 }
 
 void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*send)(void *ctx, uint32_t slot),

@@ -24,6 +24,11 @@ struct hcl_inaw_slot {
 	uint8_t set;	  /* the shadow set of the slice (flips when it is done) */
 	uint8_t got;	  /* the caller's: what of the answer has come */
 	bool held;	  /* the aggregator said it holds the re-sent contribution (HAVE) */
+	/* a loss of it or of its slot was seen (RACK, a probe, a MISS, a
+	 * re-send unanswered): it leaves the window to the next slices.  An
+	 * expiry alone does not: on a clean network a PS shard's first slices
+	 * time out waiting for the slowest worker's start */
+	bool stalled;
 	size_t slice;
 	int64_t sent_at;  /* 0: not sent yet (the socket was full): due at once */
 	int64_t first_at; /* the first send's sent_at */
@@ -56,9 +61,9 @@ void hcl_inaw_reset(struct hcl_inaw *w);
 
 /* The slot that slice `next` takes now, slices going out in order from
  * `first`, slice k into slot (k - first) % slots: -1 when that slot is
- * still busy, when `window` slices are in flight that were never re-sent,
- * or when next is past the pass's slices (end).  A re-sent slice is
- * stalled: those after it go on into the other slots. */
+ * still busy, when `window` slices are in flight that are not stalled,
+ * or when next is past the pass's slices (end).  A slice whose loss was
+ * seen is stalled: those after it go on into the other slots. */
 int hcl_inaw_next_slot(const struct hcl_inaw *w, size_t next, size_t first);
 
 /* Slot `slot` takes slice `slice`, sent at now (0 if the socket was full). */
