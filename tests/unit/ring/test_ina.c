@@ -347,15 +347,24 @@ static void test_window_spare_slots(void **state)
 		hcl_inaw_start(&w, (uint32_t)(k - 10), k, 1 * ms, false);
 	}
 	assert_int_equal(hcl_inaw_next_slot(&w, 12, 10), -1); /* the window is full */
-	hcl_inaw_resent(&w, 0, 10 * ms);		      /* slice 10 stalls */
-	assert_int_equal(w.s[0].tries, 1);
-	assert_int_equal(w.s[0].expiries, 0); /* seen lost: the timer stays */
+	/* both time out (no answer in 5 ms: on a clean network, the wait for
+	 * the slowest worker): re-sent, but not stalled */
+	uint32_t sends[4] = { 0 };
+	uint64_t resent = 0;
+	int64_t wake = INT64_MAX;
+	hcl_inaw_resend(&w, 7 * ms, 0, record_send, sends, &wake, &resent);
+	hcl_inaw_resend(&w, 12 * ms, 0, record_send, sends, &wake, &resent); /* Karn's back-off for the 2nd */
+	assert_int_equal(resent, 2);
+	assert_int_equal(hcl_inaw_next_slot(&w, 12, 10), -1);
+	hcl_inaw_resent(&w, 0, 13 * ms); /* slice 10's loss is seen: it stalls */
+	assert_int_equal(w.s[0].tries, 2);
+	assert_int_equal(w.s[0].expiries, 1); /* seen lost: no second doubling */
 	assert_int_equal(hcl_inaw_next_slot(&w, 12, 10), 2);
-	hcl_inaw_start(&w, 2, 12, 10 * ms, false);
+	hcl_inaw_start(&w, 2, 12, 13 * ms, false);
 	assert_int_equal(hcl_inaw_next_slot(&w, 13, 10), -1);
-	hcl_inaw_done(&w, &w.s[1], 11 * ms);
+	hcl_inaw_done(&w, &w.s[1], 14 * ms);
 	assert_int_equal(hcl_inaw_next_slot(&w, 13, 10), 3);
-	hcl_inaw_start(&w, 3, 13, 11 * ms, false);
+	hcl_inaw_start(&w, 3, 13, 14 * ms, false);
 	hcl_inaw_resent(&w, 2, 20 * ms);
 	hcl_inaw_resent(&w, 3, 20 * ms);
 	/* nothing flows, but slice 14's slot still holds slice 10 */
