@@ -37,7 +37,8 @@ struct hcl_aring {
 	struct hcl_kept kept;
 	size_t count, prev_count;
 	struct hcl_ina_rx rx;
-	uint8_t tx[INA_HDR_LEN + INA_MAX_PAYLOAD];
+	uint8_t tx[INA_HDR_LEN + INA_MAX_PAYLOAD]; /* re-sends */
+	struct hcl_ina_tx txq;			   /* first sends, one call per window opening */
 	struct hcl_aring_stats st;
 	int overflowed_job; /* the job of a result whose int32 sum wrapped, or -1 */
 	int (*poll)(void *ctx);
@@ -95,7 +96,7 @@ struct hcl_aring *hcl_aring_new(const struct aring_plan *p, unsigned rank, struc
 	for (unsigned k = 0; k < a->nsteps; k++)
 		if (hcl_inaw_init(&a->s[k].win, p->slots, HCL_ARING_RTO_FLOOR_NS, 500000000) < 0)
 			goto nomem;
-	if (hcl_ina_rx_init(&a->rx) < 0)
+	if (hcl_ina_rx_init(&a->rx) < 0 || hcl_ina_tx_init(&a->txq) < 0)
 		goto nomem;
 	return a;
 nomem:
@@ -113,6 +114,7 @@ void hcl_aring_free(struct hcl_aring *a)
 	free(a->s);
 	hcl_kept_free(&a->kept);
 	hcl_ina_rx_free(&a->rx);
+	hcl_ina_tx_free(&a->txq);
 	free(a);
 }
 
@@ -129,9 +131,11 @@ static size_t slice_n(const struct hcl_aring *a, const struct step_state *ss, si
 	return ss->st.hi - lo < a->p->elems ? ss->st.hi - lo : a->p->elems;
 }
 
-static bool send_slice(struct hcl_aring *a, unsigned step, uint32_t slot, size_t k, bool retx)
+/* Slice k of step `step` through slot `slot`, written into buf: its
+ * length. */
+static size_t encode_slice(const struct hcl_aring *a, unsigned step, uint32_t slot, size_t k, bool retx, uint8_t *buf)
 {
-	struct step_state *ss = &a->s[step];
+	const struct step_state *ss = &a->s[step];
 	size_t n = slice_n(a, ss, k), lo = slice_lo(a, ss, k);
 	struct ina_hdr h = { .version = INA_VERSION,
 			     .type = INA_T_DATA,
@@ -143,13 +147,21 @@ static bool send_slice(struct hcl_aring *a, unsigned step, uint32_t slot, size_t
 			     .epoch = a->epoch,
 			     .seq = (uint32_t)k,
 			     .count = (uint16_t)n };
-	ina_hdr_encode(&h, a->tx);
+	ina_hdr_encode(&h, buf);
 	size_t len = INA_HDR_LEN, esz = ina_wire_elem_size(a->p->dtype);
 	if (!ss->st.join) {
-		hcl_ina_swap_elems(a->tx + INA_HDR_LEN, a->src + lo * esz, n, esz);
+		hcl_ina_swap_elems(buf + INA_HDR_LEN, a->src + lo * esz, n, esz);
 		len += esz * n;
 	}
-	struct dgram_pkt p = { .buf = a->tx, .len = (uint32_t)len, .peer = a->agg };
+	return len;
+}
+
+/* A re-send, at once. */
+static bool send_slice(struct hcl_aring *a, unsigned step, uint32_t slot, size_t k, bool retx)
+{
+	struct dgram_pkt p = { .buf = a->tx,
+			       .len = (uint32_t)encode_slice(a, step, slot, k, retx, a->tx),
+			       .peer = a->agg };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 
@@ -165,8 +177,8 @@ static void start_slice(struct hcl_aring *a, unsigned step, size_t k)
 {
 	uint32_t slot = (uint32_t)(k % a->p->slots);
 	struct hcl_inaw_slot *o = hcl_inaw_start(&a->s[step].win, slot, k, clock_now_ns(), !chain_reached(a, step));
-	if (!send_slice(a, step, slot, k, false))
-		o->sent_at = 0; /* socket full: the timer sends it */
+	uint8_t *buf = hcl_ina_tx_buf(&a->txq, a->t);
+	hcl_ina_tx_push(&a->txq, encode_slice(a, step, slot, k, false, buf), &a->agg, o); /* flushed before the wait */
 	a->st.sent++;
 }
 
@@ -309,6 +321,7 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 		return -ENOMEM;
 	}
 	a->epoch++;
+	a->txq.n = 0; /* a failed call may have left some */
 	a->overflowed_job = -1;
 	a->nacked_job = -1;
 	a->results_left = 0;
@@ -360,6 +373,7 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 			hcl_inaw_resend(&a->s[k].win, now, chain_reached(a, k) ? 0 : HCL_ARING_CHAIN_WAIT_NS,
 					resend_one, &r, &wake, &a->st.resent);
 		}
+		hcl_ina_tx_flush(&a->txq, a->t); /* what the call's start and the last answers opened */
 		struct dgram_pkt in[HCL_INA_BATCH];
 		int n = hcl_ina_rx_batch(&a->rx, a->t, in, now, wake, deadline_ns);
 		if (n < 0) {

@@ -24,6 +24,7 @@ struct hcl_ina {
 	uint16_t overflowed_job;
 	int64_t progress_at[HCL_INA_MAX_SHARDS]; /* per shard: its pass began or a result came */
 	size_t next[HCL_INA_MAX_SHARDS];	 /* per shard: the pass's next slice to start */
+	struct hcl_ina_tx txq;			 /* first sends, one call per window opening */
 	int nacked;				 /* 1 + the shard whose aggregator said it has no such job, or 0 */
 };
 
@@ -54,7 +55,7 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transpor
 		a->win[h].rack = true;	  /* one aggregation per slice: they finish in order */
 		a->win[h].answers = true; /* every aggregator's engine answers re-sends */
 	}
-	if (hcl_ina_rx_init(&a->rx) < 0)
+	if (hcl_ina_rx_init(&a->rx) < 0 || hcl_ina_tx_init(&a->txq) < 0)
 		goto nomem;
 	return a;
 nomem:
@@ -68,6 +69,7 @@ void hcl_ina_free(struct hcl_ina *a)
 	if (!a)
 		return;
 	hcl_ina_rx_free(&a->rx);
+	hcl_ina_tx_free(&a->txq);
 	for (unsigned h = 0; h < HCL_INA_MAX_SHARDS; h++)
 		hcl_inaw_free(&a->win[h]);
 	free(a);
@@ -101,8 +103,10 @@ static size_t slice_len(const struct hcl_ina *a, const struct pass *ps, size_t k
  * consecutive slices, as even as whole slices allow. */
 static size_t shard_first(size_t nslices, unsigned shards, unsigned h) { return nslices * h / shards; }
 
-/* Slice k of shard h through slot `slot` of its window. */
-static bool send_slice(struct hcl_ina *a, const struct pass *ps, unsigned h, uint32_t slot, size_t k, bool retx)
+/* Slice k of shard h through slot `slot` of its window, written into buf:
+ * its length. */
+static size_t encode_slice(const struct hcl_ina *a, const struct pass *ps, unsigned h, uint32_t slot, size_t k,
+			   bool retx, uint8_t *buf)
 {
 	size_t first = k * a->cfg.elems, n = ps->kind == PASS_EXPONENT ? 1 : slice_len(a, ps, k);
 	struct ina_hdr hd = { .version = INA_VERSION,
@@ -116,8 +120,8 @@ static bool send_slice(struct hcl_ina *a, const struct pass *ps, unsigned h, uin
 			      .seq = (uint32_t)k,
 			      .count = (uint16_t)n,
 			      .exponent = ps->kind == PASS_RAW ? 0 : ps->exp[k] };
-	ina_hdr_encode(&hd, a->tx);
-	uint8_t *out = a->tx + INA_HDR_LEN;
+	ina_hdr_encode(&hd, buf);
+	uint8_t *out = buf + INA_HDR_LEN;
 	size_t esz = ina_wire_elem_size(ps->dtype);
 	if (ps->kind == PASS_EXPONENT)
 		memset(out, 0, 4);
@@ -125,7 +129,15 @@ static bool send_slice(struct hcl_ina *a, const struct pass *ps, unsigned h, uin
 		ina_bfp_quantize((const float *)ps->buf + first, n, ps->exp[k], ps->addends, out);
 	else
 		hcl_ina_swap_elems(out, (const uint8_t *)ps->buf + first * esz, n, esz);
-	struct dgram_pkt p = { .buf = a->tx, .len = (uint32_t)(INA_HDR_LEN + esz * n), .peer = a->cfg.sw[h] };
+	return INA_HDR_LEN + esz * n;
+}
+
+/* A re-send, at once. */
+static bool send_slice(struct hcl_ina *a, const struct pass *ps, unsigned h, uint32_t slot, size_t k, bool retx)
+{
+	struct dgram_pkt p = { .buf = a->tx,
+			       .len = (uint32_t)encode_slice(a, ps, h, slot, k, retx, a->tx),
+			       .peer = a->cfg.sw[h] };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 
@@ -165,9 +177,9 @@ static bool start_next(struct hcl_ina *a, const struct pass *ps, unsigned h, siz
 	if (slot < 0)
 		return false;
 	const size_t k = a->next[h]++;
-	hcl_inaw_start(&a->win[h], (uint32_t)slot, k, clock_now_ns(), false);
-	if (!send_slice(a, ps, h, (uint32_t)slot, k, false))
-		a->win[h].s[slot].sent_at = 0; /* socket full: the timer path sends it */
+	struct hcl_inaw_slot *s = hcl_inaw_start(&a->win[h], (uint32_t)slot, k, clock_now_ns(), false);
+	uint8_t *buf = hcl_ina_tx_buf(&a->txq, a->t);
+	hcl_ina_tx_push(&a->txq, encode_slice(a, ps, h, (uint32_t)slot, k, false, buf), &a->cfg.sw[h], s);
 	a->st.sent++;
 	return true;
 }
@@ -321,6 +333,7 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 	size_t nslices = (ps->count + a->cfg.elems - 1) / a->cfg.elems, done = 0;
 	a->epoch++;
 	a->nacked = 0;
+	a->txq.n = 0; /* a failed pass may have left some */
 	for (unsigned h = 0; h < shards; h++) {
 		hcl_inaw_reset(&a->win[h]);
 		a->win[h].end = shard_first(nslices, shards, h + 1);
@@ -351,6 +364,9 @@ static int run_pass(struct hcl_ina *a, const struct pass *ps, int64_t deadline_n
 			hcl_inaw_resend(&a->win[h], now, 0, resend_one, &r, &wake, &a->st.resent);
 			fill(a, ps, h, nslices); /* a slice re-sent is stalled: the next may go */
 		}
+		/* what the pass's start, the last batch of answers and these
+		 * re-sends opened, in one call */
+		hcl_ina_tx_flush(&a->txq, a->t);
 		struct dgram_pkt in[HCL_INA_BATCH];
 		int n = hcl_ina_rx_batch(&a->rx, a->t, in, now, wake, deadline_ns);
 		if (n < 0) {

@@ -201,6 +201,46 @@ int hcl_ina_rx_batch(struct hcl_ina_rx *r, struct dgram_transport *t, struct dgr
 	return t->ops->recv_batch(t->ctx, in, HCL_INA_BATCH, wake > now ? wake - now : 0);
 }
 
+int hcl_ina_tx_init(struct hcl_ina_tx *q)
+{
+	*q = (struct hcl_ina_tx){ .n = 0 };
+	for (int i = 0; i < HCL_INA_TX_BATCH; i++)
+		if (!(q->buf[i] = malloc(RXBUF)))
+			return -ENOMEM;
+	return 0;
+}
+
+void hcl_ina_tx_free(struct hcl_ina_tx *q)
+{
+	for (int i = 0; i < HCL_INA_TX_BATCH; i++) {
+		free(q->buf[i]);
+		q->buf[i] = NULL;
+	}
+}
+
+uint8_t *hcl_ina_tx_buf(struct hcl_ina_tx *q, struct dgram_transport *t)
+{
+	if (q->n == HCL_INA_TX_BATCH)
+		hcl_ina_tx_flush(q, t);
+	return q->buf[q->n];
+}
+
+void hcl_ina_tx_push(struct hcl_ina_tx *q, size_t len, const struct sockaddr_in *peer, struct hcl_inaw_slot *s)
+{
+	q->pkt[q->n] = (struct dgram_pkt){ .buf = q->buf[q->n], .len = (uint32_t)len, .peer = *peer };
+	q->slot[q->n++] = s;
+}
+
+void hcl_ina_tx_flush(struct hcl_ina_tx *q, struct dgram_transport *t)
+{
+	if (!q->n)
+		return;
+	int sent = t->ops->send_batch(t->ctx, q->pkt, q->n);
+	for (unsigned i = sent > 0 ? (unsigned)sent : 0; i < q->n; i++)
+		q->slot[i]->sent_at = 0; /* the socket is full: the timer path sends it */
+	q->n = 0;
+}
+
 void hcl_ina_swap_elems(void *dst, const void *src, size_t n, size_t esz)
 {
 	uint8_t *d = dst;

@@ -128,6 +128,28 @@ void hcl_ina_rx_free(struct hcl_ina_rx *r);
 int hcl_ina_rx_batch(struct hcl_ina_rx *r, struct dgram_transport *t, struct dgram_pkt in[HCL_INA_BATCH], int64_t now,
 		     int64_t wake, int64_t deadline_ns);
 
+/* First sends queued while a window opens (a pass's start, a batch of
+ * results, a round of re-sends) and given to the transport in one call
+ * (sendmmsg), as the reliable transfer does: each has its own buffer.
+ * A datagram the socket did not take is left to the timer path: its
+ * slot's sent_at becomes 0. */
+#define HCL_INA_TX_BATCH 16
+struct hcl_ina_tx {
+	uint8_t *buf[HCL_INA_TX_BATCH];
+	struct dgram_pkt pkt[HCL_INA_TX_BATCH];
+	struct hcl_inaw_slot *slot[HCL_INA_TX_BATCH];
+	unsigned n;
+};
+int hcl_ina_tx_init(struct hcl_ina_tx *q); /* 0 or -ENOMEM (then free it) */
+void hcl_ina_tx_free(struct hcl_ina_tx *q);
+/* The buffer the next datagram is written into (flushing first if the
+ * queue is full); queue it with hcl_ina_tx_push. */
+uint8_t *hcl_ina_tx_buf(struct hcl_ina_tx *q, struct dgram_transport *t);
+/* Queues the datagram written into hcl_ina_tx_buf: len bytes to peer, the
+ * first send of slot s. */
+void hcl_ina_tx_push(struct hcl_ina_tx *q, size_t len, const struct sockaddr_in *peer, struct hcl_inaw_slot *s);
+void hcl_ina_tx_flush(struct hcl_ina_tx *q, struct dgram_transport *t);
+
 /* n elements of esz bytes (4, or 2 for bf16) between host order and the
  * wire's big-endian; its own inverse, so one function serves both ways. */
 void hcl_ina_swap_elems(void *dst, const void *src, size_t n, size_t esz);

@@ -32,6 +32,7 @@ struct fake_ep {
 	unsigned index;
 	int64_t egress_free_ns; /* the egress's last departure */
 	bool runs_refused;
+	uint64_t send_calls, send_pkts; /* send_batch calls, and the pkts they took */
 };
 
 struct fake_hub {
@@ -182,6 +183,8 @@ static int fake_send(void *ctx, const struct dgram_pkt *pkts, unsigned n)
 				break; /* an empty datagram */
 		}
 	}
+	e->send_calls++;
+	e->send_pkts += i;
 	pthread_cond_broadcast(&h->cv);
 	pthread_mutex_unlock(&h->mu);
 	return (int)i;
@@ -307,6 +310,14 @@ void fake_hub_endpoint(struct fake_hub *h, unsigned i, struct dgram_transport *t
 {
 	t->ops = &fake_ops;
 	t->ctx = &h->eps[i];
+}
+
+void fake_hub_sends(struct fake_hub *h, unsigned i, uint64_t *calls, uint64_t *pkts)
+{
+	pthread_mutex_lock(&h->mu);
+	*calls = h->eps[i].send_calls;
+	*pkts = h->eps[i].send_pkts;
+	pthread_mutex_unlock(&h->mu);
 }
 
 struct fake_stats fake_hub_stats(struct fake_hub *h)

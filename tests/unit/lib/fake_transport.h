@@ -62,5 +62,7 @@ struct fake_stats {
 	uint64_t runs_received; /* received pkts that carried more than one (coalesce) */
 };
 struct fake_stats fake_hub_stats(struct fake_hub *h);
+/* Endpoint i's send_batch calls so far, and the pkts they took. */
+void fake_hub_sends(struct fake_hub *h, unsigned i, uint64_t *calls, uint64_t *pkts);
 
 #endif

@@ -131,6 +131,11 @@ static void run(const struct fake_net *net, size_t count, int skip)
 		pthread_join(th[i], NULL);
 		if (skip < 0 && w[i].rc)
 			fail_msg("rank %u: %s", i, w[i].err);
+		uint64_t calls, pkts; /* a call's first windows go in one send */
+		fake_hub_sends(hub, i, &calls, &pkts);
+		if (skip < 0 && count > 2 * ELEMS && calls >= pkts)
+			fail_msg("rank %u: %llu datagrams in %llu sends: not batched", i, (unsigned long long)pkts,
+				 (unsigned long long)calls);
 		if (skip >= 0 &&
 		    (w[i].rc != -ETIMEDOUT || !strstr(w[i].err, "waiting for") || !strstr(w[i].err, "member")))
 			fail_msg("rank %u without rank %d: rc %d '%s'", i, skip, w[i].rc, w[i].err);

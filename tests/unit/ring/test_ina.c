@@ -166,6 +166,12 @@ static void one_switch(unsigned world, const struct fake_net *net, uint8_t dtype
 		if (skip >= 0 && (w[i].rc != -ETIMEDOUT || !strstr(w[i].err, "127.0.0.1") ||
 				  !strstr(w[i].err, "did not answer in time")))
 			fail_msg("rank %u without rank %d: rc %d '%s'", i, skip, w[i].rc, w[i].err);
+		/* each call's first window went in one call to the transport */
+		uint64_t calls, pkts;
+		fake_hub_sends(hub, i, &calls, &pkts);
+		if (skip < 0 && count >= SLOTS * ELEMS && calls + 3 * (SLOTS - 1) > pkts)
+			fail_msg("rank %u: %llu datagrams in %llu sends: the first windows were not batched", i,
+				 (unsigned long long)pkts, (unsigned long long)calls);
 	}
 	softsw_stop(sw);
 	fake_hub_free(hub);
