@@ -175,21 +175,26 @@ void hcl_inaw_done(struct hcl_inaw *w, struct hcl_inaw_slot *s, int64_t now)
 
 #define RXBUF (INA_HDR_LEN + INA_MAX_PAYLOAD + 64)
 
-int hcl_ina_rx_init(struct hcl_ina_rx *r)
+/* n datagram buffers: 0, or -ENOMEM with what was allocated in b[] */
+static int bufs_alloc(uint8_t **b, int n)
 {
-	for (int i = 0; i < HCL_INA_BATCH; i++)
-		if (!(r->buf[i] = malloc(RXBUF)))
+	for (int i = 0; i < n; i++)
+		if (!(b[i] = malloc(RXBUF)))
 			return -ENOMEM;
 	return 0;
 }
 
-void hcl_ina_rx_free(struct hcl_ina_rx *r)
+static void bufs_free(uint8_t **b, int n)
 {
-	for (int i = 0; i < HCL_INA_BATCH; i++) {
-		free(r->buf[i]);
-		r->buf[i] = NULL;
+	for (int i = 0; i < n; i++) {
+		free(b[i]);
+		b[i] = NULL;
 	}
 }
+
+int hcl_ina_rx_init(struct hcl_ina_rx *r) { return bufs_alloc(r->buf, HCL_INA_BATCH); }
+
+void hcl_ina_rx_free(struct hcl_ina_rx *r) { bufs_free(r->buf, HCL_INA_BATCH); }
 
 int hcl_ina_rx_batch(struct hcl_ina_rx *r, struct dgram_transport *t, struct dgram_pkt in[HCL_INA_BATCH], int64_t now,
 		     int64_t wake, int64_t deadline_ns)
@@ -204,19 +209,10 @@ int hcl_ina_rx_batch(struct hcl_ina_rx *r, struct dgram_transport *t, struct dgr
 int hcl_ina_tx_init(struct hcl_ina_tx *q)
 {
 	*q = (struct hcl_ina_tx){ .n = 0 };
-	for (int i = 0; i < HCL_INA_TX_BATCH; i++)
-		if (!(q->buf[i] = malloc(RXBUF)))
-			return -ENOMEM;
-	return 0;
+	return bufs_alloc(q->buf, HCL_INA_TX_BATCH);
 }
 
-void hcl_ina_tx_free(struct hcl_ina_tx *q)
-{
-	for (int i = 0; i < HCL_INA_TX_BATCH; i++) {
-		free(q->buf[i]);
-		q->buf[i] = NULL;
-	}
-}
+void hcl_ina_tx_free(struct hcl_ina_tx *q) { bufs_free(q->buf, HCL_INA_TX_BATCH); }
 
 uint8_t *hcl_ina_tx_buf(struct hcl_ina_tx *q, struct dgram_transport *t)
 {
