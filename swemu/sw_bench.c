@@ -12,6 +12,7 @@
  * lcore.  Between rounds only the slot and slice fields change (with an
  * incremental checksum update, so the switch's checksum check still runs). */
 #include <getopt.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include <rte_eth_ring.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
+#include <rte_malloc.h>
 
 #include "ina_kernels.h"
 #include "sw_rt.h"
@@ -36,19 +38,23 @@ enum mode { M_L2, M_INA, M_IO };
 
 /* What every lane shares: the row's parameters. */
 struct bench {
-	struct rte_mempool *gen_pool;
+	struct rte_mempool *gen_pool[2]; /* per lane: a shared pool's ring would bounce between lcores */
 	unsigned fan_in, elems;
 	enum mode mode;
 	bool ina;	/* frames addressed to the switch */
 	bool zero_csum; /* senders leave the UDP checksum 0 (SwitchML practice) */
 	bool nic_csum;	/* frames arrive marked verified, as from a NIC with RX checksum offload */
 	double seconds;
+	bool one_switch;       /* the lanes are partitions of one switch (-1) */
+	int lane_socket[2];    /* the heap of each lane's rings and devices (lane_heap) */
 	unsigned fixed_rounds; /* -c: exactly this many rounds, no warm-up (instruction counts) */
 };
 
 /* One logical switch and its generator, run by one lcore. */
 struct lane {
 	const struct bench *b;
+	int k;		/* lane k: EAL's k-th lcore */
+	uint16_t queue; /* of every port: its partition's (lane_queue), else 0 */
 	struct rte_ring *rx[NPORTS], *tx[NPORTS];
 	char dev[NPORTS][RTE_ETH_NAME_MAX_LEN];
 	struct rte_mbuf **tmpl; /* fan_in * WINDOW */
@@ -58,7 +64,7 @@ struct lane {
 	uint64_t packets, in_switch; /* in_switch: TSC cycles in poll + flush */
 	uint32_t rounds;
 	double t;
-};
+} __rte_cache_aligned;
 
 static const uint8_t sw_mac[6] = { 2, 0, 0, 0, 0, 0xfe };
 
@@ -106,6 +112,22 @@ static void set_slot_seq(struct rte_mbuf *m, uint32_t slot, uint32_t seq)
 	patch16(f, INA_OFF + 18, (uint16_t)seq);
 }
 
+/* The queue pair lane k's partition owns: 0 and 8, not 0 and 1, because
+ * the ring PMD keeps its queues' packet counters 24 bytes apart and
+ * updates them on every burst: on neighbouring queues two lcores wrote one
+ * cache line, and the bare I/O loop alone went from 5.0 to 18.5 ns per
+ * frame (2026-12-03).  A NIC's queues share no line. */
+#define LANE_QUEUE_STRIDE 8
+#define DEV_QUEUES	  (LANE_QUEUE_STRIDE + 1)
+
+/* Slot i of a lane's window: lanes of one switch take turns, so lane k's
+ * slots are those its partition's UDP ports carry (slot_port). */
+static uint32_t lane_slot(const struct lane *l, unsigned i) { return l->b->one_switch ? i * 2 + (uint32_t)l->k : i; }
+
+/* A slot's INA port, as hosts spread slots over the 16: the steering
+ * swemu's partitions expect (port - INA_UDP_PORT_MIN) % partitions. */
+static uint16_t slot_port(uint32_t slot) { return (uint16_t)(INA_UDP_PORT_MIN + slot % 16); }
+
 static void build_templates(struct lane *l)
 {
 	static uint8_t payload[INA_MAX_PAYLOAD];
@@ -113,7 +135,7 @@ static void build_templates(struct lane *l)
 	l->tmpl = calloc((size_t)b->fan_in * WINDOW, sizeof(*l->tmpl));
 	for (unsigned c = 0; c < b->fan_in; c++)
 		for (unsigned i = 0; i < WINDOW; i++) {
-			struct rte_mbuf *m = rte_pktmbuf_alloc(b->gen_pool);
+			struct rte_mbuf *m = rte_pktmbuf_alloc(b->gen_pool[l->k]);
 			if (!m) {
 				fprintf(stderr, "swemu-bench: generator pool empty\n");
 				exit(1);
@@ -127,7 +149,7 @@ static void build_templates(struct lane *l)
 					     .dtype = INA_D_INT32,
 					     .job = 1,
 					     .contributor = (uint16_t)c,
-					     .slot = i,
+					     .slot = lane_slot(l, i),
 					     .epoch = 1,
 					     .count = (uint16_t)b->elems };
 			uint8_t hdr[INA_HDR_LEN];
@@ -135,7 +157,7 @@ static void build_templates(struct lane *l)
 			struct sw_udp_hdrs u = { .src_ip = host_ip(c),
 						 .dst_ip = rte_cpu_to_be_32(0x0a0000fe),
 						 .src_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN),
-						 .dst_port = rte_cpu_to_be_16(INA_UDP_PORT_MIN) };
+						 .dst_port = rte_cpu_to_be_16(slot_port(lane_slot(l, i))) };
 			host_mac(c, u.src_mac);
 			if (b->ina)
 				memcpy(u.dst_mac, sw_mac, 6);
@@ -158,16 +180,18 @@ static void build_templates(struct lane *l)
 
 /* Switch k of the fabric, pinned to lcore k: its own four ports, hosts and
  * job (lanes share nothing but the mempools). */
-static void make_switch(const struct lane *l, int k, struct sw_switch_cfg *s, struct ina_job_cfg *job)
+static void make_switch(const struct lane *l, int k, int partitions, struct sw_switch_cfg *s, struct ina_job_cfg *job)
 {
 	const struct bench *b = l->b;
+	const uint32_t nslots = WINDOW * (uint32_t)partitions;
 	snprintf(s->name, sizeof(s->name), "tor%d", k);
 	s->lcore = k;
+	s->partitions = partitions;
 	s->ina = true;
 	memcpy(s->mac, sw_mac, 6);
 	s->ip = rte_cpu_to_be_32(0x0a0000fe);
 	s->ctrl_port = INA_CTRL_PORT;
-	s->slots = WINDOW;
+	s->slots = nslots;
 	s->max_elems = (uint16_t)b->elems;
 	s->fdb_age_s = 300;
 	s->nports = NPORTS;
@@ -176,6 +200,7 @@ static void make_switch(const struct lane *l, int k, struct sw_switch_cfg *s, st
 		snprintf(s->ports[p].dev, sizeof(s->ports[p].dev), "%s", l->dev[p]);
 		s->ports[p].peer_switch = s->ports[p].peer_port = -1;
 		s->ports[p].vlan = SW_VLAN_DEFAULT;
+		s->ports[p].steered = true; /* the generator steers (make_devs) */
 	}
 	/* host c sits on port c % NPORTS; one more host for L2 traffic */
 	for (unsigned c = 0; c <= b->fan_in; c++) {
@@ -187,7 +212,7 @@ static void make_switch(const struct lane *l, int k, struct sw_switch_cfg *s, st
 	job->id = 1;
 	job->fan_in = (uint16_t)b->fan_in;
 	job->dtype = INA_D_INT32;
-	job->nslots = WINDOW;
+	job->nslots = nslots;
 	job->elems_per_slot = (uint16_t)b->elems;
 	job->outputs = INA_OUT_MULTICAST;
 	job->upstream_index = -1;
@@ -209,28 +234,86 @@ struct figures {
 	uint64_t drops;
 };
 
-static void make_ports(struct lane *l, int serial, int k)
+/* Each lane's rings and devices come from a DPDK heap of its own.  From
+ * the one heap, the two lanes' rings and ring-PMD queues (whose packet
+ * counters it updates on every burst) landed side by side or in the holes
+ * an earlier row left, and one lane then ran 2-3x slower while the other
+ * worked (bare I/O 4.8 -> 15 ns per frame), by where the allocator put
+ * them (2026-12-03).  The swemu side (transmit buffers) follows the
+ * device's heap, as on a NIC it follows the NIC's socket. */
+#define LANE_HEAP_BYTES (64u << 20)
+static int lane_heap(int k)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "bench_lane%d", k);
+	void *va = mmap(NULL, LANE_HEAP_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (va == MAP_FAILED || rte_malloc_heap_create(name) != 0 ||
+	    rte_malloc_heap_memory_add(name, va, LANE_HEAP_BYTES, NULL, 0, (size_t)sysconf(_SC_PAGESIZE)) != 0) {
+		fprintf(stderr, "swemu-bench: no heap for lane %d: %s\n", k, rte_strerror(rte_errno));
+		exit(1);
+	}
+	return rte_malloc_heap_get_socket(name);
+}
+
+static struct rte_ring *lane_ring(const char *name, unsigned count, int socket)
+{
+	struct rte_ring *r = rte_zmalloc_socket(name, (size_t)rte_ring_get_memsize(count), RTE_CACHE_LINE_SIZE, socket);
+	if (r && rte_ring_init(r, name, count, RING_F_SP_ENQ | RING_F_SC_DEQ) < 0) {
+		rte_free(r);
+		r = NULL;
+	}
+	return r;
+}
+
+/* Lane k's rings: what its generator feeds the switch, what the switch
+ * sends it. */
+static void make_rings(struct lane *l, int serial, int k)
 {
 	for (int p = 0; p < NPORTS; p++) {
 		char n[32];
 		snprintf(n, sizeof(n), "brx%d_%d_%d", serial, k, p);
-		l->rx[p] = rte_ring_create(n, 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		l->rx[p] = lane_ring(n, 4096, l->b->lane_socket[k]);
 		snprintf(n, sizeof(n), "btx%d_%d_%d", serial, k, p);
-		l->tx[p] = rte_ring_create(n, 8192, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-		snprintf(n, sizeof(n), "bench%d_%d_%d", serial, k, p);
-		int port = l->rx[p] && l->tx[p] ? rte_eth_from_rings(n, &l->rx[p], 1, &l->tx[p], 1, 0) : -1;
+		l->tx[p] = lane_ring(n, 8192, l->b->lane_socket[k]);
+		if (!l->rx[p] || !l->tx[p]) {
+			fprintf(stderr, "swemu-bench: cannot make rings: %s\n", rte_strerror(rte_errno));
+			exit(1);
+		}
+	}
+}
+
+/* NPORTS devices over the rings of n lanes, lane k's as queue pair k: a
+ * device per lane, or (one switch) devices shared, each lane's generator
+ * putting only its partition's slots on its queue, as a NIC's flow rules
+ * by UDP port would. */
+static void make_devs(struct lane *l, int n, int serial, struct rte_ring *idle)
+{
+	for (int p = 0; p < NPORTS; p++) {
+		struct rte_ring *rx[DEV_QUEUES], *tx[DEV_QUEUES];
+		unsigned nq = n > 1 ? DEV_QUEUES : 1;
+		for (unsigned q = 0; q < nq; q++)
+			rx[q] = tx[q] = idle; /* queues no partition owns: never polled */
+		for (int k = 0; k < n; k++) {
+			rx[l[k].queue] = l[k].rx[p];
+			tx[l[k].queue] = l[k].tx[p];
+		}
+		char name[32];
+		snprintf(name, sizeof(name), "bench%d_%d_%d", serial, l->k, p);
+		int port = rte_eth_from_rings(name, rx, nq, tx, nq, (unsigned)l->b->lane_socket[l->k]);
 		/* the device takes a name of the PMD's making: ask for it */
 		if (port < 0 || rte_eth_dev_get_name_by_port((uint16_t)port, l->dev[p]) != 0) {
 			fprintf(stderr, "swemu-bench: cannot make ring ports: %s\n", rte_strerror(rte_errno));
 			exit(1);
 		}
+		for (int k = 1; k < n; k++)
+			memcpy(l[k].dev[p], l->dev[p], sizeof(l->dev[p]));
 	}
 }
 
 /* A fresh copy of template t (the switch frees what it gets). */
 static struct rte_mbuf *copy_of(struct lane *l, const struct rte_mbuf *t)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(l->b->gen_pool);
+	struct rte_mbuf *m = rte_pktmbuf_alloc(l->b->gen_pool[l->k]);
 	if (!m) {
 		fprintf(stderr, "swemu-bench: generator pool empty\n");
 		exit(1);
@@ -248,8 +331,8 @@ static __attribute__((noinline)) unsigned bare_io(struct lane *l)
 	struct rte_mbuf *pkts[32];
 	unsigned work = 0;
 	for (int p = 0; p < NPORTS; p++) {
-		uint16_t n = rte_eth_rx_burst(l->port_id[p], 0, pkts, 32);
-		uint16_t k = n ? rte_eth_tx_burst(l->port_id[(p + 1) % NPORTS], 0, pkts, n) : 0;
+		uint16_t n = rte_eth_rx_burst(l->port_id[p], l->queue, pkts, 32);
+		uint16_t k = n ? rte_eth_tx_burst(l->port_id[(p + 1) % NPORTS], l->queue, pkts, n) : 0;
 		if (k < n)
 			rte_pktmbuf_free_bulk(pkts + k, n - k);
 		work += n;
@@ -281,7 +364,7 @@ static int drive(void *arg)
 		for (unsigned i = 0; i < WINDOW; i++) {
 			for (unsigned c = 0; c < b->fan_in; c++) {
 				struct rte_mbuf *t = l->tmpl[c * WINDOW + i];
-				set_slot_seq(t, i | set, l->rounds * WINDOW + i);
+				set_slot_seq(t, lane_slot(l, i) | set, l->rounds * WINDOW + i);
 				in[ncopies] = copy_of(l, t);
 				if (rte_ring_enqueue(l->rx[c % NPORTS], in[ncopies++]) != 0) {
 					fprintf(stderr, "swemu-bench: rx ring full\n");
@@ -355,11 +438,27 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 	memset(&rt, 0, sizeof(rt));
 	rt.cfg.burst = 32;
 	rt.cfg.mbufs = 16383;
-	rt.cfg.nswitches = nlanes;
+	const bool one = b->one_switch;
+	rt.cfg.nswitches = one ? 1 : nlanes;
 	for (int k = 0; k < nlanes; k++) {
-		lanes[k] = (struct lane){ .b = b };
-		make_ports(&lanes[k], serial, k);
-		make_switch(&lanes[k], k, &rt.cfg.sw[k], &jobs[k]);
+		lanes[k] = (struct lane){ .b = b, .k = k, .queue = (uint16_t)(one ? k * LANE_QUEUE_STRIDE : 0) };
+		make_rings(&lanes[k], serial, k);
+		if (!one)
+			make_devs(&lanes[k], 1, serial, NULL);
+	}
+	char n[32];
+	snprintf(n, sizeof(n), "bidle%d", serial);
+	struct rte_ring *idle = one ? lane_ring(n, 64, b->lane_socket[0]) : NULL;
+	if (one && !idle) {
+		fprintf(stderr, "swemu-bench: cannot make rings: %s\n", rte_strerror(rte_errno));
+		exit(1);
+	}
+	if (one)
+		make_devs(lanes, nlanes, serial, idle);
+	for (int k = 0; k < (int)rt.cfg.nswitches; k++) {
+		make_switch(&lanes[k], k, one ? nlanes : 1, &rt.cfg.sw[k], &jobs[k]);
+		for (int j = 0; j < nlanes; j++)
+			rt.cfg.sw[k].partition_queues[j] = lanes[j].queue;
 	}
 	rt.cfg_path = "(bench)";
 	rt.quit = &never;
@@ -369,7 +468,7 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 		exit(1);
 	}
 	for (int k = 0; k < nlanes; k++) {
-		lanes[k].w = &rt.workers[k]; /* switch k pinned to lcore k: worker k */
+		lanes[k].w = &rt.workers[k]; /* switch (or partition) k on lcore k: worker k */
 		for (int p = 0; p < NPORTS; p++)
 			rte_eth_dev_get_port_by_name(lanes[k].dev[p], &lanes[k].port_id[p]);
 		build_templates(&lanes[k]);
@@ -407,17 +506,18 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 	sw_rt_teardown(&rt);
 	for (int k = 0; k < nlanes; k++)
 		for (int p = 0; p < NPORTS; p++) {
-			rte_ring_free(lanes[k].rx[p]);
-			rte_ring_free(lanes[k].tx[p]);
+			rte_free(lanes[k].rx[p]);
+			rte_free(lanes[k].tx[p]);
 		}
+	rte_free(idle);
 	return fg;
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-r N] [-w 1|2] [-m io|l2|ina] [-z|-o] "
-		"[-H] [-c ROUNDS] [-q|--quick] [-h|--help]\n"
+		"usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-r N] [-w 1|2 [-1]] [-m io|l2|ina] "
+		"[-z|-o] [-H] [-c ROUNDS] [-q|--quick] [-h|--help]\n"
 		"  swemu's datapath on in-memory ring ports, one lcore per lane, busy polling:\n"
 		"  the bare I/O loop, plain L2 forwarding and INA aggregation of the same frames,\n"
 		"  and the bare add of their payloads; the ratios issue 19's goals are set in.\n"
@@ -425,6 +525,11 @@ static void usage(FILE *f)
 		"  -w N     lanes: N logical switches, each with its own ports and\n"
 		"           generator on its own lcore (1 or 2; default 1); Mpps add up,\n"
 		"           sw_ns stays per packet on its lcore\n"
+		"  -1       with -w 2: the lanes are the two partitions of one switch\n"
+		"           (partitions = 2): its four ports have a queue pair per lane,\n"
+		"           and each lane's generator sends only the slots its partition's\n"
+		"           UDP ports carry, on its queue (steering by port, as NIC flow\n"
+		"           rules would)\n"
 		"  -r N     rounds per row, the modes taking turns; medians are shown\n"
 		"           (default 1, at most 15)\n"
 		"  -e LIST  elements per packet (default 64,256,1024,2048)\n"
@@ -464,13 +569,14 @@ int main(int argc, char **argv)
 	double seconds = 1;
 	int rounds = 1, lanes = 1, fixed = 0;
 	int only = -1; /* one mode only (for profiling): enum mode */
-	bool zero = false, huge = false, nic = false;
+	bool zero = false, huge = false, nic = false, one = false;
 	static const struct option longs[] = { { "help", no_argument, 0, 'h' },
 					       { "quick", no_argument, 0, 'q' },
 					       { 0, 0, 0, 0 } };
-	while ((o = getopt_long(argc, argv, "s:r:w:e:n:m:c:zoHqh", longs, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "s:r:w:e:n:m:c:zoHqh1", longs, NULL)) != -1) {
 		switch (o) {
 		case 'H': huge = true; break;
+		case '1': one = true; break;
 		case 'z': zero = true; break;
 		case 'o': nic = true; break;
 		case 'm':
@@ -491,7 +597,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (ne <= 0 || nf <= 0 || seconds <= 0 || seconds > 60 || only < -1 || rounds < 1 || fixed < 0 ||
-	    fixed > 1000000 || rounds > MAX_ROUNDS || lanes < 1 || lanes > 2) {
+	    fixed > 1000000 || rounds > MAX_ROUNDS || lanes < 1 || lanes > 2 || (one && lanes != 2)) {
 		usage(stderr);
 		return 2;
 	}
@@ -512,15 +618,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, "swemu-bench: EAL does not start\n");
 		return 1;
 	}
-	struct bench b = { .zero_csum = zero, .nic_csum = nic, .seconds = seconds, .fixed_rounds = (unsigned)fixed };
-	b.gen_pool = rte_pktmbuf_pool_create("bench_gen", 16383, 256, 0, RTE_PKTMBUF_HEADROOM + 10240, 0);
-	if (!b.gen_pool) {
+	struct bench b = { .zero_csum = zero,
+			   .nic_csum = nic,
+			   .seconds = seconds,
+			   .one_switch = one,
+			   .fixed_rounds = (unsigned)fixed };
+	for (int k = 0; k < lanes; k++) {
+		char n[32];
+		snprintf(n, sizeof(n), "bench_gen%d", k);
+		b.gen_pool[k] = rte_pktmbuf_pool_create(n, 16383, 256, 0, RTE_PKTMBUF_HEADROOM + 10240, 0);
+	}
+	for (int k = 0; k < lanes; k++)
+		b.lane_socket[k] = lane_heap(k);
+	if (!b.gen_pool[0] || !b.gen_pool[lanes - 1]) {
 		fprintf(stderr, "swemu-bench: no generator pool\n");
 		return 1;
 	}
-	printf("# swemu-bench: swemu datapath, %d ring ports per switch, %d lane(s) (switch + generator per lcore), "
+	printf("# swemu-bench: swemu datapath, %d ring ports per switch, %d lane(s) (%s + generator per lcore), "
 	       "%.1f s per figure\n",
-	       NPORTS, lanes, seconds);
+	       NPORTS, lanes, one ? "one switch's partition" : "switch", seconds);
 	printf("# same frames forwarded (l2) and aggregated (ina); Gbit/s = gradient bytes in\n");
 	printf("# sender UDP checksums: %s; memory: %s\n",
 	       zero  ? "0 (none; SwitchML practice)"

@@ -55,6 +55,7 @@ enum sw_drop {
 	SW_D_SOURCE_GUARD,     /* INA from a member's IP, but not its bound MAC, port or VLAN */
 	SW_D_MAC_LIMIT,	       /* a new source MAC on a port that learned fdb_port_limit already */
 	SW_D_BEFORE_START,     /* in the device's queue when the switch began: see sw_dp_run */
+	SW_D_MISSTEERED,       /* to the switch on a partition's queue that does not own its UDP port */
 	SW_D_FRAME_BASE,       /* + enum sw_frame_err: malformed IPv4/UDP to the switch */
 	SW_D_MAX_ = SW_D_FRAME_BASE + SW_FRAME_ERR_MAX_,
 };
@@ -109,6 +110,7 @@ struct sw_port {
 	bool tx_multi_seg;    /* the device sends chained mbufs */
 	bool rx_csum_offload; /* the device verifies IPv4 and UDP checksums */
 	uint16_t dev;	      /* DPDK port id (ext) */
+	uint16_t queue;	      /* its receive and transmit queue: the switch partition's */
 	struct sw_port *peer; /* link peer */
 	/* link ports: frames the peer sent us, drained by the poll loop like a
 	 * device queue (no recursion between switches); single producer (the
@@ -194,7 +196,7 @@ struct sw_ctrl_req {
  * last_src is (sw_result.c).  The key and validity are three words, so a
  * hit costs three compares. */
 struct sw_dst {
-	uint64_t key;	    /* an emit's destination ip | port << 32 | the result's source port << 48 */
+	uint64_t key;	    /* an emit's destination ip | port << 32 (the source port: per frame) */
 	uint64_t mac_vlan;  /* its MAC (zero: from the neighbour table) | the trigger's VLAN << 48 */
 	uint64_t stamp;	    /* sw_result.c's dst_stamp when made; 0: empty */
 	uint16_t out, vlan; /* the port it leaves by, in this VLAN */
@@ -207,6 +209,12 @@ struct sw_dst {
 struct sw_lsw {
 	int index;
 	const struct sw_switch_cfg *cfg;
+	/* partition part of cfg->partitions (0: the whole switch, or the one
+	 * that owns the devices and the control channel); parts[] on partition
+	 * 0 only.  name: the config's, "name/part" for part > 0 */
+	int part;
+	struct sw_lsw *parts[SW_MAX_PARTITIONS];
+	char name[SW_NAME_LEN + 8];
 	int nports;
 	struct sw_port ports[SW_MAX_PORTS];
 	struct sw_fdb fdb;
@@ -243,15 +251,15 @@ struct sw_worker {
 	struct sw_rt *rt;
 	unsigned lcore;
 	int nsw;
-	struct sw_lsw *sw[SW_MAX_SWITCHES];
+	struct sw_lsw *sw[SW_MAX_SWITCHES]; /* whole switches or partitions, one per switch */
 	uint64_t loops, idle_sleeps;
 };
 
 struct sw_rt {
 	struct sw_cfg cfg;
 	const char *cfg_path;
-	int nsw;
-	struct sw_lsw *sw[SW_MAX_SWITCHES];
+	int nsw; /* the config's switches, then their partitions past the first */
+	struct sw_lsw *sw[SW_MAX_SWITCHES * SW_MAX_PARTITIONS];
 	struct rte_mempool *pool;
 	struct rte_mempool *xdp_pool;	 /* af_xdp receive buffers: a page each */
 	struct rte_mempool *small_pool;	 /* header mbufs chained to a shared payload */
@@ -265,8 +273,8 @@ struct sw_rt {
 	bool ctrl_running;
 	volatile int ctrl_stop;
 	pthread_t ctrl_thread;
-	int nworkers;				       /* workers[0] runs on the main lcore */
-	struct sw_worker workers[SW_MAX_SWITCHES + 1]; /* + the main lcore without switches */
+	int nworkers;							   /* workers[0] runs on the main lcore */
+	struct sw_worker workers[SW_MAX_SWITCHES * SW_MAX_PARTITIONS + 1]; /* + the main lcore without switches */
 };
 
 /* Payloads up to this are copied into each result frame (from result_pool);

@@ -73,7 +73,7 @@ static int load_trunk(const struct conf_reader *p, const struct conf_node *pg, s
 
 static int load_ports(const struct conf_reader *p, const struct conf_node *sw, struct sw_switch_cfg *s)
 {
-	static const char *const keys[] = { "name", "dev", "link", "vlan", "trunk", CTL_NETEM_KEYS, NULL };
+	static const char *const keys[] = { "name", "dev", "link", "vlan", "trunk", "steered", CTL_NETEM_KEYS, NULL };
 	const struct conf_node *ports = conf_member(sw, "ports");
 	if (!ports)
 		return conf_fail(p, sw, "switch '%s' has no 'ports'", s->name);
@@ -93,7 +93,8 @@ static int load_ports(const struct conf_reader *p, const struct conf_node *sw, s
 		long long vlan = SW_VLAN_DEFAULT;
 		if (conf_only_keys(p, pg, keys) < 0 || get_name(p, pg, pc->name) < 0 ||
 		    conf_get_str(p, pg, "dev", false, &dev) < 0 || conf_get_str(p, pg, "link", false, &link) < 0 ||
-		    conf_get_int(p, pg, "vlan", 1, 4094, false, &vlan) < 0 || ctl_netem_read(p, pg, &pc->netem) < 0)
+		    conf_get_int(p, pg, "vlan", 1, 4094, false, &vlan) < 0 || ctl_netem_read(p, pg, &pc->netem) < 0 ||
+		    conf_get_bool(p, pg, "steered", &pc->steered) < 0)
 			return -1;
 		pc->vlan = (uint16_t)vlan;
 		if (load_trunk(p, pg, pc) < 0)
@@ -275,12 +276,63 @@ static int load_capture(const struct conf_reader *p, const struct conf_node *sw,
 	return 0;
 }
 
+/* A switch on several lcores: each owns one queue pair of every port and
+ * an engine of its own, so every port must hand it only its own slots'
+ * frames, and nothing may need one view of a port (a rate, a capture). */
+static int check_partitions(const struct conf_reader *p, const struct conf_node *g, struct sw_switch_cfg *s)
+{
+	const struct conf_node *at = conf_member(g, "partitions"), *pq = conf_member(g, "partition_queues");
+	for (int k = 0; k < s->partitions; k++)
+		s->partition_queues[k] = (uint16_t)k;
+	if (pq) {
+		if (pq->type != CONF_ARRAY || (int)pq->n != s->partitions)
+			return conf_fail(p, pq,
+					 "switch '%s': 'partition_queues' must list %d queue ids [ 0, ... ], one per "
+					 "partition",
+					 s->name, s->partitions);
+		for (int k = 0; k < s->partitions; k++) {
+			const struct conf_node *e = conf_elem(pq, (unsigned)k);
+			long long v = e->type == CONF_INT ? e->v.i : -1;
+			if (v < 0 || v > SW_MAX_QUEUE || (k == 0 && v != 0))
+				return conf_fail(p, pq, "switch '%s': partition_queues entry %d must be %s", s->name, k,
+						 k ? "a queue id 1..63" : "0 (partition 0 takes what nothing steers)");
+			for (int j = 0; j < k; j++)
+				if (s->partition_queues[j] == v)
+					return conf_fail(p, pq,
+							 "switch '%s': queue %lld is in 'partition_queues' twice",
+							 s->name, v);
+			s->partition_queues[k] = (uint16_t)v;
+		}
+	}
+	if (s->partitions == 1)
+		return 0;
+	if (!s->ina)
+		return conf_fail(p, at, "switch '%s': partitions divide INA slots; it needs 'ina = true'", s->name);
+	if (s->capture.file[0])
+		return conf_fail(p, at, "switch '%s': a capture needs one lcore; drop 'partitions' or 'capture'",
+				 s->name);
+	static const struct netem_cfg none;
+	for (int i = 0; i < s->nports; i++) {
+		const struct sw_port_cfg *pc = &s->ports[i];
+		if (!pc->dev[0] || !pc->steered)
+			return conf_fail(p, at,
+					 "switch '%s': port '%s' must be a device that arrives steered by UDP port "
+					 "('steered = true'): swemu does not program NIC flow rules",
+					 s->name, pc->name);
+		if (memcmp(&pc->netem, &none, sizeof(none)))
+			return conf_fail(p, at, "switch '%s': port '%s': link emulation needs one lcore per port",
+					 s->name, pc->name);
+	}
+	return 0;
+}
+
 static int load_switch(const struct conf_reader *p, const struct conf_node *g, struct sw_switch_cfg *s)
 {
-	static const char *const keys[] = { "name",	  "ina",       "mac",	  "ip",	       "ctrl_port",
-					    "slots",	  "max_elems", "mgmt",	  "fdb_age_s", "fdb_port_limit",
-					    "lcore",	  "ports",     "fdb",	  "jobs",      "ctrl_key_file",
-					    "mgmt_ports", "mgmt_vlan", "capture", NULL };
+	static const char *const keys[] = { "name",	  "ina",       "mac",	  "ip",		"ctrl_port",
+					    "slots",	  "max_elems", "mgmt",	  "fdb_age_s",	"fdb_port_limit",
+					    "lcore",	  "ports",     "fdb",	  "jobs",	"ctrl_key_file",
+					    "mgmt_ports", "mgmt_vlan", "capture", "partitions", "partition_queues",
+					    NULL };
 	const char *mac = NULL, *ip = NULL;
 	if (g->type != CONF_GROUP)
 		return conf_fail(p, g, "a switch must be a group { name = ...; ports = (...); }");
@@ -299,9 +351,10 @@ static int load_switch(const struct conf_reader *p, const struct conf_node *g, s
 	s->fdb_age_s = 300;
 	s->fdb_port_limit = SW_FDB_SIZE / 4; /* four ports' worth fill the table */
 	uint32_t port = s->ctrl_port, maxe = s->max_elems;
-	long long lcore = -1;
+	long long lcore = -1, parts = 1;
 	s->line = g->line;
 	if (conf_get_int(p, g, "lcore", 0, SW_MAX_LCORE, false, &lcore) < 0 ||
+	    conf_get_int(p, g, "partitions", 1, SW_MAX_PARTITIONS, false, &parts) < 0 ||
 	    conf_get_u32(p, g, "ctrl_port", 1, 65535, false, &port) < 0 ||
 	    conf_get_u32(p, g, "slots", 1, 1 << 20, false, &s->slots) < 0 ||
 	    conf_get_u32(p, g, "max_elems", 1, INA_MAX_ELEMS, false, &maxe) < 0 ||
@@ -311,6 +364,7 @@ static int load_switch(const struct conf_reader *p, const struct conf_node *g, s
 	s->ctrl_port = (uint16_t)port;
 	s->max_elems = (uint16_t)maxe;
 	s->lcore = (int)lcore;
+	s->partitions = (int)parts;
 	const struct conf_node *mg = conf_member(g, "mgmt");
 	if (mg) {
 		if (mg->type != CONF_ARRAY && mg->type != CONF_LIST)
@@ -340,7 +394,7 @@ static int load_switch(const struct conf_reader *p, const struct conf_node *g, s
 			return conf_fail(p, conf_member(g, "ctrl_key_file"), "%s", why);
 	}
 	return load_ports(p, g, s) < 0 || load_mgmt_scope(p, g, s) < 0 || load_fdb(p, g, s) < 0 ||
-			       load_jobs(p, g, s) < 0 || load_capture(p, g, s) < 0
+			       load_jobs(p, g, s) < 0 || load_capture(p, g, s) < 0 || check_partitions(p, g, s) < 0
 		       ? -1
 		       : 0;
 }

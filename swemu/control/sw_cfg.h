@@ -14,8 +14,10 @@
 #include "ina_engine.h"
 #include "sw_capture.h"
 
-#define SW_MAX_SWITCHES 16
-#define SW_MAX_PORTS	16 /* per logical switch */
+#define SW_MAX_SWITCHES	  16
+#define SW_MAX_PARTITIONS 4  /* lcores one switch may run on */
+#define SW_MAX_QUEUE	  63 /* the highest queue a partition may own */
+#define SW_MAX_PORTS	  16 /* per logical switch */
 _Static_assert(SW_MAX_PORTS <= 32, "mgmt_ports is a 32-bit mask of ports");
 #define SW_MAX_FDB   256 /* static entries per switch */
 #define SW_MAX_MGMT  16
@@ -36,6 +38,10 @@ struct sw_port_cfg {
 	uint16_t trunk[SW_MAX_TRUNK]; /* 802.1Q-tagged VLANs, ascending; none: an access port */
 	int ntrunk;
 	struct netem_cfg netem;
+	/* frames come in already steered by UDP port (a NIC's flow rules, or
+	 * whoever feeds the device): INA port p on queue (p - INA_UDP_PORT_MIN)
+	 * % partitions, everything else on queue 0 */
+	bool steered;
 	int line;
 };
 
@@ -60,6 +66,10 @@ struct sw_switch_cfg {
 	uint32_t fdb_age_s;
 	uint32_t fdb_port_limit; /* learned MACs per port; 0: no limit */
 	int lcore;		 /* EAL lcore that runs it; -1: spread over EAL's lcores */
+	int partitions;		 /* lcores that share its ports, a queue pair each (1: one lcore) */
+	/* the queue pair partition k owns on every port (default k; [0] is 0:
+	 * what no flow rule steers lands there) */
+	uint16_t partition_queues[SW_MAX_PARTITIONS];
 	int line;
 	int nports;
 	struct sw_port_cfg ports[SW_MAX_PORTS];

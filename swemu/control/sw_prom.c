@@ -42,7 +42,7 @@ static void sample(FILE *f, const char *name, const struct sw_lsw *sw, const str
 {
 	fputs(name, f);
 	fputc('{', f);
-	put_label(f, "switch", sw->cfg->name, true);
+	put_label(f, "switch", sw->name, true);
 	if (p)
 		put_label(f, "port", p->cfg->name, false);
 	if (job >= 0)
@@ -219,8 +219,8 @@ static unsigned job_ids(const struct sw_lsw *sw, uint16_t ids[INA_MAX_JOBS])
 
 static void jobs_out(FILE *f, const struct sw_rt *rt)
 {
-	uint16_t ids[SW_MAX_SWITCHES][INA_MAX_JOBS];
-	unsigned n[SW_MAX_SWITCHES];
+	uint16_t ids[RTE_DIM(rt->sw)][INA_MAX_JOBS];
+	unsigned n[RTE_DIM(rt->sw)];
 	for (int s = 0; s < rt->nsw; s++)
 		n[s] = job_ids(rt->sw[s], ids[s]);
 	for (size_t k = 0; k < RTE_DIM(job_counters); k++) {

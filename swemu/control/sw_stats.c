@@ -127,7 +127,7 @@ char *sw_stats_json(const struct sw_rt *rt)
 		json_t *o = json_object(), *names = json_array();
 		json_object_set_new(o, "lcore", json_integer(w->lcore));
 		for (int k = 0; k < w->nsw; k++)
-			json_array_append_new(names, json_string(w->sw[k]->cfg->name));
+			json_array_append_new(names, json_string(w->sw[k]->name));
 		json_object_set_new(o, "switches", names);
 		json_object_set_new(o, "loops", json_integer((json_int_t)w->loops));
 		json_object_set_new(o, "idle_sleeps", json_integer((json_int_t)w->idle_sleeps));
@@ -162,7 +162,7 @@ char *sw_stats_json(const struct sw_rt *rt)
 		json_object_set_new(s, "ctrl_not_owner", json_integer((json_int_t)sw->st.ctrl_not_owner));
 		if (sw->eng)
 			json_object_set_new(s, "ina", ina_json(sw));
-		json_object_set_new(sws, sw->cfg->name, s);
+		json_object_set_new(sws, sw->name, s);
 	}
 	json_object_set_new(root, "switches", sws);
 	char *text = json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS);
@@ -205,7 +205,7 @@ static struct sw_rt *tel_rt; /* the telemetry API takes no user argument */
 static const struct sw_lsw *find_sw(const char *name)
 {
 	for (int i = 0; name && i < tel_rt->nsw; i++)
-		if (!strcmp(tel_rt->sw[i]->cfg->name, name))
+		if (!strcmp(tel_rt->sw[i]->name, name))
 			return tel_rt->sw[i];
 	return NULL;
 }
@@ -216,7 +216,7 @@ static int tel_switches(const char *cmd, const char *params, struct rte_tel_data
 	(void)params;
 	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
 	for (int i = 0; i < tel_rt->nsw; i++)
-		rte_tel_data_add_array_string(d, tel_rt->sw[i]->cfg->name);
+		rte_tel_data_add_array_string(d, tel_rt->sw[i]->name);
 	return 0;
 }
 

@@ -139,16 +139,23 @@ static int install(struct sw_lsw *sw, struct ctl_cmd *cmd, const char **why)
  * rack's progress.  -ENOENT without the job. */
 static int job_report(struct sw_lsw *sw, uint16_t id, char *msg, size_t cap)
 {
-	const struct ina_job_stats *js = ina_job_stats(sw->eng, id);
-	if (!js)
+	if (!ina_job_stats(sw->eng, id))
 		return -ENOENT;
-	struct ctl_job_report r = { .id = id,
-				    .completions = js->completions,
-				    .contributions = js->contributions,
-				    .retransmits = js->retransmits,
-				    .slots_busy = ina_job_slots_busy(sw->eng, id) };
-	for (int k = 1; k < INA_R_MAX_; k++)
-		r.drops += js->drops[k];
+	struct ctl_job_report r = { .id = id };
+	/* a partitioned switch's job: the sum of its partitions' counters
+	 * (their lcores' own, read as telemetry reads them) */
+	for (int part = 0; part < sw->cfg->partitions; part++) {
+		struct ina_engine *eng = sw->parts[part]->eng;
+		const struct ina_job_stats *js = ina_job_stats(eng, id);
+		if (!js)
+			continue;
+		r.completions += js->completions;
+		r.contributions += js->contributions;
+		r.retransmits += js->retransmits;
+		r.slots_busy += ina_job_slots_busy(eng, id);
+		for (int k = 1; k < INA_R_MAX_; k++)
+			r.drops += js->drops[k];
+	}
 	ctl_format_report(&r, msg, cap);
 	return 0;
 }
@@ -163,6 +170,15 @@ static void apply(struct sw_lsw *sw, struct sw_ctrl_req *q)
 		/* a plain switch's control channel sets links only */
 		sw->st.ctrl_refused++;
 		snprintf(q->answer, sizeof(q->answer), "error: ctrl: INA is off on this switch\n");
+		return;
+	}
+	if (sw->cfg->partitions > 1 && cmd->op != CTL_STATS) {
+		/* each partition's engine holds the jobs: a change would have
+		 * to reach all of them at once (not built) */
+		sw->st.ctrl_refused++;
+		snprintf(q->answer, sizeof(q->answer),
+			 "error: ctrl: switch '%s' runs in %d partitions: its jobs and links come from its config\n",
+			 sw->cfg->name, sw->cfg->partitions);
 		return;
 	}
 	switch (cmd->op) {

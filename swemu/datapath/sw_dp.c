@@ -45,6 +45,7 @@ static const char *const drop_names[SW_D_FRAME_BASE] = {
 	[SW_D_SOURCE_GUARD] = "source_guard",
 	[SW_D_MAC_LIMIT] = "mac_limit",
 	[SW_D_BEFORE_START] = "before_start",
+	[SW_D_MISSTEERED] = "missteered",
 };
 
 const char *sw_drop_name(unsigned d)
@@ -113,7 +114,7 @@ static inline __attribute__((always_inline)) void deliver(struct sw_rt *rt, stru
 			return;
 		p->st.tx_packets++;
 		p->st.tx_bytes += rte_pktmbuf_pkt_len(m);
-		rte_eth_tx_buffer(p->dev, 0, p->txb, m); /* failures: tx_full callback */
+		rte_eth_tx_buffer(p->dev, p->queue, p->txb, m); /* failures: tx_full callback */
 		return;
 	}
 	uint32_t len = rte_pktmbuf_pkt_len(m);
@@ -278,7 +279,14 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 		return;
 	}
 	if (dport < INA_UDP_PORT_MIN || dport > INA_UDP_PORT_MAX) {
-		drop(in, SW_D_TO_SWITCH, m);
+		/* control for a partitioned switch reaches partition 0 only */
+		drop(in, sw->part && dport == sw->cfg->ctrl_port ? SW_D_MISSTEERED : SW_D_TO_SWITCH, m);
+		return;
+	}
+	/* a partition aggregates only its own ports' slots: another's here
+	 * would be summed apart from the rest of its slot */
+	if (unlikely(sw->cfg->partitions > 1) && (dport - INA_UDP_PORT_MIN) % sw->cfg->partitions != sw->part) {
+		drop(in, SW_D_MISSTEERED, m);
 		return;
 	}
 	if (!sw->eng) {
@@ -454,7 +462,7 @@ static void send_run(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf **ms, 
 		ms += k;
 		n -= k;
 		if (b->length == b->size)
-			rte_eth_tx_buffer_flush(p->dev, 0, b);
+			rte_eth_tx_buffer_flush(p->dev, p->queue, b);
 	}
 }
 
@@ -618,7 +626,7 @@ static void flush_switches(struct sw_rt *rt, struct sw_lsw *const *sws, int nsw)
 		for (int i = 0; i < sws[s]->nports; i++) {
 			struct sw_port *p = &sws[s]->ports[i];
 			if (p->ext)
-				rte_eth_tx_buffer_flush(p->dev, 0, p->txb);
+				rte_eth_tx_buffer_flush(p->dev, p->queue, p->txb);
 		}
 	}
 }
@@ -661,7 +669,7 @@ static unsigned poll_switches(struct sw_rt *rt, struct sw_lsw *const *sws, int n
 			struct sw_port *p = &sw->ports[i];
 			uint16_t n;
 			if (p->ext)
-				n = rte_eth_rx_burst(p->dev, 0, pkts, burst);
+				n = rte_eth_rx_burst(p->dev, p->queue, pkts, burst);
 			else
 				n = (uint16_t)rte_ring_sc_dequeue_burst(p->lq, (void **)pkts, burst, NULL);
 			work += n;
@@ -745,7 +753,8 @@ static void discard_backlog(struct sw_rt *rt)
 			/* a ring's worth or a few: a flood arriving meanwhile is
 			 * the switch's to handle, not this loop's */
 			for (unsigned k = 0;
-			     p->ext && k < 4096 && (n = rte_eth_rx_burst(p->dev, 0, pkts, SW_BURST_MAX)) > 0; k += n) {
+			     p->ext && k < 4096 && (n = rte_eth_rx_burst(p->dev, p->queue, pkts, SW_BURST_MAX)) > 0;
+			     k += n) {
 				p->st.rx_packets += n;
 				for (uint16_t j = 0; j < n; j++) {
 					p->st.rx_bytes += rte_pktmbuf_pkt_len(pkts[j]);

@@ -63,10 +63,10 @@ static unsigned dst_slot(uint32_t ip, uint16_t port)
 	return ((ip ^ (uint32_t)port << 16) * 2654435761u) >> 26 & (SW_DST_CACHE - 1);
 }
 
-static uint64_t dst_key(const struct ina_addr *dst, uint16_t src_port)
-{
-	return (uint64_t)dst->ip | (uint64_t)dst->port << 32 | (uint64_t)src_port << 48;
-}
+/* The result's source port is not part of it: hosts spread slots over
+ * the INA ports (a partitioned switch's steering), and a key with it
+ * missed on every port change; result_frame writes it per frame. */
+static uint64_t dst_key(const struct ina_addr *dst) { return (uint64_t)dst->ip | (uint64_t)dst->port << 32; }
 
 static uint64_t mac_vlan(const uint8_t *mac, uint16_t vlan)
 {
@@ -121,7 +121,7 @@ static bool dst_resolve(struct sw_lsw *sw, struct sw_port *in, const struct ina_
 		return false;
 	}
 	d->out = (uint16_t)out;
-	d->key = dst_key(dst, src_port);
+	d->key = dst_key(dst);
 	d->mac_vlan = mac_vlan(dst->mac, in_vlan);
 	d->stamp = dst_stamp(sw);
 	return true;
@@ -149,7 +149,7 @@ static struct rte_mbuf *reuse_spent(struct sw_lsw *sw, size_t len)
  * copied in or the shared one chained on.  NULL when out of mbufs
  * (counted). */
 static struct rte_mbuf *result_frame(struct sw_rt *rt, struct sw_port *in, struct emit_group *g, uint16_t contributor,
-				     struct sw_dst *d)
+				     struct sw_dst *d, uint16_t src_port)
 {
 	const size_t hlen = SW_UDP_PREFIX_LEN + INA_HDR_LEN, plen = g->first->payload_len;
 	if (!g->shared && plen > SW_SHARE_MIN) { /* its payload mbuf could not be had */
@@ -175,6 +175,8 @@ static struct rte_mbuf *result_frame(struct sw_rt *rt, struct sw_port *in, struc
 	}
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 	memcpy(f, d->prefix, SW_UDP_PREFIX_LEN);
+	/* not in the UDP checksum (results carry none) nor the IPv4 one */
+	memcpy(f + SW_ETH_HLEN + SW_IP_HLEN, &src_port, 2);
 	memcpy(f + SW_UDP_PREFIX_LEN, g->head, INA_HDR_LEN);
 	f[SW_UDP_PREFIX_LEN + 6] = (uint8_t)(contributor >> 8);
 	f[SW_UDP_PREFIX_LEN + 7] = (uint8_t)contributor;
@@ -194,7 +196,7 @@ static inline void send_frame(struct sw_rt *rt, struct sw_lsw *sw, struct sw_por
 {
 	struct sw_dst *d = &sw->dst_cache[dst_slot(dst->ip, dst->port)], fresh;
 	bool flood = false;
-	if (d->key != dst_key(dst, src_port) || d->stamp != stamp || d->mac_vlan != mac_vlan(dst->mac, in_vlan)) {
+	if (d->key != dst_key(dst) || d->stamp != stamp || d->mac_vlan != mac_vlan(dst->mac, in_vlan)) {
 		if (!dst_resolve(sw, in, dst, in_vlan, src_port, &fresh, &flood) && !flood)
 			return; /* no neighbour: counted */
 		if (flood)
@@ -202,7 +204,7 @@ static inline void send_frame(struct sw_rt *rt, struct sw_lsw *sw, struct sw_por
 		else
 			*d = fresh;
 	}
-	struct rte_mbuf *m = result_frame(rt, in, g, contributor, d);
+	struct rte_mbuf *m = result_frame(rt, in, g, contributor, d, src_port);
 	if (!m)
 		return;
 	sw->st.ina_emits++;

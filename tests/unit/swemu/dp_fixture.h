@@ -45,13 +45,11 @@ static inline void host_mac(unsigned h, uint8_t m[6]) { memcpy(m, (uint8_t[]){ 2
 
 static inline uint32_t host_ip(unsigned h) { return rte_cpu_to_be_32(0x0a000001u + h); }
 
-static inline int setup(void **state)
+/* The test switch "tor" (INA, host 0 its manager) with NHOSTS ports to
+ * fill in; the rest of fx->rt.cfg as tests run it. */
+static inline struct sw_switch_cfg *fixture_switch(struct fixture *fx)
 {
-	static struct fixture fx;
-	static int serial;
-	char err[256];
-	memset(&fx, 0, sizeof(fx));
-	struct sw_cfg *cfg = &fx.rt.cfg;
+	struct sw_cfg *cfg = &fx->rt.cfg;
 	cfg->burst = 32;
 	cfg->mbufs = 1023;
 	cfg->nswitches = 1;
@@ -67,6 +65,38 @@ static inline int setup(void **state)
 	s->max_elems = MAX_ELEMS;
 	s->fdb_age_s = 300;
 	s->nports = NHOSTS;
+	fx->rt.cfg_path = "(test)";
+	fx->rt.quit = &never;
+	fx->rt.dump_stats = &never;
+	return s;
+}
+
+/* Job 1 of every host, int32, multicast results, installed from the config. */
+static inline void fixture_job(struct fixture *fx)
+{
+	fx->job = (struct ina_job_cfg){ .id = 1,
+					.fan_in = NHOSTS,
+					.dtype = INA_D_INT32,
+					.nslots = SLOTS,
+					.elems_per_slot = MAX_ELEMS,
+					.outputs = INA_OUT_MULTICAST,
+					.upstream_index = -1 };
+	for (unsigned h = 0; h < NHOSTS; h++) {
+		fx->job.contributors[h].ip = host_ip(h);
+		fx->job.contributors[h].port = rte_cpu_to_be_16(INA_UDP_PORT_MIN);
+		host_mac(h, fx->job.contributors[h].mac);
+	}
+	fx->rt.cfg.sw[0].njobs = 1;
+	fx->rt.cfg.sw[0].jobs = &fx->job;
+}
+
+static inline int setup(void **state)
+{
+	static struct fixture fx;
+	static int serial;
+	char err[256];
+	memset(&fx, 0, sizeof(fx));
+	struct sw_switch_cfg *s = fixture_switch(&fx);
 	for (unsigned h = 0; h < NHOSTS; h++) {
 		char n[32];
 		snprintf(n, sizeof(n), "dprx%d_%u", serial, h);
@@ -94,23 +124,7 @@ static inline int setup(void **state)
 		s->ports[1].trunk[1] = 20;
 		s->nfdb = 0; /* learned instead */
 	}
-	fx.job = (struct ina_job_cfg){ .id = 1,
-				       .fan_in = NHOSTS,
-				       .dtype = INA_D_INT32,
-				       .nslots = SLOTS,
-				       .elems_per_slot = MAX_ELEMS,
-				       .outputs = INA_OUT_MULTICAST,
-				       .upstream_index = -1 };
-	for (unsigned h = 0; h < NHOSTS; h++) {
-		fx.job.contributors[h].ip = host_ip(h);
-		fx.job.contributors[h].port = rte_cpu_to_be_16(INA_UDP_PORT_MIN);
-		host_mac(h, fx.job.contributors[h].mac);
-	}
-	s->njobs = 1;
-	s->jobs = &fx.job;
-	fx.rt.cfg_path = "(test)";
-	fx.rt.quit = &never;
-	fx.rt.dump_stats = &never;
+	fixture_job(&fx);
 	if (sw_rt_setup(&fx.rt, err, sizeof(err)) < 0)
 		fail_msg("sw_rt_setup: %s", err);
 	char n[32];

@@ -26,32 +26,33 @@ static const char *write_tmp(const char *text)
 	return path;
 }
 
-static const char good[] = "stats_file = \"/tmp/s.json\";\n" /* 1 */
-			   "stats_interval_ms = 500;\n"	     /* 2 */
-			   "idle_sleep_max_us = 100;\n"	     /* 3 */
-			   "switches = (\n"		     /* 4 */
-			   "  { name = \"tor0\"; ina = true; mac = \"02:00:00:00:00:fe\"; ip = \"10.0.0.254\";\n"
-			   "    slots = 128; max_elems = 256; mgmt = [\"10.0.0.1\"]; mgmt_ports = [\"h1\", \"up\"];\n"
-			   "    ports = (\n"
-			   "      { name = \"h0\"; dev = \"net_af_packet0\"; },\n"
-			   "      { name = \"h1\"; dev = \"net_af_packet1\"; vlan = 5; trunk = [30, 20]; rate = "
-			   "\"1G\"; buffer = \"64K\";\n"
-			   "        delay_us = 20; jitter_us = 5; loss = 0.05; },\n"
-			   "      { name = \"up\"; link = \"spine.t0\"; rate = 2500000000L;\n"
-			   "        burst_loss = { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; }; }\n"
-			   "    );\n"
-			   "    fdb = ( { mac = \"02:00:00:00:00:01\"; port = \"h1\"; } );\n"
-			   "    jobs = ( { id = 7; fan_in = 2; dtype = \"fp32\"; slots = 64; elems = 256;\n"
-			   "               outputs = [\"multicast\", \"forward\"];\n"
-			   "               contributors = [\"10.0.0.1:48864\", \"10.0.0.2:48864@02:00:00:00:00:02\"];\n"
-			   "               upstream = 1;\n"
-			   "               forward = { addr = \"10.0.1.254:48864@02:00:00:00:01:fe\"; job = 9; "
-			   "contributor = 65535; }; } );\n"
-			   "  },\n"
-			   "  { name = \"spine\"; lcore = 0; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); capture = { file "
-			   "= \"/tmp/c.pcapng\"; ports = [\"t0\"]; direction = \"rx\"; snaplen = 128; max_packets = 10; max_bytes "
-			   "= \"1M\"; }; }\n"
-			   ");\n";
+static const char good[] =
+	"stats_file = \"/tmp/s.json\";\n" /* 1 */
+	"stats_interval_ms = 500;\n"	  /* 2 */
+	"idle_sleep_max_us = 100;\n"	  /* 3 */
+	"switches = (\n"		  /* 4 */
+	"  { name = \"tor0\"; ina = true; mac = \"02:00:00:00:00:fe\"; ip = \"10.0.0.254\";\n"
+	"    slots = 128; max_elems = 256; mgmt = [\"10.0.0.1\"]; mgmt_ports = [\"h1\", \"up\"];\n"
+	"    ports = (\n"
+	"      { name = \"h0\"; dev = \"net_af_packet0\"; },\n"
+	"      { name = \"h1\"; dev = \"net_af_packet1\"; vlan = 5; trunk = [30, 20]; rate = "
+	"\"1G\"; buffer = \"64K\";\n"
+	"        delay_us = 20; jitter_us = 5; loss = 0.05; },\n"
+	"      { name = \"up\"; link = \"spine.t0\"; rate = 2500000000L;\n"
+	"        burst_loss = { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; }; }\n"
+	"    );\n"
+	"    fdb = ( { mac = \"02:00:00:00:00:01\"; port = \"h1\"; } );\n"
+	"    jobs = ( { id = 7; fan_in = 2; dtype = \"fp32\"; slots = 64; elems = 256;\n"
+	"               outputs = [\"multicast\", \"forward\"];\n"
+	"               contributors = [\"10.0.0.1:48864\", \"10.0.0.2:48864@02:00:00:00:00:02\"];\n"
+	"               upstream = 1;\n"
+	"               forward = { addr = \"10.0.1.254:48864@02:00:00:00:01:fe\"; job = 9; "
+	"contributor = 65535; }; } );\n"
+	"  },\n"
+	"  { name = \"spine\"; lcore = 0; ports = ( { name = \"t0\"; link = \"tor0.up\"; } ); capture = { file "
+	"= \"/tmp/c.pcapng\"; ports = [\"t0\"]; direction = \"rx\"; snaplen = 128; max_packets = 10; max_bytes "
+	"= \"1M\"; }; }\n"
+	");\n";
 
 static void test_good(void **state)
 {
@@ -206,33 +207,95 @@ static const struct bad bads[] = {
 	  "{ name = \"spine\"; lcore = 0; jobs = (); ports = ( { name = \"t0\"; link = \"tor0.up\"; } );", 21,
 	  "has jobs but 'ina' is not true" },
 	{ "direction = \"rx\"", "direction = \"up\"", 21, "direction \"up\": want \"rx\", \"tx\" or \"both\"" },
-	{ "ports = [\"t0\"]; direction", "ports = [\"t9\"]; direction", 21, "capture: switch 'spine' has no port 't9'" },
+	{ "ports = [\"t0\"]; direction", "ports = [\"t9\"]; direction", 21,
+	  "capture: switch 'spine' has no port 't9'" },
 	{ "max_bytes = \"1M\"", "max_bytes = \"1K\"", 21, "max_bytes \"1K\": want a size of 4K or more" },
 	{ "snaplen = 128", "snaplen = 12", 21, "'snaplen' must be 64..65535" },
 	{ "capture = { file = \"/tmp/c.pcapng\";", "capture = {", 21, "'file'" },
+	{ "slots = 128;", "slots = 128; partitions = 5;", 6, "'partitions' must be 1..4" },
+	{ "slots = 128;", "slots = 128; partitions = 2;", 6,
+	  "switch 'tor0': port 'h0' must be a device that arrives steered by UDP port" },
+	{ "slots = 128;", "slots = 128; partition_queues = [0, 1];", 6, "'partition_queues' must list 1 queue ids" },
+	{ "{ name = \"spine\"; lcore = 0;", "{ name = \"spine\"; lcore = 0; partitions = 2;", 21,
+	  "partitions divide INA slots; it needs 'ina = true'" },
 };
+
+/* A switch on two lcores: its ports arrive steered, and each partition's
+ * queue pair is named; then what a partitioned switch cannot have. */
+static const char parted[] = "switches = (\n"
+			     "  { name = \"tor0\"; ina = true; mac = \"02:00:00:00:00:fe\"; ip = \"10.0.0.254\";\n"
+			     "    partitions = 2; partition_queues = [0, 8];\n"
+			     "    ports = ( { name = \"h0\"; dev = \"net_ring0\"; steered = true; },\n"
+			     "              { name = \"h1\"; dev = \"net_ring1\"; steered = true; } );\n"
+			     "  }\n"
+			     ");\n";
+
+static const struct bad parted_bads[] = {
+	{ "[0, 8]", "[0, 8, 9]", 3, "'partition_queues' must list 2 queue ids" },
+	{ "[0, 8]", "[1, 8]", 3, "partition_queues entry 0 must be 0 (partition 0 takes what nothing steers)" },
+	{ "[0, 8]", "[0, 64]", 3, "partition_queues entry 1 must be a queue id 1..63" },
+	{ "[0, 8]", "[0, 0]", 3, "queue 0 is in 'partition_queues' twice" },
+	{ "dev = \"net_ring1\"; steered = true;", "dev = \"net_ring1\";", 3,
+	  "port 'h1' must be a device that arrives steered" },
+	{ "steered = true; },\n", "steered = true; rate = \"1G\"; },\n", 3,
+	  "port 'h0': link emulation needs one lcore per port" },
+	{ "partition_queues = [0, 8];", "partition_queues = [0, 8]; capture = { file = \"/tmp/p.pcapng\"; };", 3,
+	  "a capture needs one lcore" },
+	{ "steered = true; },\n", "steered = 1; },\n", 4, "'steered' must be" },
+};
+
+/* Loads base with b's replacement: fails the test unless the load fails
+ * with b's line and message and leaves nothing loaded. */
+static void expect_bad(const char *base, size_t i, const struct bad *b)
+{
+	static struct sw_cfg c;
+	char text[sizeof(good) + 256], err[512] = "", want[600];
+	const char *at = strstr(base, b->from);
+	if (!at)
+		fail_msg("case %zu: '%s' not in the good file", i, b->from);
+	snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - base), base, b->to, at + strlen(b->from));
+	memset(&c, 0x5a, sizeof(c));
+	int rc = sw_cfg_load(write_tmp(text), &c, err, sizeof(err));
+	if (rc != -1)
+		fail_msg("case %zu (%s): loaded", i, b->to);
+	snprintf(want, sizeof(want), "%s:%d: ", path, b->line);
+	if (strncmp(err, want, strlen(want)) || !strstr(err, b->msg))
+		fail_msg("case %zu: got \"%s\", want \"%s...%s\"", i, err, want, b->msg);
+	assert_int_equal(c.nswitches, 0); /* nothing half-loaded */
+	assert_null(c.sw[0].jobs);
+}
+
+static void test_partitions(void **state)
+{
+	(void)state;
+	static struct sw_cfg c;
+	char err[256] = "";
+	if (sw_cfg_load(write_tmp(parted), &c, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(c.sw[0].partitions, 2);
+	assert_int_equal(c.sw[0].partition_queues[0], 0);
+	assert_int_equal(c.sw[0].partition_queues[1], 8);
+	assert_true(c.sw[0].ports[0].steered && c.sw[0].ports[1].steered);
+	sw_cfg_free(&c);
+	/* without the list, partition k owns queue pair k */
+	if (sw_cfg_load(write_tmp("switches = ( { name = \"t\"; ina = true; mac = \"02:00:00:00:00:fe\"; ip = "
+				  "\"10.0.0.254\"; partitions = 3; ports = ( { name = \"h0\"; dev = \"d0\"; "
+				  "steered = true; } ); } );\n"),
+			&c, err, sizeof(err)))
+		fail_msg("%s", err);
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(c.sw[0].partition_queues[k], k);
+	sw_cfg_free(&c);
+	for (size_t i = 0; i < sizeof(parted_bads) / sizeof(parted_bads[0]); i++)
+		expect_bad(parted, i, &parted_bads[i]);
+	unlink(path);
+}
 
 static void test_bad(void **state)
 {
 	(void)state;
-	static struct sw_cfg c;
-	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
-		const struct bad *b = &bads[i];
-		char text[sizeof(good) + 256], err[512] = "", want[600];
-		const char *at = strstr(good, b->from);
-		if (!at)
-			fail_msg("case %zu: '%s' not in the good file", i, b->from);
-		snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - good), good, b->to, at + strlen(b->from));
-		memset(&c, 0x5a, sizeof(c));
-		int rc = sw_cfg_load(write_tmp(text), &c, err, sizeof(err));
-		if (rc != -1)
-			fail_msg("case %zu (%s): loaded", i, b->to);
-		snprintf(want, sizeof(want), "%s:%d: ", path, b->line);
-		if (strncmp(err, want, strlen(want)) || !strstr(err, b->msg))
-			fail_msg("case %zu: got \"%s\", want \"%s...%s\"", i, err, want, b->msg);
-		assert_int_equal(c.nswitches, 0); /* nothing half-loaded */
-		assert_null(c.sw[0].jobs);
-	}
+	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++)
+		expect_bad(good, i, &bads[i]);
 	unlink(path);
 }
 
@@ -268,6 +331,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),
 		cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_partitions),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_shipped_configs),
 	};

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A switch in two partitions (`partitions = 2`) on ring ports with a queue
+ * pair each: frames steered by UDP port are aggregated by the partition
+ * that owns the port, exactly, and leave on its queue; a frame on the
+ * wrong queue is a counted drop, never a separate sum; the control
+ * channel answers a job's counters summed over the partitions and refuses
+ * changes its partitions could not all take.  EAL has one lcore here, so
+ * both partitions run on it (the datapath is the same). */
+#include "dp_fixture.h"
+
+#include <pthread.h>
+
+#define NPARTS 2
+
+struct parted {
+	struct fixture fx;
+	struct rte_ring *rx[NHOSTS][NPARTS], *tx[NHOSTS][NPARTS];
+};
+
+/* The partitioned switch's config over ring devices of dev_queues queue
+ * pairs each; sw_rt_setup's result and error in *rc and err. */
+static void build(struct parted *pt, unsigned dev_queues, int *rc, char *err, size_t errlen)
+{
+	static int serial;
+	memset(pt, 0, sizeof(*pt));
+	struct fixture *fx = &pt->fx;
+	struct sw_switch_cfg *s = fixture_switch(fx);
+	s->partitions = NPARTS;
+	s->partition_queues[1] = 1;
+	s->nports = NHOSTS;
+	for (unsigned h = 0; h < NHOSTS; h++) {
+		for (unsigned q = 0; q < NPARTS; q++) {
+			char n[32];
+			snprintf(n, sizeof(n), "ptrx%d_%u_%u", serial, h, q);
+			pt->rx[h][q] = rte_ring_create(n, 256, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+			snprintf(n, sizeof(n), "pttx%d_%u_%u", serial, h, q);
+			pt->tx[h][q] = rte_ring_create(n, 256, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+			assert_non_null(pt->rx[h][q]);
+			assert_non_null(pt->tx[h][q]);
+		}
+		char n[32];
+		snprintf(n, sizeof(n), "pt%d_%u", serial, h);
+		int port = rte_eth_from_rings(n, pt->rx[h], dev_queues, pt->tx[h], dev_queues, 0);
+		assert_true(port >= 0);
+		snprintf(s->ports[h].name, SW_NAME_LEN, "p%u", h);
+		assert_int_equal(rte_eth_dev_get_name_by_port((uint16_t)port, s->ports[h].dev), 0);
+		s->ports[h].peer_switch = s->ports[h].peer_port = -1;
+		s->ports[h].vlan = SW_VLAN_DEFAULT;
+		s->ports[h].steered = true;
+		host_mac(h, s->fdb[h].mac);
+		s->fdb[h].port = (int)h;
+	}
+	s->nfdb = NHOSTS;
+	fixture_job(fx);
+	*rc = sw_rt_setup(&fx->rt, err, errlen);
+	char n[32];
+	snprintf(n, sizeof(n), "ptgen%d", serial++);
+	fx->gen = rte_pktmbuf_pool_create(n, 255, 0, 0, RTE_PKTMBUF_HEADROOM + 9100, 0);
+	assert_non_null(fx->gen);
+}
+
+static int setup_parted(void **state)
+{
+	static struct parted pt;
+	char err[256];
+	int rc;
+	build(&pt, NPARTS, &rc, err, sizeof(err));
+	if (rc < 0)
+		fail_msg("sw_rt_setup: %s", err);
+	*state = &pt;
+	return 0;
+}
+
+static int teardown_parted(void **state)
+{
+	struct parted *pt = *state;
+	sw_rt_teardown(&pt->fx.rt);
+	for (unsigned h = 0; h < NHOSTS; h++)
+		for (unsigned q = 0; q < NPARTS; q++) {
+			rte_ring_free(pt->rx[h][q]);
+			rte_ring_free(pt->tx[h][q]);
+		}
+	rte_mempool_free(pt->fx.gen);
+	return 0;
+}
+
+/* Host h's contribution to slot, to the INA port hosts spread slots over:
+ * INA_UDP_PORT_MIN + slot % 16. */
+static struct rte_mbuf *spread(struct fixture *fx, unsigned h, unsigned slot, unsigned count)
+{
+	struct rte_mbuf *m = contribution(fx, h, slot, count);
+	uint8_t *udp = rte_pktmbuf_mtod(m, uint8_t *) + SW_ETH_HLEN + SW_IP_HLEN;
+	const uint16_t port = (uint16_t)(INA_UDP_PORT_MIN + slot % 16);
+	udp[2] = (uint8_t)(port >> 8);
+	udp[3] = (uint8_t)port;
+	udp[6] = udp[7] = 0; /* no checksum: the port changed */
+	return m;
+}
+
+static void put(struct parted *pt, unsigned h, unsigned q, struct rte_mbuf *m)
+{
+	uint64_t due;
+	assert_int_equal(rte_ring_enqueue(pt->rx[h][q], m), 0);
+	while (sw_dp_poll(&pt->fx.rt, &due))
+		;
+	sw_dp_flush(&pt->fx.rt);
+}
+
+static struct sw_lsw *part(struct parted *pt, int k) { return pt->fx.rt.sw[0]->parts[k]; }
+
+static void test_partitions_aggregate_their_slots(void **state)
+{
+	struct parted *pt = *state;
+	const unsigned count = 200;
+	assert_int_equal(pt->fx.rt.nsw, NPARTS);
+	assert_string_equal(part(pt, 0)->name, "tor");
+	assert_string_equal(part(pt, 1)->name, "tor/1");
+	int segs[NPARTS] = { 0 };
+	for (unsigned slot = 0; slot < SLOTS; slot++) {
+		const unsigned q = slot % NPARTS; /* the steering: port % partitions */
+		for (unsigned h = 0; h < NHOSTS; h++)
+			put(pt, h, q, spread(&pt->fx, h, slot, count));
+		for (unsigned h = 0; h < NHOSTS; h++) {
+			struct rte_mbuf *m = NULL;
+			assert_int_equal(rte_ring_count(pt->tx[h][1 - q]), 0);
+			assert_int_equal(rte_ring_dequeue(pt->tx[h][q], (void **)&m), 0);
+			assert_int_equal(rte_ring_count(pt->tx[h][q]), 0);
+			/* a partition's ports know what partition 0 learned of the
+			 * device: a result's payload goes out shared (chained), not
+			 * copied flat, from every partition */
+			if (!segs[q])
+				segs[q] = m->nb_segs;
+			assert_int_equal(m->nb_segs, segs[q]);
+			static uint8_t f[9100];
+			const uint8_t *p = rte_pktmbuf_read(m, 0, rte_pktmbuf_pkt_len(m), f);
+			struct sw_udp_view v;
+			assert_int_equal(sw_frame_parse_udp(p, rte_pktmbuf_pkt_len(m), 0, &v), SW_FRAME_OK);
+			/* from the port the slot went to */
+			assert_int_equal(rte_be_to_cpu_16(v.src_port), INA_UDP_PORT_MIN + slot % 16);
+			struct ina_pkt pkt;
+			assert_int_equal(ina_parse(v.payload, v.payload_len, &pkt), INA_OK);
+			assert_int_equal(pkt.hdr.type, INA_T_RESULT);
+			assert_int_equal(pkt.hdr.slot, slot);
+			for (unsigned e = 0; e < count; e++) {
+				uint32_t w;
+				memcpy(&w, pkt.payload + 4 * e, 4);
+				assert_int_equal((int32_t)rte_be_to_cpu_32(w), value(0, slot, e) + value(1, slot, e));
+			}
+			rte_pktmbuf_free(m);
+		}
+	}
+	assert_int_equal(segs[0], 2);
+	assert_int_equal(segs[1], 2);
+	for (int k = 0; k < NPARTS; k++) {
+		assert_int_equal(ina_job_stats(part(pt, k)->eng, 1)->completions, SLOTS / NPARTS);
+		for (unsigned h = 0; h < NHOSTS; h++)
+			for (int d = 0; d < SW_D_MAX_; d++)
+				if (part(pt, k)->ports[h].st.drops[d])
+					fail_msg("partition %d port %u dropped %s", k, h, sw_drop_name((unsigned)d));
+	}
+}
+
+/* Slot 1's port belongs to partition 1: on partition 0's queue it is
+ * dropped, and so is a control datagram on partition 1's. */
+static void test_missteered(void **state)
+{
+	struct parted *pt = *state;
+	for (unsigned h = 0; h < NHOSTS; h++)
+		put(pt, h, 0, spread(&pt->fx, h, 1, 8));
+	const char cmd[] = "op = \"stats\"; id = 1;";
+	put(pt, 0, 1, udp_to_switch(&pt->fx, 0, INA_CTRL_PORT, "", 0, cmd, strlen(cmd)));
+	assert_int_equal(part(pt, 0)->ports[0].st.drops[SW_D_MISSTEERED], 1);
+	assert_int_equal(part(pt, 0)->ports[1].st.drops[SW_D_MISSTEERED], 1);
+	assert_int_equal(part(pt, 1)->ports[0].st.drops[SW_D_MISSTEERED], 1);
+	for (int k = 0; k < NPARTS; k++)
+		assert_int_equal(ina_job_stats(part(pt, k)->eng, 1)->contributions, 0);
+	for (unsigned h = 0; h < NHOSTS; h++)
+		for (unsigned q = 0; q < NPARTS; q++)
+			assert_int_equal(rte_ring_count(pt->tx[h][q]), 0);
+	assert_string_equal(sw_drop_name(SW_D_MISSTEERED), "missteered");
+}
+
+/* Sends a control command from host 0 and returns the answer's text (what
+ * the hosts had got before is dropped first). */
+static void ask(struct parted *pt, const char *cmd, char *answer, size_t cap)
+{
+	struct rte_mbuf *old;
+	for (unsigned h = 0; h < NHOSTS; h++)
+		for (unsigned q = 0; q < NPARTS; q++)
+			while (rte_ring_dequeue(pt->tx[h][q], (void **)&old) == 0)
+				rte_pktmbuf_free(old);
+	put(pt, 0, 0, udp_to_switch(&pt->fx, 0, INA_CTRL_PORT, "", 0, cmd, strlen(cmd)));
+	struct rte_mbuf *m = NULL;
+	/* the control thread parses it: wait for the answer, 10 s at most */
+	const uint64_t end = rte_get_timer_cycles() + 10 * rte_get_timer_hz();
+	while (rte_ring_dequeue(pt->tx[0][0], (void **)&m) != 0 && rte_get_timer_cycles() < end) {
+		uint64_t due;
+		sw_dp_poll(&pt->fx.rt, &due);
+		sw_dp_flush(&pt->fx.rt);
+		sched_yield();
+	}
+	assert_non_null(m);
+	struct sw_udp_view v;
+	assert_int_equal(sw_frame_parse_udp(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m), 0, &v),
+			 SW_FRAME_OK);
+	snprintf(answer, cap, "%.*s", (int)v.payload_len, (const char *)v.payload);
+	rte_pktmbuf_free(m);
+}
+
+static void test_ctrl_on_partitions(void **state)
+{
+	struct parted *pt = *state;
+	char err[256], answer[400];
+	assert_int_equal(sw_ctrl_start(&pt->fx.rt, err, sizeof(err)), 0);
+	/* one slot per partition: the job's counters are their sum */
+	for (unsigned slot = 0; slot < NPARTS; slot++)
+		for (unsigned h = 0; h < NHOSTS; h++)
+			put(pt, h, slot, spread(&pt->fx, h, slot, 8));
+	ask(pt, "op = \"stats\"; id = 1;", answer, sizeof(answer));
+	struct ctl_job_report r;
+	if (ctl_parse_report(answer, &r) != 0)
+		fail_msg("answer \"%s\"", answer);
+	assert_int_equal(r.completions, NPARTS);
+	assert_int_equal(r.contributions, NPARTS * NHOSTS);
+	/* a change would reach one partition only: refused, the job stays */
+	ask(pt, "op = \"remove\"; id = 1;", answer, sizeof(answer));
+	if (!strstr(answer, "error: ctrl: switch 'tor' runs in 2 partitions"))
+		fail_msg("answer \"%s\"", answer);
+	sw_ctrl_stop(&pt->fx.rt);
+	for (int k = 0; k < NPARTS; k++)
+		assert_non_null(ina_job_config(part(pt, k)->eng, 1));
+	assert_int_equal(part(pt, 0)->st.ctrl_refused, 1);
+}
+
+/* Devices with fewer queue pairs than the partitions own: a clear error
+ * naming the port, and nothing left behind (the devices closed). */
+static void test_too_few_queues(void **state)
+{
+	(void)state;
+	static struct parted pt;
+	char err[256];
+	int rc;
+	build(&pt, 1, &rc, err, sizeof(err));
+	assert_int_equal(rc, -EINVAL);
+	if (!strstr(err, "(test):0: port 'p0'") || !strstr(err, "need 2 queue pairs; it has 1"))
+		fail_msg("error \"%s\"", err);
+	assert_int_equal(pt.fx.rt.nsw, 0);
+	uint16_t id;
+	assert_int_equal(rte_eth_dev_get_port_by_name(pt.fx.rt.cfg.sw[0].ports[0].dev, &id), -ENODEV); /* closed */
+	void *state2 = &pt;
+	teardown_parted(&state2);
+}
+
+int main(void)
+{
+	if (dp_eal_start("test_dp_partitions") < 0)
+		return 1;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_partitions_aggregate_their_slots, setup_parted, teardown_parted),
+		cmocka_unit_test_setup_teardown(test_missteered, setup_parted, teardown_parted),
+		cmocka_unit_test_setup_teardown(test_ctrl_on_partitions, setup_parted, teardown_parted),
+		cmocka_unit_test(test_too_few_queues),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	sw_eal_cleanup();
+	return rc;
+}
