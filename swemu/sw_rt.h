@@ -215,6 +215,10 @@ struct sw_lsw {
 	int part;
 	struct sw_lsw *parts[SW_MAX_PARTITIONS];
 	char name[SW_NAME_LEN + 8];
+	unsigned lcore; /* the lcore that runs it (sw_setup.c) */
+	/* sw_parts.c: partition 0's request that this one stand still (0:
+	 * none), this one's echo of it while it does, partition 0's count */
+	uint32_t hold, held, hold_seq;
 	int nports;
 	struct sw_port ports[SW_MAX_PORTS];
 	struct sw_fdb fdb;
@@ -332,6 +336,14 @@ void sw_port_tx_callback_init(struct sw_port *p);
 void sw_ctrl_submit(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
 		    const struct sw_udp_view *v);
 void sw_ctrl_apply(struct sw_rt *rt, struct sw_lsw *sw);
+
+/* sw_parts.c, on a partitioned switch: partition 0's lcore holds the
+ * partitions on other lcores still (false: one did not stop in time, none
+ * is held) while it changes every partition's jobs, then releases them;
+ * a held partition waits in stand_still, called at its flush. */
+bool sw_parts_hold(struct sw_lsw *sw0);
+void sw_parts_release(struct sw_lsw *sw0);
+void sw_parts_stand_still(struct sw_lsw *p);
 
 /* sw_ctrl.c: the control thread, which parses commands and writes the
  * stats file (every stats_interval_ms and on *rt->dump_stats).  Start:

@@ -349,7 +349,7 @@ static int assign_workers(struct sw_rt *rt, char *err, size_t errlen)
 	rt->nworkers = 0;
 	worker_on(rt, lcores[0]);
 	for (int i = 0; i < rt->nsw; i++) {
-		const struct sw_lsw *sw = rt->sw[i];
+		struct sw_lsw *sw = rt->sw[i];
 		const struct sw_switch_cfg *c = sw->cfg;
 		if (c->lcore >= 0 && (c->lcore >= RTE_MAX_LCORE || !rte_lcore_is_enabled((unsigned)c->lcore))) {
 			snprintf(err, errlen, "%s:%d: switch '%s': lcore %d is not one of EAL's (give it with -l)",
@@ -363,7 +363,8 @@ static int assign_workers(struct sw_rt *rt, char *err, size_t errlen)
 			if (lcores[k] == (unsigned)c->lcore)
 				at = k;
 		struct sw_worker *w = worker_on(rt, lcores[(at + (unsigned)sw->part) % n]);
-		w->sw[w->nsw++] = rt->sw[i];
+		w->sw[w->nsw++] = sw;
+		sw->lcore = w->lcore;
 	}
 	return 0;
 }

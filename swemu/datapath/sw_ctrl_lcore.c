@@ -132,7 +132,13 @@ static int install(struct sw_lsw *sw, struct ctl_cmd *cmd, const char **why)
 		return -EPERM;
 	}
 	cmd->job.owner = cmd->owner;
-	return ina_job_install(sw->eng, &cmd->job, why);
+	/* on every partition (held still by apply), or on none */
+	int rc = ina_job_install(sw->eng, &cmd->job, why);
+	for (int k = 1; rc == 0 && k < sw->cfg->partitions; k++)
+		if ((rc = ina_job_install(sw->parts[k]->eng, &cmd->job, why)) < 0)
+			for (int j = 0; j < k; j++)
+				ina_job_remove(sw->parts[j]->eng, cmd->job.id);
+	return rc;
 }
 
 /* The answer to a job's "stats": its counters, an agent's view of its
@@ -161,7 +167,7 @@ static int job_report(struct sw_lsw *sw, uint16_t id, char *msg, size_t cap)
 }
 
 /* Applies a parsed command; the answer goes into q->answer. */
-static void apply(struct sw_lsw *sw, struct sw_ctrl_req *q)
+static void apply_one(struct sw_lsw *sw, struct sw_ctrl_req *q)
 {
 	struct ctl_cmd *cmd = &q->cmd;
 	const char *why = NULL;
@@ -170,15 +176,6 @@ static void apply(struct sw_lsw *sw, struct sw_ctrl_req *q)
 		/* a plain switch's control channel sets links only */
 		sw->st.ctrl_refused++;
 		snprintf(q->answer, sizeof(q->answer), "error: ctrl: INA is off on this switch\n");
-		return;
-	}
-	if (sw->cfg->partitions > 1 && cmd->op != CTL_STATS) {
-		/* each partition's engine holds the jobs: a change would have
-		 * to reach all of them at once (not built) */
-		sw->st.ctrl_refused++;
-		snprintf(q->answer, sizeof(q->answer),
-			 "error: ctrl: switch '%s' runs in %d partitions: its jobs and links come from its config\n",
-			 sw->cfg->name, sw->cfg->partitions);
 		return;
 	}
 	switch (cmd->op) {
@@ -196,6 +193,8 @@ static void apply(struct sw_lsw *sw, struct sw_ctrl_req *q)
 			break;
 		}
 		rc = ina_job_remove(sw->eng, cmd->id);
+		for (int k = 1; rc == 0 && k < sw->cfg->partitions; k++)
+			ina_job_remove(sw->parts[k]->eng, cmd->id);
 		why = "no job with this id";
 		break;
 	case CTL_EMU: sw_netem_set(&sw->ports[q->port].netem, &cmd->netem, sw->now_ns); break;
@@ -227,6 +226,26 @@ static void apply(struct sw_lsw *sw, struct sw_ctrl_req *q)
 		sw->st.ctrl_ok++;
 		snprintf(q->answer, sizeof(q->answer), "ok\n");
 	}
+}
+
+/* A partitioned switch changes jobs on every partition at once (held
+ * still meanwhile: sw_parts.c); it has no link emulation to set. */
+static void apply(struct sw_lsw *sw, struct sw_ctrl_req *q)
+{
+	const enum ctl_op op = q->cmd.op;
+	if (sw->cfg->partitions == 1 || op == CTL_STATS || op == CTL_CAPTURE) {
+		apply_one(sw, q);
+		return;
+	}
+	const char *no = op == CTL_EMU ? "has no link emulation" : "did not stand still within 200 ms";
+	if (op == CTL_EMU || !sw_parts_hold(sw)) {
+		sw->st.ctrl_refused++;
+		snprintf(q->answer, sizeof(q->answer), "error: ctrl: switch '%s' runs in %d partitions and %s\n",
+			 sw->cfg->name, sw->cfg->partitions, no);
+		return;
+	}
+	apply_one(sw, q);
+	sw_parts_release(sw);
 }
 
 void sw_ctrl_apply(struct sw_rt *rt, struct sw_lsw *sw)

@@ -621,6 +621,8 @@ static unsigned pump_emulators(struct sw_rt *rt, struct sw_lsw *sw, uint64_t *ne
 static void flush_switches(struct sw_rt *rt, struct sw_lsw *const *sws, int nsw)
 {
 	for (int s = 0; s < nsw; s++) {
+		if (unlikely(__atomic_load_n(&sws[s]->hold, __ATOMIC_RELAXED)))
+			sw_parts_stand_still(sws[s]); /* partition 0 changes our jobs */
 		if (sws[s]->ctrl_out && !rte_ring_empty(sws[s]->ctrl_out))
 			sw_ctrl_apply(rt, sws[s]);
 		for (int i = 0; i < sws[s]->nports; i++) {

@@ -269,12 +269,14 @@ static inline struct rte_mbuf *raw_frame(struct fixture *fx, unsigned h, const u
 	return m;
 }
 
-/* EAL for a datapath test program: no hugepages, a file prefix of its own. */
-static inline int dp_eal_start(const char *name)
+/* EAL for a datapath test program on these lcores ("0", "0,1"): no
+ * hugepages, a file prefix of its own. */
+static inline int dp_eal_start(const char *name, const char *lcores)
 {
 	char prefix[64], *argv0 = (char *)name;
 	snprintf(prefix, sizeof(prefix), "--file-prefix=swemu-%s-%d", name, (int)getpid());
-	char *eal[] = { argv0, "--no-huge", "-m", "256", prefix, "--no-pci", "-l", "0", "--log-level=error", NULL };
+	char *eal[] = { argv0,		"--no-huge",	     "-m", "256", prefix, "--no-pci", "-l",
+			(char *)lcores, "--log-level=error", NULL };
 	if (rte_eal_init(9, eal) < 0) {
 		fprintf(stderr, "%s: EAL does not start\n", name);
 		return -1;

@@ -548,7 +548,7 @@ static void test_ctrl_scope(void **state)
 
 int main(void)
 {
-	if (dp_eal_start("test_dp") < 0)
+	if (dp_eal_start("test_dp", "0") < 0)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_multicast_results, setup, teardown),

@@ -177,7 +177,7 @@ static void test_access_to_trunk(void **state)
 
 int main(void)
 {
-	if (dp_eal_start("test_dp_burst") < 0)
+	if (dp_eal_start("test_dp_burst", "0") < 0)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_order_and_counters, setup_learn, teardown),

@@ -4,8 +4,9 @@
  * that owns the port, exactly, and leave on its queue; a frame on the
  * wrong queue is a counted drop, never a separate sum; the control
  * channel answers a job's counters summed over the partitions and refuses
- * changes its partitions could not all take.  EAL has one lcore here, so
- * both partitions run on it (the datapath is the same). */
+ * changes every partition's jobs at once, the partition on the other
+ * lcore held still meanwhile.  EAL has two lcores when the machine does;
+ * the datapath tests poll both partitions from one thread. */
 #include "dp_fixture.h"
 
 #include <pthread.h>
@@ -189,14 +190,18 @@ static void ask(struct parted *pt, const char *cmd, char *answer, size_t cap)
 		for (unsigned q = 0; q < NPARTS; q++)
 			while (rte_ring_dequeue(pt->tx[h][q], (void **)&old) == 0)
 				rte_pktmbuf_free(old);
-	put(pt, 0, 0, udp_to_switch(&pt->fx, 0, INA_CTRL_PORT, "", 0, cmd, strlen(cmd)));
+	assert_int_equal(
+		rte_ring_enqueue(pt->rx[0][0], udp_to_switch(&pt->fx, 0, INA_CTRL_PORT, "", 0, cmd, strlen(cmd))), 0);
 	struct rte_mbuf *m = NULL;
-	/* the control thread parses it: wait for the answer, 10 s at most */
+	/* the control thread parses it: wait for the answer, 10 s at most,
+	 * running the main lcore's partitions (partition 1 is lcore 1's when
+	 * EAL has it: other_lcore) */
+	struct sw_worker *w = &pt->fx.rt.workers[0];
 	const uint64_t end = rte_get_timer_cycles() + 10 * rte_get_timer_hz();
 	while (rte_ring_dequeue(pt->tx[0][0], (void **)&m) != 0 && rte_get_timer_cycles() < end) {
 		uint64_t due;
-		sw_dp_poll(&pt->fx.rt, &due);
-		sw_dp_flush(&pt->fx.rt);
+		sw_dp_poll_worker(w, &due);
+		sw_dp_flush_worker(w);
 		sched_yield();
 	}
 	assert_non_null(m);
@@ -207,29 +212,74 @@ static void ask(struct parted *pt, const char *cmd, char *answer, size_t cap)
 	rte_pktmbuf_free(m);
 }
 
+/* Partition 1's lcore, when EAL has a second one: its loop, as swemu's. */
+static volatile int other_stop;
+static int other_loop(void *arg)
+{
+	struct sw_worker *w = arg;
+	uint64_t due;
+	while (!other_stop) {
+		sw_dp_poll_worker(w, &due);
+		sw_dp_flush_worker(w);
+	}
+	return 0;
+}
+
+static bool other_lcore(struct parted *pt)
+{
+	const struct sw_rt *rt = &pt->fx.rt;
+	return rt->nworkers > 1 && part(pt, 1)->lcore != part(pt, 0)->lcore;
+}
+
+static void expect_answer(struct parted *pt, const char *cmd, const char *want)
+{
+	char answer[400];
+	ask(pt, cmd, answer, sizeof(answer));
+	if (strncmp(answer, want, strlen(want)))
+		fail_msg("%s: answer \"%s\", want \"%s\"", cmd, answer, want);
+}
+
+#define JOB2                                                                                                \
+	"job = { id = 2; fan_in = 2; dtype = \"int32\"; slots = 2; elems = 64; outputs = [\"multicast\"]; " \
+	"contributors = [\"10.0.0.1:48864\", \"10.0.0.2:48864\"]; };"
+
 static void test_ctrl_on_partitions(void **state)
 {
 	struct parted *pt = *state;
 	char err[256], answer[400];
-	assert_int_equal(sw_ctrl_start(&pt->fx.rt, err, sizeof(err)), 0);
 	/* one slot per partition: the job's counters are their sum */
 	for (unsigned slot = 0; slot < NPARTS; slot++)
 		for (unsigned h = 0; h < NHOSTS; h++)
 			put(pt, h, slot, spread(&pt->fx, h, slot, 8));
+	const bool two = other_lcore(pt);
+	other_stop = 0;
+	if (two)
+		assert_int_equal(rte_eal_remote_launch(other_loop, &pt->fx.rt.workers[1], part(pt, 1)->lcore), 0);
+	assert_int_equal(sw_ctrl_start(&pt->fx.rt, err, sizeof(err)), 0);
 	ask(pt, "op = \"stats\"; id = 1;", answer, sizeof(answer));
 	struct ctl_job_report r;
 	if (ctl_parse_report(answer, &r) != 0)
 		fail_msg("answer \"%s\"", answer);
 	assert_int_equal(r.completions, NPARTS);
 	assert_int_equal(r.contributions, NPARTS * NHOSTS);
-	/* a change would reach one partition only: refused, the job stays */
-	ask(pt, "op = \"remove\"; id = 1;", answer, sizeof(answer));
-	if (!strstr(answer, "error: ctrl: switch 'tor' runs in 2 partitions"))
-		fail_msg("answer \"%s\"", answer);
+	/* changes reach every partition, or none */
+	expect_answer(pt, "op = \"remove\"; id = 1;", "ok");
+	expect_answer(pt, "op = \"install\"; " JOB2, "ok");
+	expect_answer(pt, "op = \"install\"; " JOB2, "error: ctrl:"); /* id in use: on none twice */
+	expect_answer(pt, "op = \"emu\"; port = \"p0\"; rate = \"1G\";",
+		      "error: ctrl: switch 'tor' runs in 2 partitions and has no link emulation");
 	sw_ctrl_stop(&pt->fx.rt);
-	for (int k = 0; k < NPARTS; k++)
-		assert_non_null(ina_job_config(part(pt, k)->eng, 1));
-	assert_int_equal(part(pt, 0)->st.ctrl_refused, 1);
+	other_stop = 1;
+	rte_eal_mp_wait_lcore();
+	for (int k = 0; k < NPARTS; k++) {
+		assert_null(ina_job_config(part(pt, k)->eng, 1));
+		assert_non_null(ina_job_config(part(pt, k)->eng, 2));
+	}
+	/* the partition on the other lcore stood still for each change */
+	if (two)
+		assert_int_equal(part(pt, 1)->held, part(pt, 0)->hold_seq);
+	assert_int_equal(part(pt, 1)->hold, 0);
+	assert_int_equal(part(pt, 0)->st.ctrl_refused, 2);
 }
 
 /* Devices with fewer queue pairs than the partitions own: a clear error
@@ -253,7 +303,7 @@ static void test_too_few_queues(void **state)
 
 int main(void)
 {
-	if (dp_eal_start("test_dp_partitions") < 0)
+	if (dp_eal_start("test_dp_partitions", sysconf(_SC_NPROCESSORS_ONLN) > 1 ? "0,1" : "0") < 0)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_partitions_aggregate_their_slots, setup_parted, teardown_parted),
