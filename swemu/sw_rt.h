@@ -341,6 +341,7 @@ void sw_ctrl_apply(struct sw_rt *rt, struct sw_lsw *sw);
  * partitions on other lcores still (false: one did not stop in time, none
  * is held) while it changes every partition's jobs, then releases them;
  * a held partition waits in stand_still, called at its flush. */
+#define SW_HOLD_WAIT_MS 200 /* longer than a worker's flush interval and idle sleep together */
 bool sw_parts_hold(struct sw_lsw *sw0);
 void sw_parts_release(struct sw_lsw *sw0);
 void sw_parts_stand_still(struct sw_lsw *p);

@@ -237,11 +237,17 @@ static void apply(struct sw_lsw *sw, struct sw_ctrl_req *q)
 		apply_one(sw, q);
 		return;
 	}
-	const char *no = op == CTL_EMU ? "has no link emulation" : "did not stand still within 200 ms";
 	if (op == CTL_EMU || !sw_parts_hold(sw)) {
 		sw->st.ctrl_refused++;
-		snprintf(q->answer, sizeof(q->answer), "error: ctrl: switch '%s' runs in %d partitions and %s\n",
-			 sw->cfg->name, sw->cfg->partitions, no);
+		if (op == CTL_EMU)
+			snprintf(q->answer, sizeof(q->answer),
+				 "error: ctrl: switch '%s' runs in %d partitions and has no link emulation\n",
+				 sw->cfg->name, sw->cfg->partitions);
+		else
+			snprintf(q->answer, sizeof(q->answer),
+				 "error: ctrl: switch '%s': a partition did not stand still within %d ms; nothing "
+				 "changed\n",
+				 sw->cfg->name, SW_HOLD_WAIT_MS);
 		return;
 	}
 	apply_one(sw, q);

@@ -13,9 +13,6 @@
 
 #include "sw_rt.h"
 
-/* Longer than a worker's flush interval and idle sleep put together. */
-#define SW_HOLD_WAIT_MS 200
-
 static bool elsewhere(const struct sw_lsw *sw0, const struct sw_lsw *p) { return p->lcore != sw0->lcore; }
 
 void sw_parts_release(struct sw_lsw *sw0)
