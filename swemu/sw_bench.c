@@ -54,7 +54,7 @@ struct bench {
 struct lane {
 	const struct bench *b;
 	int k;		/* lane k: EAL's k-th lcore */
-	uint16_t queue; /* of every port: its partition's (lane_queue), else 0 */
+	uint16_t queue; /* of every port: its partition's (k * LANE_QUEUE_STRIDE), else 0 */
 	struct rte_ring *rx[NPORTS], *tx[NPORTS];
 	char dev[NPORTS][RTE_ETH_NAME_MAX_LEN];
 	struct rte_mbuf **tmpl; /* fan_in * WINDOW */
@@ -282,7 +282,7 @@ static void make_rings(struct lane *l, int serial, int k)
 	}
 }
 
-/* NPORTS devices over the rings of n lanes, lane k's as queue pair k: a
+/* NPORTS devices over the rings of n lanes, lane k's as its queue pair: a
  * device per lane, or (one switch) devices shared, each lane's generator
  * putting only its partition's slots on its queue, as a NIC's flow rules
  * by UDP port would. */
@@ -446,15 +446,16 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 		if (!one)
 			make_devs(&lanes[k], 1, serial, NULL);
 	}
-	char n[32];
-	snprintf(n, sizeof(n), "bidle%d", serial);
-	struct rte_ring *idle = one ? lane_ring(n, 64, b->lane_socket[0]) : NULL;
-	if (one && !idle) {
-		fprintf(stderr, "swemu-bench: cannot make rings: %s\n", rte_strerror(rte_errno));
-		exit(1);
-	}
-	if (one)
+	struct rte_ring *idle = NULL;
+	if (one) {
+		char n[32];
+		snprintf(n, sizeof(n), "bidle%d", serial);
+		if (!(idle = lane_ring(n, 64, b->lane_socket[0]))) {
+			fprintf(stderr, "swemu-bench: cannot make rings: %s\n", rte_strerror(rte_errno));
+			exit(1);
+		}
 		make_devs(lanes, nlanes, serial, idle);
+	}
 	for (int k = 0; k < (int)rt.cfg.nswitches; k++) {
 		make_switch(&lanes[k], k, one ? nlanes : 1, &rt.cfg.sw[k], &jobs[k]);
 		for (int j = 0; j < nlanes; j++)
@@ -627,9 +628,8 @@ int main(int argc, char **argv)
 		char n[32];
 		snprintf(n, sizeof(n), "bench_gen%d", k);
 		b.gen_pool[k] = rte_pktmbuf_pool_create(n, 16383, 256, 0, RTE_PKTMBUF_HEADROOM + 10240, 0);
-	}
-	for (int k = 0; k < lanes; k++)
 		b.lane_socket[k] = lane_heap(k);
+	}
 	if (!b.gen_pool[0] || !b.gen_pool[lanes - 1]) {
 		fprintf(stderr, "swemu-bench: no generator pool\n");
 		return 1;

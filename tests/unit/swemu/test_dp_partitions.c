@@ -3,13 +3,13 @@
  * pair each: frames steered by UDP port are aggregated by the partition
  * that owns the port, exactly, and leave on its queue; a frame on the
  * wrong queue is a counted drop, never a separate sum; the control
- * channel answers a job's counters summed over the partitions and refuses
- * changes every partition's jobs at once, the partition on the other
- * lcore held still meanwhile.  EAL has two lcores when the machine does;
+ * channel answers a job's counters summed over the partitions and changes
+ * every partition's jobs at once, the partition on the other lcore held
+ * still meanwhile.  EAL has two lcores when the machine does;
  * the datapath tests poll both partitions from one thread. */
 #include "dp_fixture.h"
 
-#include <pthread.h>
+#include <sched.h>
 
 #define NPARTS 2
 
@@ -28,7 +28,6 @@ static void build(struct parted *pt, unsigned dev_queues, int *rc, char *err, si
 	struct sw_switch_cfg *s = fixture_switch(fx);
 	s->partitions = NPARTS;
 	s->partition_queues[1] = 1;
-	s->nports = NHOSTS;
 	for (unsigned h = 0; h < NHOSTS; h++) {
 		for (unsigned q = 0; q < NPARTS; q++) {
 			char n[32];
