@@ -619,6 +619,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "swemu-bench: EAL does not start\n");
 		return 1;
 	}
+	/* on every way out, the error exits included: no runtime directory
+	 * left in /var/run/dpdk */
+	atexit(sw_eal_cleanup);
 	struct bench b = { .zero_csum = zero,
 			   .nic_csum = nic,
 			   .seconds = seconds,
@@ -683,6 +686,5 @@ int main(int argc, char **argv)
 			       drops ? "DROPS" : "ok");
 			fflush(stdout);
 		}
-	sw_eal_cleanup();
 	return bad ? 1 : 0;
 }
