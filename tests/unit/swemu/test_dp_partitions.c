@@ -71,9 +71,15 @@ static int setup_parted(void **state)
 	return 0;
 }
 
+static volatile int other_stop; /* ends other_loop */
+
 static int teardown_parted(void **state)
 {
 	struct parted *pt = *state;
+	/* a test that failed half-way left them running */
+	other_stop = 1;
+	rte_eal_mp_wait_lcore();
+	sw_ctrl_stop(&pt->fx.rt);
 	sw_rt_teardown(&pt->fx.rt);
 	for (unsigned h = 0; h < NHOSTS; h++)
 		for (unsigned q = 0; q < NPARTS; q++) {
@@ -212,7 +218,6 @@ static void ask(struct parted *pt, const char *cmd, char *answer, size_t cap)
 }
 
 /* Partition 1's lcore, when EAL has a second one: its loop, as swemu's. */
-static volatile int other_stop;
 static int other_loop(void *arg)
 {
 	struct sw_worker *w = arg;
