@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rte_cycles.h>
+
 #include "ina_engine.h"
 #include "sw_cfg.h"
 #include "sw_netem.h"
@@ -93,6 +95,28 @@ struct sw_dst_seen {
  * rack's hosts, whether their addresses run in sequence or at random. */
 static inline unsigned sw_mac_bucket(uint64_t mac, unsigned size) { return (unsigned)(mac >> 40) & (size - 1); }
 
+/* A forwarded flow: frames whose first 14 bytes (destination, source,
+ * EtherType) are an entry's leave by its port with nothing else looked up.
+ * The frame that made it passed every check of the staged path (source
+ * learned here this second, unicast, IPv4 or IPv6, not for the switch, an
+ * FDB answer other than the input port); the stamp (second, FDB changes)
+ * ends the entry when any of them could answer otherwise.  head is bytes
+ * 0-7 of the frame, tail bytes 6-13: two loads cover the 14. */
+#define SW_FLOW_SEEN 64 /* a power of two */
+struct sw_flow_seen {
+	uint64_t head, tail;
+	uint64_t stamp; /* 0: none */
+	uint64_t port;	/* 32 bytes: an index is a shift */
+};
+
+static inline unsigned sw_flow_bucket(uint64_t head, uint64_t tail)
+{
+	/* the destination's last byte, and the source's shifted by 3, so that
+	 * host c to c + 1 in sequence does not pile into one bucket (on a
+	 * big-endian host other bytes: any mix of the header does) */
+	return (unsigned)((head >> 40) ^ (tail >> 37)) & (SW_FLOW_SEEN - 1);
+}
+
 /* An INA member (address, MAC, VLAN) bound to a port, under stamp;
  * direct-mapped by the address's last octet. */
 #define SW_MEMBER_SEEN 64 /* a power of two */
@@ -128,6 +152,8 @@ struct sw_port {
 	struct sw_src_seen src_seen[SW_SRC_SEEN];
 	/* destinations forwarded from here (access ports): FDB answers */
 	struct sw_dst_seen dst_seen[SW_DST_SEEN];
+	/* flows forwarded from here (access ports): the whole decision */
+	struct sw_flow_seen flow_seen[SW_FLOW_SEEN];
 	/* members whose INA this port carried, bound here under the stamp
 	 * (second, bindings made): their neighbour entries need no look-up
 	 * (a live binding never moves, see sw_neigh.h) */
@@ -309,11 +335,11 @@ void sw_forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint
 void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t in_vlan, uint16_t src_port);
 void sw_send_nack(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, const struct sw_udp_view *v);
 
-/* sw_dp.c: the poll loops, one per worker lcore (the main lcore runs
+/* sw_loop.c: the poll loops, one per worker lcore (the main lcore runs
  * workers[0]); returns when *rt->quit is set. */
 void sw_dp_run(struct sw_rt *rt);
-/* One pass over every switch on the calling lcore (benchmarks and tests
- * drive this); returns packets handled. */
+/* sw_dp.c: one pass over every switch on the calling lcore (the loops,
+ * benchmarks and tests drive this); returns packets handled. */
 unsigned sw_dp_poll(struct sw_rt *rt, uint64_t *next_due);
 /* Pushes buffered frames to the devices. */
 void sw_dp_flush(struct sw_rt *rt);
@@ -321,6 +347,8 @@ void sw_dp_flush(struct sw_rt *rt);
  * that drive several lcores). */
 unsigned sw_dp_poll_worker(struct sw_worker *w, uint64_t *next_due);
 void sw_dp_flush_worker(struct sw_worker *w);
+/* The datapath's clock: the TSC in ns. */
+static inline uint64_t sw_clock_ns(const struct sw_rt *rt) { return (uint64_t)((double)rte_rdtsc() * rt->ns_per_tsc); }
 /* Egress through p's link emulation onto its device or link; on a trunk
  * port a frame of a tagged VLAN gets its 802.1Q tag. */
 void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint16_t vlan);

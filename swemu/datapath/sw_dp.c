@@ -1,21 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The datapath: one poll loop per worker lcore over every port of its
- * logical switches.  Per packet: learn the source, then either the
- * switch's own endpoint (ARP, INA, control) or L2 forwarding within the
- * port's VLAN; every egress goes through the port's link emulation when it
+/* The datapath: a pass over every port of a worker lcore's logical
+ * switches (the loop around it: sw_loop.c).  Per packet: learn the
+ * source, then either the switch's own endpoint (ARP, INA, control) or L2
+ * forwarding within the port's VLAN; every egress goes through the port's link emulation when it
  * has one.  A link between logical switches is a queue into the peer port,
  * drained by the peer's loop: a switch is never entered from inside
  * another's processing (its emit list stays intact), even on one lcore. */
 #include <string.h>
-#include <time.h>
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 #include <rte_ring.h>
-#include <rte_launch.h>
-#include <rte_lcore.h>
 
 #include "sw_rt.h"
 
@@ -442,16 +439,14 @@ static inline void prefetch_frame(const struct rte_mbuf *m)
 /* Forwarded frames of one burst for one output port, in order: its
  * counters once, its device buffer filled by copy.  A port that emulates,
  * tags or is a link to another switch takes them one by one. */
-static void send_run(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf **ms, unsigned n, uint16_t vlan)
+static void send_run(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf **ms, unsigned n, uint64_t bytes,
+		     uint16_t vlan)
 {
 	if (!p->ext || (p->tagged && vlan != p->cfg->vlan) || sw_netem_active(&p->netem)) {
 		for (unsigned i = 0; i < n; i++)
 			send_port(rt, p, ms[i], vlan);
 		return;
 	}
-	uint64_t bytes = 0;
-	for (unsigned i = 0; i < n; i++)
-		bytes += rte_pktmbuf_pkt_len(ms[i]);
 	p->st.tx_packets += n;
 	p->st.tx_bytes += bytes;
 	struct rte_eth_dev_tx_buffer *b = p->txb;
@@ -463,17 +458,6 @@ static void send_run(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf **ms, 
 		n -= k;
 		if (b->length == b->size)
 			rte_eth_tx_buffer_flush(p->dev, p->queue, b);
-	}
-}
-
-/* The pending forwarded frames, a run per consecutive output port. */
-static void send_runs(struct sw_rt *rt, struct sw_lsw *sw, struct rte_mbuf **ms, const uint8_t *out, unsigned n,
-		      uint16_t vlan)
-{
-	for (unsigned i = 0, j; i < n; i = j) {
-		for (j = i + 1; j < n && out[j] == out[i]; j++)
-			;
-		send_run(rt, &sw->ports[out[i]], ms + i, j - i, vlan);
 	}
 }
 
@@ -494,79 +478,175 @@ static inline int fdb_port(struct sw_lsw *sw, struct sw_port *in, const uint8_t 
 	return o;
 }
 
-/* A burst from an access port, in stages: each header read once; the
- * usual frame (single segment, from a source this port learned this
- * second, unicast, IPv4 or IPv6) either goes to the switch's own endpoint
- * or joins the forwarded frames, which leave as runs per output port at
- * the end.
- * Any other frame takes the frame-by-frame path, after the pending ones
- * (a flow's order holds).  Trunk ports and capturing switches take that
- * path for the whole burst. */
+/* The staged path's checks for a frame no flow entry matched: the frame
+ * goes to the switch's endpoint (returns -2, done), is forwarded to port
+ * o (returns o, and o's flow entry is made), or takes the frame-by-frame
+ * path (returns -1). */
+static int classify(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m, const uint8_t *f, bool for_switch,
+		    uint64_t head, uint64_t tail, uint64_t stamp)
+{
+	struct sw_lsw *sw = in->sw;
+	const uint16_t vlan = in->cfg->vlan;
+	const uint64_t dst = sw_mac64_at(f), src = sw_mac64_at(f + 6);
+	const uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
+	/* what input_frame would learn, refuse or answer goes there */
+	const struct sw_src_seen *seen = sw_src_seen_of(in, src);
+	/* IPv4 or IPv6 only: no ARP, no tag.  A frame from the switch's own
+	 * MAC never passes: input_frame refuses it before learning, so no
+	 * port has it among its sources. */
+	if ((src | sw_src_key(0, vlan)) != seen->key || seen->s != sw->now_s || (f[0] & 1) ||
+	    (et != SW_ETHERTYPE_IPV4 && et != SW_ETHERTYPE_IPV6))
+		return -1;
+	if (for_switch) {
+		if (et != SW_ETHERTYPE_IPV4)
+			return -1;
+		to_switch_ipv4(rt, sw, in, vlan, m);
+		return -2;
+	}
+	int o = fdb_port(sw, in, f, dst, vlan, stamp);
+	if (o < 0)
+		return -1;
+	if (o == in->index) {
+		drop(in, SW_D_SAME_PORT, m);
+		return -2;
+	}
+	in->flow_seen[sw_flow_bucket(head, tail)] = (struct sw_flow_seen){
+		.head = head, .tail = tail, .stamp = stamp, .port = (uint64_t)o
+	};
+	return o;
+}
+
+/* A frame's first 8 bytes as loaded, masked to its destination MAC. */
+static inline uint64_t dst_of_head(uint64_t head)
+{
+	static const uint8_t six[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0 };
+	uint64_t mask;
+	memcpy(&mask, six, 8);
+	return head & mask;
+}
+
+/* Frames from k on while each is of a known flow: a single segment of at
+ * least a header, not for the switch (mine: dst_of_head of a frame to its
+ * MAC; no entry has it, but an INA burst leaves here sooner by the test),
+ * whose 14 header bytes are a flow entry under stamp.  They leave as
+ * runs per consecutive output port, straight from pkts; returns the first
+ * frame that is not one.  The burst's hot loop, kept to what it reads. */
+static inline __attribute__((always_inline)) unsigned known_flows(struct sw_rt *rt, struct sw_port *in,
+								  struct rte_mbuf **pkts, unsigned k, unsigned n,
+								  uint64_t stamp, uint64_t mine, uint64_t *bytes)
+{
+	const struct sw_flow_seen *flows = in->flow_seen;
+	uint64_t port = UINT64_MAX, run_bytes = 0, sum = 0;
+	unsigned start = k;
+	for (; k < n; k++) {
+		struct rte_mbuf *m = pkts[k];
+		if (k + 2 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[k + 2], void *));
+		const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+		const unsigned len = rte_pktmbuf_data_len(m);
+		if (unlikely((m->nb_segs != 1) | (len < SW_ETH_HLEN)))
+			break;
+		uint64_t head, tail;
+		memcpy(&head, f, 8);
+		memcpy(&tail, f + 6, 8);
+		if (dst_of_head(head) == mine)
+			break;
+		const struct sw_flow_seen *fl = &flows[sw_flow_bucket(head, tail)];
+		if (((fl->head ^ head) | (fl->tail ^ tail) | (fl->stamp ^ stamp)) != 0)
+			break;
+		if (unlikely(fl->port != port)) {
+			if (k > start)
+				send_run(rt, &in->sw->ports[port], pkts + start, k - start, run_bytes, in->cfg->vlan);
+			sum += run_bytes;
+			port = fl->port;
+			start = k;
+			run_bytes = 0;
+		}
+		run_bytes += len;
+	}
+	if (k > start)
+		send_run(rt, &in->sw->ports[port], pkts + start, k - start, run_bytes, in->cfg->vlan);
+	*bytes += sum + run_bytes;
+	return k;
+}
+
+/* Frame k of a burst that is not of a known flow: for the switch's
+ * endpoint (the whole of the next such frame fetched meanwhile), forwarded
+ * after the staged checks (classify), or failing those frame by frame.
+ * Returns whether frame k + 1 is for the switch too. */
+static inline __attribute__((always_inline)) bool other_frame(struct sw_rt *rt, struct sw_port *in,
+							      struct rte_mbuf **pkts, unsigned k, unsigned n,
+							      uint64_t mine, uint64_t *stamp, uint64_t *bytes)
+{
+	struct sw_lsw *sw = in->sw;
+	struct rte_mbuf *m = pkts[k];
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	const uint32_t len = rte_pktmbuf_pkt_len(m);
+	bool next_for_switch = false;
+	if (k + 2 < n) /* as known_flows does; prefetch_frame leaves line 0 to this */
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[k + 2], void *));
+	*bytes += len;
+	if (unlikely(m->nb_segs != 1 || rte_pktmbuf_data_len(m) < SW_ETH_HLEN))
+		goto one_by_one;
+	uint64_t head, tail;
+	memcpy(&head, f, 8);
+	memcpy(&tail, f + 6, 8);
+	const bool for_switch = dst_of_head(head) == mine;
+	/* an INA frame is read whole (checksum, add): the next one's lines
+	 * fetched while this one is handled (a runt's 8 bytes are in its
+	 * buffer, the answer just moot) */
+	if (for_switch && k + 1 < n) {
+		uint64_t next;
+		memcpy(&next, rte_pktmbuf_mtod(pkts[k + 1], const uint8_t *), 8);
+		if ((next_for_switch = dst_of_head(next) == mine))
+			prefetch_frame(pkts[k + 1]);
+	}
+	int o = classify(rt, in, m, f, for_switch, head, tail, *stamp);
+	if (o >= 0)
+		send_run(rt, &sw->ports[o], &pkts[k], 1, len, in->cfg->vlan);
+	if (o != -1)
+		return next_for_switch;
+one_by_one:
+	input_frame(rt, in, m);
+	*stamp = fdb_stamp(sw);
+	return next_for_switch;
+}
+
+/* A burst from an access port, in stages: each header read once.  Frames
+ * of known flows leave as runs per output port (known_flows); the others,
+ * INA frames among them, one at a time (other_frame).  Frames leave in the
+ * order they came (a flow's order holds).  Trunk ports and capturing
+ * switches take the frame-by-frame path for the whole burst. */
 static void input_burst(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct sw_lsw *sw = in->sw;
-	const uint64_t mine = sw->cfg->ip ? sw_mac64(sw->cfg->mac) : UINT64_MAX; /* MAX: matches no MAC */
-	const uint16_t vlan = in->cfg->vlan;
-	const uint64_t vlan_key = sw_src_key(0, vlan);
-	const bool staged = !in->tagged && !sw->cap.f;
+	uint64_t mine = UINT64_MAX; /* matches no frame */
+	if (sw->cfg->ip) {
+		uint8_t b[8] = { 0 };
+		memcpy(b, sw->cfg->mac, 6);
+		memcpy(&mine, b, 8);
+	}
 	uint64_t stamp = fdb_stamp(sw); /* again after each frame-by-frame one, which may learn */
-	struct rte_mbuf *fwd[SW_BURST_MAX];
-	uint8_t out[SW_BURST_MAX];
-	unsigned nfwd = 0;
 	uint64_t bytes = 0;
 
 	in->st.rx_packets += n;
-	/* two stages, as in l3fwd: the header two frames ahead; the whole
-	 * frame one ahead if it is for the switch itself */
+	if (unlikely(in->tagged || sw->cap.f)) {
+		for (uint16_t k = 0; k < n; k++) {
+			bytes += rte_pktmbuf_pkt_len(pkts[k]);
+			if (sw->cap.f)
+				sw_capture_frame(&sw->cap, in->index, SW_CAP_RX, pkts[k]);
+			input_frame(rt, in, pkts[k]);
+		}
+		in->st.rx_bytes += bytes;
+		return;
+	}
+	/* two stages, as in l3fwd: the header two frames ahead */
 	for (uint16_t k = 0; k < n && k < 2; k++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[k], void *));
-	for (uint16_t k = 0; k < n; k++) {
-		struct rte_mbuf *m = pkts[k];
-		const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
-		if (k + 2 < n)
-			rte_prefetch0(rte_pktmbuf_mtod(pkts[k + 2], void *));
-		/* (a runt's 8 bytes are in its buffer, the answer just moot) */
-		if (k + 1 < n && sw_mac64_at(rte_pktmbuf_mtod(pkts[k + 1], const uint8_t *)) == mine)
-			prefetch_frame(pkts[k + 1]);
-		bytes += rte_pktmbuf_pkt_len(m);
-		if (unlikely(!staged || m->nb_segs != 1 || rte_pktmbuf_data_len(m) < SW_ETH_HLEN))
-			goto one_by_one;
-		const uint64_t dst = sw_mac64_at(f), src = sw_mac64_at(f + 6);
-		const uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
-		/* what input_frame would learn, refuse or answer goes there */
-		const struct sw_src_seen *seen = sw_src_seen_of(in, src);
-		/* IPv4 or IPv6 only: no ARP, no tag.  A frame from the switch's
-		 * own MAC never passes: input_frame refuses it before learning,
-		 * so no port has it among its sources. */
-		if ((src | vlan_key) != seen->key || seen->s != sw->now_s || (f[0] & 1) ||
-		    (et != SW_ETHERTYPE_IPV4 && et != SW_ETHERTYPE_IPV6))
-			goto one_by_one;
-		if (dst == mine) {
-			if (et != SW_ETHERTYPE_IPV4)
-				goto one_by_one;
-			to_switch_ipv4(rt, sw, in, vlan, m);
-			continue;
-		}
-		int o = fdb_port(sw, in, f, dst, vlan, stamp);
-		if (o < 0)
-			goto one_by_one;
-		if (o == in->index) {
-			drop(in, SW_D_SAME_PORT, m);
-			continue;
-		}
-		fwd[nfwd] = m;
-		out[nfwd++] = (uint8_t)o;
-		continue;
-	one_by_one:
-		send_runs(rt, sw, fwd, out, nfwd, vlan);
-		nfwd = 0;
-		if (unlikely(sw->cap.f))
-			sw_capture_frame(&sw->cap, in->index, SW_CAP_RX, m);
-		input_frame(rt, in, m);
-		stamp = fdb_stamp(sw);
-	}
+	for (unsigned k = 0; (k = known_flows(rt, in, pkts, k, n, stamp, mine, &bytes)) < n;)
+		while (other_frame(rt, in, pkts, k++, n, mine, &stamp, &bytes))
+			; /* frames for the switch in a row stay here */
 	in->st.rx_bytes += bytes;
-	send_runs(rt, sw, fwd, out, nfwd, vlan);
 }
 
 /* ---- the loop ---- */
@@ -584,11 +664,9 @@ static void tx_full(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
 
 void sw_port_tx_callback_init(struct sw_port *p) { rte_eth_tx_buffer_set_err_callback(p->txb, tx_full, p); }
 
-static uint64_t clock_ns(const struct sw_rt *rt) { return (uint64_t)((double)rte_rdtsc() * rt->ns_per_tsc); }
-
 static void clock_tick(const struct sw_rt *rt, struct sw_lsw *sw)
 {
-	sw->now_ns = clock_ns(rt);
+	sw->now_ns = sw_clock_ns(rt);
 	sw->now_s = (uint32_t)(sw->now_ns / 1000000000ull);
 	if (sw->eng)
 		ina_engine_set_time(sw->eng, sw->now_ns);
@@ -633,28 +711,6 @@ static void flush_switches(struct sw_rt *rt, struct sw_lsw *const *sws, int nsw)
 	}
 }
 
-/* Grows 1, 2, 4 ... us up to the cap while idle, and never past the next
- * emulated release, so a delayed packet leaves on time. */
-static void idle_sleep(struct sw_worker *w, unsigned *idle, uint64_t now_ns, uint64_t next_due)
-{
-	uint64_t cap_ns = (uint64_t)w->rt->cfg.idle_sleep_max_us * 1000;
-	uint64_t ns = 1000ull << (*idle < 16 ? *idle : 16);
-	if (ns > cap_ns)
-		ns = cap_ns;
-	if (next_due != UINT64_MAX) {
-		if (next_due <= now_ns)
-			return;
-		if (next_due - now_ns < ns)
-			ns = next_due - now_ns;
-	}
-	if (ns == 0)
-		return;
-	(*idle)++;
-	w->idle_sleeps++;
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ns };
-	nanosleep(&ts, NULL);
-}
-
 /* One pass over the switches' ports and emulators; returns the packets
  * handled.  *next_due gets the earliest pending emulated release. */
 static unsigned poll_switches(struct sw_rt *rt, struct sw_lsw *const *sws, int nsw, uint64_t *next_due)
@@ -694,90 +750,3 @@ __attribute__((noinline)) unsigned sw_dp_poll_worker(struct sw_worker *w, uint64
 }
 
 __attribute__((noinline)) void sw_dp_flush_worker(struct sw_worker *w) { flush_switches(w->rt, w->sw, w->nsw); }
-
-/* A worker's loop (the stats file is the control thread's). */
-static void run_worker(struct sw_worker *w)
-{
-	struct sw_rt *rt = w->rt;
-	uint64_t next_flush = 0, next_age = 0;
-	unsigned idle = 0;
-
-	while (!*rt->quit) {
-		uint64_t next_due;
-		unsigned work = poll_switches(rt, w->sw, w->nsw, &next_due);
-		uint64_t now = w->nsw ? w->sw[0]->now_ns : clock_ns(rt);
-		w->loops++;
-
-		if (now >= next_flush) { /* a lone packet waits at most 100 us */
-			flush_switches(rt, w->sw, w->nsw);
-			next_flush = now + 100000;
-		}
-		if (now >= next_age) {
-			for (int s = 0; s < w->nsw; s++) {
-				sw_fdb_age(&w->sw[s]->fdb, w->sw[s]->now_s);
-				sw_capture_flush(&w->sw[s]->cap); /* a capture is readable a second later */
-			}
-			next_age = now + 1000000000ull;
-		}
-		if (work) {
-			idle = 0;
-		} else if (rt->cfg.idle_sleep_max_us || !w->nsw) {
-			flush_switches(rt, w->sw, w->nsw);
-			if (rt->cfg.idle_sleep_max_us)
-				idle_sleep(w, &idle, now, next_due);
-			else /* a main lcore without switches has nothing to poll */
-				nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
-		}
-	}
-	flush_switches(rt, w->sw, w->nsw);
-}
-
-static int worker_main(void *arg)
-{
-	run_worker(arg);
-	return 0;
-}
-
-/* What the devices hold before the first poll is dropped, counted.  An
- * af_packet socket receives from every interface of its namespace from its
- * creation until the driver binds it to its own, and the driver maps a ring
- * of megabytes in between: a frame that arrived on one port then (a host's
- * IPv6 chatter as it comes up) waits in another port's ring and would be
- * learned there.  The rest arrived before the switch was switching, as at
- * a real switch's boot. */
-static void discard_backlog(struct sw_rt *rt)
-{
-	struct rte_mbuf *pkts[SW_BURST_MAX];
-	for (int s = 0; s < rt->nsw; s++)
-		for (int i = 0; i < rt->sw[s]->nports; i++) {
-			struct sw_port *p = &rt->sw[s]->ports[i];
-			uint16_t n;
-			/* a ring's worth or a few: a flood arriving meanwhile is
-			 * the switch's to handle, not this loop's */
-			for (unsigned k = 0;
-			     p->ext && k < 4096 && (n = rte_eth_rx_burst(p->dev, p->queue, pkts, SW_BURST_MAX)) > 0;
-			     k += n) {
-				p->st.rx_packets += n;
-				for (uint16_t j = 0; j < n; j++) {
-					p->st.rx_bytes += rte_pktmbuf_pkt_len(pkts[j]);
-					if (p->sw->cap.f) /* received, as every dropped frame is */
-						sw_capture_frame(&p->sw->cap, p->index, SW_CAP_RX, pkts[j]);
-				}
-				p->st.drops[SW_D_BEFORE_START] += n;
-				rte_pktmbuf_free_bulk(pkts, n);
-			}
-		}
-}
-
-void sw_dp_run(struct sw_rt *rt)
-{
-	discard_backlog(rt);
-	for (int i = 1; i < rt->nworkers; i++)
-		if (rte_eal_remote_launch(worker_main, &rt->workers[i], rt->workers[i].lcore) != 0) {
-			/* setup checked the lcores: this is a bug, not a config error */
-			fprintf(stderr, "swemu: lcore %u does not start; stopping\n", rt->workers[i].lcore);
-			*rt->quit = 1;
-		}
-	run_worker(&rt->workers[0]);
-	rte_eal_mp_wait_lcore();
-}

@@ -123,6 +123,38 @@ static void test_move_inside_a_burst(void **state)
 	assert_int_equal(port_stats(fx, 0)->drops[SW_D_SAME_PORT] - same0, 2);
 }
 
+/* A flow's first frame makes its entry in the port's flow cache and the
+ * next three take it (sw_rt.h, sw_flow_seen): all four reach host 1 in
+ * order.  Then, in one burst: a runt whose buffer still holds the flow's
+ * header (a recycled mbuf can) is dropped as a runt, not forwarded by the
+ * entry; a frame of the flow after it still leaves. */
+static void test_known_flow_and_runt(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t mac1[6];
+	host_mac(1, mac1);
+	learn_both(fx);
+	struct rte_mbuf *ms[4];
+	static uint8_t sent[4][128];
+	size_t sent_len[4];
+	for (unsigned k = 0; k < 4; k++) {
+		ms[k] = marked(fx, 0, mac1, true, (uint8_t)(0xc0 + k));
+		sent_len[k] = rte_pktmbuf_data_len(ms[k]);
+		memcpy(sent[k], rte_pktmbuf_mtod(ms[k], void *), sent_len[k]);
+	}
+	burst_from(fx, 0, ms, 4);
+	expect_frames(fx, 1, sent, sent_len, 4);
+	const uint64_t runts = port_stats(fx, 0)->drops[SW_D_RUNT];
+	ms[0] = marked(fx, 0, mac1, true, 0xd0);
+	ms[0]->data_len = ms[0]->pkt_len = SW_ETH_HLEN - 1;
+	ms[1] = marked(fx, 0, mac1, true, 0xd1);
+	sent_len[0] = rte_pktmbuf_data_len(ms[1]);
+	memcpy(sent[0], rte_pktmbuf_mtod(ms[1], void *), sent_len[0]);
+	burst_from(fx, 0, ms, 2);
+	expect_frames(fx, 1, sent, sent_len, 1);
+	assert_int_equal(port_stats(fx, 0)->drops[SW_D_RUNT] - runts, 1);
+}
+
 /* A staged frame to an unknown MAC floods (frame by frame); one to the
  * port it came from is dropped by name; one from the switch's own MAC is
  * refused as a claim. */
@@ -183,6 +215,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_order_and_counters, setup_learn, teardown),
 		cmocka_unit_test_setup_teardown(test_move_inside_a_burst, setup_learn, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_same_port_claims, setup_learn, teardown),
+		cmocka_unit_test_setup_teardown(test_known_flow_and_runt, setup_learn, teardown),
 		cmocka_unit_test_setup_teardown(test_access_to_trunk, setup_trunk, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
