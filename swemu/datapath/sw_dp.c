@@ -483,32 +483,36 @@ static inline int fdb_port(struct sw_lsw *sw, struct sw_port *in, const uint8_t 
 	return o;
 }
 
-/* The staged path's checks for a frame no flow entry matched: the frame
- * goes to the switch's endpoint (returns -2, done), is forwarded to port
- * o (returns o, and o's flow entry is made), or takes the frame-by-frame
- * path (returns -1). */
-static int classify(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m, const uint8_t *f, bool for_switch,
-		    uint64_t head, uint64_t tail, uint64_t stamp)
+/* A frame's first 8 bytes as loaded, masked to its destination MAC. */
+static inline uint64_t dst_of_head(uint64_t head)
 {
-	struct sw_lsw *sw = in->sw;
-	const uint16_t vlan = in->cfg->vlan;
-	const uint64_t dst = sw_mac64_at(f), src = sw_mac64_at(f + 6);
+	static const uint8_t six[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0 };
+	uint64_t mask;
+	memcpy(&mask, six, 8);
+	return head & mask;
+}
+
+/* Whether the staged path may take a frame: from a source this port
+ * learned in this second (what input_frame would learn, refuse or answer
+ * goes there), unicast, IPv4 (or IPv6 unless ipv4_only): no ARP, no tag.
+ * A frame from the switch's own MAC never passes: input_frame refuses it
+ * before learning, so no port has it among its sources. */
+static inline bool staged(const struct sw_port *in, const uint8_t *f, bool ipv4_only)
+{
+	const uint64_t src = sw_mac64_at(f + 6);
 	const uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
-	/* what input_frame would learn, refuse or answer goes there */
-	const struct sw_src_seen *seen = sw_src_seen_of(in, src);
-	/* IPv4 or IPv6 only: no ARP, no tag.  A frame from the switch's own
-	 * MAC never passes: input_frame refuses it before learning, so no
-	 * port has it among its sources. */
-	if ((src | sw_src_key(0, vlan)) != seen->key || seen->s != sw->now_s || (f[0] & 1) ||
-	    (et != SW_ETHERTYPE_IPV4 && et != SW_ETHERTYPE_IPV6))
-		return -1;
-	if (for_switch) {
-		if (et != SW_ETHERTYPE_IPV4)
-			return -1;
-		to_switch_ipv4(rt, sw, in, vlan, m);
-		return -2;
-	}
-	int o = fdb_port(sw, in, f, dst, vlan, stamp);
+	const struct sw_src_seen *seen = &in->src_seen[sw_mac_bucket(src, SW_SRC_SEEN)];
+	return (src | sw_src_key(0, in->cfg->vlan)) == seen->key && seen->s == in->sw->now_s && !(f[0] & 1) &&
+	       (et == SW_ETHERTYPE_IPV4 || (!ipv4_only && et == SW_ETHERTYPE_IPV6));
+}
+
+/* The output port of a staged frame no flow entry matched (its flow's
+ * entry made), or -2 (dropped: to its own port) or -1 (the FDB does not
+ * know it: the frame-by-frame path floods it). */
+static int forward_port(struct sw_port *in, struct rte_mbuf *m, const uint8_t *f, uint64_t head, uint64_t tail,
+			uint64_t stamp)
+{
+	int o = fdb_port(in->sw, in, f, sw_mac64_at(f), in->cfg->vlan, stamp);
 	if (o < 0)
 		return -1;
 	if (o == in->index) {
@@ -519,15 +523,6 @@ static int classify(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m, co
 		.head = head, .tail = tail, .stamp = stamp, .port = (uint64_t)o
 	};
 	return o;
-}
-
-/* A frame's first 8 bytes as loaded, masked to its destination MAC. */
-static inline uint64_t dst_of_head(uint64_t head)
-{
-	static const uint8_t six[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0 };
-	uint64_t mask;
-	memcpy(&mask, six, 8);
-	return head & mask;
 }
 
 /* Frames from k on while each is of a known flow: a single segment of at
@@ -577,13 +572,12 @@ static inline __attribute__((always_inline)) unsigned known_flows(struct sw_rt *
 
 /* Frame k of a burst that is not of a known flow: for the switch's
  * endpoint (the whole of the next such frame fetched meanwhile), forwarded
- * after the staged checks (classify), or failing those frame by frame.
- * Returns whether frame k + 1 is for the switch too. */
+ * after the staged checks, or failing those frame by frame.  Returns
+ * whether frame k + 1 is for the switch too. */
 static inline __attribute__((always_inline)) bool other_frame(struct sw_rt *rt, struct sw_port *in,
 							      struct rte_mbuf **pkts, unsigned k, unsigned n,
 							      uint64_t mine, uint64_t *stamp, uint64_t *bytes)
 {
-	struct sw_lsw *sw = in->sw;
 	struct rte_mbuf *m = pkts[k];
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 	const uint32_t len = rte_pktmbuf_pkt_len(m);
@@ -595,25 +589,32 @@ static inline __attribute__((always_inline)) bool other_frame(struct sw_rt *rt, 
 		goto one_by_one;
 	uint64_t head, tail;
 	memcpy(&head, f, 8);
-	memcpy(&tail, f + 6, 8);
-	const bool for_switch = dst_of_head(head) == mine;
-	/* an INA frame is read whole (checksum, add): the next one's lines
-	 * fetched while this one is handled (a runt's 8 bytes are in its
-	 * buffer, the answer just moot) */
-	if (for_switch && k + 1 < n) {
-		uint64_t next;
-		memcpy(&next, rte_pktmbuf_mtod(pkts[k + 1], const uint8_t *), 8);
-		if ((next_for_switch = dst_of_head(next) == mine))
-			prefetch_frame(pkts[k + 1]);
-	}
-	int o = classify(rt, in, m, f, for_switch, head, tail, *stamp);
-	if (o >= 0)
-		send_run(rt, &sw->ports[o], &pkts[k], 1, len, in->cfg->vlan);
-	if (o != -1)
+	if (dst_of_head(head) == mine) {
+		/* an INA frame is read whole (checksum, add): the next one's
+		 * lines fetched while this one is handled (a runt's 8 bytes
+		 * are in its buffer, the answer just moot) */
+		if (k + 1 < n) {
+			uint64_t next;
+			memcpy(&next, rte_pktmbuf_mtod(pkts[k + 1], const uint8_t *), 8);
+			if ((next_for_switch = dst_of_head(next) == mine))
+				prefetch_frame(pkts[k + 1]);
+		}
+		if (!staged(in, f, true))
+			goto one_by_one;
+		to_switch_ipv4(rt, in->sw, in, in->cfg->vlan, m);
 		return next_for_switch;
+	}
+	memcpy(&tail, f + 6, 8);
+	if (staged(in, f, false)) {
+		int o = forward_port(in, m, f, head, tail, *stamp);
+		if (o >= 0)
+			send_run(rt, &in->sw->ports[o], &pkts[k], 1, len, in->cfg->vlan);
+		if (o != -1)
+			return false;
+	}
 one_by_one:
 	input_frame(rt, in, m);
-	*stamp = fdb_stamp(sw);
+	*stamp = fdb_stamp(in->sw);
 	return next_for_switch;
 }
 
