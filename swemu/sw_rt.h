@@ -232,6 +232,17 @@ struct sw_dst {
 };
 #define SW_DST_CACHE 64 /* a power of two; a job's members and peers */
 
+/* A destination's entry (ip and port in network order): the address's last
+ * octet in either byte order, mixed with the port's bytes, so a rack's
+ * members, numbered in sequence, get one each.  A multiplicative hash of the
+ * network-order word kept only its top bits, where the last octet barely
+ * reaches: with 32 members a quarter of the result frames missed and
+ * resolved their headers again. */
+static inline unsigned sw_dst_slot(uint32_t ip, uint16_t port)
+{
+	return (ip >> 24 ^ ip ^ (uint32_t)(port >> 8 ^ port)) & (SW_DST_CACHE - 1);
+}
+
 struct sw_lsw {
 	int index;
 	const struct sw_switch_cfg *cfg;

@@ -58,11 +58,6 @@ static void group_start(struct sw_rt *rt, struct sw_port *in, struct emit_group 
 	}
 }
 
-static unsigned dst_slot(uint32_t ip, uint16_t port)
-{
-	return ((ip ^ (uint32_t)port << 16) * 2654435761u) >> 26 & (SW_DST_CACHE - 1);
-}
-
 /* The result's source port is not part of it: hosts spread slots over
  * the INA ports (a partitioned switch's steering), and a key with it
  * missed on every port change; result_frame writes it per frame. */
@@ -194,7 +189,7 @@ static inline void send_frame(struct sw_rt *rt, struct sw_lsw *sw, struct sw_por
 			      const struct ina_addr *dst, uint16_t contributor, uint16_t in_vlan, uint16_t src_port,
 			      uint64_t stamp)
 {
-	struct sw_dst *d = &sw->dst_cache[dst_slot(dst->ip, dst->port)], fresh;
+	struct sw_dst *d = &sw->dst_cache[sw_dst_slot(dst->ip, dst->port)], fresh;
 	bool flood = false;
 	if (d->key != dst_key(dst) || d->stamp != stamp || d->mac_vlan != mac_vlan(dst->mac, in_vlan)) {
 		if (!dst_resolve(sw, in, dst, in_vlan, src_port, &fresh, &flood) && !flood)
