@@ -2,8 +2,8 @@
 /* The datapath: a pass over every port of a worker lcore's logical
  * switches (the loop around it: sw_loop.c).  Per packet: learn the
  * source, then either the switch's own endpoint (ARP, INA, control) or L2
- * forwarding within the port's VLAN; every egress goes through the port's link emulation when it
- * has one.  A link between logical switches is a queue into the peer port,
+ * forwarding within the port's VLAN; every egress goes through the port's
+ * link emulation when it has one.  A link between logical switches is a queue into the peer port,
  * drained by the peer's loop: a switch is never entered from inside
  * another's processing (its emit list stays intact), even on one lcore. */
 #include <string.h>
