@@ -144,6 +144,12 @@ static void test_known_flow_and_runt(void **state)
 	}
 	burst_from(fx, 0, ms, 4);
 	expect_frames(fx, 1, sent, sent_len, 4);
+	/* the entry the runt below would match without its length check */
+	uint64_t head, tail;
+	memcpy(&head, sent[0], 8);
+	memcpy(&tail, sent[0] + 6, 8);
+	const struct sw_flow_seen *fl = &fx->rt.sw[0]->ports[0].flow_seen[sw_flow_bucket(head, tail)];
+	assert_true(fl->head == head && fl->tail == tail && fl->port == 1 && fl->stamp != 0);
 	const uint64_t runts = port_stats(fx, 0)->drops[SW_D_RUNT];
 	ms[0] = marked(fx, 0, mac1, true, 0xd0);
 	ms[0]->data_len = ms[0]->pkt_len = SW_ETH_HLEN - 1;
