@@ -497,11 +497,11 @@ static inline uint64_t dst_of_head(uint64_t head)
  * goes there), unicast, IPv4 (or IPv6 unless ipv4_only): no ARP, no tag.
  * A frame from the switch's own MAC never passes: input_frame refuses it
  * before learning, so no port has it among its sources. */
-static inline bool staged(const struct sw_port *in, const uint8_t *f, bool ipv4_only)
+static inline bool staged(struct sw_port *in, const uint8_t *f, bool ipv4_only)
 {
 	const uint64_t src = sw_mac64_at(f + 6);
 	const uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
-	const struct sw_src_seen *seen = &in->src_seen[sw_mac_bucket(src, SW_SRC_SEEN)];
+	const struct sw_src_seen *seen = sw_src_seen_of(in, src);
 	return (src | sw_src_key(0, in->cfg->vlan)) == seen->key && seen->s == in->sw->now_s && !(f[0] & 1) &&
 	       (et == SW_ETHERTYPE_IPV4 || (!ipv4_only && et == SW_ETHERTYPE_IPV6));
 }
