@@ -64,6 +64,7 @@ static void emit_of(struct ctx *x, const struct slot *s, uint32_t index, unsigne
 	};
 	e->payload = (const uint8_t *)slot_data((struct slot *)s);
 	e->payload_len = bare(type) ? 0 : (size_t)s->nelem * ina_wire_elem_size(x->job->cfg.dtype);
+	e->payload_held = s->held && e->payload_len;
 	e->dst = *dst;
 	e->same_as_prev = false;
 	e->group = NULL;
@@ -234,7 +235,11 @@ static void add_contribution(struct ctx *x, unsigned c)
 static void start_round(struct ctx *x)
 {
 	struct slot *s = x->slot;
+	const struct ina_result_sink *k = &x->eng->sink;
 
+	if (k->get) /* the last round's buffer again if no frame holds it */
+		s->held = k->get(k->ctx, s->held, (size_t)x->pkt->hdr.count * sizeof(uint32_t));
+	x->data = slot_data(s);
 	memset(s->bitmap, 0, sizeof(s->bitmap));
 	s->epoch = x->pkt->hdr.epoch;
 	s->seq = x->pkt->hdr.seq;
@@ -279,6 +284,7 @@ static bool may_reclaim(const struct ctx *x, const struct slot *s, int cmp)
 static void reclaim(struct ctx *x, struct slot *s)
 {
 	x->job->st.reclaimed++;
+	slot_release(x->eng, s);
 	memset(s, 0, sizeof(*s)); /* SLOT_EMPTY */
 }
 
@@ -487,6 +493,11 @@ static enum ina_reason on_parent_result(struct ctx *x, const struct ina_addr *sr
 		return INA_R_DUPLICATE;
 	if (x->pkt->hdr.count != s->nelem)
 		return INA_R_COUNT_MISMATCH;
+	/* the partial may still be on its way up from the sink's buffer */
+	const struct ina_result_sink *k = &x->eng->sink;
+	if (s->held)
+		s->held = k->get(k->ctx, s->held, (size_t)s->nelem * sizeof(uint32_t));
+	x->data = slot_data(s);
 	memcpy(x->data, x->pkt->payload, x->pkt->payload_len);
 	s->exponent = x->pkt->hdr.exponent;
 	s->flags |= x->pkt->hdr.flags & INA_F_OVERFLOW;

@@ -113,6 +113,10 @@ struct ina_emit {
 	 * (group->upstream_index), each with its own hdr.contributor (the
 	 * index) and dst; hdr and dst here are the first one's. */
 	const struct ina_job_cfg *group;
+	/* payload is in a buffer of the engine's result sink, not slot
+	 * memory: unchanged until the slot's next round, and the sender may
+	 * keep it longer by the sink's own means (swemu: a reference) */
+	bool payload_held;
 };
 
 struct ina_emits {
@@ -159,6 +163,21 @@ void ina_engine_set_time(struct ina_engine *eng, uint64_t now_ns);
  * member's frame from a per-member header anyway (swemu) expands itself,
  * sparing the engine a copy of the emit per member. */
 void ina_engine_group_multicast(struct ina_engine *eng, bool on);
+
+/* Memory of the sender's for a slot's elements, so that a result leaves
+ * from where it was summed (swemu chains that buffer to every result
+ * frame; it never copies the sum).  At each round's start the engine asks
+ * get for a buffer of at least len bytes, handing back the slot's last
+ * one (or NULL): the sink returns it again when nothing else uses it,
+ * else puts it away and gives another, or NULL for slot memory.  put
+ * takes a buffer back for good (a reclaim, a job removed, the engine's
+ * end).  A buffer must be 64-byte aligned.  Off (NULL) by default. */
+struct ina_result_sink {
+	uint8_t *(*get)(void *ctx, uint8_t *last, size_t len);
+	void (*put)(void *ctx, uint8_t *buf);
+	void *ctx;
+};
+void ina_engine_result_sink(struct ina_engine *eng, const struct ina_result_sink *sink);
 
 /* Processes one validated packet from src.  Returns INA_OK when it was
  * taken (out may hold emits) or the reason it was dropped (out->n == 0,

@@ -30,6 +30,7 @@ struct slot {
 	uint8_t flags;	 /* INA_F_OVERFLOW */
 	int8_t exponent;
 	uint32_t touched_ms; /* engine time of the last packet it took */
+	uint8_t *held;	     /* the result sink's buffer holding its elements, or NULL */
 };
 
 struct job {
@@ -55,6 +56,7 @@ struct ina_engine {
 	bool group_multicast;  /* ina_engine_group_multicast */
 	bool general_only;     /* tests: every packet through the general path */
 	uint64_t fast_packets; /* taken by the fast path (its test checks it is) */
+	struct ina_result_sink sink;
 };
 
 _Static_assert(sizeof(struct slot) <= SLOT_HDR, "slot state must fit its header line");
@@ -65,7 +67,22 @@ static inline struct slot *slot_at(const struct ina_engine *eng, size_t m)
 	return (struct slot *)(eng->mem + m * eng->block);
 }
 
-static inline uint32_t *slot_data(struct slot *s) { return (uint32_t *)((uint8_t *)s + SLOT_HDR); }
+/* The slot's elements: partial sums in host order, then the result in
+ * wire order; in the result sink's buffer when it gave one. */
+static inline uint32_t *slot_data(struct slot *s)
+{
+	return s->held ? (uint32_t *)s->held : (uint32_t *)((uint8_t *)s + SLOT_HDR);
+}
+
+/* The slot leaves the sink's buffer for good (a reclaim, its job
+ * removed, the engine's end). */
+static inline void slot_release(const struct ina_engine *eng, struct slot *s)
+{
+	if (s->held) {
+		eng->sink.put(eng->sink.ctx, s->held);
+		s->held = NULL;
+	}
+}
 
 static inline struct job *find_job(const struct ina_engine *eng, uint16_t id)
 {

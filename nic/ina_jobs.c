@@ -11,8 +11,10 @@
  * first contribution of a round writes them). */
 static void clear_slots(struct ina_engine *eng, uint32_t base, uint32_t n)
 {
-	for (size_t m = (size_t)base * 2; m < ((size_t)base + n) * 2; m++)
+	for (size_t m = (size_t)base * 2; m < ((size_t)base + n) * 2; m++) {
+		slot_release(eng, slot_at(eng, m));
 		memset(slot_at(eng, m), 0, sizeof(struct slot));
+	}
 }
 
 /* The owner's side of a job entry's generation: odd from begin to end. */
@@ -64,6 +66,8 @@ struct ina_engine *ina_engine_create(uint32_t nslots, uint16_t max_elems)
 		ina_engine_destroy(eng);
 		return NULL;
 	}
+	for (size_t m = 0; m < (size_t)nslots * 2; m++) /* held is read before any job */
+		memset(slot_at(eng, m), 0, sizeof(struct slot));
 	return eng;
 }
 
@@ -71,6 +75,8 @@ void ina_engine_destroy(struct ina_engine *eng)
 {
 	if (!eng)
 		return;
+	if (eng->mem)
+		clear_slots(eng, 0, eng->nslots);
 	free(eng->mem);
 	free(eng);
 }
@@ -230,6 +236,11 @@ uint32_t ina_job_slots_busy(const struct ina_engine *eng, uint16_t id)
 }
 
 void ina_engine_group_multicast(struct ina_engine *eng, bool on) { eng->group_multicast = on; }
+
+void ina_engine_result_sink(struct ina_engine *eng, const struct ina_result_sink *sink)
+{
+	eng->sink = sink ? *sink : (struct ina_result_sink){ 0 };
+}
 
 void ina_engine_set_time(struct ina_engine *eng, uint64_t now_ns) { eng->now_ms = (uint32_t)(now_ns / 1000000); }
 

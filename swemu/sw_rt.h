@@ -305,6 +305,7 @@ struct sw_rt {
 	struct rte_mempool *xdp_pool;	 /* af_xdp receive buffers: a page each */
 	struct rte_mempool *small_pool;	 /* header mbufs chained to a shared payload */
 	struct rte_mempool *result_pool; /* result frames with a short payload copied in */
+	struct rte_mempool *held_pool;	 /* long sums, written there by the engine (sw_result_sink) */
 	double ns_per_tsc;
 	volatile sig_atomic_t *quit;
 	volatile sig_atomic_t *dump_stats;
@@ -343,6 +344,8 @@ void sw_forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint
 /* sw_result.c: the engine's emits (sw->emits, at least one) as frames from
  * the switch's address, src_port its INA port that the trigger came to; and
  * a NACK to the sender of a DATA for a job the switch does not have. */
+/* The engine's result sink on held_pool (NULL fields: no such pool). */
+struct ina_result_sink sw_result_sink(struct sw_rt *rt);
 void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t in_vlan, uint16_t src_port);
 void sw_send_nack(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, const struct sw_udp_view *v);
 

@@ -312,6 +312,8 @@ static int lsw_build(struct sw_rt *rt, int idx, int part, char *err, size_t errl
 			return -ENOMEM;
 		}
 		ina_engine_group_multicast(sw->eng, true); /* sw_send_emits expands them */
+		const struct ina_result_sink sink = sw_result_sink(rt);
+		ina_engine_result_sink(sw->eng, &sink);
 		for (int j = 0; j < c->njobs; j++) {
 			const char *why;
 			if (ina_job_install(sw->eng, &c->jobs[j], &why) < 0) {
@@ -369,6 +371,35 @@ static int assign_workers(struct sw_rt *rt, char *err, size_t errlen)
 	return 0;
 }
 
+/* The pool the engines write long sums into (sw_result_sink): one
+ * buffer per (slot, set) that ever completed, as the slots keep them, and
+ * some for sums whose slot moved on while frames still hold them.  Capped
+ * at half the receive pool: past that the engine sums in slot memory and
+ * each multicast copies, as before.  None without a sum long enough. */
+static int held_pool(struct sw_rt *rt, char *err, size_t errlen)
+{
+	size_t held = 0, elems = 0;
+	for (int i = 0; i < rt->cfg.nswitches; i++) {
+		const struct sw_switch_cfg *c = &rt->cfg.sw[i];
+		if (c->ina) {
+			held += (size_t)c->slots * 2 * (size_t)c->partitions;
+			elems = RTE_MAX(elems, (size_t)c->max_elems);
+		}
+	}
+	if (elems * INA_ELEM_SIZE <= SW_SHARE_MIN)
+		return 0;
+	unsigned n = (unsigned)RTE_MIN(held + 256, (size_t)rt->cfg.mbufs / 2);
+	size_t room = RTE_PKTMBUF_HEADROOM + elems * INA_ELEM_SIZE;
+	rt->held_pool = rte_pktmbuf_pool_create("swemu_held", n, RTE_MIN(256u, n / 2), 0, (uint16_t)room,
+						(int)rte_socket_id());
+	if (!rt->held_pool) {
+		snprintf(err, errlen, "cannot allocate %u result mbufs of %zu bytes (%s): give EAL more memory with -m",
+			 n, room, rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen)
 {
 	rt->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
@@ -398,9 +429,14 @@ int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen)
 		sw_rt_teardown(rt);
 		return -ENOMEM;
 	}
-	for (int i = 0; i < rt->cfg.nswitches; i++) {
+	for (int i = 0; i < rt->cfg.nswitches; i++)
 		if (rt->cfg.sw[i].partitions < 1) /* a config made in code (tests, benchmarks) */
 			rt->cfg.sw[i].partitions = 1;
+	if (held_pool(rt, err, errlen) < 0) {
+		sw_rt_teardown(rt);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < rt->cfg.nswitches; i++) {
 		int rc = lsw_build(rt, i, 0, err, errlen);
 		if (rc < 0) {
 			sw_rt_teardown(rt);
@@ -476,7 +512,8 @@ void sw_rt_teardown(struct sw_rt *rt)
 	rte_mempool_free(rt->xdp_pool);
 	rte_mempool_free(rt->small_pool);
 	rte_mempool_free(rt->result_pool);
-	rt->pool = rt->xdp_pool = rt->small_pool = rt->result_pool = NULL;
+	rte_mempool_free(rt->held_pool);
+	rt->pool = rt->xdp_pool = rt->small_pool = rt->result_pool = rt->held_pool = NULL;
 }
 
 /* EAL leaves its runtime directory (config, fbarrays, sockets) behind after

@@ -13,6 +13,55 @@
 
 #include "sw_rt.h"
 
+/* A slot of long elements sums them in an mbuf of held_pool
+ * (ina_engine_result_sink), and every result frame chains to it: the sum
+ * is never copied.  The buffer's mbuf is named in the 8 bytes of headroom
+ * in front of it, where nothing else writes (it is only ever a second
+ * segment). */
+static struct rte_mbuf *held_mbuf(const uint8_t *buf)
+{
+	struct rte_mbuf *m;
+	memcpy(&m, buf - sizeof(m), sizeof(m));
+	return m;
+}
+
+/* The slot's last buffer when no frame holds it any more (the usual case:
+ * its frames left a round ago), else a fresh one.  NULL (slot memory) for
+ * short elements, which each frame copies anyway, or when the pool is
+ * empty: held buffers are a saving, not a need. */
+static uint8_t *held_get(void *ctx, uint8_t *last, size_t len)
+{
+	struct rte_mempool *pool = ctx;
+	struct rte_mbuf *m;
+	if (last) {
+		if (len > SW_SHARE_MIN && rte_mbuf_refcnt_read(held_mbuf(last)) == 1)
+			return last;
+		rte_pktmbuf_free(held_mbuf(last));
+	}
+	if (len <= SW_SHARE_MIN || !(m = rte_pktmbuf_alloc(pool)))
+		return NULL;
+	uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
+	if (rte_pktmbuf_tailroom(m) < len || rte_pktmbuf_headroom(m) < sizeof(m) || (uintptr_t)buf % 64) {
+		rte_pktmbuf_free(m); /* the engine's loops want 64-byte lines */
+		return NULL;
+	}
+	memcpy(buf - sizeof(m), &m, sizeof(m));
+	return buf;
+}
+
+static void held_put(void *ctx, uint8_t *buf)
+{
+	(void)ctx;
+	rte_pktmbuf_free(held_mbuf(buf)); /* the slot's reference; frames may hold more */
+}
+
+struct ina_result_sink sw_result_sink(struct sw_rt *rt)
+{
+	if (!rt->held_pool)
+		return (struct ina_result_sink){ 0 };
+	return (struct ina_result_sink){ .get = held_get, .put = held_put, .ctx = rt->held_pool };
+}
+
 /* What the frames of one group of emits (a multicast: same slot, header
  * and payload; only address and contributor differ) have in common. */
 struct emit_group {
@@ -21,10 +70,12 @@ struct emit_group {
 	uint16_t ulen;		   /* UDP length of its frames */
 	/* A long payload's one copy, which every frame's header mbuf chains
 	 * to (DPDK's ipv4_multicast pattern); NULL: copied into each frame.
-	 * The group holds one reference and `credit` more, taken in one
-	 * store at the start for the frames it expects to send. */
+	 * The group holds `credit` references, taken in one store at the
+	 * start for the frames it expects to send, and one more when it
+	 * made the copy (not for a slot's held sum: the slot has that one). */
 	struct rte_mbuf *shared;
 	unsigned credit;
+	bool own;
 };
 
 static void group_end(struct emit_group *g)
@@ -32,7 +83,8 @@ static void group_end(struct emit_group *g)
 	if (g->shared) { /* the frames hold it now */
 		if (g->credit)
 			rte_mbuf_refcnt_update(g->shared, (int16_t) - (int)g->credit);
-		rte_pktmbuf_free_seg(g->shared);
+		if (g->own)
+			rte_pktmbuf_free_seg(g->shared);
 	}
 	g->shared = NULL;
 	g->credit = 0;
@@ -50,10 +102,17 @@ static void group_start(struct sw_rt *rt, struct sw_port *in, struct emit_group 
 	ina_hdr_encode(&h, g->head);
 	g->first = e;
 	g->ulen = (uint16_t)(SW_UDP_HLEN + INA_HDR_LEN + e->payload_len);
-	if (e->payload_len > SW_SHARE_MIN && (g->shared = sw_new_mbuf(rt, in))) {
+	if (e->payload_held && e->payload_len > SW_SHARE_MIN) {
+		g->shared = held_mbuf(e->payload);
+		g->shared->data_len = g->shared->pkt_len = (uint32_t)e->payload_len; /* the same for a round */
+		g->own = false;
+		rte_mbuf_refcnt_update(g->shared, (int16_t)frames);
+		g->credit = frames;
+	} else if (e->payload_len > SW_SHARE_MIN && (g->shared = sw_new_mbuf(rt, in))) {
 		memcpy(rte_pktmbuf_mtod(g->shared, void *), e->payload, e->payload_len);
 		g->shared->data_len = g->shared->pkt_len = (uint32_t)e->payload_len;
 		rte_mbuf_refcnt_set(g->shared, (uint16_t)(frames + 1)); /* before any frame is out */
+		g->own = true;
 		g->credit = frames;
 	}
 }
@@ -216,6 +275,7 @@ void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint
 	g.first = NULL;
 	g.shared = NULL;
 	g.credit = 0;
+	g.own = false;
 	const uint64_t stamp = dst_stamp(sw);
 
 	for (unsigned i = 0; i < em->n; i++) {

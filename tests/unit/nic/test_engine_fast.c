@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ina_engine_state.h"
@@ -92,7 +93,86 @@ static void assert_same_emits(const struct ina_emits *a, const struct ina_emits 
 	}
 }
 
-static void run(bool grouped)
+/* A result sink as swemu's behaves: buffers a sender still transmits from
+ * (`sending`, a snapshot of what it sends) are never handed out again,
+ * and must not change until they are sent; the last buffer comes back
+ * when it is free.  Short slots (under 4 elements) get slot memory. */
+#define SINK_BUFS 128
+#define SINK_LEN  (64 * 4)
+struct mock_sink {
+	uint8_t *buf[SINK_BUFS];
+	bool out[SINK_BUFS]; /* handed to the engine, not put back */
+	uint8_t *sending[SINK_BUFS];
+	size_t sending_len[SINK_BUFS];
+	unsigned gets, reuses, puts;
+};
+
+static int sink_index(struct mock_sink *k, const uint8_t *b)
+{
+	for (int i = 0; i < SINK_BUFS; i++)
+		if (k->buf[i] == b)
+			return i;
+	fail_msg("a buffer the sink never gave");
+	return -1;
+}
+
+static void sink_put(void *ctx, uint8_t *b)
+{
+	struct mock_sink *k = ctx;
+	int i = sink_index(k, b);
+	assert_true(k->out[i]);
+	k->out[i] = false;
+	k->puts++;
+}
+
+static uint8_t *sink_get(void *ctx, uint8_t *last, size_t len)
+{
+	struct mock_sink *k = ctx;
+	assert_true(len <= SINK_LEN);
+	if (last && len >= 4 * 4 && !k->sending[sink_index(k, last)]) {
+		k->reuses++;
+		return last;
+	}
+	if (last)
+		sink_put(ctx, last);
+	if (len < 4 * 4)
+		return NULL;
+	for (int i = 0; i < SINK_BUFS; i++)
+		if (!k->out[i] && !k->sending[i]) {
+			k->out[i] = true;
+			k->gets++;
+			memset(k->buf[i], 0xa5, SINK_LEN); /* the engine must write before it sends */
+			return k->buf[i];
+		}
+	return NULL; /* exhausted: slot memory */
+}
+
+/* What a sender does with the emits: keeps a copy of each held payload
+ * "in flight", and sends some of those in flight, checking they did not
+ * change meanwhile. */
+static void sink_emits(struct mock_sink *k, const struct ina_emits *out, struct tl_rng *r)
+{
+	for (unsigned i = 0; i < out->n; i++) {
+		const struct ina_emit *e = &out->e[i];
+		if (!e->payload_held)
+			continue;
+		int b = sink_index(k, e->payload);
+		if (!k->sending[b] && (k->sending[b] = malloc(SINK_LEN))) {
+			memcpy(k->sending[b], e->payload, e->payload_len);
+			k->sending_len[b] = e->payload_len;
+		} else if (k->sending[b]) {
+			assert_memory_equal(k->sending[b], e->payload, e->payload_len);
+		}
+	}
+	for (int b = 0; b < SINK_BUFS; b++)
+		if (k->sending[b] && tl_below(r, 16) == 0) {
+			assert_memory_equal(k->sending[b], k->buf[b], k->sending_len[b]); /* sent as it was */
+			free(k->sending[b]);
+			k->sending[b] = NULL;
+		}
+}
+
+static void run(bool grouped, struct mock_sink *sink)
 {
 	struct ina_engine *fast = ina_engine_create(16, 64), *ref = ina_engine_create(16, 64);
 	static struct ina_emits out_fast, out_ref;
@@ -101,6 +181,11 @@ static void run(bool grouped)
 	ref->general_only = true;
 	ina_engine_group_multicast(fast, grouped);
 	ina_engine_group_multicast(ref, grouped);
+	if (sink) { /* on the fast engine only: the general one's slot memory is the reference */
+		for (int i = 0; i < SINK_BUFS; i++)
+			assert_non_null(sink->buf[i] = aligned_alloc(64, SINK_LEN));
+		ina_engine_result_sink(fast, &(struct ina_result_sink){ sink_get, sink_put, sink });
+	}
 	make_jobs();
 	for (unsigned j = 0; j < NJOBS; j++) {
 		assert_int_equal(ina_job_install(fast, &jobs[j], NULL), 0);
@@ -123,12 +208,15 @@ static void run(bool grouped)
 		assert_int_equal(a, b);
 		assert_same_emits(&out_fast, &out_ref);
 		accepted += a == INA_OK;
+		if (sink)
+			sink_emits(sink, &out_fast, &r);
 	}
 	assert_memory_equal(ina_engine_stats(fast), ina_engine_stats(ref), sizeof(struct ina_engine_stats));
 	for (unsigned j = 0; j < NJOBS; j++)
 		assert_memory_equal(ina_job_stats(fast, jobs[j].id), ina_job_stats(ref, jobs[j].id),
 				    sizeof(struct ina_job_stats));
-	assert_memory_equal(fast->mem, ref->mem, (size_t)fast->nslots * 2 * fast->block);
+	if (!sink)
+		assert_memory_equal(fast->mem, ref->mem, (size_t)fast->nslots * 2 * fast->block);
 	/* the stream exercised the fast path, not only the general one */
 	print_message("# %llu of 300000 packets accepted, %llu by the fast path\n", (unsigned long long)accepted,
 		      (unsigned long long)fast->fast_packets);
@@ -137,18 +225,40 @@ static void run(bool grouped)
 	assert_int_equal(ref->fast_packets, 0);
 	ina_engine_destroy(fast);
 	ina_engine_destroy(ref);
+	if (sink) { /* every buffer back, most slots summed in one, and many reused */
+		print_message("# sink: %u buffers given, %u reused, %u put back\n", sink->gets, sink->reuses,
+			      sink->puts);
+		for (int i = 0; i < SINK_BUFS; i++) {
+			assert_false(sink->out[i]);
+			free(sink->buf[i]);
+			free(sink->sending[i]);
+		}
+		assert_int_equal(sink->gets, sink->puts);
+		assert_true(sink->gets > 100);
+		assert_true(sink->reuses > 100);
+	}
 }
 
 static void test_fast_path_matches_general(void **state)
 {
 	(void)state;
-	run(false);
+	run(false, NULL);
 }
 
 static void test_fast_path_matches_general_grouped(void **state)
 {
 	(void)state;
-	run(true);
+	run(true, NULL);
+}
+
+/* With a result sink, the same verdicts and emits (payloads compared by
+ * content), and the sink's rules kept: a buffer in flight is neither
+ * reused nor written, every buffer comes back. */
+static void test_fast_path_with_result_sink(void **state)
+{
+	(void)state;
+	static struct mock_sink sink;
+	run(true, &sink);
 }
 
 /* A grouped multicast stands for exactly the frames an ungrouped one lists. */
@@ -182,6 +292,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fast_path_matches_general),
 		cmocka_unit_test(test_fast_path_matches_general_grouped),
+		cmocka_unit_test(test_fast_path_with_result_sink),
 		cmocka_unit_test(test_grouped_multicast),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

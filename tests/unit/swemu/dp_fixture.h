@@ -189,11 +189,13 @@ static inline struct rte_mbuf *udp_to_switch(struct fixture *fx, unsigned h, uin
 	return m;
 }
 
-static inline struct rte_mbuf *contribution(struct fixture *fx, unsigned h, unsigned slot, unsigned count)
+/* Host h's contribution of slice seq (its values value(h, seq, e)) to
+ * slot field `slot` (index and set bit). */
+static inline struct rte_mbuf *slice(struct fixture *fx, unsigned h, uint32_t slot, unsigned seq, unsigned count)
 {
 	static uint8_t payload[MAX_ELEMS * 4];
 	for (unsigned e = 0; e < count; e++) {
-		uint32_t v = rte_cpu_to_be_32((uint32_t)value(h, slot, e));
+		uint32_t v = rte_cpu_to_be_32((uint32_t)value(h, seq, e));
 		memcpy(payload + 4 * e, &v, 4);
 	}
 	struct ina_hdr ih = { .version = INA_VERSION,
@@ -203,11 +205,17 @@ static inline struct rte_mbuf *contribution(struct fixture *fx, unsigned h, unsi
 			      .contributor = (uint16_t)h,
 			      .slot = slot,
 			      .epoch = 1,
-			      .seq = slot,
+			      .seq = seq,
 			      .count = (uint16_t)count };
 	uint8_t head[INA_HDR_LEN];
 	ina_hdr_encode(&ih, head);
 	return udp_to_switch(fx, h, INA_UDP_PORT_MIN, head, sizeof(head), payload, (size_t)count * 4);
+}
+
+/* Slice `slot` of host h to slot index `slot`, set 0. */
+static inline struct rte_mbuf *contribution(struct fixture *fx, unsigned h, unsigned slot, unsigned count)
+{
+	return slice(fx, h, slot, slot, count);
 }
 
 static inline void send_and_poll(struct fixture *fx, unsigned h, struct rte_mbuf *m)

@@ -25,6 +25,19 @@
 
 #include "dp_fixture.h"
 
+/* The result's elements are the sum of both hosts' slice seq. */
+static void assert_sum(const struct ina_pkt *pkt, unsigned seq, unsigned h)
+{
+	for (unsigned e = 0; e < pkt->hdr.count; e++) {
+		uint32_t w;
+		memcpy(&w, pkt->payload + 4 * e, 4);
+		int32_t want = value(0, seq, e) + value(1, seq, e);
+		if ((int32_t)rte_be_to_cpu_32(w) != want)
+			fail_msg("seq %u count %u host %u element %u: %d, want %d", seq, pkt->hdr.count, h, e,
+				 (int32_t)rte_be_to_cpu_32(w), want);
+	}
+}
+
 /* Both hosts contribute; each gets one result, addressed to it, with a
  * valid IPv4 checksum and UDP checksum 0, its own contributor id and the
  * exact sum.  Small payloads are copied into each frame, large ones shared
@@ -59,14 +72,7 @@ static void test_multicast_results(void **state)
 			assert_int_equal(pkt.hdr.contributor, h);
 			assert_int_equal(pkt.hdr.slot, slot);
 			assert_int_equal(pkt.hdr.count, count);
-			for (unsigned e = 0; e < count; e++) {
-				uint32_t w;
-				memcpy(&w, pkt.payload + 4 * e, 4);
-				int32_t want = value(0, slot, e) + value(1, slot, e);
-				if ((int32_t)rte_be_to_cpu_32(w) != want)
-					fail_msg("count %u host %u element %u: %d, want %d", count, h, e,
-						 (int32_t)rte_be_to_cpu_32(w), want);
-			}
+			assert_sum(&pkt, slot, h);
 		}
 	}
 	const struct ina_job_stats *js = ina_job_stats(fx->rt.sw[0]->eng, 1);
@@ -75,6 +81,53 @@ static void test_multicast_results(void **state)
 		for (int d = 0; d < SW_D_MAX_; d++)
 			if (port_stats(fx, h)->drops[d])
 				fail_msg("port %u dropped %s", h, sw_drop_name((unsigned)d));
+}
+
+/* Host h's next frame is slice seq's result for slot field `slot`, exact. */
+static void expect_result(struct fixture *fx, unsigned h, uint32_t slot, unsigned seq, unsigned count)
+{
+	static uint8_t frames[1][9100];
+	size_t len[1] = { 0 };
+	struct sw_udp_view v;
+	struct ina_pkt pkt;
+	assert_int_equal(received(fx, h, frames, len, 1), 1);
+	assert_int_equal(sw_frame_parse_udp(frames[0], len[0], 0, &v), SW_FRAME_OK);
+	assert_int_equal(ina_parse(v.payload, v.payload_len, &pkt), INA_OK);
+	assert_int_equal(pkt.hdr.slot, slot);
+	assert_int_equal(pkt.hdr.seq, seq);
+	assert_int_equal(pkt.hdr.count, count);
+	assert_sum(&pkt, seq, h);
+}
+
+/* A long sum is made in a held_pool mbuf that the result frames chain to
+ * (sw_result.c).  While a round's frames still wait in the transmit
+ * rings, the slot's next round must sum elsewhere, and they leave with
+ * their own round's sum; once they left, the buffer is used again; when
+ * the job goes, its buffers go back to the pool. */
+static void test_sum_in_flight_keeps_its_bytes(void **state)
+{
+	struct fixture *fx = *state;
+	const unsigned count = 256; /* 1 KiB: past SW_SHARE_MIN, chained */
+	struct rte_mempool *held = fx->rt.held_pool;
+	assert_non_null(held);
+	/* slot 0: set 0, set 1, set 0 again, nothing read meanwhile */
+	const uint32_t slots[] = { 0, INA_SLOT_SET_BIT, 0 };
+	for (unsigned r = 0; r < 3; r++)
+		for (unsigned h = 0; h < NHOSTS; h++)
+			send_and_poll(fx, h, slice(fx, h, slots[r], r, count));
+	/* set 0's first sum is still in host 0's ring: a buffer of its own */
+	assert_int_equal(rte_mempool_in_use_count(held), 3);
+	for (unsigned h = 0; h < NHOSTS; h++)
+		for (unsigned r = 0; r < 3; r++)
+			expect_result(fx, h, slots[r], r, count);
+	/* all sent: set 1's next round sums in its buffer again */
+	for (unsigned h = 0; h < NHOSTS; h++)
+		send_and_poll(fx, h, slice(fx, h, INA_SLOT_SET_BIT, 3, count));
+	for (unsigned h = 0; h < NHOSTS; h++)
+		expect_result(fx, h, INA_SLOT_SET_BIT, 3, count);
+	assert_int_equal(rte_mempool_in_use_count(held), 2);
+	assert_int_equal(ina_job_remove(fx->rt.sw[0]->eng, 1), 0);
+	assert_int_equal(rte_mempool_in_use_count(held), 0);
 }
 
 static void flip_byte(struct rte_mbuf *m, size_t off) { rte_pktmbuf_mtod(m, uint8_t *)[off] ^= 0x01; }
@@ -573,6 +626,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dst_cache_spreads_a_rack),
 		cmocka_unit_test_setup_teardown(test_multicast_results, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sum_in_flight_keeps_its_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_follow_a_move, setup_learn, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_checksum_verdict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trunk, setup_trunk, teardown),
