@@ -14,6 +14,7 @@
 /* UDP destination ports that mark INA traffic (SwitchML's range). */
 #define INA_UDP_PORT_MIN 0xBEE0
 #define INA_UDP_PORT_MAX 0xBEEF
+#define INA_UDP_PORTS	 (INA_UDP_PORT_MAX - INA_UDP_PORT_MIN + 1)
 /* Ports with a fixed role, the defaults of every part (docs/PROTOCOL.md). */
 #define INA_CTRL_PORT	 (INA_UDP_PORT_MIN - 1) /* 48863: a switch's control channel */
 #define INA_HOST_PORT	 INA_UDP_PORT_MIN	/* 48864: a host's INA socket */

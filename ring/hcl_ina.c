@@ -38,6 +38,13 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transpor
 			 INA_MAX_ELEMS, HCL_INA_MAX_SHARDS);
 		return NULL;
 	}
+	for (unsigned h = 0; h < HCL_INA_MAX_SHARDS; h++)
+		if (cfg->ports[h] > INA_UDP_PORTS ||
+		    ntohs(cfg->sw[h].sin_port) + (cfg->ports[h] ? cfg->ports[h] : 1u) > 65536) {
+			snprintf(err, errlen, "ina: shard %u: %u ports from %u: at most %d, below 65536", h,
+				 cfg->ports[h], ntohs(cfg->sw[h].sin_port), INA_UDP_PORTS);
+			return NULL;
+		}
 	struct hcl_ina *a = calloc(1, sizeof(*a));
 	if (!a)
 		goto nomem;
@@ -99,6 +106,15 @@ static size_t slice_len(const struct hcl_ina *a, const struct pass *ps, size_t k
 	return ps->count - first < a->cfg.elems ? ps->count - first : a->cfg.elems;
 }
 
+/* Where shard h's slot goes: the aggregator's port + slot mod ports. */
+static struct sockaddr_in slot_peer(const struct hcl_ina *a, unsigned h, uint32_t slot)
+{
+	struct sockaddr_in to = a->cfg.sw[h];
+	if (a->cfg.ports[h] > 1)
+		to.sin_port = htons((uint16_t)(ntohs(to.sin_port) + slot % a->cfg.ports[h]));
+	return to;
+}
+
 /* The first slice of shard h among nslices: shards are runs of
  * consecutive slices, as even as whole slices allow. */
 static size_t shard_first(size_t nslices, unsigned shards, unsigned h) { return nslices * h / shards; }
@@ -137,7 +153,7 @@ static bool send_slice(struct hcl_ina *a, const struct pass *ps, unsigned h, uin
 {
 	struct dgram_pkt p = { .buf = a->tx,
 			       .len = (uint32_t)encode_slice(a, ps, h, slot, k, retx, a->tx),
-			       .peer = a->cfg.sw[h] };
+			       .peer = slot_peer(a, h, slot) };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 
@@ -179,7 +195,8 @@ static bool start_next(struct hcl_ina *a, const struct pass *ps, unsigned h, siz
 	const size_t k = a->next[h]++;
 	struct hcl_inaw_slot *s = hcl_inaw_start(&a->win[h], (uint32_t)slot, k, clock_now_ns(), false);
 	uint8_t *buf = hcl_ina_tx_buf(&a->txq, a->t);
-	hcl_ina_tx_push(&a->txq, encode_slice(a, ps, h, (uint32_t)slot, k, false, buf), &a->cfg.sw[h], s);
+	const struct sockaddr_in to = slot_peer(a, h, (uint32_t)slot);
+	hcl_ina_tx_push(&a->txq, encode_slice(a, ps, h, (uint32_t)slot, k, false, buf), &to, s);
 	a->st.sent++;
 	return true;
 }
@@ -190,13 +207,17 @@ static void fill(struct hcl_ina *a, const struct pass *ps, unsigned h, size_t ns
 		;
 }
 
-/* The shard whose aggregator sent p (its address and port), or -1. */
+/* The shard whose aggregator sent p (its address and one of its ports),
+ * or -1.  Any of the ports, not only the slot's: a gap report names a
+ * slot but leaves from the port of the slice that revealed the gap. */
 static int shard_of(const struct hcl_ina *a, const struct dgram_pkt *in, const struct ina_pkt *p)
 {
-	for (unsigned h = 0; h < a->cfg.shards; h++)
+	for (unsigned h = 0; h < a->cfg.shards; h++) {
+		unsigned from = ntohs(in->peer.sin_port) - ntohs(a->cfg.sw[h].sin_port);
 		if (a->cfg.job[h] == p->hdr.job && a->cfg.sw[h].sin_addr.s_addr == in->peer.sin_addr.s_addr &&
-		    a->cfg.sw[h].sin_port == in->peer.sin_port)
+		    from < (a->cfg.ports[h] ? a->cfg.ports[h] : 1u))
 			return (int)h;
+	}
 	return -1;
 }
 

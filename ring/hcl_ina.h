@@ -29,8 +29,14 @@ struct hcl_ina_cfg {
 	unsigned shards;			   /* 0 or 1: one aggregator; at most HCL_INA_MAX_SHARDS */
 	struct sockaddr_in sw[HCL_INA_MAX_SHARDS]; /* per shard: the aggregator's INA address */
 	uint16_t job[HCL_INA_MAX_SHARDS];	   /* per shard: the job there */
-	uint16_t index;				   /* contributor index of this rank in the job */
-	uint32_t slots;				   /* each job's slot count */
+	/* per shard: how many UDP ports from sw[h]'s the aggregator takes INA
+	 * on (0 or 1: that one).  Slot s goes to port + s mod ports, and its
+	 * results are taken from any of them: a switch split over lcores by
+	 * UDP port (swemu's partitions) then gets every slot's contributions
+	 * in one partition, and the job's slots in all of them. */
+	uint8_t ports[HCL_INA_MAX_SHARDS];
+	uint16_t index; /* contributor index of this rank in the job */
+	uint32_t slots; /* each job's slot count */
 	/* per shard: slices in flight that are not stalled (0: slots); the
 	 * slots beyond it take the next slices while others wait for a
 	 * re-send (agent/psina_plan.h, PSINA_SPARE_SLOTS) */

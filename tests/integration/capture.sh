@@ -57,7 +57,7 @@ cp "$d/stats.json" "$LOGDIR/stats.json"
 TOPO_NAME=""
 tshark -X lua_script:"$lua" -r "$LOGDIR/tor0.pcapng" -T fields -E separator=/t -e frame.interface_name \
 	-e frame.packet_flags_direction -e ip.src -e ip.dst -e udp.srcport -e udp.dstport -e ina.type \
-	-e _ws.expert.message -e ina_ctrl.op > "$LOGDIR/frames.tsv" 2>"$LOGDIR/tshark.err" ||
+	-e _ws.expert.message -e ina_ctrl.op -e ina.slot > "$LOGDIR/frames.tsv" 2>"$LOGDIR/tshark.err" ||
 	fail "tshark: $(cat "$LOGDIR/tshark.err")"
 $PY - "$LOGDIR/frames.tsv" "$LOGDIR/stats.json" <<'P'
 import collections, json, sys
@@ -73,9 +73,14 @@ for i in range(4):
     rx = sum(r[0] == "tor0.h%d" % i and r[1] == "0x00000001" for r in rows)
     tx = sum(r[0] == "tor0.h%d" % i and r[1] == "0x00000002" for r in rows)
     assert (rx, tx) == (p["rx_packets"], p["tx_packets"]), ("h%d" % i, rx, tx, p["rx_packets"], p["tx_packets"])
-to_sw = [r for r in rows if r[1] == "0x00000001" and r[3] == sw and r[5] == "48864"]
-from_sw = [r for r in rows if r[1] == "0x00000002" and r[2] == sw and r[4] == "48864"]
-assert all(r[6] for r in to_sw + from_sw), "a frame to or from the switch's INA port did not decode"
+ina_port = lambda p: p.isdigit() and 48864 <= int(p) <= 48879
+to_sw = [r for r in rows if r[1] == "0x00000001" and r[3] == sw and ina_port(r[5])]
+from_sw = [r for r in rows if r[1] == "0x00000002" and r[2] == sw and ina_port(r[4])]
+assert all(r[6] for r in to_sw + from_sw), "a frame to or from the switch's INA ports did not decode"
+# the hosts spread a job's slots over the 16 ports: slot s to 48864 + s mod 16
+data = [r for r in to_sw if r[6] == "1" and r[9]]
+wrong = [r for r in data if int(r[5]) != 48864 + (int(r[9], 16) & 0x7FFFFFFF) % 16]
+assert not wrong and len({r[5] for r in data}) > 1, ("slot ports", wrong[:3], {r[5] for r in data})
 ina = st["ina"]
 bad = [r for r in to_sw if r[7].startswith("bad_version")]
 assert len(bad) == 1 and ina["drops"].get("bad_version") == 1, (bad, ina["drops"])
@@ -86,8 +91,8 @@ types = collections.Counter(r[6] for r in from_sw)
 assert sum(types.values()) == ina["emits_sent"] and set(types) <= {"2", "7", "8"}, (types, ina["emits_sent"])
 ops = collections.Counter(r[8] for r in rows if r[8])
 assert ops["install"] >= 1 and ops["remove"] >= 1, ops
-print("capture: %d frames on 4 ports; %d INA frames to the switch (one malformed, named), %d results from it; "
-      "control: %s" % (len(rows), len(to_sw), types["2"], dict(ops)))
+print("capture: %d frames on 4 ports; %d INA frames to the switch (one malformed, named) on %d ports, "
+      "%d results from it; control: %s" % (len(rows), len(to_sw), len({r[5] for r in data}), types["2"], dict(ops)))
 P
 
 # a bounded capture: the first 1500 frames, the rest counted
