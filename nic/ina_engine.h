@@ -171,7 +171,8 @@ void ina_engine_group_multicast(struct ina_engine *eng, bool on);
  * one (or NULL): the sink returns it again when nothing else uses it,
  * else puts it away and gives another, or NULL for slot memory.  put
  * takes a buffer back for good (a reclaim, a job removed, the engine's
- * end).  A buffer must be 64-byte aligned.  Off (NULL) by default. */
+ * end).  A buffer must be 64-byte aligned.  Off (NULL) by default; set
+ * it before installing jobs. */
 struct ina_result_sink {
 	uint8_t *(*get)(void *ctx, uint8_t *last, size_t len);
 	void (*put)(void *ctx, uint8_t *buf);

@@ -372,7 +372,7 @@ static int assign_workers(struct sw_rt *rt, char *err, size_t errlen)
 }
 
 /* The pool the engines write long sums into (sw_result_sink): one
- * buffer per (slot, set) that ever completed, as the slots keep them, and
+ * buffer per (slot, set), as the slots keep theirs between rounds, and
  * some for sums whose slot moved on while frames still hold them.  Capped
  * at half the receive pool: past that the engine sums in slot memory and
  * each multicast copies, as before.  None without a sum long enough. */

@@ -46,6 +46,7 @@ static uint8_t *held_get(void *ctx, uint8_t *last, size_t len)
 		return NULL;
 	}
 	memcpy(buf - sizeof(m), &m, sizeof(m));
+	m->data_len = m->pkt_len = (uint32_t)len; /* int32 and fp32: what goes out */
 	return buf;
 }
 
@@ -104,7 +105,8 @@ static void group_start(struct sw_rt *rt, struct sw_port *in, struct emit_group 
 	g->ulen = (uint16_t)(SW_UDP_HLEN + INA_HDR_LEN + e->payload_len);
 	if (e->payload_held && e->payload_len > SW_SHARE_MIN) {
 		g->shared = held_mbuf(e->payload);
-		g->shared->data_len = g->shared->pkt_len = (uint32_t)e->payload_len; /* the same for a round */
+		if (g->shared->data_len != e->payload_len) /* bf16 (2 B on the wire): once a round */
+			g->shared->data_len = g->shared->pkt_len = (uint32_t)e->payload_len;
 		g->own = false;
 		rte_mbuf_refcnt_update(g->shared, (int16_t)frames);
 		g->credit = frames;
