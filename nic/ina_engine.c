@@ -235,10 +235,9 @@ static void add_contribution(struct ctx *x, unsigned c)
 static void start_round(struct ctx *x)
 {
 	struct slot *s = x->slot;
-	const struct ina_result_sink *k = &x->eng->sink;
 
-	if (k->get) /* the last round's buffer again if no frame holds it */
-		s->held = k->get(k->ctx, s->held, (size_t)x->pkt->hdr.count * sizeof(uint32_t));
+	if (x->eng->sink.get)
+		slot_renew(x->eng, s, (size_t)x->pkt->hdr.count * sizeof(uint32_t));
 	x->data = slot_data(s);
 	memset(s->bitmap, 0, sizeof(s->bitmap));
 	s->epoch = x->pkt->hdr.epoch;
@@ -493,10 +492,8 @@ static enum ina_reason on_parent_result(struct ctx *x, const struct ina_addr *sr
 		return INA_R_DUPLICATE;
 	if (x->pkt->hdr.count != s->nelem)
 		return INA_R_COUNT_MISMATCH;
-	/* the partial may still be on its way up from the sink's buffer */
-	const struct ina_result_sink *k = &x->eng->sink;
-	if (s->held)
-		s->held = k->get(k->ctx, s->held, (size_t)s->nelem * sizeof(uint32_t));
+	if (s->held) /* the partial may still be on its way up from it */
+		slot_renew(x->eng, s, (size_t)s->nelem * sizeof(uint32_t));
 	x->data = slot_data(s);
 	memcpy(x->data, x->pkt->payload, x->pkt->payload_len);
 	s->exponent = x->pkt->hdr.exponent;

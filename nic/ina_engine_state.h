@@ -74,6 +74,13 @@ static inline uint32_t *slot_data(struct slot *s)
 	return s->held ? (uint32_t *)s->held : (uint32_t *)((uint8_t *)s + SLOT_HDR);
 }
 
+/* The slot's elements go to a buffer of the sink's for what comes next
+ * (len bytes): the last one again if nothing else holds it. */
+static inline void slot_renew(const struct ina_engine *eng, struct slot *s, size_t len)
+{
+	s->held = eng->sink.get(eng->sink.ctx, s->held, len);
+}
+
 /* The slot leaves the sink's buffer for good (a reclaim, its job
  * removed, the engine's end). */
 static inline void slot_release(const struct ina_engine *eng, struct slot *s)
