@@ -26,6 +26,7 @@
 #include <rte_malloc.h>
 
 #include "ina_kernels.h"
+#include "sw_bench_floor.h"
 #include "sw_rt.h"
 #include "bench_util.h"
 
@@ -34,7 +35,8 @@
 
 static volatile sig_atomic_t never;
 
-enum mode { M_L2, M_INA, M_IO };
+/* The switch's modes, then the floors' (-F, sw_bench_floor.h). */
+enum mode { M_L2, M_INA, M_IO, M_FLOOR_L2, M_FLOOR_INA, M_FLOOR_CHECKED, M_MODES_ };
 
 /* What every lane shares: the row's parameters. */
 struct bench {
@@ -60,6 +62,7 @@ struct lane {
 	struct rte_mbuf **tmpl; /* fan_in * WINDOW */
 	uint16_t port_id[NPORTS];
 	struct sw_worker *w;
+	struct bench_floor *floor; /* the floor modes' */
 	/* results */
 	uint64_t packets, in_switch; /* in_switch: TSC cycles in poll + flush */
 	uint32_t rounds;
@@ -380,6 +383,12 @@ static int drive(void *arg)
 				if (b->mode == M_IO) {
 					while (bare_io(l))
 						;
+				} else if (b->mode == M_FLOOR_L2) {
+					while (bench_floor_l2(l->floor))
+						;
+				} else if (b->mode >= M_FLOOR_INA) {
+					while (bench_floor_ina(l->floor))
+						;
 				} else {
 					while (sw_dp_poll_worker(l->w, &due))
 						;
@@ -474,6 +483,15 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 			rte_eth_dev_get_port_by_name(lanes[k].dev[p], &lanes[k].port_id[p]);
 		build_templates(&lanes[k]);
 	}
+	static struct bench_floor floor;
+	if (b->mode >= M_FLOOR_L2) { /* one lane (main) */
+		if (bench_floor_init(&floor, b->fan_in, b->elems, WINDOW, b->mode == M_FLOOR_CHECKED, lanes[0].port_id,
+				     lanes[0].queue, lanes[0].tmpl) != 0) {
+			fprintf(stderr, "swemu-bench: no memory for the floor\n");
+			exit(1);
+		}
+		lanes[0].floor = &floor;
+	}
 	for (int k = 1; k < nlanes; k++)
 		if (rte_eal_remote_launch(drive, &lanes[k], lanes[k].w->lcore) != 0) {
 			fprintf(stderr, "swemu-bench: lcore %u does not start\n", lanes[k].w->lcore);
@@ -495,8 +513,14 @@ static struct figures run(struct bench *b, int nlanes, int serial)
 		for (int p = 0; p < NPORTS; p++)
 			for (int d = 0; d < SW_D_MAX_; d++)
 				fg.drops += sw->ports[p].st.drops[d];
-		if (b->ina && js->completions != (uint64_t)l->rounds * WINDOW)
+		if (b->mode == M_INA && js->completions != (uint64_t)l->rounds * WINDOW)
 			fg.drops += 1000000000; /* flagged as wrong below */
+		if (b->mode >= M_FLOOR_L2) {
+			fg.drops += floor.refused + floor.wrong;
+			if (b->ina && floor.completions != (uint64_t)l->rounds * WINDOW)
+				fg.drops += 1000000000;
+			bench_floor_fini(&floor);
+		}
 		if (b->mode == M_INA)
 			fg.add_ns = bare_add_ns(b, l->tmpl);
 		for (unsigned i = 0; i < b->fan_in * WINDOW; i++)
@@ -518,7 +542,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: swemu-bench [-s SECONDS] [-e ELEMS,...] [-n FANIN,...] [-r N] [-w 1|2 [-1]] [-m io|l2|ina] "
-		"[-z|-o] [-H] [-c ROUNDS] [-q|--quick] [-h|--help]\n"
+		"[-z|-o] [-F] [-H] [-c ROUNDS] [-q|--quick] [-h|--help]\n"
 		"  swemu's datapath on in-memory ring ports, one lcore per lane, busy polling:\n"
 		"  the bare I/O loop, plain L2 forwarding and INA aggregation of the same frames,\n"
 		"  and the bare add of their payloads; the ratios issue 19's goals are set in.\n"
@@ -536,6 +560,9 @@ static void usage(FILE *f)
 		"  -e LIST  elements per packet (default 64,256,1024,2048)\n"
 		"  -n LIST  fan-in (default 4,32)\n"
 		"  -m MODE  io, l2 or ina only (for profiling; default all three)\n"
+		"  -F       also the floors, each under its row: the least work per frame of a\n"
+		"           forwarding switch and of an INA switch without and with checks, on the\n"
+		"           same ports and frames (needs -z, one lane, no -m)\n"
 		"  -H       hugepages (2 MiB, reserved beforehand in /proc/sys/vm/nr_hugepages)\n"
 		"           instead of --no-huge\n"
 		"  -z       senders leave the UDP checksum 0 (as SwitchML hosts do):\n"
@@ -570,15 +597,16 @@ int main(int argc, char **argv)
 	double seconds = 1;
 	int rounds = 1, lanes = 1, fixed = 0;
 	int only = -1; /* one mode only (for profiling): enum mode */
-	bool zero = false, huge = false, nic = false, one = false;
+	bool zero = false, huge = false, nic = false, one = false, floors = false;
 	static const struct option longs[] = { { "help", no_argument, 0, 'h' },
 					       { "quick", no_argument, 0, 'q' },
 					       { 0, 0, 0, 0 } };
-	while ((o = getopt_long(argc, argv, "s:r:w:e:n:m:c:zoHqh1", longs, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "s:r:w:e:n:m:c:zoFHqh1", longs, NULL)) != -1) {
 		switch (o) {
 		case 'H': huge = true; break;
 		case '1': one = true; break;
 		case 'z': zero = true; break;
+		case 'F': floors = true; break;
 		case 'o': nic = true; break;
 		case 'm':
 			only = !strcmp(optarg, "l2")	? M_L2
@@ -598,7 +626,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (ne <= 0 || nf <= 0 || seconds <= 0 || seconds > 60 || only < -1 || rounds < 1 || fixed < 0 ||
-	    fixed > 1000000 || rounds > MAX_ROUNDS || lanes < 1 || lanes > 2 || (one && lanes != 2)) {
+	    fixed > 1000000 || rounds > MAX_ROUNDS || lanes < 1 || lanes > 2 || (one && lanes != 2) ||
+	    (floors && (lanes != 1 || !zero || only >= 0))) {
 		usage(stderr);
 		return 2;
 	}
@@ -652,6 +681,10 @@ int main(int argc, char **argv)
 	       "# copying is a NIC's work and not counted); ina_Gbps: gradient Gbit/s at ina_ns.\n"
 	       "# goals (issue 19): g1 = (l2 + add) / ina >= 0.8 at 64-256 elements; g2 = add / ina >= 0.6\n"
 	       "# at >= 1024; g3 = l2 / io <= 1.5\n");
+	if (floors)
+		printf("# floor rows (-F, sw_bench_floor.h): ns per frame of the least forwarding (l2) and of\n"
+		       "# the least INA without checks (ina) and with a switch's checks (checked); g1 = (l2 +\n"
+		       "# add) / floor ina with this row's swemu l2 and add; g3 = floor l2 / io\n");
 	printf("# %6s %5s | %6s %6s %6s %6s %8s | %5s %5s %5s | %s\n", "elems", "fanin", "io_ns", "l2_ns", "ina_ns",
 	       "add_ns", "ina_Gbps", "g1", "g2", "g3", "check");
 	int serial = 0, bad = 0;
@@ -659,13 +692,14 @@ int main(int argc, char **argv)
 		for (int e = 0; e < ne; e++) {
 			b.fan_in = fanins[f];
 			b.elems = elems[e];
-			double ns[3][MAX_ROUNDS], add[MAX_ROUNDS];
+			double ns[M_MODES_][MAX_ROUNDS], add[MAX_ROUNDS];
+			const int nmodes = floors ? M_MODES_ : M_FLOOR_L2;
 			uint64_t drops = 0;
 			/* the modes take turns, so a slow spell of the machine hits all */
 			for (int r = 0; r < rounds; r++) {
-				for (int k = 0; k < 3; k++) {
-					b.mode = (enum mode)((r + k) % 3);
-					b.ina = b.mode == M_INA;
+				for (int k = 0; k < nmodes; k++) {
+					b.mode = (enum mode)((r + k) % nmodes);
+					b.ina = b.mode == M_INA || b.mode == M_FLOOR_INA || b.mode == M_FLOOR_CHECKED;
 					ns[b.mode][r] = 0;
 					if (only >= 0 && only != (int)b.mode)
 						continue;
@@ -684,6 +718,14 @@ int main(int argc, char **argv)
 			       b.fan_in, io, l2, ina, ad, ina > 0 ? b.elems * 32.0 / ina : 0,
 			       ina > 0 ? (l2 + ad) / ina : 0, ina > 0 ? ad / ina : 0, io > 0 ? l2 / io : 0,
 			       drops ? "DROPS" : "ok");
+			if (floors) {
+				double fl2 = bench_median(ns[M_FLOOR_L2], rounds),
+				       fina = bench_median(ns[M_FLOOR_INA], rounds),
+				       fchk = bench_median(ns[M_FLOOR_CHECKED], rounds);
+				printf("  %12s | l2 %5.1f  ina %5.1f  checked %5.1f | g1 %4.2f  checked %4.2f | g3 "
+				       "%4.2f\n",
+				       "floor", fl2, fina, fchk, (l2 + ad) / fina, (l2 + ad) / fchk, fl2 / io);
+			}
 			fflush(stdout);
 		}
 	return bad ? 1 : 0;
