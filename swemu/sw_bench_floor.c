@@ -118,8 +118,8 @@ static bool ipv4_sum_ok(const uint8_t *ip)
 }
 
 /* A frame the checked floor takes: its member's headers, good lengths and
- * checksum, a slot in range. */
-static bool frame_ok(const struct bench_floor *fl, const struct rte_mbuf *m, const uint8_t *f, uint32_t index)
+ * checksum (its slot's range is every floor's check). */
+static bool frame_ok(const struct bench_floor *fl, const struct rte_mbuf *m, const uint8_t *f)
 {
 	if (m->nb_segs != 1 || m->data_len < OFF_DATA)
 		return false;
@@ -128,8 +128,7 @@ static bool frame_ok(const struct bench_floor *fl, const struct rte_mbuf *m, con
 	return c < fl->fan_in && headers_are_members(fl, f, fl->member[c]) && ipv4_sum_ok(f + OFF_IP) &&
 	       tot + SW_ETH_HLEN == m->data_len && ulen + SW_IP_HLEN == tot &&
 	       ulen == SW_UDP_HLEN + INA_HDR_LEN + fl->elems * 4u && be16_at(f + OFF_UDP + 6) == 0 &&
-	       be16_at(f + OFF_INA + 20) == fl->elems && dport >= INA_UDP_PORT_MIN && dport <= INA_UDP_PORT_MAX &&
-	       index < fl->window;
+	       be16_at(f + OFF_INA + 20) == fl->elems && dport >= INA_UDP_PORT_MIN && dport <= INA_UDP_PORT_MAX;
 }
 
 /* The slice the slot collects, and a contributor not yet in it. */
@@ -222,8 +221,8 @@ unsigned bench_floor_ina(struct bench_floor *fl)
 			const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 			const uint32_t slot = be32_at(f + OFF_INA + 8), index = ina_slot_index(slot);
 			const size_t at = (size_t)index * 2 + ina_slot_set(slot);
-			struct floor_slot *s = &fl->slots[at];
-			if (fl->checked ? !frame_ok(fl, m, f, index) || !slice_ok(s, f) : index >= fl->window) {
+			struct floor_slot *s = index < fl->window ? &fl->slots[at] : NULL;
+			if (!s || (fl->checked && (!frame_ok(fl, m, f) || !slice_ok(s, f)))) {
 				fl->refused++;
 				rte_pktmbuf_free(m);
 				continue;
