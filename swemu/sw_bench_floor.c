@@ -69,14 +69,12 @@ unsigned bench_floor_l2(struct bench_floor *fl)
 {
 	struct rte_mbuf *pkts[BURST];
 	struct floor_out o = { .n = { 0 } };
-	const uint64_t six = rte_cpu_to_be_64(0xffffffffffff0000ull); /* a MAC's bytes of 8 */
 	unsigned work = 0;
 	for (unsigned p = 0; p < FLOOR_PORTS; p++) {
 		uint16_t n = rte_eth_rx_burst(fl->port_id[p], fl->queue, pkts, BURST);
 		for (uint16_t k = 0; k < n; k++) {
 			const uint8_t *f = rte_pktmbuf_mtod(pkts[k], const uint8_t *);
-			const uint64_t dst = word_at(f) & six;
-			if (fl->fdb[f[5]].mac == dst) {
+			if (fl->fdb[f[5]].mac == sw_mac64_at(f)) {
 				out_add(fl, &o, (unsigned)fl->fdb[f[5]].port, pkts[k]);
 			} else {
 				fl->refused++;
@@ -103,20 +101,6 @@ static bool headers_are_members(const struct bench_floor *fl, const uint8_t *f, 
 	return diff == 0;
 }
 
-static bool ipv4_sum_ok(const uint8_t *ip)
-{
-	uint64_t s = 0;
-	for (unsigned w = 0; w < SW_IP_HLEN / 4; w++) {
-		uint32_t x;
-		memcpy(&x, ip + 4 * w, 4);
-		s += x;
-	}
-	s = (s & 0xffffffff) + (s >> 32);
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return s == 0xffff;
-}
-
 /* A frame the checked floor takes: its member's headers, good lengths and
  * checksum (its slot's range is every floor's check). */
 static bool frame_ok(const struct bench_floor *fl, const struct rte_mbuf *m, const uint8_t *f)
@@ -125,7 +109,8 @@ static bool frame_ok(const struct bench_floor *fl, const struct rte_mbuf *m, con
 		return false;
 	const unsigned c = be16_at(f + OFF_INA + 6), tot = be16_at(f + OFF_IP + 2), ulen = be16_at(f + OFF_UDP + 4);
 	const uint16_t dport = be16_at(f + OFF_UDP + 2);
-	return c < fl->fan_in && headers_are_members(fl, f, fl->member[c]) && ipv4_sum_ok(f + OFF_IP) &&
+	return c < fl->fan_in && headers_are_members(fl, f, fl->member[c]) &&
+	       sw_csum_fold_native(sw_csum_words(f + OFF_IP, SW_IP_HLEN / 4)) == 0xffff &&
 	       tot + SW_ETH_HLEN == m->data_len && ulen + SW_IP_HLEN == tot &&
 	       ulen == SW_UDP_HLEN + INA_HDR_LEN + fl->elems * 4u && be16_at(f + OFF_UDP + 6) == 0 &&
 	       be16_at(f + OFF_INA + 20) == fl->elems && dport >= INA_UDP_PORT_MIN && dport <= INA_UDP_PORT_MAX;
@@ -268,8 +253,8 @@ int bench_floor_init(struct bench_floor *fl, unsigned fan_in, unsigned elems, un
 	/* hosts 0..fan_in: MAC 02:00:00:00:(c >> 8):c, on port c % 4 */
 	memset(fl->fdb, 0xff, sizeof(fl->fdb));
 	for (unsigned c = 0; c <= fan_in && c < 256; c++) {
-		uint8_t mac[8] = { 2, 0, 0, 0, (uint8_t)(c >> 8), (uint8_t)c, 0, 0 };
-		memcpy(&fl->fdb[c].mac, mac, 8);
+		const uint8_t mac[6] = { 2, 0, 0, 0, (uint8_t)(c >> 8), (uint8_t)c };
+		fl->fdb[c].mac = sw_mac64(mac);
 		fl->fdb[c].port = c % FLOOR_PORTS;
 	}
 	/* bytes 16-19 (IPv4 length, id) and 24-25 (its checksum) change */

@@ -44,7 +44,7 @@ struct bench_floor {
 	bool checked;
 	uint16_t port_id[FLOOR_PORTS], queue;
 	struct {
-		uint64_t mac; /* the first 8 bytes of a frame to it, its last two 0 */
+		uint64_t mac; /* sw_mac64 */
 		uint64_t port;
 	} fdb[256];		       /* by the MAC's last byte */
 	uint8_t (*member)[FLOOR_HEAD]; /* fan_in: each member's first frame */

@@ -31,40 +31,12 @@ static void wr16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
-/* RFC 1071 sums are taken in 32-bit native words into a 64-bit
- * accumulator: the one's-complement sum does not depend on byte order
- * except for a final byte swap, and 2^16 = 1 modulo 0xffff lets the
- * accumulator fold down to the same 16 bits.  Headers of fixed size sum
- * inline (a call per 4-byte pseudo-header field was a fifth of an INA
- * packet's cost); long buffers go through one loop the compiler vectorises. */
-static inline uint64_t sum_words(const uint8_t *p, size_t n4)
-{
-	uint64_t s = 0;
-	for (size_t i = 0; i < n4; i++) {
-		uint32_t w;
-		memcpy(&w, p + 4 * i, 4);
-		s += w;
-	}
-	return s;
-}
-
 /* A 16-bit big-endian value as it sits in a native-word sum. */
 static inline uint64_t be16_term(uint16_t v) { return __builtin_bswap16(v); }
 
-/* 64-bit native sum -> 16 bits, still in native order, in fixed steps (a
- * loop here showed in profiles). */
-static inline uint16_t fold_native(uint64_t s)
-{
-	s = (s & 0xffffffff) + (s >> 32);
-	s = (s & 0xffffffff) + (s >> 32);
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)s;
-}
-
 static uint64_t sum_bytes(const uint8_t *p, size_t len)
 {
-	uint64_t s = sum_words(p, len / 4);
+	uint64_t s = sw_csum_words(p, len / 4);
 	p += len & ~(size_t)3;
 	len &= 3;
 	if (len >= 2) {
@@ -82,17 +54,17 @@ static uint64_t sum_bytes(const uint8_t *p, size_t len)
 /* Returns an unfolded partial in network order. */
 uint32_t sw_csum_partial(const void *buf, size_t len, uint32_t sum)
 {
-	uint64_t t = (uint64_t)__builtin_bswap16(fold_native(sum_bytes(buf, len))) + sum;
+	uint64_t t = (uint64_t)__builtin_bswap16(sw_csum_fold_native(sum_bytes(buf, len))) + sum;
 	return (uint32_t)((t & 0xffffffff) + (t >> 32));
 }
 
 /* The checksum field of a native sum, to be stored as it is (memcpy). */
-static inline uint16_t csum_field(uint64_t s) { return (uint16_t)~fold_native(s); }
+static inline uint16_t csum_field(uint64_t s) { return (uint16_t)~sw_csum_fold_native(s); }
 
 /* Pseudo header of UDP over IPv4, as a native sum. */
 static inline uint64_t pseudo_native(const uint8_t *ip, uint16_t udp_len)
 {
-	return sum_words(ip + 12, 2) + be16_term(17) + be16_term(udp_len);
+	return sw_csum_words(ip + 12, 2) + be16_term(17) + be16_term(udp_len);
 }
 
 static void fill_view(const uint8_t *f, const uint8_t *ip, const uint8_t *udp, size_t ulen, struct sw_udp_view *v)
@@ -119,7 +91,8 @@ enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, unsigned veri
 		if (rd16(f + 12) == SW_ETHERTYPE_IPV4 && ip[0] == 0x45 && !(rd16(ip + 6) & 0x3fff) && ip[9] == 17 &&
 		    ulen >= SW_UDP_HLEN && ulen + SW_IP_HLEN == tot && SW_ETH_HLEN + tot <= len &&
 		    ((verified & SW_CSUM_UDP_VERIFIED) || rd16(ip + SW_IP_HLEN + 6) == 0) &&
-		    ((verified & SW_CSUM_IP_VERIFIED) || fold_native(sum_words(ip, SW_IP_HLEN / 4)) == 0xffff)) {
+		    ((verified & SW_CSUM_IP_VERIFIED) ||
+		     sw_csum_fold_native(sw_csum_words(ip, SW_IP_HLEN / 4)) == 0xffff)) {
 			fill_view(f, ip, ip + SW_IP_HLEN, ulen, v);
 			return SW_FRAME_OK;
 		}
@@ -136,7 +109,8 @@ enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, unsigned veri
 	if (tot < ihl || SW_ETH_HLEN + tot > len || SW_ETH_HLEN + ihl > len)
 		return SW_FRAME_SHORT;
 	if (!(verified & SW_CSUM_IP_VERIFIED) &&
-	    fold_native(ihl == SW_IP_HLEN ? sum_words(ip, SW_IP_HLEN / 4) : sum_words(ip, ihl / 4)) != 0xffff)
+	    sw_csum_fold_native(ihl == SW_IP_HLEN ? sw_csum_words(ip, SW_IP_HLEN / 4) : sw_csum_words(ip, ihl / 4)) !=
+		    0xffff)
 		return SW_FRAME_BAD_IP_CSUM;
 	if (rd16(ip + 6) & 0x3fff) /* MF or an offset */
 		return SW_FRAME_FRAGMENT;
@@ -149,7 +123,7 @@ enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, unsigned veri
 	if (ulen < SW_UDP_HLEN || ulen != tot - ihl)
 		return SW_FRAME_BAD_UDP_LEN;
 	if (!(verified & SW_CSUM_UDP_VERIFIED) && rd16(udp + 6) != 0 &&
-	    fold_native(pseudo_native(ip, (uint16_t)ulen) + sum_bytes(udp, ulen)) != 0xffff)
+	    sw_csum_fold_native(pseudo_native(ip, (uint16_t)ulen) + sum_bytes(udp, ulen)) != 0xffff)
 		return SW_FRAME_BAD_UDP_CSUM;
 	fill_view(f, ip, udp, ulen, v);
 	return SW_FRAME_OK;

@@ -64,6 +64,34 @@ enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, unsigned veri
  * carry the same payload). */
 uint32_t sw_csum_partial(const void *buf, size_t len, uint32_t sum);
 
+/* RFC 1071 sums are taken in 32-bit native words into a 64-bit
+ * accumulator: the one's-complement sum does not depend on byte order
+ * except for a final byte swap, and 2^16 = 1 modulo 0xffff lets the
+ * accumulator fold down to the same 16 bits.  Headers of fixed size sum
+ * inline (a call per 4-byte pseudo-header field was a fifth of an INA
+ * packet's cost); long buffers go through one loop the compiler vectorises. */
+static inline uint64_t sw_csum_words(const uint8_t *p, size_t n4)
+{
+	uint64_t s = 0;
+	for (size_t i = 0; i < n4; i++) {
+		uint32_t w;
+		memcpy(&w, p + 4 * i, 4);
+		s += w;
+	}
+	return s;
+}
+
+/* 64-bit native sum -> 16 bits, still in native order, in fixed steps (a
+ * loop here showed in profiles). */
+static inline uint16_t sw_csum_fold_native(uint64_t s)
+{
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
+
 struct sw_udp_hdrs {
 	uint8_t src_mac[6], dst_mac[6];
 	uint32_t src_ip, dst_ip;     /* network order */
