@@ -294,6 +294,11 @@ struct sw_worker {
 	int nsw;
 	struct sw_lsw *sw[SW_MAX_SWITCHES]; /* whole switches or partitions, one per switch */
 	uint64_t loops, idle_sleeps;
+	/* the loop's time (ns) in passes that found work, waiting for the CPU
+	 * in idle passes (sw_loop.c), and since it started: (busy + stalled) /
+	 * run near 1 is an lcore that cannot keep up, the share a trial reads
+	 * around each run (docs/SWEMU.md, "Lcores") */
+	uint64_t busy_ns, stalled_ns, start_ns, now_ns;
 };
 
 struct sw_rt {

@@ -259,6 +259,15 @@ static void workers_out(FILE *f, const struct sw_rt *rt)
 	for (int i = 0; i < rt->nworkers; i++)
 		fprintf(f, "swemu_lcore_idle_sleeps_total{lcore=\"%u\"} %llu\n", rt->workers[i].lcore,
 			(unsigned long long)rt->workers[i].idle_sleeps);
+	family(f, "swemu_lcore_busy_seconds_total", "counter", "Time of an lcore's passes that found work.");
+	for (int i = 0; i < rt->nworkers; i++)
+		fprintf(f, "swemu_lcore_busy_seconds_total{lcore=\"%u\"} %.9f\n", rt->workers[i].lcore,
+			(double)rt->workers[i].busy_ns / 1e9);
+	family(f, "swemu_lcore_stalled_seconds_total", "counter",
+	       "Time an idle lcore waited for the CPU beyond its sleep (preempted, throttled).");
+	for (int i = 0; i < rt->nworkers; i++)
+		fprintf(f, "swemu_lcore_stalled_seconds_total{lcore=\"%u\"} %.9f\n", rt->workers[i].lcore,
+			(double)rt->workers[i].stalled_ns / 1e9);
 }
 
 int sw_prom_write(const struct sw_rt *rt, const char *path)

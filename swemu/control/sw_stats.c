@@ -131,6 +131,9 @@ char *sw_stats_json(const struct sw_rt *rt)
 		json_object_set_new(o, "switches", names);
 		json_object_set_new(o, "loops", json_integer((json_int_t)w->loops));
 		json_object_set_new(o, "idle_sleeps", json_integer((json_int_t)w->idle_sleeps));
+		json_object_set_new(o, "busy_ns", json_integer((json_int_t)w->busy_ns));
+		json_object_set_new(o, "stalled_ns", json_integer((json_int_t)w->stalled_ns));
+		json_object_set_new(o, "run_ns", json_integer((json_int_t)(w->now_ns - w->start_ns)));
 		json_array_append_new(workers, o);
 		loops += w->loops;
 		sleeps += w->idle_sleeps;

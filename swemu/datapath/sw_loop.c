@@ -13,9 +13,16 @@
 
 #include "sw_rt.h"
 
+/* A pass that took this much longer than its poll and its sleep asked for
+ * waited for the CPU (another task on the core, a CPU quota): an idle VM
+ * here oversleeps by 10-50 us, a preempted or throttled thread by
+ * milliseconds. */
+#define SW_STALL_NS 1000000ull
+
 /* Grows 1, 2, 4 ... us up to the cap while idle, and never past the next
- * emulated release, so a delayed packet leaves on time. */
-static void idle_sleep(struct sw_worker *w, unsigned *idle, uint64_t now_ns, uint64_t next_due)
+ * emulated release, so a delayed packet leaves on time.  Returns the sleep
+ * asked for (ns). */
+static uint64_t idle_sleep(struct sw_worker *w, unsigned *idle, uint64_t now_ns, uint64_t next_due)
 {
 	uint64_t cap_ns = (uint64_t)w->rt->cfg.idle_sleep_max_us * 1000;
 	uint64_t ns = 1000ull << (*idle < 16 ? *idle : 16);
@@ -23,16 +30,29 @@ static void idle_sleep(struct sw_worker *w, unsigned *idle, uint64_t now_ns, uin
 		ns = cap_ns;
 	if (next_due != UINT64_MAX) {
 		if (next_due <= now_ns)
-			return;
+			return 0;
 		if (next_due - now_ns < ns)
 			ns = next_due - now_ns;
 	}
 	if (ns == 0)
-		return;
+		return 0;
 	(*idle)++;
 	w->idle_sleeps++;
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ns };
 	nanosleep(&ts, NULL);
+	return ns;
+}
+
+/* The last pass's time (its start to now): busy if it found work, else
+ * idle, less what it waited for the CPU beyond its sleep (stalled). */
+static void account_pass(struct sw_worker *w, uint64_t now, unsigned worked, uint64_t slept)
+{
+	uint64_t d = now - w->now_ns;
+	if (worked)
+		w->busy_ns += d;
+	else if (d > slept + SW_STALL_NS)
+		w->stalled_ns += d - slept - SW_STALL_NS;
+	w->now_ns = now;
 }
 
 /* A worker's loop (the stats file is the control thread's). */
@@ -40,12 +60,17 @@ static void run_worker(struct sw_worker *w)
 {
 	struct sw_rt *rt = w->rt;
 	uint64_t next_flush = 0, next_age = 0;
-	unsigned idle = 0;
+	unsigned idle = 0, worked = 0;
+	uint64_t slept = 0;
 
+	w->start_ns = w->now_ns = sw_clock_ns(rt);
 	while (!*rt->quit) {
 		uint64_t next_due;
 		unsigned work = sw_dp_poll_worker(w, &next_due);
-		uint64_t now = w->nsw ? w->sw[0]->now_ns : sw_clock_ns(rt);
+		uint64_t now = w->nsw ? w->sw[0]->now_ns : sw_clock_ns(rt); /* no clock read of its own */
+		account_pass(w, now, worked, slept);
+		worked = work;
+		slept = 0;
 		w->loops++;
 
 		if (now >= next_flush) { /* a lone packet waits at most 100 us */
@@ -63,10 +88,12 @@ static void run_worker(struct sw_worker *w)
 			idle = 0;
 		} else if (rt->cfg.idle_sleep_max_us || !w->nsw) {
 			sw_dp_flush_worker(w);
-			if (rt->cfg.idle_sleep_max_us)
-				idle_sleep(w, &idle, now, next_due);
-			else /* a main lcore without switches has nothing to poll */
+			if (rt->cfg.idle_sleep_max_us) {
+				slept = idle_sleep(w, &idle, now, next_due);
+			} else { /* a main lcore without switches has nothing to poll */
 				nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+				slept = 1000000;
+			}
 		}
 	}
 	sw_dp_flush_worker(w);

@@ -10,7 +10,7 @@ import sys
 
 NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 LABEL = r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"'
-SAMPLE = re.compile(r"^(%s)\{(%s(?:,%s)*)\} ([0-9]+)$" % (NAME, LABEL, LABEL))
+SAMPLE = re.compile(r"^(%s)\{(%s(?:,%s)*)\} ([0-9]+(?:\.[0-9]+)?)$" % (NAME, LABEL, LABEL))
 
 
 def fail(why):
@@ -46,7 +46,8 @@ def parse(text):
         key = (m.group(1), labels)
         if key in series:
             fail("line %d: series repeated" % n)
-        series[key] = int(m.group(m.lastindex))
+        v = m.group(m.lastindex)
+        series[key] = float(v) if "." in v else int(v)
     return series
 
 
