@@ -86,6 +86,7 @@ struct perf {
 	bool iterate; /* a timed call is an iteration: compute, then the call */
 	int rank, n;
 	double cpu_timed; /* CPU seconds of this rank in the timed calls */
+	double call_s;	  /* wall seconds inside those calls (compute left out) */
 };
 
 /* A data type by nccl-tests' names and ours. */
@@ -303,7 +304,9 @@ static int time_calls(struct perf *p, struct hcl_comm *c, void *send, void *recv
 			hcl_iter_begin(c);
 			sleep_ms(hcl_noise_compute_ms(&p->z));
 		}
+		int64_t tc = clock_now_ns();
 		rc = hcl_allreduce(send, recv, count, p->dt, p->op, c);
+		p->call_s += (double)(clock_now_ns() - tc) / 1e9;
 		if (p->iterate)
 			hcl_iter_end(c);
 		iter_ns[k] = clock_now_ns() - ti;
@@ -400,16 +403,30 @@ static int run(struct perf *p, struct hcl_comm *c, void *send, void *recv, int64
 		double next = p->factor > 1 ? ceil(bytes * p->factor) : (double)(bytes + p->step);
 		bytes = next < (double)p->maxb ? (size_t)next : p->maxb;
 	}
-	/* what the timed calls cost, summed over the ranks */
-	float cpu = (float)p->cpu_timed;
-	if ((rc = hcl_allreduce(&cpu, &cpu, 1, HCL_FP32, HCL_SUM, c)) < 0)
+	/* what the timed calls cost, summed over the ranks, and each rank's
+	 * CPU share of one core while in them: a rank near a whole core is
+	 * bound by its own CPU, not the network (the trial runner flags it) */
+	float *cpu = calloc((size_t)p->n + 1, sizeof(float));
+	if (!cpu)
+		return -ENOMEM;
+	cpu[0] = (float)p->cpu_timed;
+	cpu[1 + p->rank] = p->call_s > 0 ? (float)(p->cpu_timed / p->call_s) : 0;
+	if ((rc = hcl_allreduce(cpu, cpu, (size_t)p->n + 1, HCL_FP32, HCL_SUM, c)) < 0) {
+		free(cpu);
 		return rc;
+	}
 	if (p->rank == 0) {
+		int busiest = 0;
+		for (int r = 1; r < p->n; r++)
+			busiest = cpu[1 + r] > cpu[1 + busiest] ? r : busiest;
 		printf("# Out of bounds values : 0 OK\n");
 		printf("# Avg bus bandwidth    : %.3f\n", groups ? bus_sum / groups : 0);
-		printf("# cpu seconds of all ranks in the timed calls: %.3f\n", cpu);
+		printf("# cpu seconds of all ranks in the timed calls: %.3f\n", cpu[0]);
+		printf("# busiest rank's cpu share of a core in the timed calls: %.3f (rank %d)\n", cpu[1 + busiest],
+		       busiest);
 		print_summary(c);
 	}
+	free(cpu);
 	return 0;
 }
 

@@ -14,9 +14,9 @@ topo_opts() {
 	opts=(--subnet 10.93.$slot --racks $T_RACKS --rack-sizes "$T_RACK_SIZES" --rate "$T_EMU_HOST_RATE")
 	opts+=(--uplink-rate "$T_EMU_UPLINK_RATE")
 	opts+=(--pmd "$T_PMD")
-	# a process per switch: spread over the machine's cores, as one swemu
-	# spreads nothing (its one loop serves every switch)
-	[ "${T_PROCESSES:-0}" = 1 ] && opts+=(--processes --lcores "$(seq -s, 0 $(($(nproc) - 1)))")
+	# topo.sh spreads the switches over the cores it can spare (a process
+	# or an lcore each) and pins the ranks apart from them
+	[ "${T_PROCESSES:-0}" = 1 ] && opts+=(--processes)
 	[ -n "$T_UPLINK_BUFFER" ] && opts+=(--uplink-buffer "$T_UPLINK_BUFFER")
 	[ -n "$T_HOST_BUFFER" ] && opts+=(--buffer "$T_HOST_BUFFER")
 	[ "$T_LOSS" != 0 ] && opts+=(--loss "$T_LOSS")
@@ -79,21 +79,21 @@ perf_run() {
 	echo $rc > "$d/rc"
 	return 0
 }
-# the share of the machine's CPU a run used (its directory $1), in percent
-cpu_pct() { awk '{ t = $4 - $2; x = t > 0 ? 100 * ($3 - $1) / t : 0; printf "%.0f", x }' "$1/cpu"; }
 
 # dilation = "auto": the highest emulated host rate of a ladder (50M, 100M,
 # ... doubling, up to the real rate) at which ring, and ps-ina where racks
 # are INA-capable, each at the largest size and back to back, keep the
-# machine's CPU under cpu_share; k = the real rate / that rate
+# machine's CPU, every swemu lcore's loop and every rank's CPU (of one
+# core) under cpu_share (trial_load.py); k = the real rate / that rate.
+# The machine's total alone misses a saturated core on a many-core server.
 calibrate() {
-	local real rate k="" best="" algo share ok v big=${T_SIZES##* } cal=$out/calibration
+	local real rate k="" best="" algo ok v big=${T_SIZES##* } cal=$out/calibration load
 	real=$("$checker" --rate "$T_HOST_RATE")
 	local calgos=(ring)
 	[[ " $T_ALGOS " == *" ps-ina "* && $T_INA_RACKS != none ]] && calgos+=(ps-ina)
-	echo "# calibration: emulated host rate, k, algorithm, CPU busy (% of $(nproc) cores)" \
-		> "$out/calibration.txt"
-	for rate in 50000000 100000000 200000000 400000000 800000000 1600000000; do
+	echo "# calibration: emulated host rate, k, algorithm, busy % of: the machine ($(nproc) cores)," \
+		"the busiest swemu lcore, the busiest rank (of a core); that lcore" > "$out/calibration.txt"
+	for rate in 50000000 100000000 200000000 400000000 800000000 1600000000 3200000000; do
 		((rate <= real)) || break
 		k=$(awk -v r="$real" -v e="$rate" 'BEGIN { printf "%.6g", r / e }')
 		v=$("$checker" --dilation "$k" "$cfgfile") || exit 2
@@ -107,14 +107,20 @@ calibrate() {
 		iters=$(awk -v b="$("$checker" --size "$big")" -v r="$rate" \
 			'BEGIN { n = int(2 * r / (16 * b)) + 1; n = n < 3 ? 3 : n; n = n > 200 ? 200 : n; print n }')
 		for algo in "${calgos[@]}"; do
-			perf_run "$cal/$k-$algo" "$algo" "$big" -n "$iters" -w 1
-			[ "$(cat "$cal/$k-$algo/rc")" = 0 ] || { echo "trial: calibration run $algo at $rate bit/s failed:" \
-				"$(tail -1 "$cal/$k-$algo/perf.out")" >&2; exit 1; }
-			share=$(cpu_pct "$cal/$k-$algo")
-			echo "$rate $k $algo $share" >> "$out/calibration.txt"
-			printf 'calibration: host links %s (k = %s): %s used %s%% of the CPU\n' "$T_EMU_HOST_RATE" "$k" "$algo" \
-				"$share"
-			awk -v s="$share" -v c="$T_CPU_SHARE" 'BEGIN { exit !(s > 100 * c) }' && ok=0
+			local d=$cal/$k-$algo
+			mkdir -p "$d"
+			"$top/testbed/topo.sh" stats $name > "$d/stats-before.json"
+			perf_run "$d" "$algo" "$big" -n "$iters" -w 1
+			[ "$(cat "$d/rc")" = 0 ] || { echo "trial: calibration run $algo at $rate bit/s failed:" \
+				"$(tail -1 "$d/perf.out")" >&2; exit 1; }
+			"$top/testbed/topo.sh" stats $name > "$d/stats-after.json"
+			load=$(/usr/bin/python3 "$top/testbed/trial_load.py" "$d")
+			echo "$rate $k $algo $load" >> "$out/calibration.txt"
+			set -- $load
+			printf 'calibration: host links %s (k = %s): %s busy: machine %s%%, swemu %s %s%%, busiest rank %s%%\n' \
+				"$T_EMU_HOST_RATE" "$k" "$algo" "$1" "${*:4}" "$2" "$3"
+			awk -v m="$1" -v l="$2" -v r="$3" -v c="$T_CPU_SHARE" \
+				'BEGIN { c *= 100; exit !(m + 0 > c || l + 0 > c || r + 0 > c) }' && ok=0
 		done
 		((ok)) || break
 		best=$k

@@ -23,6 +23,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trial_load  # noqa: E402 (beside this file)
+
 
 def env(path):
     e = {}
@@ -367,7 +370,9 @@ def load_run(d, a, t, nb, ctx):
     text = open(os.path.join(d, "perf.out")).read() if os.path.exists(os.path.join(d, "perf.out")) else ""
     p = perf_line(text, nb) if r["rc"] == 0 else None
     tr = traces(os.path.join(d, "trace"), nb, warmup, iters, k) if p else None
-    r["cpu_pct"] = cpu_pct(d)
+    load = trial_load.load_of(d)
+    r["cpu_pct"] = load["machine_pct"]
+    r["load"] = load
     if p:
         p["time_us"] /= k
         r.update(p)
@@ -405,16 +410,6 @@ def load_run(d, a, t, nb, ctx):
     return r
 
 
-def cpu_pct(d):
-    """The share of the machine's CPU (all cores) busy during a run, in
-    percent, from the runner's /proc/stat ticks around it (None if absent)."""
-    try:
-        b0, t0, b1, t1 = map(float, open(os.path.join(d, "cpu")).read().split())
-        return 100 * (b1 - b0) / (t1 - t0) if t1 > t0 else None
-    except (OSError, ValueError):
-        return None
-
-
 def dilation_words(t, results, algos, sizes):
     """What time dilation did (k, the emulated rates), and where this run
     came near what does not scale with it: the machine's CPU, per-packet
@@ -429,16 +424,33 @@ def dilation_words(t, results, algos, sizes):
                      "time ÷ k)%s." % (
                          k, t["T_EMU_HOST_RATE"], " (per rack %s)" % t["T_EMU_RACK_RATES"].replace(",", ", ")
                          if t.get("T_EMU_RACK_RATES") else "", t["T_EMU_UPLINK_RATE"], k,
-                         "; k from calibration.txt, the highest rate at which ring%s kept this machine's CPU under "
-                         "%.0f%%" % (" and ps-ina" if "ps-ina" in algos else "", share)
+                         "; k from calibration.txt, the highest rate at which ring%s kept this machine's CPU, "
+                         "swemu's busiest lcore and the busiest rank under %.0f%%" % (
+                             " and ps-ina" if "ps-ina" in algos else "", share)
                          if t.get("T_CALIBRATED") else ""))
     if cpus:
         hi = max(cpus)
         lines.append("The machine's CPU (all cores) was busy %.0f%% at most during a run (%s at %s), %.0f%% in the "
-                     "median%s." % (hi[0], hi[1], hi[2], statistics.median(c[0] for c in cpus),
-                                    "" if hi[0] <= share else
-                                    ": **above the %.0f%% share**, so those runs may measure this machine's CPU "
-                                    "rather than the network (use a larger dilation factor or slower links)" % share))
+                     "median." % (hi[0], hi[1], hi[2], statistics.median(c[0] for c in cpus)))
+    lcores = [(results[a][s]["load"]["lcore_pct"], a, s, results[a][s]["load"]["lcore"]) for a in algos for s in sizes
+              if (results[a][s].get("load") or {}).get("lcore_pct") is not None]
+    if lcores:
+        hi = max(lcores)
+        lines.append("swemu's busiest lcore was busy %.0f%% of the time at most (%s, in %s at %s)." % (
+            hi[0], hi[3], hi[1], hi[2]))
+    ranks = [(results[a][s]["load"]["rank_pct"], a, s, results[a][s]["load"]["rank"]) for a in algos for s in sizes
+             if (results[a][s].get("load") or {}).get("rank_pct") is not None]
+    if ranks:
+        hi = max(ranks)
+        lines.append("The busiest rank used %.0f%% of a core in its calls at most (rank %d, in %s at %s)." % (
+            hi[0], hi[3], hi[1], hi[2]))
+    flagged = [(a, s, trial_load.over(results[a][s]["load"], share)) for a in algos for s in sizes
+               if results[a][s].get("load")]
+    flagged = [f for f in flagged if f[2]]
+    if flagged:
+        lines.append("**Above the %.0f%% share** (`cpu_share`), so these runs may measure this machine's CPU rather "
+                     "than the network (use a larger dilation factor or slower links): %s." % (share, "; ".join(
+                         "%s at %s (%s)" % (a, s, ", ".join(w)) for a, s, w in flagged)))
     emu_bps = float(t.get("T_EMU_HOST_BPS") or t["T_HOST_BPS"])
     if emu_bps and 9000 * 8 / emu_bps < 50e-6:
         lines.append("**Near a limit**: at %s a jumbo frame lasts %.0f µs on the emulated link, close to what a "
