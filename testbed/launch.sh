@@ -7,7 +7,8 @@
 # MASTER_PORT=P (default 29500), HCL_RACK=host i's rack in the topology
 # (--rack-size S: i/S instead) and, when the rack's ToR aggregates, HCL_INA_SWITCH=its
 # address, and HCL_INA_KEY_FILE=the topology's control key.  Rank 0 writes to this terminal; rank i's output goes to
-# /run/swemu-testbed/NAME/rank-i.log.  Exit status 0 when every rank
+# /run/swemu-testbed/NAME/rank-i.log.  Ranks run on the CPUs topo.sh set
+# apart for them (NAME/rank_cpus), if it did.  Exit status 0 when every rank
 # succeeded; otherwise the failing ranks' last lines are shown.  With
 # --hostfile a rank gets only RANK and HCL_HOSTFILE=NAME/hosts.cfg.
 set -euo pipefail
@@ -34,6 +35,9 @@ while (($#)) && [ "$1" != -- ]; do
 done
 [ "${1:-}" = -- ] || { echo "launch: COMMAND after --" >&2; exit 2; }
 shift
+# the cores topo.sh set apart for the ranks (away from the switches' lcores)
+pin=()
+[ ! -f "$d/rank_cpus" ] || pin=(taskset -c "$(cat "$d/rank_cpus")")
 pids=()
 # the ranks run in the background, where a non-interactive shell ignores
 # SIGINT for them: stopping the launcher stops them too
@@ -46,9 +50,9 @@ for ((i = 0; i < n; i++)); do
 	# the switch's key signs the ranks' commands to it (a secret: not in hosts.cfg)
 	[ ! -f "$d/ctrl.key" ] || env+=(HCL_INA_KEY_FILE=$d/ctrl.key)
 	if ((i == 0)); then
-		ip netns exec "$name-h$i" env "${env[@]}" "$@" &
+		ip netns exec "$name-h$i" "${pin[@]}" env "${env[@]}" "$@" &
 	else
-		ip netns exec "$name-h$i" env "${env[@]}" "$@" > "$d/rank-$i.log" 2>&1 &
+		ip netns exec "$name-h$i" "${pin[@]}" env "${env[@]}" "$@" > "$d/rank-$i.log" 2>&1 &
 	fi
 	pids+=($!)
 done

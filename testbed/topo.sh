@@ -4,7 +4,8 @@
 #
 #   testbed/topo.sh up NAME HOSTS [--subnet 10.A.B] [--no-ina] [--loss P] [--rate R]
 #                                 [--buffer B] [--pmd af_packet|af_xdp|bridge] [--mgmt 10.M.N]
-#                                 [--lcores LIST] [--delay-us US] [--jitter-us US]
+#                                 [--lcores LIST] [--rank-cpus LIST] [--cores N]
+#                                 [--delay-us US] [--jitter-us US]
 #                                 [--burst-loss P_GOOD_BAD,P_BAD_GOOD,LOSS_BAD]
 #                                 [--rack-rates R0,R1,...]
 #                                 [--racks R [--rack-sizes S0,S1,...] [--ina-racks LIST]
@@ -36,8 +37,13 @@
 #       --mgmt also gives every host a management interface mgmt0 (10.M.N.(i+1))
 #       on a bridge NAME-mg in the root namespace (10.M.N.254): for launchers
 #       such as mpirun that talk to their ranks from the root namespace.
-#       --lcores 0,1 gives swemu those lcores (default 0): its logical
-#       switches are spread over them (docs/SWEMU.md, "Lcores").
+#       --lcores 0,1 gives swemu those lcores: its logical switches are
+#       spread over them (docs/SWEMU.md, "Lcores"); --rank-cpus 3-15 is
+#       where launch.sh runs the ranks.  By default, on 4 cores or more
+#       (--cores N: plan for N instead of the machine's count) every switch
+#       gets an lcore of its own, up to half the cores, and the ranks the
+#       other cores; on fewer, every switch runs on lcore 0 (--processes:
+#       the cores in turn) and the ranks anywhere.
 #       N hosts NAME-h0..: each a namespace with eth0 (MTU 9000, tx checksum
 #       offload off) on a veth whose other end, NAME-sI, becomes swemu port hI
 #       (net_af_packet); one swemu runs in a namespace NAME-sw holding those
@@ -64,7 +70,7 @@ die() { echo "topo: $*" >&2; exit 2; }
 # A rate as swemu reads it ("200M", "1.5G", "10Gb") in bit/s, or "" if it is
 # not one: swemu's own parser, through the trial checker.
 rate_bps() { "${TRIAL_CFG:-$top/build/testbed/swemu-trial-cfg}" --rate "$1" 2>/dev/null || true; }
-usage() { sed -n '3,45p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 2 && !/^#/ {exit} NR > 2' "$0" | sed 's/^# \{0,1\}//'; }
 
 check_name() {
 	[[ "$1" =~ ^[a-z][a-z0-9]{0,5}$ ]] || die "NAME must be 1-6 lower-case letters/digits (interface names are short)"
@@ -145,11 +151,34 @@ ${3%,$nl}
 EOF
 }
 
+# The cores the testbed uses, unless given (--lcores, --rank-cpus).  With C
+# cores (--cores, default the machine's) of at least 4: a switch per lcore
+# on cores 0..L-1, L = min(switches, C/2), and the hosts' ranks on the rest,
+# so that no rank preempts a switch's poll loop (one lcore carrying every
+# switch saturated on a 16-core server while the machine looked idle).  On
+# fewer cores the hosts need them: every switch on lcore 0 (processes: the
+# cores in turn), the ranks anywhere.
+core_plan() { # SWITCHES (uses cmd_up's lcores, rankcpus, cores, procs)
+	local nsw=$1 c=${cores:-$(nproc)} l
+	[ -z "$lcores" ] || return 0
+	if ((c >= 4)); then
+		l=$((nsw < c / 2 ? nsw : c / 2))
+		lcores=$(seq -s, 0 $((l - 1)))
+		[ -n "$rankcpus" ] || rankcpus=$l-$((c - 1))
+	elif [ "$procs" = true ]; then
+		lcores=$(seq -s, 0 $((c - 1)))
+	else
+		lcores=0
+	fi
+}
+
 cmd_up() {
 	local name=$1 n=$2
 	shift 2
 	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet mgmt="" racks=1 inaracks=all
-	local uprate="" upbuf="" buf="" lcores=0 delay="" jitter="" geloss="" rackrates="" racksizes="" procs=false
+	local uprate="" upbuf="" buf="" lcores="" delay="" jitter="" geloss="" rackrates="" racksizes="" procs=false
+	local cores="" rankcpus=""
+
 	while (($#)); do
 		case $1 in
 		--subnet) subnet=$2; shift 2;;
@@ -164,6 +193,8 @@ cmd_up() {
 		--pmd) pmd=$2; shift 2;;
 		--mgmt) mgmt=$2; shift 2;;
 		--lcores) lcores=$2; shift 2;;
+		--cores) cores=$2; shift 2;;
+		--rank-cpus) rankcpus=$2; shift 2;;
 		--delay-us) delay=$2; shift 2;;
 		--jitter-us) jitter=$2; shift 2;;
 		--burst-loss) geloss=$2; shift 2;;
@@ -177,7 +208,10 @@ cmd_up() {
 	[[ "$subnet" =~ ^10\.[0-9]+\.[0-9]+$ ]] || die "--subnet must be 10.A.B"
 	[[ "$pmd" =~ ^(af_packet|af_xdp|bridge)$ ]] || die "--pmd must be af_packet, af_xdp or bridge"
 	[ -z "$mgmt" ] || [[ "$mgmt" =~ ^10\.[0-9]+\.[0-9]+$ ]] || die "--mgmt must be 10.M.N"
-	[[ "$lcores" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--lcores must be a list of lcore ids like 0,1"
+	[ -z "$lcores" ] || [[ "$lcores" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--lcores must be a list of lcore ids like 0,1"
+	[ -z "$cores" ] || [[ "$cores" =~ ^[1-9][0-9]*$ ]] || die "--cores must be a count of cores"
+	[ -z "$rankcpus" ] || [[ "$rankcpus" =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] ||
+		die "--rank-cpus must be a CPU list like 3-15 or 1,3"
 	[ -z "$delay$jitter" ] || [[ "$delay$jitter" =~ ^[0-9]+$ ]] || die "--delay-us and --jitter-us take microseconds"
 	local prob='(0(\.[0-9]+)?|1(\.0*)?)'
 	[ -z "$geloss" ] || [[ "$geloss" =~ ^$prob,$prob,$prob$ ]] ||
@@ -221,6 +255,7 @@ cmd_up() {
 			[ -n "${rack_bps[r]}" ] || die "--rack-rates: '${rack_rate[r]}' is not a rate such as 200M or 10G"
 		done
 	fi
+	core_plan $((racks > 1 ? racks + 1 : 1))
 	for ((r = 0; r < racks; r++)); do
 		case $inaracks in
 		all) rack_ina[r]=true;;
@@ -392,6 +427,7 @@ cmd_up() {
 		echo "--no-huge -m $mem --file-prefix swemu-$name --no-pci -l $lcores$vdevs" > "$d/eal.args"
 	fi
 	echo "$subnet" > "$d/subnet"
+	[ -z "$rankcpus" ] || echo "$rankcpus" > "$d/rank_cpus" # launch.sh pins the ranks there
 	echo "$n" > "$d/hosts"
 	echo "${rack_of[*]}" > "$d/host_racks"
 	# the same layout as a host file for the host library (HCL_HOSTFILE)
