@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "ina_kernels.h"
 
+#include "cpu_dispatch.h"
+
 #include <stdbool.h>
 #include <string.h>
 
@@ -24,7 +26,7 @@ static inline uint32_t as_u32(float f)
 	return v;
 }
 
-void ina_k_load(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
+CPU_DISPATCH void ina_k_load(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
 {
 	dst = __builtin_assume_aligned(dst, 64);
 	for (unsigned i = 0; i < n; i++)
@@ -33,7 +35,7 @@ void ina_k_load(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
 
 /* Signed overflow of a + b shows as a sum whose sign differs from both
  * operands; the sign bits are OR-ed so the loop has no branch. */
-uint32_t ina_k_add_i32(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
+CPU_DISPATCH uint32_t ina_k_add_i32(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
 {
 	uint32_t ovf = 0;
 
@@ -46,7 +48,7 @@ uint32_t ina_k_add_i32(uint32_t *restrict dst, const uint8_t *restrict src, unsi
 	return ovf >> 31;
 }
 
-uint32_t ina_k_add_i32_final(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
+CPU_DISPATCH uint32_t ina_k_add_i32_final(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
 {
 	uint32_t ovf = 0;
 
@@ -59,21 +61,21 @@ uint32_t ina_k_add_i32_final(uint32_t *restrict dst, const uint8_t *restrict src
 	return ovf >> 31;
 }
 
-void ina_k_add_f32(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
+CPU_DISPATCH void ina_k_add_f32(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
 {
 	dst = __builtin_assume_aligned(dst, 64);
 	for (unsigned i = 0; i < n; i++)
 		dst[i] = as_u32(as_f32(dst[i]) + as_f32(ld(src, i)));
 }
 
-void ina_k_add_f32_final(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
+CPU_DISPATCH void ina_k_add_f32_final(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
 {
 	dst = __builtin_assume_aligned(dst, 64);
 	for (unsigned i = 0; i < n; i++)
 		dst[i] = __builtin_bswap32(as_u32(as_f32(dst[i]) + as_f32(ld(src, i))));
 }
 
-void ina_k_to_wire(uint32_t *dst, unsigned n)
+CPU_DISPATCH void ina_k_to_wire(uint32_t *dst, unsigned n)
 {
 	dst = __builtin_assume_aligned(dst, 64);
 	for (unsigned i = 0; i < n; i++)
@@ -100,14 +102,14 @@ static inline uint16_t f32_to_bf16(uint32_t f)
 
 uint16_t ina_f32_to_bf16(uint32_t f) { return f32_to_bf16(f); }
 
-void ina_k_load_bf16(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
+CPU_DISPATCH void ina_k_load_bf16(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
 {
 	dst = __builtin_assume_aligned(dst, 64);
 	for (unsigned i = 0; i < n; i++)
 		dst[i] = ld_bf16(src, i);
 }
 
-void ina_k_add_bf16(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
+CPU_DISPATCH void ina_k_add_bf16(uint32_t *restrict dst, const uint8_t *restrict src, unsigned n)
 {
 	dst = __builtin_assume_aligned(dst, 64);
 	for (unsigned i = 0; i < n; i++)
@@ -146,6 +148,6 @@ static inline __attribute__((always_inline)) void bf16_finish(uint32_t *dst, con
 			 n - k < BF16_BLOCK ? (unsigned)(n - k) : BF16_BLOCK, add);
 }
 
-void ina_k_to_wire_bf16(uint32_t *dst, unsigned n) { bf16_finish(dst, NULL, n, false); }
+CPU_DISPATCH void ina_k_to_wire_bf16(uint32_t *dst, unsigned n) { bf16_finish(dst, NULL, n, false); }
 
-void ina_k_add_bf16_final(uint32_t *dst, const uint8_t *src, unsigned n) { bf16_finish(dst, src, n, true); }
+CPU_DISPATCH void ina_k_add_bf16_final(uint32_t *dst, const uint8_t *src, unsigned n) { bf16_finish(dst, src, n, true); }

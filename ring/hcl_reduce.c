@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "hcl_reduce.h"
 
-void hcl_reduce_i32(uint32_t *restrict dst, const uint32_t *restrict src, size_t n)
+#include "cpu_dispatch.h"
+
+CPU_DISPATCH void hcl_reduce_i32(uint32_t *restrict dst, const uint32_t *restrict src, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		dst[i] += src[i];
 }
 
-void hcl_reduce_f32(float *restrict dst, const float *restrict src, size_t n)
+CPU_DISPATCH void hcl_reduce_f32(float *restrict dst, const float *restrict src, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		dst[i] += src[i];
