@@ -150,4 +150,7 @@ static inline __attribute__((always_inline)) void bf16_finish(uint32_t *dst, con
 
 CPU_DISPATCH void ina_k_to_wire_bf16(uint32_t *dst, unsigned n) { bf16_finish(dst, NULL, n, false); }
 
-CPU_DISPATCH void ina_k_add_bf16_final(uint32_t *dst, const uint8_t *src, unsigned n) { bf16_finish(dst, src, n, true); }
+CPU_DISPATCH void ina_k_add_bf16_final(uint32_t *dst, const uint8_t *src, unsigned n)
+{
+	bf16_finish(dst, src, n, true);
+}

@@ -74,8 +74,10 @@ struct hcl_comm_cfg {
 	/* ring: calls of at least 2 MiB are split over this many rings, each
 	 * on its own socket and thread, at least 1 MiB each (docs/HOSTLIB.md,
 	 * "Ring channels": faster on rate-limited links, slower where the CPU
-	 * is the bound); 1..4, the same on every rank; 0: HCL_RING_CHANNELS,
-	 * else 1. */
+	 * is the bound); 1..4, the same on every rank; 0: HCL_RING_CHANNELS
+	 * (1..4 or "auto"), else auto: as many as the hosts' cores allow, each
+	 * rank's CPUs shared among the ranks on its machine, the fewest of any
+	 * rank, at most 4 (every rank computes the same from the rendezvous). */
 	int ring_channels;
 	/* ps, ps-ina: the software parameter server cut into this many shards
 	 * (BytePS-style), shard h on rank h * world / shards with port

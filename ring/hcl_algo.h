@@ -34,6 +34,11 @@ struct hcl_algo_ops {
 	/* Sums buf in place over the ranks: count elements of HCL_INT32 or
 	 * HCL_FP32, or HCL_BF16 when setup set c->wire_bf16; c->err on failure. */
 	int (*allreduce)(struct hcl_comm *c, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline);
+	/* The same out of place: src (left as it is) into buf, which do not
+	 * overlap, without copying one into the other first.  May be NULL:
+	 * the communicator copies, then calls allreduce. */
+	int (*allreduce_from)(struct hcl_comm *c, const void *src, void *buf, size_t count, enum hcl_dtype dt,
+			      int64_t deadline);
 	/* After a call, with HCL_AGENT_REPORT: what the rack's switch saw.  May be NULL. */
 	void (*report)(struct hcl_comm *c, enum hcl_dtype dt, size_t count);
 	/* Adds its INA client's and software aggregator's counters.  May be NULL. */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ring: the flat ring all-reduce (ring/hcl_ring.c), a large call split
- * over 2-4 rings on sockets of their own when HCL_RING_CHANNELS asks
- * (ring/hcl_chan.c).  The channels' ports travel in the rendezvous. */
+ * over 1-4 rings on sockets of their own, as many as the hosts' cores
+ * allow or HCL_RING_CHANNELS says (ring/hcl_chan.c).  The channels' ports
+ * travel in the rendezvous. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -28,8 +30,7 @@ static int ring_announce(struct hcl_comm *c, const struct dgram_udp_opts *opts, 
 
 static const char *ring_check_peer(const struct hcl_comm *c, const char *extra)
 {
-	const struct hcl_chan *ch = c->algo_state;
-	return hcl_chan_count(extra) == (int)ch->n ? NULL : "another number of ring channels (HCL_RING_CHANNELS)";
+	return hcl_chan_check(c->algo_state, extra);
 }
 
 static int ring_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen)
@@ -40,24 +41,34 @@ static int ring_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t er
 	for (int i = 0; i < c->world; i++)
 		if (hcl_chan_parse(ch, i, c->extra[i]) < 0)
 			return hcl_fail(-EPROTO, err, errlen,
-					"rank %d runs another number of ring channels (HCL_RING_CHANNELS: %u here)", i,
-					ch->n);
+					"rank %d runs another number of ring channels (HCL_RING_CHANNELS: %s here)", i,
+					ch->autoch ? "auto" : "a number");
+	bool chosen = ch->autoch;
+	unsigned n = hcl_chan_settle(ch);
+	if (c->env.debug && c->rank == 0)
+		fprintf(stderr, "hcl: ring channels: %u (%s)\n", n, chosen ? "auto" : "HCL_RING_CHANNELS");
 	hcl_comm_xfer_cfg(c, &xc);
 	return hcl_chan_start(ch, c->peers, &xc, err, errlen);
 }
 
-static int ring_allreduce(struct hcl_comm *c, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline)
+static int ring_allreduce_from(struct hcl_comm *c, const void *src, void *buf, size_t count, enum hcl_dtype dt,
+			       int64_t deadline)
 {
 	struct hcl_chan *ch = c->algo_state;
 	unsigned channels = hcl_chan_use(ch, count * 4);
 	if (channels > 1)
-		return hcl_chan_ring_allreduce(ch, c->x, ++c->epoch, channels, buf, count, dt, deadline, c->err,
+		return hcl_chan_ring_allreduce(ch, c->x, ++c->epoch, channels, src, buf, count, dt, deadline, c->err,
 					       sizeof(c->err));
-	int rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, buf, count, dt, ++c->epoch, deadline,
-				    c->err, sizeof(c->err));
+	int rc = hcl_ring_allreduce_from(c->x, (unsigned)c->rank, (unsigned)c->world, src, buf, count, dt, ++c->epoch,
+					 deadline, c->err, sizeof(c->err));
 	if (rc == 0) /* our last ACK may be lost: answer a resend for a while */
 		hcl_xfer_linger(c->x, hcl_xfer_quiet_ns(c->x), deadline);
 	return rc;
+}
+
+static int ring_allreduce(struct hcl_comm *c, void *buf, size_t count, enum hcl_dtype dt, int64_t deadline)
+{
+	return ring_allreduce_from(c, NULL, buf, count, dt, deadline);
 }
 
 static void ring_teardown(struct hcl_comm *c)
@@ -75,5 +86,6 @@ const struct hcl_algo_ops hcl_algo_ring = {
 	.check_peer = ring_check_peer,
 	.setup = ring_setup,
 	.allreduce = ring_allreduce,
+	.allreduce_from = ring_allreduce_from,
 	.teardown = ring_teardown,
 };

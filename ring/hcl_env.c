@@ -324,13 +324,16 @@ int hcl_env_resolve(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err, 
 	e->timeout_ns = (k->timeout_ms ? k->timeout_ms : 30000) * 1000000;
 	if (k->ring_channels && (k->ring_channels < 1 || k->ring_channels > HCL_RING_MAX_CHANNELS))
 		return bad(err, errlen, "ring channels %d: want 1 to %d", k->ring_channels, HCL_RING_MAX_CHANNELS);
-	if (int_setting(k->ring_channels, "ring_channels", "HCL_RING_CHANNELS", 1, HCL_RING_MAX_CHANNELS, 1, &channels,
-			err, errlen) < 0 ||
+	/* 0: chosen by the library from what the hosts have (ring/hcl_chan.c) */
+	const char *rc_env = env("HCL_RING_CHANNELS");
+	const bool rc_auto = !k->ring_channels && (!rc_env || !strcmp(rc_env, "auto"));
+	if ((!rc_auto && int_setting(k->ring_channels, "ring_channels", "HCL_RING_CHANNELS", 1, HCL_RING_MAX_CHANNELS,
+				     1, &channels, err, errlen) < 0) ||
 	    ina_settings(k, e, err, errlen) < 0 || ina_lost_setting(e, err, errlen) < 0 ||
 	    xfer_settings(e, err, errlen) < 0 || timer_scale_setting(e, err, errlen) < 0 ||
 	    sync_settings(k, e, err, errlen) < 0)
 		return -EINVAL;
-	e->ring_channels = (unsigned)channels;
+	e->ring_channels = rc_auto ? 0 : (unsigned)channels;
 	e->agent_report = env("HCL_AGENT_REPORT") != NULL;
 	e->debug = env("HCL_DEBUG") != NULL;
 	return 0;

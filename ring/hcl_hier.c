@@ -193,8 +193,8 @@ int hcl_hier_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, const
 		}
 		size_t off, len;
 		shard(&p, j, &off, &len);
-		rc = hcl_ring_allreduce_members(x, members, p.nracks, p.my_rack, (uint8_t *)buf + off * ESZ, len, dtype,
-						t0 + 2 * k + 2 * p.nracks * j, deadline_ns, err, errlen);
+		rc = hcl_ring_allreduce_members(x, members, p.nracks, p.my_rack, NULL, (uint8_t *)buf + off * ESZ, len,
+						dtype, t0 + 2 * k + 2 * p.nracks * j, deadline_ns, err, errlen);
 	}
 	if (rc == 0)
 		rc = rack_ring(x, &p, true, buf, dtype, t0 + k, sbuf, rbuf, deadline_ns, err, errlen);

@@ -18,12 +18,18 @@
  * 0, or a negative errno with err naming the failing peer. */
 int hcl_ring_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, void *buf, size_t count,
 		       enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err, size_t errlen);
+/* Out of place: src holds this rank's elements (untouched), buf receives
+ * the sum; neither is copied into the other first (each received chunk is
+ * added to src's into buf).  src NULL: in place.  They must not overlap. */
+int hcl_ring_allreduce_from(struct hcl_xfer *x, unsigned rank, unsigned nranks, const void *src, void *buf,
+			    size_t count, enum hcl_dtype dtype, uint32_t epoch, int64_t deadline_ns, char *err,
+			    size_t errlen);
 
 /* The same over a subset: members[0..n-1] are ranks of the transfer, this
  * rank is members[me]; tags tag0 .. tag0 + 2(n-1) - 1 are used. */
-int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsigned n, unsigned me, void *buf,
-			       size_t count, enum hcl_dtype dtype, uint32_t tag0, int64_t deadline_ns, char *err,
-			       size_t errlen);
+int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsigned n, unsigned me, const void *src,
+			       void *buf, size_t count, enum hcl_dtype dtype, uint32_t tag0, int64_t deadline_ns,
+			       char *err, size_t errlen);
 
 /* Hierarchical (Horovod's and NCCL's two levels): ring reduce-scatter in
  * each rack, a ring all-reduce of each shard among its holders (one per

@@ -268,6 +268,7 @@ static void adopt_stage(struct hcl_xfer *x, uint32_t tag, int from, void *rbuf, 
 		for (uint32_t i = 0; i < r->total; i++)
 			if (st->got[i])
 				xfer_combine(r->op, (uint8_t *)rbuf + (size_t)i * x->cfg.payload,
+					     r->base ? r->base + (size_t)i * x->cfg.payload : NULL,
 					     st->buf + (size_t)i * x->cfg.payload, seg_len(x, rlen, i));
 	}
 	x->rx_fin = st->fin;
@@ -379,6 +380,13 @@ int hcl_xfer_exchange(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf
 int hcl_xfer_exchange_op(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from, void *rbuf,
 			 size_t rlen, enum hcl_xfer_op op, int64_t deadline_ns, char *err, size_t errlen)
 {
+	return hcl_xfer_exchange_from(x, tag, to, sbuf, slen, from, rbuf, NULL, rlen, op, deadline_ns, err, errlen);
+}
+
+int hcl_xfer_exchange_from(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from,
+			   void *rbuf, const void *rbase, size_t rlen, enum hcl_xfer_op op, int64_t deadline_ns,
+			   char *err, size_t errlen)
+{
 	if ((to >= 0 && (unsigned)to >= x->cfg.nranks) || (from >= 0 && (unsigned)from >= x->cfg.nranks) ||
 	    (slen && !sbuf) || (rlen && !rbuf) || slen > UINT32_MAX || rlen > UINT32_MAX ||
 	    (unsigned)op > HCL_XFER_SUM_F32 || (op != HCL_XFER_COPY && rlen % 4)) {
@@ -418,6 +426,7 @@ int hcl_xfer_exchange_op(struct hcl_xfer *x, uint32_t tag, int to, const void *s
 			   .tag = tag,
 			   .total = rn,
 			   .buf = rbuf,
+			   .base = op == HCL_XFER_COPY ? NULL : rbase,
 			   .len = rlen,
 			   .got = r->got };
 	if (rn)

@@ -101,6 +101,14 @@ enum hcl_xfer_op { HCL_XFER_COPY, HCL_XFER_SUM_I32, HCL_XFER_SUM_F32 };
  * the sums (-EINVAL).  rbuf must not overlap sbuf. */
 int hcl_xfer_exchange_op(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from, void *rbuf,
 			 size_t rlen, enum hcl_xfer_op op, int64_t deadline_ns, char *err, size_t errlen);
+/* hcl_xfer_exchange_op whose sums start from rbase instead of rbuf's own
+ * bytes (rbuf = rbase + received, packet by packet): an out-of-place
+ * reduction without a first copy.  Every byte of rbuf is written once the
+ * exchange completes.  rbase NULL: hcl_xfer_exchange_op; it must not
+ * overlap rbuf. */
+int hcl_xfer_exchange_from(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from,
+			   void *rbuf, const void *rbase, size_t rlen, enum hcl_xfer_op op, int64_t deadline_ns,
+			   char *err, size_t errlen);
 
 /* After the last exchange of a collective: keeps answering re-sent data
  * (our final ACK may have been lost, and the peer would otherwise wait to

@@ -77,6 +77,7 @@ struct rxs {
 	enum hcl_xfer_op op;
 	uint32_t tag, total;
 	uint8_t *buf;
+	const uint8_t *base; /* a sum's other operand, or NULL: buf's own (hcl_xfer_exchange_from) */
 	size_t len;
 	uint8_t *got;
 	uint32_t ngot, cum;
@@ -237,11 +238,18 @@ static inline void clear_lost(struct txs *t, uint32_t i)
 	}
 }
 
-/* dst op= src, len bytes (a multiple of 4 for the sums). */
-static inline void xfer_combine(enum hcl_xfer_op op, uint8_t *dst, const uint8_t *src, size_t len)
+/* dst op= src, len bytes (a multiple of 4 for the sums); with a base, a
+ * sum is dst = base + src instead. */
+static inline void xfer_combine(enum hcl_xfer_op op, uint8_t *dst, const uint8_t *base, const uint8_t *src, size_t len)
 {
-	if (op == HCL_XFER_SUM_F32)
+	if (op == HCL_XFER_SUM_F32 && base)
+		hcl_reduce3_f32((float *)(void *)dst, (const float *)(const void *)base,
+				(const float *)(const void *)src, len / 4);
+	else if (op == HCL_XFER_SUM_F32)
 		hcl_reduce_f32((float *)(void *)dst, (const float *)(const void *)src, len / 4);
+	else if (op == HCL_XFER_SUM_I32 && base)
+		hcl_reduce3_i32((uint32_t *)(void *)dst, (const uint32_t *)(const void *)base,
+				(const uint32_t *)(const void *)src, len / 4);
 	else if (op == HCL_XFER_SUM_I32)
 		hcl_reduce_i32((uint32_t *)(void *)dst, (const uint32_t *)(const void *)src, len / 4);
 	else

@@ -111,7 +111,8 @@ static int on_data(struct hcl_xfer *x, int src, const uint8_t *p, size_t n, uint
 				r->hi = seq + 1;
 			/* straight from the receive buffer into place, added in
 			 * when the exchange reduces: each byte is walked once */
-			xfer_combine(r->op, r->buf + (size_t)seq * x->cfg.payload, data, dlen);
+			const size_t at = (size_t)seq * x->cfg.payload;
+			xfer_combine(r->op, r->buf + at, r->base ? r->base + at : NULL, data, dlen);
 			r->got[seq] = 1;
 			r->ngot++;
 			while (r->cum < r->total && r->got[r->cum])

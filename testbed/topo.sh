@@ -158,9 +158,13 @@ EOF
 # switch saturated on a 16-core server while the machine looked idle).  On
 # fewer cores the hosts need them: every switch on lcore 0 (processes: the
 # cores in turn), the ranks anywhere.
-core_plan() { # SWITCHES (uses cmd_up's lcores, rankcpus, cores, procs)
+core_plan() { # SWITCHES (uses cmd_up's lcores, rankcpus, cores, procs, pmd)
 	local nsw=$1 c=${cores:-$(nproc)} l
 	[ -z "$lcores" ] || return 0
+	if [ "$pmd" = bridge ]; then # no switch to keep the ranks from
+		lcores=0
+		return 0
+	fi
 	if ((c >= 4)); then
 		l=$((nsw < c / 2 ? nsw : c / 2))
 		lcores=$(seq -s, 0 $((l - 1)))

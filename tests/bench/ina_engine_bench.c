@@ -256,12 +256,12 @@ typedef uint16_t u16_any __attribute__((aligned(1), may_alias));
 static struct result ceiling_vec(const struct run *r, uint32_t *slots, size_t stride, double seconds)
 {
 #undef ADD_LOOP
-#define ADD_LOOP                                                              \
-	if (r->dtype == INA_D_FP32)                                           \
-		ina_k_add_f32(d, (const uint8_t *)s, r->elems);               \
-	else if (r->dtype == INA_D_BF16)                                      \
-		ina_k_add_bf16(d, (const uint8_t *)s, r->elems);              \
-	else                                                                  \
+#define ADD_LOOP                                                 \
+	if (r->dtype == INA_D_FP32)                              \
+		ina_k_add_f32(d, (const uint8_t *)s, r->elems);  \
+	else if (r->dtype == INA_D_BF16)                         \
+		ina_k_add_bf16(d, (const uint8_t *)s, r->elems); \
+	else                                                     \
 		(void)ina_k_add_i32(d, (const uint8_t *)s, r->elems);
 	CEILING_BODY
 }

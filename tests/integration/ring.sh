@@ -45,6 +45,14 @@ for ch in 2 3; do
 		-d int32 -b 3M -e 4M -f 2 -n 2 -w 0) || fail "$ch ring channels under 5% loss: $out"
 	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +int32 +sum .* 0$' <<<"$out")" = 2 ] || fail "$ch channels table: $out"
 done
+# left to the library: the four ranks share this machine's CPUs (one boot
+# id through every namespace), a channel for each CPU a rank gets, 1 to 4
+want=$(($(nproc) / 4)); want=$((want < 1 ? 1 : want > 4 ? 4 : want))
+out=$(HCL_DEBUG=1 "$top/testbed/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --only out \
+	-d int32 -b 4M -e 4M -n 2 -w 0 2>&1) || fail "auto ring channels under 5% loss: $out"
+grep -q "^hcl: ring channels: $want (auto)" <<<"$out" || fail "auto ring channels, want $want: $out"
+[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +int32 +sum .* 0 +N/A +N/A +N/A +N/A$' <<<"$out")" = 1 ] ||
+	fail "auto channels, out of place: $out"
 lost=$(stats_get 'sum(p["drops"]["emulated_loss"] for p in d["switches"]["tor0"]["ports"].values())')
 ((lost > 0)) || fail "no emulated loss counted"
 

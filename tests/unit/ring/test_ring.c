@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring all-reduce against a reference sum: ranks as threads over the fake
  * hub, clean and lossy, counts that do not divide, several calls in a row;
- * int32 exact, fp32 within the rounding bound of N additions. */
+ * int32 exact, fp32 within the rounding bound of N additions; in place and
+ * out of place (the input left as it was, every output element written). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +28,7 @@ struct rank_job {
 	unsigned rank, n;
 	enum hcl_dtype dtype;
 	const int *rack; /* hierarchical when set */
+	bool oop;	 /* out of place: from an input buffer into a poisoned output */
 	int rc;
 	char err[256];
 };
@@ -51,22 +53,36 @@ static void *rank_main(void *arg)
 		j->rc = -1;
 		return NULL;
 	}
-	uint32_t *buf = malloc(counts[NCOUNTS - 1] * 4);
+	uint32_t *buf = malloc(counts[NCOUNTS - 1] * 4), *src = malloc(counts[NCOUNTS - 1] * 4);
 	for (unsigned call = 0; call < NCOUNTS && j->rc == 0; call++) {
 		size_t n = counts[call];
+		uint32_t *in = j->oop ? src : buf;
 		for (size_t i = 0; i < n; i++) {
 			if (j->dtype == HCL_FP32) {
 				float f = fval(j->rank, call, i);
-				memcpy(&buf[i], &f, 4);
+				memcpy(&in[i], &f, 4);
 			} else {
-				buf[i] = val(j->rank, call, i);
+				in[i] = val(j->rank, call, i);
 			}
 		}
+		if (j->oop) /* what no write reached stays a NaN / a wrong sum */
+			memset(buf, 0xff, n * 4);
 		int64_t dl = clock_now_ns() + 10000000000ll;
 		j->rc = j->rack ? hcl_hier_allreduce(x, j->rank, j->n, j->rack, buf, n, j->dtype, call + 1, dl, j->err,
 						     sizeof(j->err))
-				: hcl_ring_allreduce(x, j->rank, j->n, buf, n, j->dtype, call + 1, dl, j->err,
-						     sizeof(j->err));
+				: hcl_ring_allreduce_from(x, j->rank, j->n, j->oop ? src : NULL, buf, n, j->dtype,
+							  call + 1, dl, j->err, sizeof(j->err));
+		for (size_t i = 0; j->oop && j->rc == 0 && i < n; i++) {
+			uint32_t v = val(j->rank, call, i);
+			if (j->dtype == HCL_FP32) {
+				float f = fval(j->rank, call, i);
+				memcpy(&v, &f, 4);
+			}
+			if (src[i] != v) {
+				snprintf(j->err, sizeof(j->err), "call %u elem %zu: the input changed", call, i);
+				j->rc = -1;
+			}
+		}
 		for (size_t i = 0; j->rc == 0 && i < n; i++) {
 			if (j->dtype == HCL_INT32) {
 				uint32_t want = 0;
@@ -96,17 +112,18 @@ static void *rank_main(void *arg)
 	if (j->rc == 0)
 		hcl_xfer_linger(x, 60000000, clock_now_ns() + 2000000000ll);
 	free(buf);
+	free(src);
 	hcl_xfer_free(x);
 	return NULL;
 }
 
-static void run_racks(unsigned n, enum hcl_dtype dt, struct fake_net net, const int *rack)
+static void run_jobs(unsigned n, enum hcl_dtype dt, struct fake_net net, const int *rack, bool oop)
 {
 	struct fake_hub *hub = fake_hub_new(n, &net);
 	struct rank_job jobs[MAXR];
 	pthread_t th[MAXR];
 	for (unsigned r = 0; r < n; r++) {
-		jobs[r] = (struct rank_job){ .hub = hub, .rank = r, .n = n, .dtype = dt, .rack = rack };
+		jobs[r] = (struct rank_job){ .hub = hub, .rank = r, .n = n, .dtype = dt, .rack = rack, .oop = oop };
 		pthread_create(&th[r], NULL, rank_main, &jobs[r]);
 	}
 	for (unsigned r = 0; r < n; r++)
@@ -115,6 +132,11 @@ static void run_racks(unsigned n, enum hcl_dtype dt, struct fake_net net, const 
 		if (jobs[r].rc)
 			fail_msg("%u ranks, rank %u: %s", n, r, jobs[r].err);
 	fake_hub_free(hub);
+}
+
+static void run_racks(unsigned n, enum hcl_dtype dt, struct fake_net net, const int *rack)
+{
+	run_jobs(n, dt, net, rack, false);
 }
 
 static void run(unsigned n, enum hcl_dtype dt, struct fake_net net) { run_racks(n, dt, net, NULL); }
@@ -162,12 +184,23 @@ static void test_ring_lossy(void **state)
 	run(5, HCL_FP32, (struct fake_net){ .loss = 0.05, .dup = 0.02, .reorder = 0.1, .seed = 13 });
 }
 
+/* Out of place: early (staged), repeated and lost packets all sum from the
+ * input into the output; one rank copies. */
+static void test_ring_out_of_place(void **state)
+{
+	(void)state;
+	run_jobs(1, HCL_INT32, (struct fake_net){ .seed = 31 }, NULL, true);
+	run_jobs(4, HCL_INT32, (struct fake_net){ .seed = 32 }, NULL, true);
+	run_jobs(3, HCL_FP32, (struct fake_net){ .seed = 33 }, NULL, true);
+	run_jobs(5, HCL_INT32, (struct fake_net){ .loss = 0.05, .dup = 0.05, .reorder = 0.2, .seed = 34 }, NULL, true);
+	run_jobs(4, HCL_FP32, (struct fake_net){ .loss = 0.05, .dup = 0.02, .reorder = 0.1, .seed = 35 }, NULL, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ring_int32),
-		cmocka_unit_test(test_ring_fp32),
-		cmocka_unit_test(test_ring_lossy),
+		cmocka_unit_test(test_ring_int32), cmocka_unit_test(test_ring_fp32),
+		cmocka_unit_test(test_ring_lossy), cmocka_unit_test(test_ring_out_of_place),
 		cmocka_unit_test(test_hier),
 	};
 	return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
