@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* swemu's control messages: the one grammar of the commands a switch takes
- * on its control channel (docs/SWEMU.md, "Control channel"), and of the
+ * on its control channel (docs/CONTROL.md, "Control channel"), and of the
  * job and link-emulation settings its config files share with them.  The
  * switch parses commands with it, the host library's agents and
- * testbed/swemu-ctl format them with it, and both read the answers with
+ * testbed/topo/swemu-ctl format them with it, and both read the answers with
  * it, so the two ends cannot disagree on a field.
  *
  *   op = "install"; owner = "9f3c..."; job = { id = 3; dtype = "int32"; slots = 16;

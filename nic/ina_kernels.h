@@ -9,26 +9,28 @@
 
 #include <stdint.h>
 
+#include "cpu_dispatch.h"
+
 /* dst = host(src) */
-void ina_k_load(uint32_t *dst, const uint8_t *src, unsigned n);
+CPU_DISPATCH_DECL void ina_k_load(uint32_t *dst, const uint8_t *src, unsigned n);
 /* dst += host(src) as int32, wrapping; returns nonzero if any element
  * overflowed.  The _final variant stores the sum in wire order. */
-uint32_t ina_k_add_i32(uint32_t *dst, const uint8_t *src, unsigned n);
-uint32_t ina_k_add_i32_final(uint32_t *dst, const uint8_t *src, unsigned n);
+CPU_DISPATCH_DECL uint32_t ina_k_add_i32(uint32_t *dst, const uint8_t *src, unsigned n);
+CPU_DISPATCH_DECL uint32_t ina_k_add_i32_final(uint32_t *dst, const uint8_t *src, unsigned n);
 /* dst += host(src) as IEEE binary32 (round to nearest even). */
-void ina_k_add_f32(uint32_t *dst, const uint8_t *src, unsigned n);
-void ina_k_add_f32_final(uint32_t *dst, const uint8_t *src, unsigned n);
+CPU_DISPATCH_DECL void ina_k_add_f32(uint32_t *dst, const uint8_t *src, unsigned n);
+CPU_DISPATCH_DECL void ina_k_add_f32_final(uint32_t *dst, const uint8_t *src, unsigned n);
 /* dst = wire(dst): turns a host-order partial into a result in place. */
-void ina_k_to_wire(uint32_t *dst, unsigned n);
+CPU_DISPATCH_DECL void ina_k_to_wire(uint32_t *dst, unsigned n);
 
 /* bfloat16 (2 bytes on the wire, big-endian): slots hold binary32 partial
  * sums, so the result is rounded once (to nearest even), not per add. */
-void ina_k_load_bf16(uint32_t *dst, const uint8_t *src, unsigned n);
-void ina_k_add_bf16(uint32_t *dst, const uint8_t *src, unsigned n);
+CPU_DISPATCH_DECL void ina_k_load_bf16(uint32_t *dst, const uint8_t *src, unsigned n);
+CPU_DISPATCH_DECL void ina_k_add_bf16(uint32_t *dst, const uint8_t *src, unsigned n);
 /* the binary32 partial in dst becomes n bf16 results in wire order at the
  * start of the same memory (2n bytes); _final adds src first */
-void ina_k_to_wire_bf16(uint32_t *dst, unsigned n);
-void ina_k_add_bf16_final(uint32_t *dst, const uint8_t *src, unsigned n);
+CPU_DISPATCH_DECL void ina_k_to_wire_bf16(uint32_t *dst, unsigned n);
+CPU_DISPATCH_DECL void ina_k_add_bf16_final(uint32_t *dst, const uint8_t *src, unsigned n);
 /* binary32 bits -> bfloat16 bits, round to nearest even; NaN stays NaN */
 uint16_t ina_f32_to_bf16(uint32_t f);
 

@@ -3,6 +3,8 @@
 #include "hcl_algo.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
 
 #include "hcl_xfer.h"
 #include "ina_proto.h"
@@ -17,6 +19,22 @@ const struct hcl_algo_ops *hcl_algo_of(enum hcl_algo id)
 							  [HCL_ALGO_PS_INA] = &hcl_algo_ps_ina,
 							  [HCL_ALGO_AGENT_RING] = &hcl_algo_aring };
 	return id > 0 && (size_t)id < sizeof(all) / sizeof(all[0]) ? all[id] : NULL;
+}
+
+const char *hcl_algo_name(enum hcl_algo a)
+{
+	const struct hcl_algo_ops *p = hcl_algo_of(a);
+	return p ? p->name : NULL;
+}
+
+int hcl_algo_from_name(const char *name, enum hcl_algo *a)
+{
+	for (int i = HCL_ALGO_RING; i <= HCL_ALGO_AGENT_RING; i++)
+		if (name && !strcmp(name, hcl_algo_name((enum hcl_algo)i))) {
+			*a = (enum hcl_algo)i;
+			return 0;
+		}
+	return -EINVAL;
 }
 
 int hcl_ina_prepare(struct hcl_comm *c, struct dgram_udp_opts *o)

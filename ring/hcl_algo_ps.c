@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ps and ps-ina (docs/HOSTLIB.md): the plan (agent/psina_plan.h: which
+/* ps and ps-ina (docs/ALGORITHMS.md): the plan (agent/psina_plan.h: which
  * ToRs aggregate, whether a software PS runs, cut in shards over the
  * ranks), the ToR jobs each INA rack's agent installs (agent/tor.h), the
  * software PS shard this rank hosts (agent/softsw.h), and an INA client per

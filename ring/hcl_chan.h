@@ -4,7 +4,7 @@
  * channels).  A ring step starts only when the previous step's whole chunk
  * has arrived, so each step pays the path's one-way delay once; with two
  * rings out of step, one's data fills the other's gaps on rate-limited
- * links (docs/HOSTLIB.md, "Ring channels").  Off by default: where the CPU
+ * links (docs/TRANSPORT.md, "Ring channels").  Off by default: where the CPU
  * is the bound the extra threads cost more.  Channel 0 is the
  * communicator's own transfer. */
 #ifndef HCL_CHAN_H

@@ -26,15 +26,6 @@
 #include "ina_kernels.h"
 #include "ina_proto.h"
 
-int hcl_fail(int rc, char *err, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, n, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 int hcl_comm_poll_xfer(void *ctx)
 {
 	struct hcl_comm *c = ctx;
@@ -209,22 +200,6 @@ int hcl_comm_world(const struct hcl_comm *c) { return c->world; }
 enum hcl_algo hcl_comm_algo(const struct hcl_comm *c) { return c->env.algo; }
 size_t hcl_comm_cfg_size(void) { return sizeof(struct hcl_comm_cfg); }
 const char *hcl_comm_error(const struct hcl_comm *c) { return c->err; }
-
-const char *hcl_algo_name(enum hcl_algo a)
-{
-	const struct hcl_algo_ops *p = hcl_algo_of(a);
-	return p ? p->name : NULL;
-}
-
-int hcl_algo_from_name(const char *name, enum hcl_algo *a)
-{
-	for (int i = HCL_ALGO_RING; i <= HCL_ALGO_AGENT_RING; i++)
-		if (name && !strcmp(name, hcl_algo_name((enum hcl_algo)i))) {
-			*a = (enum hcl_algo)i;
-			return 0;
-		}
-	return -EINVAL;
-}
 
 /* ---- calls ---- */
 

@@ -5,9 +5,11 @@
 #define HCL_COMM_INT_H
 
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "dgram.h"
 #include "hcl.h"
@@ -53,7 +55,14 @@ uint16_t hcl_bf16_narrow(float f);
 
 /* The error convention of the host library: a negative errno returned,
  * the message beside it.  Writes the message, returns rc. */
-__attribute__((format(printf, 4, 5))) int hcl_fail(int rc, char *err, size_t n, const char *fmt, ...);
+static inline __attribute__((format(printf, 4, 5))) int hcl_fail(int rc, char *err, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, n, fmt, ap);
+	va_end(ap);
+	return rc;
+}
 
 /* ring/hcl_rendezvous.c: every rank's data address and rendezvous fields,
  * through rank 0 (docs/HOSTLIB.md).  Opens c->t on this rank's data

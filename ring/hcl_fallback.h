@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The software ring finishing a call whose INA aggregator was lost
- * (ring/hcl_fallback.c, docs/HOSTLIB.md "When INA goes away"). */
+ * (ring/hcl_fallback.c, docs/ALGORITHMS.md "When INA goes away"). */
 #ifndef HCL_FALLBACK_H
 #define HCL_FALLBACK_H
 

@@ -6,7 +6,7 @@
  * ring's does, and a rack's uplink 2(R - 1)/R buffers each way.  (Reducing
  * to one leader per rack and broadcasting from it puts the whole rack's
  * data twice on the leader's link: 0.35 x the flat ring in the default
- * trial, docs/benchmarks-history.md.)
+ * trial.)
  *
  * Uneven racks: the buffer is cut into K shards, K the largest rack's size;
  * in a rack of g ranks, shard j belongs to the "part" j % g, and a rack's

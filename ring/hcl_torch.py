@@ -7,7 +7,7 @@
 and an existing training script runs its collectives through the host
 library, with the algorithm named by HCL_ALGO (ring, hier, ps, ps-ina,
 agent-ring; default ring) and every other HCL_* setting as for a C program
-(docs/HOSTLIB.md).  The library's own rendezvous uses MASTER_ADDR and
+(docs/PYTHON.md).  The library's own rendezvous uses MASTER_ADDR and
 HCL_MASTER_PORT, default MASTER_PORT + 1 (torch's store takes MASTER_PORT).
 
 Collectives: all_reduce (sum, avg) of float32, bfloat16, int32 and float16
@@ -20,7 +20,7 @@ It is a Python process group (torch's ProcessGroup subclassed, as
 torch/testing's Python process groups are), not a C++ extension: the data
 path is libhcl through ring/hcl.py either way, so a build against
 libtorch's C++ ABI would add a compiler and a version lock for no speed
-(docs/HOSTLIB.md, "A torch.distributed backend").
+(docs/PYTHON.md, "A torch.distributed backend").
 """
 import os
 import sys

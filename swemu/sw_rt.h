@@ -339,10 +339,10 @@ void sw_rt_teardown(struct sw_rt *rt);
 /* rte_eal_cleanup, then removes the runtime directory EAL leaves behind. */
 void sw_eal_cleanup(void);
 
-/* sw_dp.c: an mbuf of the main pool, or NULL with no_mbuf counted at blame. */
+/* sw_out.c: an mbuf of the main pool, or NULL with no_mbuf counted at blame. */
 struct rte_mbuf *sw_new_mbuf(struct sw_rt *rt, struct sw_port *blame);
-/* L2 forwarding of m to dst within vlan: the FDB's port, or a flood; in is
- * the port it came in on, NULL for a frame of the switch's own. */
+/* sw_out.c: L2 forwarding of m to dst within vlan: the FDB's port, or a
+ * flood; in is the port it came in on, NULL for a frame of the switch's own. */
 void sw_forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m,
 		   const uint8_t *dst);
 
@@ -368,8 +368,8 @@ unsigned sw_dp_poll_worker(struct sw_worker *w, uint64_t *next_due);
 void sw_dp_flush_worker(struct sw_worker *w);
 /* The datapath's clock: the TSC in ns. */
 static inline uint64_t sw_clock_ns(const struct sw_rt *rt) { return (uint64_t)((double)rte_rdtsc() * rt->ns_per_tsc); }
-/* Egress through p's link emulation onto its device or link; on a trunk
- * port a frame of a tagged VLAN gets its 802.1Q tag. */
+/* sw_out.c: egress through p's link emulation onto its device or link; on
+ * a trunk port a frame of a tagged VLAN gets its 802.1Q tag. */
 void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint16_t vlan);
 /* Counts a device's unsent packets as tx_full drops. */
 void sw_port_tx_callback_init(struct sw_port *p);

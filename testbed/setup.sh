@@ -4,7 +4,7 @@
 # only when something is missing) and builds the project into build/.
 #   testbed/setup.sh [--no-build] [--peers] [--tests] [--sim]
 # --peers also installs the benchmark peers (Gloo through python3-torch,
-# Open MPI): large, and needed only by testbed/bench-peers.sh.
+# Open MPI): large, and needed only by testbed/bench/bench-peers.sh.
 # --tests also installs python3-torch for the PyTorch DDP test, and ns-3.
 # --sim installs ns-3 (libns3-dev) for swemu-sim (docs/SCALE.md).
 # With CI set in the environment, warnings are errors.
@@ -41,7 +41,7 @@ if [ -n "${peers:-}" ]; then
 	packages+=(python3-torch openmpi-bin libopenmpi-dev)
 fi
 if [ -n "${tests:-}" ]; then
-	# tshark reads swemu's captures with testbed/wireshark/ina.lua
+	# tshark reads swemu's captures with testbed/capture/ina.lua
 	packages+=(python3-torch tshark)
 fi
 if [ -n "${tests:-}" ] || [ -n "${sim:-}" ]; then

@@ -14,6 +14,7 @@
 #include <rte_prefetch.h>
 #include <rte_ring.h>
 
+#include "sw_out.h"
 #include "sw_rt.h"
 
 static const char *const drop_names[SW_D_FRAME_BASE] = {
@@ -54,12 +55,6 @@ const char *sw_drop_name(unsigned d)
 	return "invalid";
 }
 
-static void drop(struct sw_port *p, enum sw_drop why, struct rte_mbuf *m)
-{
-	p->st.drops[why]++;
-	rte_pktmbuf_free(m);
-}
-
 static void free_spent(struct sw_lsw *sw)
 {
 	if (sw->nspent)
@@ -75,154 +70,7 @@ static void spend(struct sw_lsw *sw, struct rte_mbuf *m)
 		free_spent(sw);
 }
 
-/* ---- egress ---- */
-
-/* A chained frame (header + shared payload of a multicast) as one segment,
- * for a device that cannot send chains and for switches that read frames
- * whole.  NULL (frame freed, drop counted at blame) if that cannot be done. */
-static struct rte_mbuf *flatten(struct rte_mempool *pool, struct rte_mbuf *m, struct sw_port *blame)
-{
-	if (m->nb_segs == 1)
-		return m;
-	struct rte_mbuf *f = NULL;
-	uint32_t len = rte_pktmbuf_pkt_len(m);
-	if (len + RTE_PKTMBUF_HEADROOM > rte_pktmbuf_data_room_size(pool)) {
-		blame->st.drops[SW_D_MULTI_SEGMENT]++;
-	} else if (!(f = rte_pktmbuf_alloc(pool))) {
-		blame->st.drops[SW_D_NO_MBUF]++;
-	} else {
-		uint8_t *d = rte_pktmbuf_mtod(f, uint8_t *);
-		const void *src = rte_pktmbuf_read(m, 0, len, d);
-		if (src != d)
-			memcpy(d, src, len);
-		f->data_len = f->pkt_len = len;
-	}
-	rte_pktmbuf_free(m);
-	return f;
-}
-
-/* Past the emulation: onto the device, or into the peer port's queue. */
-static inline __attribute__((always_inline)) void deliver(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
-{
-	if (unlikely(p->sw->cap.f)) /* what leaves the port, after its emulated link */
-		sw_capture_frame(&p->sw->cap, p->index, SW_CAP_TX, m);
-	if (p->ext) {
-		if (m->nb_segs > 1 && !p->tx_multi_seg && !(m = flatten(rt->pool, m, p)))
-			return;
-		p->st.tx_packets++;
-		p->st.tx_bytes += rte_pktmbuf_pkt_len(m);
-		rte_eth_tx_buffer(p->dev, p->queue, p->txb, m); /* failures: tx_full callback */
-		return;
-	}
-	uint32_t len = rte_pktmbuf_pkt_len(m);
-	if (rte_ring_sp_enqueue(p->peer->lq, m) != 0) {
-		drop(p, SW_D_TX_FULL, m);
-		return;
-	}
-	p->st.tx_packets++;
-	p->st.tx_bytes += len; /* m may be the peer's already */
-}
-
-/* m, or a copy of it (m's reference released) when others still read it
- * (flooded, a shared payload's owner) or its headroom is under `room`: a
- * frame whose tag changes in place.  NULL when out of mbufs (counted at p). */
-static struct rte_mbuf *writable(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint16_t room)
-{
-	if (rte_mbuf_refcnt_read(m) == 1 && RTE_MBUF_DIRECT(m) && rte_pktmbuf_headroom(m) >= room)
-		return m;
-	struct rte_mbuf *c = rte_pktmbuf_copy(m, rt->pool, 0, UINT32_MAX);
-	rte_pktmbuf_free(m);
-	if (!c)
-		p->st.drops[SW_D_NO_MBUF]++;
-	return c;
-}
-
-/* The 802.1Q tag of a frame leaving a trunk port, in the headroom of a
- * writable frame.  NULL when out of mbufs (counted). */
-static __attribute__((noinline)) struct rte_mbuf *add_tag(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m,
-							  uint16_t vlan)
-{
-	if (!(m = writable(rt, p, m, sizeof(struct rte_vlan_hdr))))
-		return NULL;
-	m->vlan_tci = vlan;
-	if (rte_vlan_insert(&m) != 0) {
-		drop(p, SW_D_NO_MBUF, m);
-		return NULL;
-	}
-	return m;
-}
-
-/* Inline into the forwarding path (a call chain of forward, send and
- * deliver cost ~60 instructions a frame in prologues alone); the exported
- * functions wrap it. */
-static inline __attribute__((always_inline)) void send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m,
-							    uint16_t vlan)
-{
-	if (p->tagged && vlan != p->cfg->vlan && !(m = add_tag(rt, p, m, vlan)))
-		return;
-	if (!sw_netem_active(&p->netem)) {
-		deliver(rt, p, m);
-		return;
-	}
-	switch (sw_netem_enqueue(&p->netem, m, rte_pktmbuf_pkt_len(m), p->sw->now_ns)) {
-	case SW_NETEM_QUEUED: break;
-	case SW_NETEM_DROP_LOSS: drop(p, SW_D_EMULATED_LOSS, m); break;
-	case SW_NETEM_DROP_BUFFER: drop(p, SW_D_BUFFER_OVERFLOW, m); break;
-	case SW_NETEM_DROP_INFLIGHT: drop(p, SW_D_EMULATOR_FULL, m); break;
-	}
-}
-
-void sw_send_port(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint16_t vlan) { send_port(rt, p, m, vlan); }
-
-/* Every other port of the VLAN gets the same (read-only) mbuf. */
-static void flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m)
-{
-	int n = 0;
-	for (int i = 0; i < sw->nports; i++)
-		n += &sw->ports[i] != in && sw_port_carries(&sw->ports[i], vlan);
-	sw->st.flooded++;
-	if (n <= 0) {
-		rte_pktmbuf_free(m);
-		return;
-	}
-	/* every segment: a multicast result is a header chained to a shared
-	 * payload, and each copy's free drops one reference of each segment */
-	rte_pktmbuf_refcnt_update(m, (int16_t)(n - 1));
-	for (int i = 0; i < sw->nports; i++)
-		if (&sw->ports[i] != in && sw_port_carries(&sw->ports[i], vlan))
-			sw_send_port(rt, &sw->ports[i], m, vlan);
-}
-
-static inline __attribute__((always_inline)) void forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in,
-							     uint16_t vlan, struct rte_mbuf *m, const uint8_t *dst)
-{
-	int out = dst[0] & 1 ? -1 : sw_fdb_lookup(&sw->fdb, dst, vlan, sw->now_s);
-	if (out < 0) {
-		flood(rt, sw, in, vlan, m);
-		return;
-	}
-	if (in && out == in->index) {
-		drop(in, SW_D_SAME_PORT, m);
-		return;
-	}
-	send_port(rt, &sw->ports[out], m, vlan);
-}
-
-void sw_forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m,
-		   const uint8_t *dst)
-{
-	forward_l2(rt, sw, in, vlan, m, dst);
-}
-
 /* ---- the switch's own endpoint ---- */
-
-struct rte_mbuf *sw_new_mbuf(struct sw_rt *rt, struct sw_port *blame)
-{
-	struct rte_mbuf *m = rte_pktmbuf_alloc(rt->pool);
-	if (!m)
-		blame->st.drops[SW_D_NO_MBUF]++;
-	return m;
-}
 
 /* What the device found of the frame's checksums, on ports that were
  * asked to verify them (sw_setup): good ones are not summed again, a bad
@@ -256,7 +104,7 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	if (rte_pktmbuf_data_len(m) > SW_ETH_HLEN + SW_MTU) {
 		/* a device with a larger frame size (af_packet's framesz) or a
 		 * link may carry one; the engine never sees it */
-		drop(in, SW_D_OVER_MTU, m);
+		sw_drop(in, SW_D_OVER_MTU, m);
 		return;
 	}
 	/* ring, af_packet and af_xdp ports never mark a frame: one test */
@@ -266,7 +114,7 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	if (fe == SW_FRAME_OK)
 		fe = sw_frame_parse_udp(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), verified, &v);
 	if (fe != SW_FRAME_OK) {
-		drop(in, (enum sw_drop)(SW_D_FRAME_BASE + fe), m);
+		sw_drop(in, (enum sw_drop)(SW_D_FRAME_BASE + fe), m);
 		return;
 	}
 	uint16_t dport = rte_be_to_cpu_16(v.dst_port);
@@ -277,17 +125,17 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	}
 	if (dport < INA_UDP_PORT_MIN || dport > INA_UDP_PORT_MAX) {
 		/* control for a partitioned switch reaches partition 0 only */
-		drop(in, sw->part && dport == sw->cfg->ctrl_port ? SW_D_MISSTEERED : SW_D_TO_SWITCH, m);
+		sw_drop(in, sw->part && dport == sw->cfg->ctrl_port ? SW_D_MISSTEERED : SW_D_TO_SWITCH, m);
 		return;
 	}
 	/* a partition aggregates only its own ports' slots: another's here
 	 * would be summed apart from the rest of its slot */
 	if (unlikely(sw->cfg->partitions > 1) && (dport - INA_UDP_PORT_MIN) % sw->cfg->partitions != sw->part) {
-		drop(in, SW_D_MISSTEERED, m);
+		sw_drop(in, SW_D_MISSTEERED, m);
 		return;
 	}
 	if (!sw->eng) {
-		drop(in, SW_D_INA_OFF, m);
+		sw_drop(in, SW_D_INA_OFF, m);
 		return;
 	}
 	/* a member's address spoken from elsewhere than it is bound to; one
@@ -296,7 +144,7 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	const uint64_t mac_vlan = sw_src_key(sw_mac64_at(v.src_mac), vlan); /* src_mac: the frame's field */
 	const bool bound = seen->ip == v.src_ip && seen->stamp == neigh_stamp(sw) && seen->mac_vlan == mac_vlan;
 	if (!bound && !sw_neigh_allows(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s)) {
-		drop(in, SW_D_SOURCE_GUARD, m);
+		sw_drop(in, SW_D_SOURCE_GUARD, m);
 		return;
 	}
 	struct ina_addr src = { .ip = v.src_ip, .port = v.src_port };
@@ -327,28 +175,28 @@ static __attribute__((noinline)) uint16_t trunk_ingress(struct sw_rt *rt, struct
 	uint16_t et = sw_frame_ethertype(f, len);
 	if (et != RTE_ETHER_TYPE_VLAN) {
 		if (sw_frame_is_tpid(et)) { /* an 802.1ad outer tag */
-			drop(in, SW_D_QINQ, m);
+			sw_drop(in, SW_D_QINQ, m);
 			return 0;
 		}
 		if (!in->cfg->vlan)
-			drop(in, SW_D_UNTAGGED, m);
+			sw_drop(in, SW_D_UNTAGGED, m);
 		return in->cfg->vlan;
 	}
 	if (len < SW_ETH_HLEN + sizeof(struct rte_vlan_hdr)) {
-		drop(in, SW_D_RUNT, m);
+		sw_drop(in, SW_D_RUNT, m);
 		return 0;
 	}
 	uint16_t vlan = (uint16_t)((f[14] << 8 | f[15]) & 0xfff);
 	if (!sw_port_carries(in, vlan) || vlan == in->cfg->vlan) {
-		drop(in, SW_D_VLAN_NOT_ALLOWED, m);
+		sw_drop(in, SW_D_VLAN_NOT_ALLOWED, m);
 		return 0;
 	}
 	if (sw_frame_is_tpid((uint16_t)(f[16] << 8 | f[17]))) {
 		/* the inner tag would be honoured by the next switch */
-		drop(in, SW_D_QINQ, m);
+		sw_drop(in, SW_D_QINQ, m);
 		return 0;
 	}
-	if (!(*mp = m = writable(rt, in, m, 0))) /* the tag comes off in place */
+	if (!(*mp = m = sw_writable(rt, in, m, 0))) /* the tag comes off in place */
 		return 0;
 	rte_vlan_strip(m);
 	return vlan;
@@ -361,18 +209,18 @@ static void input_frame(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m
 	uint32_t len;
 	const uint8_t *f;
 
-	if (m->nb_segs != 1 && !(m = flatten(rt->pool, m, in)))
+	if (m->nb_segs != 1 && !(m = sw_flatten(rt->pool, m, in)))
 		return; /* a multicast result over a link: read whole below */
 	len = rte_pktmbuf_data_len(m);
 	f = rte_pktmbuf_mtod(m, const uint8_t *);
 	if (len < SW_ETH_HLEN) {
-		drop(in, SW_D_RUNT, m);
+		sw_drop(in, SW_D_RUNT, m);
 		return;
 	}
 	uint16_t vlan = in->cfg->vlan;
 	if (!in->tagged) {
 		if (unlikely(sw_frame_is_tpid(sw_frame_ethertype(f, len)))) {
-			drop(in, SW_D_TAGGED_ON_ACCESS, m);
+			sw_drop(in, SW_D_TAGGED_ON_ACCESS, m);
 			return;
 		}
 	} else {
@@ -384,14 +232,14 @@ static void input_frame(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m
 	if (sw->cfg->ip && unlikely(sw_frame_claims(f, len, sw->cfg->mac, sw->cfg->ip))) {
 		/* flooded, it would point the hosts' ARP caches (or the FDB)
 		 * at the claimant for the switch's traffic */
-		drop(in, SW_D_CLAIMS_SWITCH, m);
+		sw_drop(in, SW_D_CLAIMS_SWITCH, m);
 		return;
 	}
 	const uint64_t src = sw_mac64_at(f + 6);
 	struct sw_src_seen *seen = sw_src_seen_of(in, src);
 	if (seen->key != sw_src_key(src, vlan) || seen->s != sw->now_s) {
 		if (unlikely(sw_fdb_learn(&sw->fdb, f + 6, vlan, in->index, sw->now_s) == SW_FDB_PORT_FULL)) {
-			drop(in, SW_D_MAC_LIMIT, m); /* not cached below: every frame of it is refused */
+			sw_drop(in, SW_D_MAC_LIMIT, m); /* not cached below: every frame of it is refused */
 			return;
 		}
 		*seen = (struct sw_src_seen){ .key = sw_src_key(src, vlan), .s = sw->now_s };
@@ -416,11 +264,11 @@ static void input_frame(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m
 			to_switch_ipv4(rt, sw, in, vlan, m);
 			return;
 		} else if (is_mine(sw, f)) {
-			drop(in, SW_D_TO_SWITCH, m);
+			sw_drop(in, SW_D_TO_SWITCH, m);
 			return;
 		}
 	}
-	forward_l2(rt, sw, in, vlan, m, f);
+	sw_forward_l2_inline(rt, sw, in, vlan, m, f);
 }
 
 /* ---- a burst in stages ---- */
@@ -449,7 +297,7 @@ static void send_run(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf **ms, 
 {
 	if (!p->ext || (p->tagged && vlan != p->cfg->vlan) || sw_netem_active(&p->netem)) {
 		for (unsigned i = 0; i < n; i++)
-			send_port(rt, p, ms[i], vlan);
+			sw_send_port_inline(rt, p, ms[i], vlan);
 		return;
 	}
 	p->st.tx_packets += n;
@@ -516,7 +364,7 @@ static int forward_port(struct sw_port *in, struct rte_mbuf *m, const uint8_t *f
 	if (o < 0)
 		return -1;
 	if (o == in->index) {
-		drop(in, SW_D_SAME_PORT, m);
+		sw_drop(in, SW_D_SAME_PORT, m);
 		return -2;
 	}
 	in->flow_seen[sw_flow_bucket(head, tail)] = (struct sw_flow_seen){
@@ -657,19 +505,6 @@ static void input_burst(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf **
 
 /* ---- the loop ---- */
 
-static void tx_full(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
-{
-	struct sw_port *p = arg;
-	for (uint16_t i = 0; i < unsent; i++) {
-		p->st.tx_packets--;
-		p->st.tx_bytes -= rte_pktmbuf_pkt_len(pkts[i]);
-	}
-	p->st.drops[SW_D_TX_FULL] += unsent;
-	rte_pktmbuf_free_bulk(pkts, unsent);
-}
-
-void sw_port_tx_callback_init(struct sw_port *p) { rte_eth_tx_buffer_set_err_callback(p->txb, tx_full, p); }
-
 static void clock_tick(const struct sw_rt *rt, struct sw_lsw *sw)
 {
 	sw->now_ns = sw_clock_ns(rt);
@@ -691,7 +526,7 @@ static unsigned pump_emulators(struct sw_rt *rt, struct sw_lsw *sw, uint64_t *ne
 		while ((n = sw_netem_dequeue(&p->netem, sw->now_ns, due, 64))) {
 			total += n;
 			for (unsigned k = 0; k < n; k++)
-				deliver(rt, p, due[k]);
+				sw_deliver(rt, p, due[k]);
 		}
 		uint64_t t = sw_netem_next_ns(&p->netem);
 		if (t < *next_due)

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# The floors of swemu-bench (-F, swemu/sw_bench_floor.h) are held to what
+# The floors of swemu-bench (-F, testbed/bench/sw_bench_floor.h) are held to what
 # the switch is held to: swemu-bench fails unless every floor slot of every
 # round completed once with the right sum and no frame was refused or
 # unsent (a floor that skips an add or refuses a member's frame fails it).

@@ -13,7 +13,7 @@ sub=10.87.0
 
 check() { # check TOPO ARGS: every line exact
 	local out
-	out=$("$top/testbed/launch.sh" "$TOPO_NAME" -- "$perf" --algo agent-ring -n 1 -w 0 --timeout 60000 "$@") ||
+	out=$("$top/testbed/topo/launch.sh" "$TOPO_NAME" -- "$perf" --algo agent-ring -n 1 -w 0 --timeout 60000 "$@") ||
 		{ echo "$out" >&2; return 1; }
 	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(int32|float|bfloat16) +sum +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0$' <<<"$out")" -ge 1 ] || { echo "$out" >&2; return 1; }
 }
@@ -36,7 +36,7 @@ for inaracks in none 1 all; do
 		HCL_INA_FP32=bf16 check -d bf16 -b 200006 -e 200006 || fail "agent-ring, INA racks 1, bf16 over BF16 jobs"
 	fi
 	[ "$(jobs_left)" = 0 ] || fail "INA racks $inaracks: jobs left in the switches"
-	"$top/testbed/topo.sh" down itagr
+	"$top/testbed/topo/topo.sh" down itagr
 done
 
 # the agent (h4) is a worker like the others: its link carries what theirs
@@ -54,18 +54,18 @@ echo "$report"
 ratio=$(stats_get 'max(d["switches"]["tor1"]["ports"]["h4"]["rx_bytes"], d["switches"]["tor1"]["ports"]["h4"]["tx_bytes"]) / max(max(p["rx_bytes"], p["tx_bytes"]) for n, p in d["switches"]["tor1"]["ports"].items() if n in ("h5", "h6", "h7"))')
 echo "agent link / busiest other link in the INA rack: $ratio"
 $PY -c "import sys; sys.exit(0 if $ratio <= 1.1 else 1)" || fail "the agent's link carries $ratio x a worker's"
-"$top/testbed/topo.sh" down itagr
+"$top/testbed/topo/topo.sh" down itagr
 
 topo itagr 4 --subnet $sub
 check -d int32 -b 4 -e 400012 -f 100003 || fail "agent-ring, one INA rack"
-"$top/testbed/topo.sh" down itagr
+"$top/testbed/topo/topo.sh" down itagr
 
 # four INA racks of two behind rate-limited links: the ToRs forward to each
 # other across the spine (multicast-sized frames, flooded until the spine
 # has learnt the ToRs: a flood of a chained frame once crashed swemu)
 topo itagr 8 --subnet $sub --racks 4 --rate 200M --loss 0.02
 check -d float -b 1M -e 1M || fail "agent-ring, four INA racks"
-"$top/testbed/topo.sh" down itagr
+"$top/testbed/topo/topo.sh" down itagr
 
 # a member dies mid-run (rank 5, a worker of the INA rack)
 topo itagr 8 --subnet $sub --racks 2 --ina-racks 1

@@ -3,7 +3,7 @@
 # Packet capture and the Wireshark dissector: one INA rack of four hosts
 # with tor0 capturing every port to a pcapng file, a ps-ina run (exact
 # results), one malformed INA packet (version 2) and a control command.
-# tshark with testbed/wireshark/ina.lua must then find every port as an
+# tshark with testbed/capture/ina.lua must then find every port as an
 # interface "tor0.hI" with directions; every frame to or from the
 # switch's INA port decoded as INA; the INA frames that reached the switch
 # equal to what its engine counted (rx_packets, the malformed one among
@@ -17,15 +17,15 @@
 . "$(dirname "$0")/lib.sh"
 command -v tshark >/dev/null || { echo "capture: needs tshark (testbed/setup.sh --tests installs it)"; exit 77; }
 perf=${PERF:-$top/build/ring/ina-allreduce-perf}
-lua=$top/testbed/wireshark/ina.lua
+lua=$top/testbed/capture/ina.lua
 TOPO_NAME=itcap
 d=/run/swemu-testbed/$TOPO_NAME
 # up with tor0 capturing: the capture group goes into the generated config
 capture_up() { # FILE [MAX_PACKETS SNAPLEN] [EXTRA SETTINGS]
-	"$top/testbed/topo.sh" up $TOPO_NAME 4 --subnet 10.85.0 >/dev/null
+	"$top/testbed/topo/topo.sh" up $TOPO_NAME 4 --subnet 10.85.0 >/dev/null
 	sed -i "s|^    ports = (|    capture = { file = \"$1\";${2:+ max_packets = $2; snaplen = $3;} ${4:-}};\n    ports = (|" "$d/swemu.cfg"
 	grep -q "capture = { file" "$d/swemu.cfg" || fail "no capture group in $(cat "$d/swemu.cfg")"
-	"$top/testbed/topo.sh" start $TOPO_NAME
+	"$top/testbed/topo/topo.sh" start $TOPO_NAME
 	use_key
 }
 # stops swemu so that it writes its last counters and closes the file
@@ -38,7 +38,7 @@ stop_swemu() {
 }
 
 capture_up "$LOGDIR/tor0.pcapng"
-out=$("$top/testbed/launch.sh" $TOPO_NAME -- "$perf" --only in --algo ps-ina -b 64K -e 256K -f 4 -n 2 -w 1) ||
+out=$("$top/testbed/topo/launch.sh" $TOPO_NAME -- "$perf" --only in --algo ps-ina -b 64K -e 256K -f 4 -n 2 -w 1) ||
 	fail "ps-ina under capture: $out"
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 2 ] || fail "ps-ina results: $out"
 # a malformed INA packet: version 2, otherwise a plausible DATA header
@@ -53,7 +53,7 @@ for _ in $(seq 100); do
 done
 stop_swemu
 cp "$d/stats.json" "$LOGDIR/stats.json"
-"$top/testbed/topo.sh" down $TOPO_NAME
+"$top/testbed/topo/topo.sh" down $TOPO_NAME
 TOPO_NAME=""
 tshark -X lua_script:"$lua" -r "$LOGDIR/tor0.pcapng" -T fields -E separator=/t -e frame.interface_name \
 	-e frame.packet_flags_direction -e ip.src -e ip.dst -e udp.srcport -e udp.dstport -e ina.type \
@@ -98,7 +98,7 @@ P
 # a bounded capture: the first 1500 frames, the rest counted
 TOPO_NAME=itcap
 capture_up "$LOGDIR/bounded.pcapng" 1500 128
-"$top/testbed/launch.sh" $TOPO_NAME -- "$perf" --only in --algo ps-ina -b 256K -e 256K -n 8 -w 1 >/dev/null ||
+"$top/testbed/topo/launch.sh" $TOPO_NAME -- "$perf" --only in --algo ps-ina -b 256K -e 256K -n 8 -w 1 >/dev/null ||
 	fail "ps-ina under a bounded capture"
 stop_swemu
 left=$($PY -c "import json; print(json.load(open('$d/stats.json'))['switches']['tor0']['capture_left_out'])")
@@ -108,17 +108,17 @@ n=$(tshark -r "$LOGDIR/bounded.pcapng" 2>/dev/null | wc -l)
 cut=$(tshark -X lua_script:"$lua" -r "$LOGDIR/bounded.pcapng" -Y "ina && frame.cap_len < frame.len" 2>/dev/null | wc -l)
 bad=$(tshark -X lua_script:"$lua" -r "$LOGDIR/bounded.pcapng" -Y "ina && _ws.expert" 2>/dev/null | wc -l)
 ((cut > 0)) && [ "$bad" = 0 ] || fail "snaplen 128: $cut INA frames cut, $bad called malformed"
-"$top/testbed/topo.sh" down $TOPO_NAME
+"$top/testbed/topo/topo.sh" down $TOPO_NAME
 
 # started and stopped at run time: configured paused (start = false), a
 # signed control command starts it, a telemetry command stops it
 capture_up "$LOGDIR/later.pcapng" 100000 128 "start = false; "
 packets() { stats_get "d['switches']['tor0']['capture_packets']"; }
-one_call() { "$top/testbed/launch.sh" $TOPO_NAME -- "$perf" --only in --algo ring -b 64K -e 64K -n 1 -w 0 >/dev/null ||
+one_call() { "$top/testbed/topo/launch.sh" $TOPO_NAME -- "$perf" --only in --algo ring -b 64K -e 64K -n 1 -w 0 >/dev/null ||
 	fail "a call while capturing"; }
 one_call
 [ "$(packets)" = 0 ] || fail "a paused capture wrote $(packets) frames"
-ans=$(in_host 0 "$top/testbed/swemu-ctl" 10.85.0.254 'op = "capture"; action = "start";') || fail "capture start: $ans"
+ans=$(in_host 0 "$top/testbed/topo/swemu-ctl" 10.85.0.254 'op = "capture"; action = "start";') || fail "capture start: $ans"
 grep -q "^ok capture=on" <<<"$ans" || fail "capture start answered: $ans"
 one_call
 tel=$(echo "/swemu/capture,tor0.stop" | dpdk-telemetry.py -f "swemu-$TOPO_NAME" 2>/dev/null | grep '"/swemu/capture"') ||
@@ -129,6 +129,6 @@ on=$(packets) # read after the stop: the last call's stragglers are in it
 one_call
 [ "$(packets)" = "$on" ] || fail "a stopped capture went on: $on then $(packets) frames"
 # the file's name never comes from the network
-ans=$(in_host 0 "$top/testbed/swemu-ctl" 10.85.0.254 'op = "capture"; action = "start"; file = "/tmp/x";' 2>&1) &&
+ans=$(in_host 0 "$top/testbed/topo/swemu-ctl" 10.85.0.254 'op = "capture"; action = "start"; file = "/tmp/x";' 2>&1) &&
 	fail "a capture file from the network was taken: $ans"
 echo "capture: pcapng per port and direction, decoded by ina.lua against swemu's counters; bound of 1500 kept ($left left out); paused, started by control command ($on frames), stopped by telemetry"

@@ -13,12 +13,12 @@ plan() { # NAME EXPECTED-EAL-LCORES EXPECTED-RANK-CPUS topo.sh-options...
 	local name=$1 want_l=$2 want_r=$3 got
 	shift 3
 	TOPO_NAME=$name
-	"$top/testbed/topo.sh" up "$name" 4 --racks 2 "$@" > /dev/null
+	"$top/testbed/topo/topo.sh" up "$name" 4 --racks 2 "$@" > /dev/null
 	got=$(cat "$d/$name"/eal*.args | grep -o -- '-l [0-9,]*' | awk '{print $2}' | tr '\n' ' ')
 	[ "$got" = "$want_l" ] || fail "$*: lcores '$got', want '$want_l'"
 	got=$(cat "$d/$name/rank_cpus" 2>/dev/null || true)
 	[ "$got" = "$want_r" ] || fail "$*: rank CPUs '$got', want '$want_r'"
-	"$top/testbed/topo.sh" down "$name"
+	"$top/testbed/topo/topo.sh" down "$name"
 	TOPO_NAME=""
 }
 plan cp16 "0,1,2 " 3-15 --cores 16
@@ -34,13 +34,13 @@ echo "cores: the plans for 16, 4 and 2 cores as documented"
 topo cores 4 --racks 2 --rate 1G --lcores 0,1 --rank-cpus 1
 got=$(stats | $PY -c "import json,sys; print(' '.join('%d:%s' % (w['lcore'], ','.join(w['switches'])) for w in json.load(sys.stdin)['workers']))")
 [ "$got" = "0:tor0,spine 1:tor1" ] || fail "swemu's lcores run '$got', want '0:tor0,spine 1:tor1'"
-out=$("$top/testbed/launch.sh" cores -- sh -c 'grep Cpus_allowed_list /proc/self/status')
+out=$("$top/testbed/topo/launch.sh" cores -- sh -c 'grep Cpus_allowed_list /proc/self/status')
 [[ "$out" == *"Cpus_allowed_list:"*"1" ]] || fail "rank 0 runs on '$out', want CPU 1"
 for i in 1 2 3; do
 	grep -q "Cpus_allowed_list:.*1$" "$d/cores/rank-$i.log" || fail "rank $i: $(cat "$d/cores/rank-$i.log")"
 done
 before=$(stats)
-out=$("$top/testbed/launch.sh" cores -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --algo ps-ina -b 256K -e 256K -n 3 -w 1 -c 1)
+out=$("$top/testbed/topo/launch.sh" cores -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --algo ps-ina -b 256K -e 256K -n 3 -w 1 -c 1)
 grep -qE "^ +262144 .* 0 *$" <<<"$out" || fail "ps-ina through two lcores: $out"
 $PY - "$before" "$(stats)" <<'P'
 import json, sys

@@ -14,7 +14,7 @@
 topo itctl 2 --subnet 10.82.0
 
 # --raw: the switch's own checks are under test, not swemu-ctl's
-ctl() { in_host 0 "$top/testbed/swemu-ctl" --raw 10.82.0.254 "$1" 2>&1 || true; }
+ctl() { in_host 0 "$top/testbed/topo/swemu-ctl" --raw 10.82.0.254 "$1" 2>&1 || true; }
 
 cmds=(
 	'@include "/"'
@@ -85,7 +85,7 @@ answer=$(SWEMU_CTL_KEY_FILE= ctl 'op = "stats"; id = 1;')
 [ "$answer" = "error: ctrl: not authenticated: no AUTH1 line" ] || fail "unsigned command: $answer"
 wrong=$LOGDIR/wrong.key
 (umask 077 && echo "not-the-switch-key-0123456789" > "$wrong")
-answer=$(in_host 0 "$top/testbed/swemu-ctl" --key "$wrong" 10.82.0.254 'op = "stats"; id = 1;' 2>&1) && fail "wrong key: ok?"
+answer=$(in_host 0 "$top/testbed/topo/swemu-ctl" --key "$wrong" 10.82.0.254 'op = "stats"; id = 1;' 2>&1) && fail "wrong key: ok?"
 [ "$answer" = "error: ctrl: not authenticated: bad signature" ] || fail "wrong key: $answer"
 replay=$(in_host 0 $PY - "$SWEMU_CTL_KEY_FILE" <<'P'
 import hashlib, hmac, os, socket, struct, sys, time
@@ -117,6 +117,6 @@ for _ in range(300):
 P
 cut=$(( $(stats_get 'd["switches"]["tor0"]["ports"]["h0"]["drops"]["ctrl_rate"]') - rate0 ))
 ((cut >= 100)) || fail "a flood of 300 commands: $cut cut by the rate limit"
-answer=$(in_host 0 "$top/testbed/swemu-ctl" --timeout 5 10.82.0.254 'op = "stats"; id = 1;' 2>&1 || true)
+answer=$(in_host 0 "$top/testbed/topo/swemu-ctl" --timeout 5 10.82.0.254 'op = "stats"; id = 1;' 2>&1 || true)
 [ "$answer" = "error: ctrl: no job with this id" ] || fail "after the flood: $answer"
 echo "ctrl: ${#cmds[@]} file directives refused alike and counted; jobs kept by their owners; auto ids; unsigned, wrongly signed and replayed commands refused; a flood of $cut commands cut; swemu still serves commands"

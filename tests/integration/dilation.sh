@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Time dilation: one trial file describing a 20G cluster (2 racks x 2
-# hosts, ring and ps-ina at 1 MiB) run through testbed/trial.sh at k = 100
+# hosts, ring and ps-ina at 1 MiB) run through testbed/trial/trial.sh at k = 100
 # (200M links) and k = 200 (100M links).  In the real cluster's units the
 # two must agree: each algorithm's time per call within 15%, the answer
 # (ps-ina's speed-up over ring) within 10%; both reports state k.  Then
@@ -26,7 +26,7 @@ EOF
 }
 for k in 100 200; do
 	trial_file "dilation = $k;" > "$out/k$k.cfg"
-	"$top/testbed/trial.sh" -c "$out/k$k.cfg" -o "$out/r$k" > "$out/log$k" 2>&1 ||
+	"$top/testbed/trial/trial.sh" -c "$out/k$k.cfg" -o "$out/r$k" > "$out/log$k" 2>&1 ||
 		{ tail -20 "$out/log$k"; fail "the trial at k = $k failed"; }
 done
 $PY - "$out/r100" "$out/r200" <<'P'
@@ -57,7 +57,7 @@ P
 
 # auto: a 400M cluster, so the ladder is 50M, 100M, 200M, 400M at most
 trial_file 'dilation = "auto"; cpu_share = 0.6;' | sed 's/"20G"/"400M"/' > "$out/auto.cfg"
-"$top/testbed/trial.sh" -c "$out/auto.cfg" -o "$out/ra" > "$out/loga" 2>&1 ||
+"$top/testbed/trial/trial.sh" -c "$out/auto.cfg" -o "$out/ra" > "$out/loga" 2>&1 ||
 	{ tail -20 "$out/loga"; fail "the calibrated trial failed"; }
 $PY - "$out/ra" <<'P'
 import json, sys

@@ -7,7 +7,7 @@
 # it twice: on one lcore, then on two (tor1 on its own lcore, so its links
 # to the spine cross lcores).
 . "$(dirname "$0")/lib.sh"
-"$top/testbed/topo.sh" up itfab 4 --subnet 10.81.0
+"$top/testbed/topo/topo.sh" up itfab 4 --subnet 10.81.0
 TOPO_NAME=itfab
 cfg=/run/swemu-testbed/itfab/fabric.cfg
 cat > "$cfg" <<'C'
@@ -36,7 +36,7 @@ switches = (
 );
 C
 scenario() {
-"$top/testbed/topo.sh" start itfab "$cfg"
+"$top/testbed/topo/topo.sh" start itfab "$cfg"
 
 in_host 0 ping -c 3 -i 0.2 -W 5 10.81.0.4 >/dev/null || fail "ping h0 -> h3 across the spine"
 in_host 3 ping -c 2 -i 0.2 -W 2 -s 8000 -M do 10.81.0.2 >/dev/null || fail "jumbo ping h3 -> h1 across the spine"

@@ -18,13 +18,13 @@ run_workers 4 4 10.79.0 --slices 100 --count 1024 --slots 16 --dtype bf16 || fai
 # the control channel's answers: a refused command (nothing to remove) is
 # answered and counted as refused, not as a dropped packet; one that does
 # not parse is answered and dropped as ctrl_bad
-ans=$(in_host 0 "$top/testbed/swemu-ctl" 10.79.0.254 'op = "remove"; id = 77;') && fail "remove of no job: ok?"
+ans=$(in_host 0 "$top/testbed/topo/swemu-ctl" 10.79.0.254 'op = "remove"; id = 77;') && fail "remove of no job: ok?"
 [[ "$ans" == *"no job with this id"* ]] || fail "remove of no job answered '$ans'"
-ans=$(in_host 0 "$top/testbed/swemu-ctl" --raw 10.79.0.254 'op = "frobnicate";') && fail "unknown op: ok?"
+ans=$(in_host 0 "$top/testbed/topo/swemu-ctl" --raw 10.79.0.254 'op = "frobnicate";') && fail "unknown op: ok?"
 [[ "$ans" == error:* ]] || fail "unknown op answered '$ans'"
 [ "$(stats_get 'd["switches"]["tor0"]["ctrl_refused"]')" = 1 ] || fail "ctrl_refused: $(stats)"
 [ "$(stats_get 'd["switches"]["tor0"]["ports"]["h0"]["drops"]["ctrl_bad"]')" = 1 ] || fail "ctrl_bad: $(stats)"
-"$top/testbed/topo.sh" down itina
+"$top/testbed/topo/topo.sh" down itina
 
 # 5% loss on every egress port of the switch: hosts retransmit, sums stay exact
 topo itina 4 --subnet 10.79.0 --loss 0.05
@@ -52,9 +52,9 @@ while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done # polls: swemu exits withi
 sleep 300 &
 bystander=$!
 echo "$bystander" > /run/swemu-testbed/itina/swemu.pid
-ans=$("$top/testbed/topo.sh" stats itina 2>&1) && fail "stats of a stale pid file: ok?"
+ans=$("$top/testbed/topo/topo.sh" stats itina 2>&1) && fail "stats of a stale pid file: ok?"
 [[ "$ans" == *"no swemu of topology itina is running"* ]] || fail "stats of a stale pid file said '$ans'"
-"$top/testbed/topo.sh" down itina
+"$top/testbed/topo/topo.sh" down itina
 TOPO_NAME=""
 kill -0 "$bystander" || fail "topo.sh down signalled a process that is not its swemu"
 echo "ina: fan-in 4 int32, fp32 and bf16 exact; control refusals answered and counted; under 5% loss exact with $lost packets lost, $retx retransmissions answered; $prom"

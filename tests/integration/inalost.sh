@@ -27,7 +27,7 @@ for i, j in json.load(sys.stdin)["switches"][sys.argv[1]]["ina"]["jobs"].items()
 lose_job() {
 	local algo=$1 sw=$2 slices=$3 job="" id owner calls unknown n
 	n=$(cat /run/swemu-testbed/itlost/hosts)
-	HCL_INA_LOST_MS=1000 "$top/testbed/launch.sh" itlost -- "$perf" --only in --algo "$algo" -b 256K -e 256K -n 1 -w 0 \
+	HCL_INA_LOST_MS=1000 "$top/testbed/topo/launch.sh" itlost -- "$perf" --only in --algo "$algo" -b 256K -e 256K -n 1 -w 0 \
 		-c 300 -d int32 --timeout 60000 >$LOGDIR/run.log 2>&1 &
 	local run=$!
 	for _ in $(seq 300); do # 30 s at most
@@ -38,7 +38,7 @@ lose_job() {
 	done
 	[ -n "$job" ] || fail "$algo: no job of $sw aggregated $slices slices in 30 s: $(stats)"
 	read -r id owner <<<"$job"
-	[ "$(in_host 0 "$top/testbed/swemu-ctl" $sub.254 "op = \"remove\"; owner = \"$owner\"; id = $id;")" = ok ] ||
+	[ "$(in_host 0 "$top/testbed/topo/swemu-ctl" $sub.254 "op = \"remove\"; owner = \"$owner\"; id = $id;")" = ok ] ||
 		fail "$algo: removing job $id (owner $owner) from $sw"
 	wait $run || { cat $LOGDIR/run.log; fail "$algo: the run did not survive the loss of job $id"; }
 	grep -qE '^ +262144 +65536 +int32 +sum .* 0$' $LOGDIR/run.log ||
@@ -65,7 +65,7 @@ lose_job() {
 
 topo itlost 4 --subnet $sub
 lose_job ps-ina tor0 3000
-"$top/testbed/topo.sh" down itlost
+"$top/testbed/topo/topo.sh" down itlost
 
 topo itlost 8 --subnet $sub --racks 2
 lose_job agent-ring tor0 1000

@@ -72,7 +72,7 @@ grep -q '"switches"' "$d/swemu.log" || fail "no final stats on stdout"
 # sets it: h0 -> h1 -> h0 crosses the ToR's port toward h1 and the one
 # back toward h0, 5 ms each; bursty loss that never starts loses nothing.
 # Two plain racks: h0, h1 behind tor0, h2, h3 behind tor1, a spine above
-"$top/testbed/topo.sh" down itl2
+"$top/testbed/topo/topo.sh" down itl2
 topo itl2 4 --subnet 10.78.0 --racks 2 --no-ina --delay-us 5000 --jitter-us 1000 --burst-loss 0,1,1
 grep -q 'delay_us = 5000; jitter_us = 1000; burst_loss = { p_good_bad = 0; p_bad_good = 1; loss_bad = 1; };' \
 	/run/swemu-testbed/itl2/swemu.cfg || fail "delay not in the switch config: $(grep h0 /run/swemu-testbed/itl2/swemu.cfg)"
@@ -87,11 +87,11 @@ $PY -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if 10 <= a and b
 # channels (signed, from their hosts): tor1's port toward h2 and the
 # spine's toward tor1 at 30 ms.  h0 -> h2 -> h0 then crosses 5 + 30 + 30
 # ms out and 3 x 5 back: at least 80 ms; INA commands are refused there
-ans=$(in_host 2 "$top/testbed/swemu-ctl" 10.78.0.253 'op = "emu"; port = "h2"; delay_us = 30000;') ||
+ans=$(in_host 2 "$top/testbed/topo/swemu-ctl" 10.78.0.253 'op = "emu"; port = "h2"; delay_us = 30000;') ||
 	fail "emu on plain tor1: $ans"
-ans=$(in_host 0 "$top/testbed/swemu-ctl" 10.78.0.246 'op = "emu"; port = "t1"; delay_us = 30000;') ||
+ans=$(in_host 0 "$top/testbed/topo/swemu-ctl" 10.78.0.246 'op = "emu"; port = "t1"; delay_us = 30000;') ||
 	fail "emu on the spine: $ans"
-ans=$(in_host 2 "$top/testbed/swemu-ctl" 10.78.0.253 'op = "remove"; id = 1;') && fail "remove on a plain ToR: ok?"
+ans=$(in_host 2 "$top/testbed/topo/swemu-ctl" 10.78.0.253 'op = "remove"; id = 1;') && fail "remove on a plain ToR: ok?"
 [[ "$ans" == *"INA is off on this switch"* ]] || fail "remove on a plain ToR answered '$ans'"
 rtt=$(in_host 0 ping -c 3 -i 0.2 -W 2 10.78.0.3 | awk -F'[/ ]' '/^rtt/ {print $7}') || fail "ping across the racks"
 $PY -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 80 else 1)" "$rtt" || fail "across racks after the changes: rtt $rtt ms"

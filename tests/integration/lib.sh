@@ -20,7 +20,7 @@ cleanup() {
 			echo "--- swemu counters (non-zero drops)" >&2
 			stats_summary >&2 || true
 		fi
-		"$top/testbed/topo.sh" down "$TOPO_NAME"
+		"$top/testbed/topo/topo.sh" down "$TOPO_NAME"
 	fi
 	exit $rc
 }
@@ -29,8 +29,8 @@ trap cleanup EXIT INT TERM
 # topo NAME HOSTS [topo.sh up options]: up and start
 topo() {
 	TOPO_NAME=$1
-	"$top/testbed/topo.sh" up "$@"
-	"$top/testbed/topo.sh" start "$1"
+	"$top/testbed/topo/topo.sh" up "$@"
+	"$top/testbed/topo/topo.sh" start "$1"
 	use_key
 }
 
@@ -43,7 +43,7 @@ use_key() {
 
 in_host() { local i=$1; shift; ip netns exec "$TOPO_NAME-h$i" "$@"; }
 
-stats() { "$top/testbed/topo.sh" stats "$TOPO_NAME"; }
+stats() { "$top/testbed/topo/topo.sh" stats "$TOPO_NAME"; }
 
 # Per port: packets in and out and every non-zero drop, the device's own
 # losses included; per engine: its non-zero drops.  For a failed test's log.
@@ -79,7 +79,7 @@ install_job() {
 	local members=""
 	for ((i = 0; i < fanin; i++)); do members+="\"$subnet.$((i + 1)):48864\", "; done
 	use_key
-	in_host 0 "$top/testbed/swemu-ctl" "$subnet.254" \
+	in_host 0 "$top/testbed/topo/swemu-ctl" "$subnet.254" \
 		"op = \"install\"; job = { id = $id; fan_in = $fanin; dtype = \"$dtype\"; slots = 16; elems = 1024; outputs = [\"multicast\"]; contributors = [ ${members%, } ]; $extra };"
 }
 
@@ -91,7 +91,7 @@ pair_job() {
 	local id=$1 subnet=$2 a=$3 b=$4 flooded k=0 pids=()
 	flooded=$(stats_get 'd["switches"]["tor0"]["flooded"]')
 	use_key
-	in_host "$a" "$top/testbed/swemu-ctl" "$subnet.254" \
+	in_host "$a" "$top/testbed/topo/swemu-ctl" "$subnet.254" \
 		"op = \"install\"; job = { id = $id; fan_in = 2; dtype = \"int32\"; slots = 16; elems = 1024; outputs = [\"multicast\"]; contributors = [ \"$subnet.$((a + 1)):48864\", \"$subnet.$((b + 1)):48864\" ]; };" \
 		>/dev/null || fail "install job $id"
 	for h in "$a" "$b"; do

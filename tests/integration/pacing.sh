@@ -63,14 +63,14 @@ P
 }
 for algo in ring ps-ina; do
 	rm -f "$trace"/*
-	"$top/testbed/launch.sh" itpc -- "$perf" --only in --algo $algo -b 64K -e 64K -n 30 -w 3 --timeout 30000 --compute 30 \
+	"$top/testbed/topo/launch.sh" itpc -- "$perf" --only in --algo $algo -b 64K -e 64K -n 30 -w 3 --timeout 30000 --compute 30 \
 		--straggler 5:4 -P --trace "$trace" >/dev/null || fail "$algo with a straggler"
 	check $algo straggler || fail "$algo straggler traces"
 done
 # the layer works around every algorithm, unchanged
 for algo in hier ps agent-ring; do
 	rm -f "$trace"/*
-	"$top/testbed/launch.sh" itpc -- "$perf" --only in --algo $algo -b 64K -e 64K -n 5 -w 1 --timeout 30000 --compute 5 -P \
+	"$top/testbed/topo/launch.sh" itpc -- "$perf" --only in --algo $algo -b 64K -e 64K -n 5 -w 1 --timeout 30000 --compute 5 -P \
 		--trace "$trace" >/dev/null || fail "$algo with the layer on"
 	check $algo plain || fail "$algo traces"
 done
@@ -78,7 +78,7 @@ done
 # every call 10-17 ms before the others, PACING.md) is 15-26% of the
 # iteration, right at the rule's 20%, and a rank is sometimes paced
 rm -f "$trace"/*
-"$top/testbed/launch.sh" itpc -- "$perf" --only in --algo ring -b 64K -e 64K -n 20 -w 3 --timeout 30000 --compute 60 -P \
+"$top/testbed/topo/launch.sh" itpc -- "$perf" --only in --algo ring -b 64K -e 64K -n 20 -w 3 --timeout 30000 --compute 60 -P \
 	--trace "$trace" >/dev/null || fail "balanced ring"
 check ring balanced || fail "balanced traces"
 echo "pacing: traces consistent on 8 ranks (all five algorithms), straggler found (ring, ps-ina) and the others paced, balanced run never paced"

@@ -21,7 +21,7 @@ trial = {
   capture = ["spine.t1"];
 };
 T
-"$top/testbed/trial.sh" -c "$out/processes.cfg" -o "$out/r" > "$out/log" 2>&1 || {
+"$top/testbed/trial/trial.sh" -c "$out/processes.cfg" -o "$out/r" > "$out/log" 2>&1 || {
 	tail -20 "$out/log"
 	fail "the trial failed"
 }

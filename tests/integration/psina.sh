@@ -14,7 +14,7 @@ sub=10.85.0
 
 run() { # run ARGS: every size exact, the avg line present
 	local out
-	out=$("$top/testbed/launch.sh" itpsi ${LAUNCH_OPTS:-} -- "$perf" --only in --algo ps-ina "$@") || { echo "$out" >&2; return 1; }
+	out=$("$top/testbed/topo/launch.sh" itpsi ${LAUNCH_OPTS:-} -- "$perf" --only in --algo ps-ina "$@") || { echo "$out" >&2; return 1; }
 	echo "$out"
 	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +(float|int32|bfloat16) +sum .* 0$' <<<"$out")" -ge 2 ] || return 1
 	grep -q "^# Avg bus bandwidth" <<<"$out"
@@ -29,7 +29,7 @@ for loss in "" 0.05; do
 	accepted=$(stats_get 'd["switches"]["tor0"]["ina"]["accepted"]')
 	((accepted > 0)) || fail "the switch aggregated nothing"
 	[ "$(jobs_left)" = 0 ] || fail "the agent left jobs in the switch"
-	"$top/testbed/topo.sh" down itpsi
+	"$top/testbed/topo/topo.sh" down itpsi
 done
 
 # two racks of four: rack 1 behind an INA ToR, rack 0 falls back to the
@@ -69,7 +69,7 @@ for inaracks in 1 all; do
 		(($(stats_get 'd["switches"]["tor0"]["ina"]["accepted"]') > 0)) || fail "tor0 aggregated nothing"
 	fi
 	[ "$(jobs_left)" = 0 ] || fail "the agents left jobs in the switches"
-	"$top/testbed/topo.sh" down itpsi
+	"$top/testbed/topo/topo.sh" down itpsi
 done
 
 # ATP's fallback: tor1 has no room (a job of 2040 of its 2048 slots is in
@@ -77,7 +77,7 @@ done
 # again to feed that PS.  Results exact; tor1 aggregates nothing; the
 # agent says so; only the blocker stays installed.
 topo itpsi 8 --subnet $sub --racks 2 --ina-racks all
-in_host 4 "$top/testbed/swemu-ctl" $sub.253 "op = \"install\"; job = { id = 999; fan_in = 1; dtype = \"int32\";
+in_host 4 "$top/testbed/topo/swemu-ctl" $sub.253 "op = \"install\"; job = { id = 999; fan_in = 1; dtype = \"int32\";
   slots = 2040; elems = 8; outputs = [\"multicast\"]; contributors = [\"$sub.5:48864\"]; };" >/dev/null ||
 	fail "blocker job on tor1"
 run -b 16K -e 1M -f 8 -n 2 -w 0 --timeout 60000 || fail "ps-ina with tor1 full"
@@ -86,7 +86,7 @@ grep -q "rack 1: .*not enough free slots.*software PS" "/run/swemu-testbed/$TOPO
 [ "$(stats_get 'd["switches"]["tor1"]["ina"]["accepted"]')" = 0 ] || fail "tor1 aggregated although it was full"
 (($(stats_get 'd["switches"]["tor0"]["ina"]["accepted"]') > 0)) || fail "tor0 aggregated nothing"
 [ "$(jobs_left)" = 1 ] || fail "jobs left besides the blocker: $(jobs_left)"
-"$top/testbed/topo.sh" down itpsi
+"$top/testbed/topo/topo.sh" down itpsi
 
 # a member dies mid-run: the others fail within the deadline, naming the
 # switch that stopped answering (it cannot complete their slices), and the

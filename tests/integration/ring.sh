@@ -22,33 +22,33 @@ topo itring 4 --subnet 10.82.0 --no-ina
 ranks --count 1000003 --calls 3 || fail "int32 ring"
 ranks --count 77777 --calls 2 --dtype fp32 || fail "fp32 ring"
 # the benchmark tool through the public API and the launcher
-out=$("$top/testbed/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --only in -b 64K -e 1M -f 4 -n 2 -w 1) \
+out=$("$top/testbed/topo/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --only in -b 64K -e 1M -f 4 -n 2 -w 1) \
 	|| fail "ina-allreduce-perf: $out"
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 3 ] || fail "perf table: $out"
 grep -q "^# Avg bus bandwidth" <<<"$out" || fail "no average line: $out"
 # the software parameter server (in rank 0) through the same switch
-out=$("$top/testbed/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --only in --algo ps -b 64K -e 1M -f 4 -n 2 -w 1) \
+out=$("$top/testbed/topo/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --only in --algo ps -b 64K -e 1M -f 4 -n 2 -w 1) \
 	|| fail "ina-allreduce-perf --algo ps: $out"
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 3 ] || fail "ps table: $out"
 # hierarchical, two racks of two
-out=$("$top/testbed/launch.sh" itring --rack-size 2 -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --only in --algo hier -b 64K -e 1M -f 4 -n 2 -w 1) \
+out=$("$top/testbed/topo/launch.sh" itring --rack-size 2 -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --only in --algo hier -b 64K -e 1M -f 4 -n 2 -w 1) \
 	|| fail "ina-allreduce-perf --algo hier: $out"
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 3 ] || fail "hier table: $out"
-"$top/testbed/topo.sh" down itring
+"$top/testbed/topo/topo.sh" down itring
 
 topo itring 4 --subnet 10.82.0 --no-ina --loss 0.05
 ranks --count 300001 --calls 3 || fail "int32 ring under 5% loss"
 # through the public API a 4 MiB call runs as two rings (channels), each on
 # its own sockets: exact under the same loss, and with three channels
 for ch in 2 3; do
-	out=$(HCL_RING_CHANNELS=$ch "$top/testbed/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --only in \
+	out=$(HCL_RING_CHANNELS=$ch "$top/testbed/topo/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --only in \
 		-d int32 -b 3M -e 4M -f 2 -n 2 -w 0) || fail "$ch ring channels under 5% loss: $out"
 	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +int32 +sum .* 0$' <<<"$out")" = 2 ] || fail "$ch channels table: $out"
 done
 # left to the library: the four ranks share this machine's CPUs (one boot
 # id through every namespace), a channel for each CPU a rank gets, 1 to 4
 want=$(($(nproc) / 4)); want=$((want < 1 ? 1 : want > 4 ? 4 : want))
-out=$(HCL_DEBUG=1 "$top/testbed/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --only out \
+out=$(HCL_DEBUG=1 "$top/testbed/topo/launch.sh" itring -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --only out \
 	-d int32 -b 4M -e 4M -n 2 -w 0 2>&1) || fail "auto ring channels under 5% loss: $out"
 grep -q "^hcl: ring channels: $want (auto)" <<<"$out" || fail "auto ring channels, want $want: $out"
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +int32 +sum .* 0 +N/A +N/A +N/A +N/A$' <<<"$out")" = 1 ] ||
@@ -79,7 +79,7 @@ for _ in $(seq 600); do
 done
 [ -n "$spoke" ] || fail "rank 2 did not get through its first call: $(tail -n 2 $LOGDIR/ring-*.log)"
 kill_rank_expect $LOGDIR/ring 4 "rank [0-9]+ \(10\.82\.0\.[0-9]+:5555\) (did not|is gone)"
-"$top/testbed/topo.sh" down itring
+"$top/testbed/topo/topo.sh" down itring
 
 # eight ranks, 5% loss on every port
 topo itring 8 --subnet 10.82.0 --no-ina --loss 0.05

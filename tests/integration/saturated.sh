@@ -77,7 +77,7 @@ trial = {
   dilation = "auto"; cpu_share = 0.8;
 };
 EOF
-SWEMU=$LOGDIR/swemu-quota "$top/testbed/trial.sh" -c "$LOGDIR/sat.cfg" -o "$LOGDIR/r" > "$LOGDIR/log" 2>&1 ||
+SWEMU=$LOGDIR/swemu-quota "$top/testbed/trial/trial.sh" -c "$LOGDIR/sat.cfg" -o "$LOGDIR/r" > "$LOGDIR/log" 2>&1 ||
 	{ tail -20 "$LOGDIR/log"; fail "the trial with a throttled switch failed"; }
 grep -q "^nr_throttled [1-9]" "$grp/cpu.stat" ||
 	fail "swemu was never throttled: the quota did not hold it"

@@ -11,8 +11,8 @@
 . "$(dirname "$0")/lib.sh"
 subnet=10.76.0
 TOPO_NAME=itst
-"$top/testbed/topo.sh" down itst
-"$top/testbed/topo.sh" up itst 4 --subnet $subnet --no-ina >/dev/null
+"$top/testbed/topo/topo.sh" down itst
+"$top/testbed/topo/topo.sh" up itst 4 --subnet $subnet --no-ina >/dev/null
 mac=02:5e:00:00:00:02 # h1's (topo.sh: host i has ...:i+1)
 stop=$LOGDIR/stop
 # a broadcast every 200 us until told to stop (at most 60 s): a frame in
@@ -29,7 +29,7 @@ while time.time() < end and not os.path.exists(sys.argv[2]):
         time.sleep(0.0002)
 PY
 sender=$!
-"$top/testbed/topo.sh" start itst
+"$top/testbed/topo/topo.sh" start itst
 # swemu switches h1's frames by now; a few more seconds of them, then stop
 start_rx=$(stats_get "d['switches']['tor0']['ports']['h1']['rx_packets']")
 for _ in $(seq 100); do

@@ -13,7 +13,7 @@
 subnet=10.84.0
 TOPO_NAME=itap
 d=/run/swemu-testbed/itap
-"$top/testbed/topo.sh" down itap
+"$top/testbed/topo/topo.sh" down itap
 mkdir -p "$d"
 for i in 0 1; do
 	ip netns add itap-h$i

@@ -4,7 +4,7 @@
 # buckets go through libhcl's DDP hook (ring/hcl.py), with ring and with
 # ps-ina (the ToR aggregates), 2% loss on every port; each rank checks its
 # model against a one-process reference after every step and that all ranks
-# end with the same parameters (testbed/ddp_train.py --check).  Then the
+# end with the same parameters (testbed/bench/ddp_train.py --check).  Then the
 # torch.distributed backend "hcl" (ring, ps-ina, agent-ring) against Gloo's
 # losses.  Also the binding's own errors.  Skipped without python3-torch.
 . "$(dirname "$0")/lib.sh"
@@ -14,8 +14,8 @@ sub=10.90.0
 topo ittrch 4 --subnet $sub --loss 0.02
 for algo in ring ps-ina; do
 	before=$(stats_get 'd["switches"]["tor0"]["ina"]["accepted"]')
-	out=$("$top/testbed/launch.sh" ittrch -- env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
-		$PY "$top/testbed/ddp_train.py" -a $algo -s 6 -w 1 --check 2>&1) || fail "$algo: $out"
+	out=$("$top/testbed/topo/launch.sh" ittrch -- env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
+		$PY "$top/testbed/bench/ddp_train.py" -a $algo -s 6 -w 1 --check 2>&1) || fail "$algo: $out"
 	grep -qE "^rank 0: $algo, 4 ranks, .* 6 steps, [0-9]+ hook calls, .* max \|ddp - reference\|" <<<"$out" ||
 		fail "$algo: $out"
 	accepted=$(($(stats_get 'd["switches"]["tor0"]["ina"]["accepted"]') - before))
@@ -31,14 +31,14 @@ done
 # and DDP as it is, against Gloo's run of the same seeds: the same last loss
 # (float sums in another order: 1e-6), each run checked against the
 # one-process reference; ps-ina and agent-ring aggregated in the switch
-gloo=$("$top/testbed/launch.sh" ittrch -- env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
-	$PY "$top/testbed/ddp_train.py" -a gloo -s 6 -w 1 --check 2>&1) || fail "gloo: $gloo"
+gloo=$("$top/testbed/topo/launch.sh" ittrch -- env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
+	$PY "$top/testbed/bench/ddp_train.py" -a gloo -s 6 -w 1 --check 2>&1) || fail "gloo: $gloo"
 gloo_loss=$(sed -n 's/^rank 0: .*, last loss \([^,]*\),.*/\1/p' <<<"$gloo")
 [ -n "$gloo_loss" ] || fail "gloo: no loss in: $gloo"
 for algo in ring ps-ina agent-ring; do
 	before=$(stats_get 'd["switches"]["tor0"]["ina"]["accepted"]')
-	out=$("$top/testbed/launch.sh" ittrch -- env OMP_NUM_THREADS=1 PYTHONPATH="$top/ring" \
-		$PY "$top/testbed/ddp_train.py" --backend hcl -a $algo -s 6 -w 1 --check 2>&1) || fail "backend hcl, $algo: $out"
+	out=$("$top/testbed/topo/launch.sh" ittrch -- env OMP_NUM_THREADS=1 PYTHONPATH="$top/ring" \
+		$PY "$top/testbed/bench/ddp_train.py" --backend hcl -a $algo -s 6 -w 1 --check 2>&1) || fail "backend hcl, $algo: $out"
 	loss=$(sed -n 's/^rank 0: .*, last loss \([^,]*\),.*/\1/p' <<<"$out")
 	$PY -c "import sys; a, b = float('$loss'), float('$gloo_loss'); sys.exit(abs(a - b) > 1e-6 * max(1, abs(b)))" ||
 		fail "backend hcl, $algo: last loss $loss, Gloo's $gloo_loss"
@@ -50,7 +50,7 @@ done
 # float16 through the backend and the binding's async call (the DDP hook's):
 # widened, summed in binary32,
 # rounded once; int64 broadcast and all_gather bit-exact; MAX refused by name
-out=$("$top/testbed/launch.sh" ittrch -- env OMP_NUM_THREADS=1 PYTHONPATH="$top/ring" $PY -c '
+out=$("$top/testbed/topo/launch.sh" ittrch -- env OMP_NUM_THREADS=1 PYTHONPATH="$top/ring" $PY -c '
 import os, torch, torch.distributed as dist, hcl_torch
 r, w = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 dist.init_process_group("hcl", rank=r, world_size=w)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The main job, fast: the default trial (configs/trial.cfg) with --fast
-# through testbed/trial.sh.  The report must name every algorithm with a
+# through testbed/trial/trial.sh.  The report must name every algorithm with a
 # result and no wrong element, its byte counts must agree with swemu's
 # counters and with what each algorithm must move, plots must exist; and a
 # broken trial file must fail with file:line before anything is built,
@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 out=$LOGDIR
 trap 'rc=$?; rm -rf "$out"; exit $rc' EXIT
-"$top/testbed/trial.sh" --fast -o "$out/r" > "$out/log" 2>&1 || { tail -20 "$out/log"; fail "the default trial failed"; }
+"$top/testbed/trial/trial.sh" --fast -o "$out/r" > "$out/log" 2>&1 || { tail -20 "$out/log"; fail "the default trial failed"; }
 # --fast: two repeats, the second in the reverse order; then the sweep's
 # 8 runs of ps-ina and agent-ring with no INA rack and with rack 1
 grep -q '^\[5/18\] agent-ring .*repeat 1/2' "$out/log" && grep -q '^\[10/18\] ring .*repeat 2/2' "$out/log" &&
@@ -98,7 +98,7 @@ P
 # a broken trial file: file:line, exit 2, nothing built or left behind
 printf 'trial = {\n  racks = 2;\n  sizes = ["4M", "lots"];\n};\n' > "$out/bad.cfg"
 rc=0
-err=$("$top/testbed/trial.sh" -c "$out/bad.cfg" -o "$out/bad" 2>&1) || rc=$?
+err=$("$top/testbed/trial/trial.sh" -c "$out/bad.cfg" -o "$out/bad" 2>&1) || rc=$?
 [ $rc = 2 ] || fail "bad trial file: exit $rc, want 2: $err"
 grep -q "^$out/bad.cfg:3: size lots" <<<"$err" || fail "bad trial file: no file:line: $err"
 [ ! -e "$out/bad" ] || fail "bad trial file: a report directory was made"
@@ -112,9 +112,9 @@ echo "trial: a broken trial file fails with file:line and leaves nothing behind"
 # host links at different rates
 mkdir -p /run/swemu-testbed/.trial-slots/0 && echo 999999 > /run/swemu-testbed/.trial-slots/0/pid
 printf 'trial = {\n  racks = 2;\n  hosts_per_rack = 1;\n  algorithms = ["ring", "ps-ina"];\n  sizes = ["64K"];\n  iterations = 3;\n  repeats = 1;\n  compute_ms = 0.0;\n  jitter = "";\n  rack_host_rates = ["200M", "100M"];\n};\n' > "$out/two.cfg"
-"$top/testbed/trial.sh" -c "$out/two.cfg" -o "$out/two-a" > "$out/two-a.log" 2>&1 &
+"$top/testbed/trial/trial.sh" -c "$out/two.cfg" -o "$out/two-a" > "$out/two-a.log" 2>&1 &
 pa=$!
-"$top/testbed/trial.sh" -c "$out/two.cfg" -o "$out/two-b" > "$out/two-b.log" 2>&1 || fail "second of two trials: $(tail -5 "$out/two-b.log")"
+"$top/testbed/trial/trial.sh" -c "$out/two.cfg" -o "$out/two-b" > "$out/two-b.log" 2>&1 || fail "second of two trials: $(tail -5 "$out/two-b.log")"
 wait $pa || fail "first of two trials: $(tail -5 "$out/two-a.log")"
 ta=$(sed -n 's/^T_TOPOLOGY=//p' "$out/two-a/trial.env") tb=$(sed -n 's/^T_TOPOLOGY=//p' "$out/two-b/trial.env")
 [ -n "$ta" ] && [ -n "$tb" ] && [ "$ta" != "$tb" ] || fail "two trials, topologies '$ta' and '$tb'"
@@ -134,7 +134,7 @@ echo "trial: two at once in slots $ta and $tb, both reports right, nothing left 
 # job): out within seconds, not when the run's 200 calls end (about 70 s;
 # bash runs a trap only after its foreground command), nothing left behind
 printf 'trial = {\n  algorithms = ["ring"];\n  sizes = ["4M"];\n  iterations = 200;\n  compute_ms = 0.0;\n};\n' > "$out/long.cfg"
-"$top/testbed/trial.sh" -c "$out/long.cfg" -o "$out/stopped" > "$out/stopped.log" 2>&1 &
+"$top/testbed/trial/trial.sh" -c "$out/long.cfg" -o "$out/stopped" > "$out/stopped.log" 2>&1 &
 pid=$!
 for ((i = 0; i < 300; i++)); do # until its ranks run (30 s at most)
 	pgrep -f 'ina-allreduce-perf --only in --algo ring' >/dev/null && break

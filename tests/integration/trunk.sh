@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 subnet=10.89.0
 TOPO_NAME=ittr
-"$top/testbed/topo.sh" up ittr 4 --subnet $subnet
+"$top/testbed/topo/topo.sh" up ittr 4 --subnet $subnet
 d=/run/swemu-testbed/ittr
 cat > "$d/trunk.cfg" <<E
 stats_file = "$d/stats.json";
@@ -28,7 +28,7 @@ switches = (
               { name = "h3"; dev = "net_af_packet3"; vlan = 20; } ); }
 );
 E
-"$top/testbed/topo.sh" start ittr "$d/trunk.cfg"
+"$top/testbed/topo/topo.sh" start ittr "$d/trunk.cfg"
 [ "$(stats_get 'd["switches"]["tor1"]["ports"]["up"]["trunk"]')" = "[10, 20]" ] || fail "no trunk: $(stats)"
 
 in_host 0 ping -c 2 -i 0.2 -W 2 $subnet.3 >/dev/null || fail "ping h0 -> h2 (VLAN 10 over the trunk)"
@@ -47,15 +47,15 @@ done
 # INA across the trunk: h2's contributions arrive tagged at tor0 and its
 # results leave tagged
 pair_job 6 $subnet 0 2
-"$top/testbed/topo.sh" down ittr
+"$top/testbed/topo/topo.sh" down ittr
 
 # 2. h0 in VLAN 10, h1 on a trunk of 10 and 20 (no native), h2 in VLAN 20
-"$top/testbed/topo.sh" up ittr 3 --subnet $subnet
+"$top/testbed/topo/topo.sh" up ittr 3 --subnet $subnet
 sed -E -e 's/(\{ name = "h0"; dev = "[^"]*";)/\1 vlan = 10;/' \
 	-e 's/(\{ name = "h1"; dev = "[^"]*";)/\1 trunk = [10, 20];/' \
 	-e 's/(\{ name = "h2"; dev = "[^"]*";)/\1 vlan = 20;/' "$d/swemu.cfg" > "$d/trunk.cfg"
 [ "$(grep -cE 'vlan = (10|20);|trunk = ' "$d/trunk.cfg")" = 3 ] || fail "could not set the VLANs: $(cat "$d/trunk.cfg")"
-"$top/testbed/topo.sh" start ittr "$d/trunk.cfg"
+"$top/testbed/topo/topo.sh" start ittr "$d/trunk.cfg"
 probe=$top/tests/integration/vlan_probe.py
 # probe FROM VID TO MARK: what host TO reads of the frame host FROM sends
 # with tag VID (0: none) — "vlan N", "untagged", or "none" within 3 s

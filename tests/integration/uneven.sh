@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Racks of different sizes: a trial of two racks, of three hosts and two
 # (hosts_per_rack = [3, 2], uplinks 2:1 from each rack's own hosts), every
-# algorithm at 256 KiB through testbed/trial.sh.  The testbed must be laid
+# algorithm at 256 KiB through testbed/trial/trial.sh.  The testbed must be laid
 # out so (host file, swemu's ports and uplink rates), every algorithm must
 # end with every element right, and both INA ToRs must have aggregated
 # ps-ina's and agent-ring's contributions (each with its rack's fan-in).
@@ -23,7 +23,7 @@ trial = {
   capture = ["tor1", "tor0.up", "spine.t1"];
 };
 T
-"$top/testbed/trial.sh" -c "$out/uneven.cfg" -o "$out/r" > "$out/log" 2>&1 || { tail -20 "$out/log"; fail "the trial failed"; }
+"$top/testbed/trial/trial.sh" -c "$out/uneven.cfg" -o "$out/r" > "$out/log" 2>&1 || { tail -20 "$out/log"; fail "the trial failed"; }
 $PY - "$out/r" "$top/tests/integration" <<'P'
 import json, re, sys
 sys.path.insert(0, sys.argv[2])

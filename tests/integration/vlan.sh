@@ -7,11 +7,11 @@
 . "$(dirname "$0")/lib.sh"
 subnet=10.83.0
 TOPO_NAME=itvl
-"$top/testbed/topo.sh" up itvl 4 --subnet $subnet
+"$top/testbed/topo/topo.sh" up itvl 4 --subnet $subnet
 d=/run/swemu-testbed/itvl
 sed -E 's/(\{ name = "h[23]"; dev = "[^"]*";)/\1 vlan = 2;/' "$d/swemu.cfg" > "$d/vlan.cfg"
 [ "$(grep -c 'vlan = 2;' "$d/vlan.cfg")" = 2 ] || fail "could not put h2, h3 in VLAN 2: $(cat "$d/vlan.cfg")"
-"$top/testbed/topo.sh" start itvl "$d/vlan.cfg"
+"$top/testbed/topo/topo.sh" start itvl "$d/vlan.cfg"
 [ "$(stats_get 'd["switches"]["tor0"]["ports"]["h3"]["vlan"]')" = 2 ] || fail "h3 is not in VLAN 2: $(stats)"
 
 in_host 0 ping -c 2 -i 0.2 -W 2 $subnet.2 >/dev/null || fail "ping h0 -> h1 (VLAN 1)"

@@ -31,13 +31,13 @@ low=$(stats_get 'min(min(p["rx_packets"], p["tx_packets"]) for p in d["switches"
 # count that fits, and runs with that count
 perf=${PERF:-$top/build/ring/ina-allreduce-perf}
 t0=$SECONDS
-if out=$(HCL_INA_ELEMS=1024 "$top/testbed/launch.sh" itxdp -- "$perf" --only in --algo ps-ina -b 64K -e 64K -n 1 -w 0 --timeout 20000 2>&1); then
+if out=$(HCL_INA_ELEMS=1024 "$top/testbed/topo/launch.sh" itxdp -- "$perf" --only in --algo ps-ina -b 64K -e 64K -n 1 -w 0 --timeout 20000 2>&1); then
 	fail "ps-ina with 4 KiB packets over MTU 3000 did not fail: $out"
 fi
 grep -q "more than the MTU 3000 towards 10.86.0.254:48864; set HCL_INA_ELEMS (cfg.ina_elems) to 737 or fewer" <<<"$out" ||
 	fail "no MTU error: $out"
 ((SECONDS - t0 < 15)) || fail "the MTU error took $((SECONDS - t0)) s"
-out=$(HCL_INA_ELEMS=737 "$top/testbed/launch.sh" itxdp -- "$perf" --only in --algo ps-ina -b 64K -e 64K -n 1 -w 0 --timeout 20000 2>&1) ||
+out=$(HCL_INA_ELEMS=737 "$top/testbed/topo/launch.sh" itxdp -- "$perf" --only in --algo ps-ina -b 64K -e 64K -n 1 -w 0 --timeout 20000 2>&1) ||
 	fail "ps-ina with 737 elements: $out"
 grep -qE "^ +65536 +16384 +float +sum .* 0$" <<<"$out" || fail "ps-ina with 737 elements: $out"
 echo "xdp: $n af_xdp ports, ping and 2900-byte ping through, fan-in $n int32 exact ($contrib contributions), INA packets held to the MTU"

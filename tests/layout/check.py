@@ -7,7 +7,12 @@
   - the communicator dispatches on the algorithm in one place, the registry
     (no "algo ==" in ring/);
   - no C file over 800 lines; no function over 100 lines outside tests and
-    programs' main.
+    programs' main;
+  - no circle of calls between files: if a.c calls a function of b.c, no
+    chain of calls leads from b.c back to a.c (a module does not call back
+    into the one that calls it);
+  - no benchmark code in the product's folders (benchmarks live in
+    testbed/bench/).
 
   check.py [SOURCE_ROOT]   exit 0 when every rule holds, else 1 with each breach
 """
@@ -77,6 +82,85 @@ for p in sources("nic", "swemu", "agent", "ring", "testbed", "tests"):
             if i - start + 1 > MAX_FUNC and name != "main":
                 breaches.append(f"{rel(p)}:{start}: {name}() is {i - start + 1} lines, more than {MAX_FUNC}")
             start = None
+
+def strip_c(text):
+    """The text without comments, strings and character constants (kept
+    the same length on each line, so that line numbers hold)."""
+    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', '""', text)
+
+
+# which file defines each function that others may call (not static), and
+# what each file calls
+defines, calls = {}, {}
+KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "defined", "__attribute__", "_Static_assert",
+            "__builtin_expect", "typeof", "__typeof__", "alignof", "_Alignof", "offsetof"}
+for p in sources("nic", "swemu", "agent", "ring", exts=(".c",)):
+    text = strip_c(open(p, encoding="utf-8").read())
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("{"):
+            sig = " ".join(lines[max(0, i - 4):i])
+            sig = sig[sig.rfind(";") + 1:] if ";" in sig else sig
+            sig = sig[sig.rfind("}") + 1:] if "}" in sig else sig
+            names = re.findall(r"(\w+)\s*\(", sig)
+            if names and not re.search(r"\bstatic\b", sig):
+                defines.setdefault(names[0], rel(p))
+    calls[rel(p)] = {m for m in re.findall(r"\b([A-Za-z_]\w*)\s*\(", text) if m not in KEYWORDS}
+
+edges = {}
+for f, called in calls.items():
+    for name in called:
+        g = defines.get(name)
+        if g and g != f:
+            edges.setdefault(f, {}).setdefault(g, set()).add(name)
+
+
+def circles(nodes, edges):
+    """Strongly connected components of more than one file (Tarjan)."""
+    index, low, stack, on, out, n = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = n[0]
+        n[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, {})):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return out
+
+
+for comp in circles(calls, edges):
+    how = "; ".join(f"{a} -> {b} ({', '.join(sorted(edges[a][b]))})" for a in comp for b in sorted(edges.get(a, {}))
+                    if b in comp)
+    breaches.append(f"a circle of calls between {', '.join(comp)}: {how}")
+
+for p in sources("nic", "swemu", "agent", "ring"):
+    if "bench" in os.path.basename(p):
+        breaches.append(f"{rel(p)}: benchmark code in the product's folders (it belongs in testbed/bench/)")
+for p in sources("nic", "swemu", "agent", "ring", exts=("meson.build",)):
+    for n, line in enumerate(open(p, encoding="utf-8"), 1):
+        if re.search(r"executable\(\s*'[^']*bench", line):
+            breaches.append(f"{rel(p)}:{n}: a benchmark built in the product's folders (it belongs in testbed/bench/)")
 
 for b in breaches:
     print(b)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# A trial file with engine = "sim" through testbed/trial.sh: every run is a
+# A trial file with engine = "sim" through testbed/trial/trial.sh: every run is a
 # swemu-sim process, and the report is the testbed's.  Checked against the
 # simulator's own outputs: each run's time per call is the one its JSON
 # gave, each repeat ran with its own seed, the sweep ran the INA racks it
 # names, the answer names the fastest INA and non-INA algorithms, and a
 # run the simulator fails is reported as failed.  No root needed.
-#   SIM=build/testbed/sim/swemu-sim TRIAL_CFG=build/testbed/swemu-trial-cfg tests/sim/trial.sh
+#   SIM=build/testbed/sim/swemu-sim TRIAL_CFG=build/testbed/trial/swemu-trial-cfg tests/sim/trial.sh
 set -euo pipefail
 : "${SIM:?}" "${TRIAL_CFG:?}"
 export SIM TRIAL_CFG
@@ -30,7 +30,7 @@ trial = {
   repeats = 2;
 };
 T
-"$top/testbed/trial.sh" -c "$scratch/t.cfg" -o "$scratch/out" > "$scratch/log" 2>&1 ||
+"$top/testbed/trial/trial.sh" -c "$scratch/t.cfg" -o "$scratch/out" > "$scratch/log" 2>&1 ||
 	{ cat "$scratch/log"; echo "not ok: the simulated trial failed" >&2; exit 1; }
 /usr/bin/python3 - "$scratch/out" <<'PY'
 import glob, json, os, re, sys
@@ -84,7 +84,7 @@ trial = {
   repeats = 1;
 };
 T
-"$top/testbed/trial.sh" -c "$scratch/f.cfg" -o "$scratch/f" > "$scratch/flog" 2>&1 ||
+"$top/testbed/trial/trial.sh" -c "$scratch/f.cfg" -o "$scratch/f" > "$scratch/flog" 2>&1 ||
 	{ cat "$scratch/flog"; echo "not ok: a trial with a failing run did not finish" >&2; exit 1; }
 /usr/bin/python3 - "$scratch/f" <<'PY'
 import json, os, sys

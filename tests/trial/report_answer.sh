@@ -59,7 +59,7 @@ ENV
 	[ -z "${COSTS:-}" ] || printf '%s\n' $COSTS >> "$1/trial.env"
 }
 
-report() { /usr/bin/python3 "$top/testbed/trial_report.py" "$1" >/dev/null && cat "$1/report.md"; }
+report() { /usr/bin/python3 "$top/testbed/trial/trial_report.py" "$1" >/dev/null && cat "$1/report.md"; }
 
 # A: ps-ina lost its job mid-run (rank 0's count, rank 2's line); agent-ring aggregated
 trial "$tmp/a" "ring ps-ina agent-ring"

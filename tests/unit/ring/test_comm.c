@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "hcl.h"
-#include "hcl_chan.h"
 #include "ina_bfp.h"
 
 static double now_s(void)
@@ -320,59 +319,6 @@ static void test_channels(void **state)
 	for (int i = 0; i < 4; i++)
 		rks[i].ring_channels = i == 2 ? 0 : 2;
 	run_refused(rks, "ring channels auto there", "refused: ERR rank 2: ring channels auto there");
-}
-
-/* Auto: every rank's CPUs shared among the ranks on its machine, the fewest
- * of any rank, 1 to 4; the same answer from the same rendezvous fields. */
-static unsigned settle(int world, const char *const *fields)
-{
-	struct hcl_chan ch;
-	char err[64];
-	assert_int_equal(hcl_chan_init(&ch, 0, 0, world, err, sizeof(err)), 0);
-	for (int i = 0; i < world; i++)
-		assert_int_equal(hcl_chan_parse(&ch, i, fields[i]), 0);
-	unsigned n = hcl_chan_settle(&ch);
-	free(ch.ports);
-	free(ch.machine);
-	free(ch.cpus);
-	return n;
-}
-
-static void test_channels_auto(void **state)
-{
-	(void)state;
-	/* 4 ranks on one 16-core machine: a core each for 4 channels */
-	const char *one16[] = { "a1f/16:1,2,3", "a1f/16:4,5,6", "a1f/16:7,8,9", "a1f/16:10,11,12" };
-	assert_int_equal(settle(4, one16), 4);
-	/* 8 ranks on one 16-core machine: 2 each; 4 on each of two: 4 each */
-	const char *eight16[] = { "a1/16:1,2,3", "a1/16:1,2,3", "a1/16:1,2,3", "a1/16:1,2,3",
-				  "a1/16:1,2,3", "a1/16:1,2,3", "a1/16:1,2,3", "a1/16:1,2,3" };
-	assert_int_equal(settle(8, eight16), 2);
-	const char *two16[] = { "a1/16:1,2,3", "a1/16:1,2,3", "a1/16:1,2,3", "a1/16:1,2,3",
-				"a2/16:1,2,3", "a2/16:1,2,3", "a2/16:1,2,3", "a2/16:1,2,3" };
-	assert_int_equal(settle(8, two16), 4);
-	/* one host per machine, a small one among them: the fewest decides */
-	const char *mixed[] = { "a1/64:1,2,3", "a2/3:1,2,3", "a3/64:1,2,3" };
-	assert_int_equal(settle(3, mixed), 3);
-	/* this machine's kind: 2 cores for 4 ranks */
-	const char *small[] = { "a9/2:1,2,3", "a9/2:1,2,3", "a9/2:1,2,3", "a9/2:1,2,3" };
-	assert_int_equal(settle(4, small), 1);
-	/* never more than 4 */
-	const char *big[] = { "ab/256:1,2,3", "ac/256:1,2,3" };
-	assert_int_equal(settle(2, big), 4);
-	/* malformed fields are refused */
-	struct hcl_chan ch;
-	char err[64];
-	assert_int_equal(hcl_chan_init(&ch, 0, 0, 1, err, sizeof(err)), 0);
-	assert_int_equal(hcl_chan_parse(&ch, 0, "-"), -1);
-	assert_int_equal(hcl_chan_parse(&ch, 0, "a1/0:1,2,3"), -1);
-	assert_int_equal(hcl_chan_parse(&ch, 0, "a1/4:1,2"), -1);
-	assert_int_equal(hcl_chan_parse(&ch, 0, "a/4:1,2,3"), -1);
-	assert_non_null(hcl_chan_check(&ch, "1,2"));
-	assert_null(hcl_chan_check(&ch, "a1/4:1,2,3"));
-	free(ch.ports);
-	free(ch.machine);
-	free(ch.cpus);
 }
 
 /* The timing layer through the public API: every call of every rank is a
@@ -803,7 +749,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allreduce),
 		cmocka_unit_test(test_channels),
-		cmocka_unit_test(test_channels_auto),
 		cmocka_unit_test(test_timing_layer),
 		cmocka_unit_test(test_ps),
 		cmocka_unit_test(test_ps_bf16_wire),
