@@ -114,10 +114,45 @@ static json_t *ina_json(const struct sw_lsw *sw)
 	return o;
 }
 
+/* IPv4 reassembly in swemu's network namespace, from the kernel's own
+ * counters: on af_packet ports the kernel reassembles fragments before
+ * swemu reads them (DPDK's PMD joins its fanout group with the defrag
+ * flag), so a fragment that never completes a datagram is dropped there,
+ * and this is where it is counted (docs/SWEMU.md, "Fragments").  NULL when
+ * unreadable. */
+static json_t *kernel_reassembly(void)
+{
+	FILE *f = fopen("/proc/self/net/snmp", "r");
+	char names[1024], values[1024];
+	json_t *o = NULL;
+	while (f && fgets(names, sizeof(names), f) && fgets(values, sizeof(values), f)) {
+		if (strncmp(names, "Ip: ", 4) != 0 || strncmp(values, "Ip: ", 4) != 0)
+			continue;
+		o = json_object();
+		char *sn, *sv, *n = strtok_r(names + 4, " \n", &sn), *v = strtok_r(values + 4, " \n", &sv);
+		for (; n && v; n = strtok_r(NULL, " \n", &sn), v = strtok_r(NULL, " \n", &sv)) {
+			static const char *const want[][2] = { { "ReasmReqds", "fragments" },
+							       { "ReasmOKs", "reassembled" },
+							       { "ReasmFails", "failed" },
+							       { "ReasmTimeout", "timed_out" } };
+			for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+				if (!strcmp(n, want[i][0]))
+					json_object_set_new(o, want[i][1], json_integer(strtoll(v, NULL, 10)));
+		}
+		break;
+	}
+	if (f)
+		fclose(f);
+	return o;
+}
+
 char *sw_stats_json(const struct sw_rt *rt)
 {
 	json_t *root = json_object(), *sws = json_object();
 	json_object_set_new(root, "time_s", json_real((double)time(NULL)));
+	json_t *reasm = kernel_reassembly();
+	if (reasm)
+		json_object_set_new(root, "kernel_ip_reassembly", reasm);
 	/* per lcore, read while the workers run (64-bit counters: torn reads
 	 * cannot happen on the 64-bit machines DPDK supports) */
 	json_t *workers = json_array();

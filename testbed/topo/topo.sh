@@ -550,6 +550,9 @@ for f in sys.argv[2:]:
     for k, v in s.items():
         if isinstance(v, list) and isinstance(out.get(k), list):
             out[k] += v
+        elif k != "switches" and isinstance(v, dict) and isinstance(out.get(k), dict):
+            for kk, vv in v.items():  # a process's namespace counters: summed
+                out[k][kk] = out[k].get(kk, 0) + vv
 open(sys.argv[1] + ".tmp", "w").write(json.dumps(out, indent=1))
 PY
 	mv "$d/stats.json.tmp" "$d/stats.json"
