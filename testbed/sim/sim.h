@@ -174,7 +174,8 @@ class SimInaClient : public SimAlgo
 };
 
 /* sim_ring.cc: the library's ring (hcl_ring.c on hcl_chan.c's channels)
- * and hier (hcl_hier.c's three phases), over TCP. */
+ * and hier (hcl_hier.c's three phases), over a model of the library's own
+ * transfer (hcl_xfer: windowed jumbo datagrams). */
 SimAlgos sim_ring_create(const SimCfg &c, SimNet &net);
 SimAlgos sim_hier_create(const SimCfg &c, SimNet &net);
 /* sim_ina.cc: ps and ps-ina (ring/hcl_algo_ps.c's plan, shards and

@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The host library's software all-reduces in the simulator, over ns-3's
- * TCP (a reliable, congestion-controlled stream stands in for the
- * library's own UDP transport):
+/* The host library's software all-reduces in the simulator, over a model of
+ * the library's own transfer (ring/hcl_xfer*): jumbo datagrams, a
+ * congestion window (slow start, halving once per round trip on a loss,
+ * back to one packet on a timeout), loss found by acknowledgements that
+ * skip a packet three times or by the timer (the library's 10 ms floor),
+ * acknowledgements for every second packet and at once on a gap or at a
+ * message's end.  ns-3's TCP stood here before: it crashed at 64 hosts
+ * (TcpRateLinux::SkbSent) and judged ring and hier by another transport than
+ * the one they run on.
  *  - ring: hcl_ring.c's schedule (reduce-scatter then all-gather, 2(N - 1)
  *    steps, chunk c as hcl_ring_chunk cuts it) on hcl_chan.c's channels (a
  *    call of B bytes uses min(B / 1 MiB, ring_channels) rings, each on its
@@ -11,24 +17,288 @@
  *    all-gather inside the rack), racks of equal size.
  * Only timing is simulated: the bytes are ns-3's virtual payload and the
  * reduction is not computed. */
+#include <algorithm>
+#include <deque>
 #include <stdexcept>
+
+#include <ns3/point-to-point-module.h>
 
 #include "sim.h"
 
 extern "C" {
 #include "hcl_chan.h" /* HCL_CHAN_MIN_BYTES */
 #include "hcl_ring.h" /* hcl_ring_chunk */
+#include "hcl_xfer.h" /* HCL_XFER_INITIAL_CWND */
 }
 
 using namespace ns3;
 
-static const uint16_t PIPE_PORT = 50000; /* + the pipe's number on every host */
+static const uint16_t PIPE_PORT = 50000;	   /* + the pipe's number on every host */
+static const uint32_t XFER_PAYLOAD = 8948;	   /* the library's: 24 + 8948 + 28 = a 9000-byte IP packet */
+static const uint32_t XFER_WINDOW = 64;		   /* packets, the library's cap */
+static const int64_t XFER_RTO_FLOOR_NS = 10000000; /* the library's timer floor */
+static const int64_t XFER_RTO_MAX_NS = 100000000;
+
+/* The transfer's 24-byte header, as much of it as the model reads. */
+class XferHeader : public Header
+{
+      public:
+	enum : uint8_t { DATA = 1, ACK = 2 };
+	uint8_t type = DATA;
+	uint8_t last = 0;  /* data: the last packet of a message (acknowledged at once) */
+	uint32_t seq = 0;  /* data: the packet's number; ack: every packet before it arrived */
+	uint64_t sack = 0; /* ack: bit i, packet seq + 1 + i arrived */
+	static TypeId GetTypeId()
+	{
+		static TypeId t = TypeId("SwemuSimXferHeader").SetParent<Header>().AddConstructor<XferHeader>();
+		return t;
+	}
+	TypeId GetInstanceTypeId() const override { return GetTypeId(); }
+	uint32_t GetSerializedSize() const override { return 24; }
+	void Serialize(Buffer::Iterator i) const override
+	{
+		i.WriteU8(type);
+		i.WriteU8(last);
+		i.WriteU16(0);
+		i.WriteHtonU32(seq);
+		i.WriteHtonU64(sack);
+		i.WriteHtonU64(0);
+	}
+	uint32_t Deserialize(Buffer::Iterator i) override
+	{
+		type = i.ReadU8();
+		last = i.ReadU8();
+		i.Next(2);
+		seq = i.ReadNtohU32();
+		sack = i.ReadNtohU64();
+		i.Next(8);
+		return 24;
+	}
+	void Print(std::ostream &os) const override { os << "xfer " << (int)type << " " << seq; }
+};
+
+/* One direction of the library's transfer between two hosts: the sender's
+ * window and timer, the receiver's in-order count and acknowledgements.
+ * The sender sends `bytes` as one message (packets of XFER_PAYLOAD, the
+ * last one shorter); the receiver reports each packet in order through
+ * on_bytes. */
+struct XferSender {
+	struct Seg {
+		uint32_t len;
+		int64_t sent_at = 0;
+		bool acked = false, lost = false, resent = false, last = false;
+	};
+	Ptr<Socket> sock;
+	InetSocketAddress to{ Ipv4Address::GetAny(), 0 };
+	std::deque<Seg> segs; /* snd_una onwards: sent, then not yet sent */
+	uint32_t snd_una = 0, snd_nxt = 0;
+	double cwnd = HCL_XFER_INITIAL_CWND, ssthresh = 1e9;
+	uint32_t recover = 0; /* a loss of a packet sent before it is the same round trip's */
+	bool in_recovery = false;
+	int64_t srtt = 0, rttvar = 0, rto = XFER_RTO_FLOOR_NS, backoff = 1;
+	EventId timer, wake;
+	/* the library's limit on its own data queued in the host (TCP Small
+	 * Queues'): data waits while more than max(64 KiB, 1 ms at the host's
+	 * rate) is in the host's NIC queue, or its ACKs and the peers' answers
+	 * would wait behind a window of data (hcl_xfer_tx.c, local_queue_room) */
+	Ptr<Queue<Packet>> nicq;
+	uint64_t nic_bps = 0;
+
+	void Enqueue(uint64_t bytes)
+	{
+		for (uint64_t b = bytes; b;) {
+			uint32_t k = b < XFER_PAYLOAD ? (uint32_t)b : XFER_PAYLOAD;
+			b -= k;
+			Seg g;
+			g.len = k;
+			g.last = b == 0;
+			segs.push_back(g);
+		}
+		Pump();
+	}
+	Seg &At(uint32_t seq) { return segs[seq - snd_una]; }
+	void Emit(uint32_t seq)
+	{
+		Seg &g = At(seq);
+		XferHeader h;
+		h.type = XferHeader::DATA;
+		h.seq = seq;
+		h.last = g.last;
+		Ptr<Packet> p = Create<Packet>(g.len);
+		p->AddHeader(h);
+		g.sent_at = Simulator::Now().GetNanoSeconds();
+		sock->SendTo(p, 0, to); /* at once: the host's queue must show it to the next look */
+		if (!timer.IsRunning())
+			Arm();
+	}
+	/* in flight: sent, neither acknowledged nor taken for lost */
+	uint32_t InFlight()
+	{
+		uint32_t n = 0;
+		for (uint32_t s = snd_una; s < snd_nxt; s++)
+			n += !At(s).acked && !At(s).lost;
+		return n;
+	}
+	/* What the window allows: packets taken for lost first, then new ones,
+	 * while the host's queue has room. */
+	void Pump()
+	{
+		const double win = std::min(cwnd, (double)XFER_WINDOW);
+		const uint64_t limit = std::max<uint64_t>(64 << 10, nic_bps / 8000);
+		for (uint32_t n = InFlight(); n < win; n++) {
+			uint64_t q = nicq ? nicq->GetNBytes() : 0;
+			if (q > limit) { /* again when about half of it will have left */
+				if (!wake.IsRunning())
+					wake = Simulator::Schedule(
+						NanoSeconds(std::max<int64_t>(
+							20000, (int64_t)((q - limit / 2) * 8e9 / nic_bps))),
+						&XferSender::Pump, this);
+				return;
+			}
+			uint32_t s = snd_una;
+			while (s < snd_nxt && !At(s).lost)
+				s++;
+			if (s < snd_nxt) {
+				At(s).lost = false;
+				At(s).resent = true;
+				Emit(s);
+			} else if (snd_nxt - snd_una < segs.size()) {
+				Emit(snd_nxt++);
+			} else {
+				return;
+			}
+		}
+	}
+	void Arm()
+	{
+		timer.Cancel();
+		if (snd_nxt != snd_una)
+			timer = Simulator::Schedule(NanoSeconds(std::min(rto * backoff, XFER_RTO_MAX_NS)),
+						    &XferSender::Timeout, this);
+	}
+	/* Once per round trip: the window halves (the library's rule) */
+	void Reduce()
+	{
+		if (in_recovery)
+			return;
+		ssthresh = std::max(cwnd / 2, 2.0);
+		cwnd = ssthresh;
+		recover = snd_nxt;
+		in_recovery = true;
+	}
+	void Timeout()
+	{
+		if (snd_nxt == snd_una)
+			return;
+		ssthresh = std::max(cwnd / 2, 2.0);
+		cwnd = 1;
+		backoff = std::min<int64_t>(backoff * 2, 64);
+		recover = snd_nxt;
+		in_recovery = true;
+		for (uint32_t s = snd_una; s < snd_nxt; s++) /* what the peer has not said it has */
+			At(s).lost = !At(s).acked;
+		Arm();
+		Pump();
+	}
+	void Acked(const XferHeader &h)
+	{
+		const int64_t now = Simulator::Now().GetNanoSeconds();
+		uint32_t newly = 0;
+		auto take = [&](uint32_t s) {
+			if (s < snd_una || s >= snd_nxt || At(s).acked)
+				return;
+			Seg &g = At(s);
+			g.acked = true;
+			g.lost = false;
+			newly++;
+			if (!g.resent) { /* Karn: no sample from a re-sent packet */
+				int64_t r = now - g.sent_at;
+				if (!srtt) {
+					srtt = r;
+					rttvar = r / 2;
+				} else {
+					rttvar = (3 * rttvar + std::llabs(srtt - r)) / 4;
+					srtt = (7 * srtt + r) / 8;
+				}
+				rto = std::max(srtt + 4 * rttvar, XFER_RTO_FLOOR_NS);
+			}
+		};
+		for (uint32_t s = snd_una; s < h.seq && s < snd_nxt; s++)
+			take(s);
+		uint32_t hi = h.seq;
+		for (unsigned i = 0; i < 64; i++)
+			if (h.sack >> i & 1) {
+				take(h.seq + 1 + i);
+				hi = h.seq + 2 + i;
+			}
+		while (snd_una < snd_nxt && segs.front().acked) {
+			segs.pop_front();
+			snd_una++;
+		}
+		if (in_recovery && snd_una >= recover)
+			in_recovery = false;
+		for (uint32_t k = 0; k < newly; k++)
+			cwnd += cwnd < ssthresh ? 1 : 1 / cwnd;
+		/* three packets after a hole arrived: it is lost (the library's RACK
+		 * in its simplest form); a re-sent one waits for the timer */
+		for (uint32_t s = snd_una; s + 3 < hi && s < snd_nxt; s++)
+			if (!At(s).acked && !At(s).lost && !At(s).resent) {
+				At(s).lost = true;
+				Reduce();
+			}
+		if (newly) {
+			backoff = 1;
+			Arm();
+		}
+		Pump();
+	}
+};
+
+struct XferReceiver {
+	Ptr<Socket> sock;
+	uint32_t cum = 0;		    /* every packet before it arrived */
+	std::map<uint32_t, uint32_t> ahead; /* arrived after a hole: seq -> bytes */
+	unsigned unacked = 0;
+
+	/* The bytes that became in order with this packet (0 for a copy or one
+	 * after a hole). */
+	uint64_t Take(const XferHeader &h, uint32_t len, const Address &from)
+	{
+		uint64_t in_order = 0;
+		bool now = h.last || h.seq != cum;
+		if (h.seq >= cum && !ahead.count(h.seq)) {
+			ahead[h.seq] = len;
+			for (auto it = ahead.begin(); it != ahead.end() && it->first == cum; it = ahead.erase(it)) {
+				in_order += it->second;
+				cum++;
+			}
+		}
+		if (now || ++unacked >= 2)
+			Ack(from);
+		return in_order;
+	}
+	void Ack(const Address &from)
+	{
+		XferHeader a;
+		a.type = XferHeader::ACK;
+		a.seq = cum;
+		for (auto &[s, len] : ahead)
+			if (s > cum && s - cum - 1 < 64)
+				a.sack |= 1ull << (s - cum - 1);
+		Ptr<Packet> p = Create<Packet>(0);
+		p->AddHeader(a);
+		sock->SendTo(p, 0, InetSocketAddress::ConvertFrom(from));
+		unacked = 0;
+	}
+};
 
 /* A rank's place in one ring: a stream to the next rank, one from the
- * previous, and a list of steps, each sending some bytes and waiting for
- * some from the previous rank before the next step goes. */
+ * previous, on one UDP socket, and a list of steps, each sending some bytes
+ * and waiting for some from the previous rank before the next step goes. */
 struct Pipe {
-	Ptr<Socket> listen, to_next, from_prev;
+	Ptr<Socket> sock;
+	XferSender tx;
+	XferReceiver rx;
 	uint64_t rx_total = 0, rx_want = 0;		  /* bytes from prev: so far, and by the end of this step */
 	std::vector<std::pair<uint64_t, uint64_t>> steps; /* (send, receive) bytes */
 	size_t step = 0;
@@ -36,23 +306,24 @@ struct Pipe {
 	std::function<void()> on_done;
 	std::string *error = nullptr;
 
-	void Open(Ptr<Node> node, uint16_t port, std::string *err)
+	void Open(SimNet &net, Ptr<Node> node, uint16_t port, uint64_t host_bps, std::string *err)
 	{
 		error = err;
-		listen = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
-		if (listen->Bind(InetSocketAddress(Ipv4Address::GetAny(), port)) != 0)
+		sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
+		sock->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &net.drops.socket));
+		if (sock->Bind(InetSocketAddress(Ipv4Address::GetAny(), port)) != 0)
 			throw std::runtime_error("ring: port in use");
-		listen->Listen();
-		listen->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address &>(),
-					  MakeCallback(&Pipe::Accepted, this));
-		to_next = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
+		sock->SetAttribute("RcvBufSize", UintegerValue(8u << 20)); /* as the library asks */
+		sock->SetRecvCallback(MakeCallback(&Pipe::Recv, this));
+		tx.sock = rx.sock = sock;
+		/* a host has one NIC (device 0 is the loopback) */
+		Ptr<PointToPointNetDevice> nic = DynamicCast<PointToPointNetDevice>(node->GetDevice(1));
+		if (nic) {
+			tx.nicq = nic->GetQueue();
+			tx.nic_bps = host_bps;
+		}
 	}
-	void Connect(uint32_t ip, uint16_t port) { to_next->Connect(InetSocketAddress(sim_ipv4(ip), port)); }
-	void Accepted(Ptr<Socket> s, const Address &)
-	{
-		from_prev = s;
-		s->SetRecvCallback(MakeCallback(&Pipe::Recv, this));
-	}
+	void Connect(uint32_t ip, uint16_t port) { tx.to = InetSocketAddress(sim_ipv4(ip), port); }
 	void Run(std::vector<std::pair<uint64_t, uint64_t>> st, std::function<void()> done)
 	{
 		steps = std::move(st);
@@ -69,9 +340,8 @@ struct Pipe {
 	}
 	void SendStep()
 	{
-		uint64_t b = steps[step].first;
-		if (b && to_next->Send(Create<Packet>((uint32_t)b)) < 0 && error->empty())
-			*error = "ring: the send buffer is full";
+		if (steps[step].first)
+			tx.Enqueue(steps[step].first);
 		rx_want += steps[step].second;
 	}
 	void Advance()
@@ -88,8 +358,15 @@ struct Pipe {
 	void Recv(Ptr<Socket> s)
 	{
 		Ptr<Packet> p;
-		while ((p = s->Recv()))
-			rx_total += p->GetSize();
+		Address from;
+		while ((p = s->RecvFrom(from))) {
+			XferHeader h;
+			p->RemoveHeader(h);
+			if (h.type == XferHeader::ACK)
+				tx.Acked(h);
+			else
+				rx_total += rx.Take(h, p->GetSize(), from);
+		}
 		Advance();
 	}
 };
@@ -119,11 +396,11 @@ static std::vector<std::pair<uint64_t, uint64_t>> ring_steps(size_t count, unsig
 class RingRank : public SimAlgo
 {
       public:
-	RingRank(Ptr<Node> node, unsigned rank, unsigned world, const SimCfg &c)
+	RingRank(SimNet &net, Ptr<Node> node, unsigned rank, unsigned world, const SimCfg &c)
 	    : rank(rank), world(world), count(c.size / 4), pipes(c.ring_channels)
 	{
 		for (unsigned k = 0; k < pipes.size(); k++)
-			pipes[k].Open(node, (uint16_t)(PIPE_PORT + k), &error);
+			pipes[k].Open(net, node, (uint16_t)(PIPE_PORT + k), c.host_rate, &error);
 	}
 	void Connect(uint32_t next_ip)
 	{
@@ -160,11 +437,11 @@ class RingRank : public SimAlgo
 class HierRank : public SimAlgo
 {
       public:
-	HierRank(Ptr<Node> node, unsigned rank, const SimCfg &c)
+	HierRank(SimNet &net, Ptr<Node> node, unsigned rank, const SimCfg &c)
 	    : g(c.hosts_per_rack), racks(c.racks), rack(rank / g), me(rank % g), count(c.size / 4)
 	{
-		in_rack.Open(node, PIPE_PORT + 10, &error);
-		across.Open(node, PIPE_PORT + 11, &error);
+		in_rack.Open(net, node, PIPE_PORT + 10, c.host_rate, &error);
+		across.Open(net, node, PIPE_PORT + 11, c.host_rate, &error);
 	}
 	void Connect(const SimNet &net)
 	{
@@ -190,22 +467,6 @@ class HierRank : public SimAlgo
 	std::function<void()> done_cb;
 };
 
-static void tcp_defaults()
-{
-	Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(9000 - 52));
-	Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(64u << 20));
-	Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(8u << 20));
-	/* Linux's floor of the retransmission timer (ns-3's default, RFC
-	 * 6298's 1 s, made 1% loss cost 27x the clean time; 10 ms, the
-	 * library's own transport's floor, fired spuriously behind the
-	 * trial's 256K queues and doubled the clean 4 MiB time) */
-	Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
-	Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(MicroSeconds(100)));
-	/* a delayed ACK (200 ms) at the end of every step would stall it:
-	 * every segment is acknowledged, as the library's transport does */
-	Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(1));
-}
-
 static void check_size(const SimCfg &c)
 {
 	if (c.size % 4 || c.size == 0)
@@ -217,11 +478,10 @@ SimAlgos sim_ring_create(const SimCfg &c, SimNet &net)
 	check_size(c);
 	if (c.ring_channels < 1 || c.ring_channels > 4)
 		throw std::runtime_error("ring_channels must be 1..4");
-	tcp_defaults();
 	const unsigned world = c.hosts();
 	SimAlgos out;
 	for (unsigned i = 0; i < world; i++)
-		out.emplace_back(new RingRank(net.hosts.Get(i), i, world, c));
+		out.emplace_back(new RingRank(net, net.hosts.Get(i), i, world, c));
 	for (unsigned i = 0; i < world; i++)
 		static_cast<RingRank *>(out[i].get())->Connect(net.host_ip[(i + 1) % world]);
 	return out;
@@ -230,10 +490,9 @@ SimAlgos sim_ring_create(const SimCfg &c, SimNet &net)
 SimAlgos sim_hier_create(const SimCfg &c, SimNet &net)
 {
 	check_size(c);
-	tcp_defaults();
 	SimAlgos out;
 	for (unsigned i = 0; i < c.hosts(); i++)
-		out.emplace_back(new HierRank(net.hosts.Get(i), i, c));
+		out.emplace_back(new HierRank(net, net.hosts.Get(i), i, c));
 	for (auto &r : out)
 		static_cast<HierRank *>(r.get())->Connect(net);
 	return out;
