@@ -294,6 +294,7 @@ struct sw_worker {
 	int nsw;
 	struct sw_lsw *sw[SW_MAX_SWITCHES]; /* whole switches or partitions, one per switch */
 	uint64_t loops, idle_sleeps;
+	uint64_t sleep_floor_ns; /* sw_loop.c: from the fastest rate-limited port */
 	/* the loop's time (ns) in passes that found work, waiting for the CPU
 	 * in idle passes (sw_loop.c), and since it started: (busy + stalled) /
 	 * run near 1 is an lcore that cannot keep up, the share a trial reads

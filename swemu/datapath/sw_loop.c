@@ -19,20 +19,43 @@
  * milliseconds. */
 #define SW_STALL_NS 1000000ull
 
-/* Grows 1, 2, 4 ... us up to the cap while idle, and never past the next
- * emulated release, so a delayed packet leaves on time.  Returns the sleep
+/* The shortest idle sleep: an eighth of a 9000-byte frame's time on the
+ * fastest rate-limited port of the worker's switches, 0 where none is.
+ * Waking sooner shows the hosts nothing their links' pace does not hide,
+ * and every wakeup costs CPU (tens of us in a VM): at 50 Mbit/s links, a
+ * time-dilated trial's rate, the loop spent 60% of a core waking once or
+ * twice per packet, and the trial's calibration read that as a busy
+ * machine.  Releases keep their times (sw_netem.c schedules them at
+ * enqueue), so a late wakeup batches them without slowing a port down. */
+static uint64_t sleep_floor_ns(const struct sw_worker *w)
+{
+	uint64_t fastest = 0;
+	for (int s = 0; s < w->nsw; s++)
+		for (int i = 0; i < w->sw[s]->nports; i++) {
+			uint64_t r = w->sw[s]->ports[i].netem.cfg.rate_bps;
+			if (r > fastest)
+				fastest = r;
+		}
+	return fastest ? 9000ull * 8 * 1000000000ull / fastest / 8 : 0;
+}
+
+/* Grows 1, 2, 4 ... us (from the floor) up to the cap while idle, and never
+ * more than the floor past the next emulated release.  Returns the sleep
  * asked for (ns). */
 static uint64_t idle_sleep(struct sw_worker *w, unsigned *idle, uint64_t now_ns, uint64_t next_due)
 {
 	uint64_t cap_ns = (uint64_t)w->rt->cfg.idle_sleep_max_us * 1000;
 	uint64_t ns = 1000ull << (*idle < 16 ? *idle : 16);
+	if (ns < w->sleep_floor_ns)
+		ns = w->sleep_floor_ns;
 	if (ns > cap_ns)
 		ns = cap_ns;
 	if (next_due != UINT64_MAX) {
-		if (next_due <= now_ns)
-			return 0;
-		if (next_due - now_ns < ns)
-			ns = next_due - now_ns;
+		uint64_t until = next_due <= now_ns ? 0 : next_due - now_ns;
+		if (until < w->sleep_floor_ns)
+			until = w->sleep_floor_ns < cap_ns ? w->sleep_floor_ns : cap_ns;
+		if (until < ns)
+			ns = until;
 	}
 	if (ns == 0)
 		return 0;
@@ -78,6 +101,7 @@ static void run_worker(struct sw_worker *w)
 			next_flush = now + 100000;
 		}
 		if (now >= next_age) {
+			w->sleep_floor_ns = sleep_floor_ns(w); /* the links' rates may have changed */
 			for (int s = 0; s < w->nsw; s++) {
 				sw_fdb_age(&w->sw[s]->fdb, w->sw[s]->now_s);
 				sw_capture_flush(&w->sw[s]->cap); /* a capture is readable a second later */
