@@ -22,12 +22,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include "clock.h"
 #include "hcl.h"
 #include "hcl_noise.h"
+#include "hcl_perf_steps.h"
 #include "hcl_sync.h" /* hcl_sync_stats */
 #include "parse.h"
 
@@ -65,7 +65,12 @@ static void usage(FILE *f)
 		   "  --compute MS       make each timed call an iteration: MS of simulated compute first\n"
 		   "  --jitter SPEC      compute noise: normal:SD_MS, exp:MEAN_MS or hiccup:PROB:MS\n"
 		   "  --straggler R:F    rank R computes F times as long (comma-separated list)\n"
-		   "  --seed N           seed of the noise (default 1; rank is mixed in)\n");
+		   "  --seed N           seed of the noise (default 1; rank is mixed in)\n"
+		   "  --workload FILE    training steps instead of sizes: a profile's forward, then its gradient\n"
+		   "                     buckets all-reduced in order as the backward readies them (docs/TRIAL.md,\n"
+		   "                     \"Training-step workloads\"); -n/-w count steps, -c checks the largest bucket;\n"
+		   "                     --jitter and --straggler scale each step's compute\n"
+		   "  --time-scale K     every time of the profile x K (a trial's time dilation; default 1)\n");
 }
 
 enum { OUT_OF_PLACE = 1, IN_PLACE = 2 };
@@ -87,6 +92,12 @@ struct perf {
 	int rank, n;
 	double cpu_timed; /* CPU seconds of this rank in the timed calls */
 	double call_s;	  /* wall seconds inside those calls (compute left out) */
+	const char *workload; /* --workload: training steps from this profile */
+	/* the machine's CPU ticks (all cores, /proc/stat: busy, all) when the
+	 * first timed call began and the last ended: its share in the timed
+	 * calls alone, without the ranks' start-up, rendezvous and warm-up */
+	unsigned long long mt0[2], mt1[2];
+	double time_scale;    /* --time-scale: the profile's times x this */
 };
 
 /* A data type by nccl-tests' names and ours. */
@@ -99,7 +110,7 @@ static enum hcl_dtype dtype_of(const char *v)
 	return !strcmp(v, "int32") ? HCL_INT32 : 0;
 }
 
-enum { O_TRACE = 256, O_COMPUTE, O_JITTER, O_STRAGGLER, O_SEED, O_ALGO, O_TIMEOUT, O_ONLY };
+enum { O_TRACE = 256, O_COMPUTE, O_JITTER, O_STRAGGLER, O_SEED, O_ALGO, O_TIMEOUT, O_ONLY, O_WORKLOAD, O_TIME_SCALE };
 
 /* One option into p: 0; -1 when its value is not one; -2 when it is not
  * and what is wrong is on stderr already. */
@@ -118,6 +129,8 @@ static int option(struct perf *p, int o, const char *v)
 	case O_SEED: return parse_int(v, 0, INT64_MAX, &x) < 0 ? -1 : (p->seed = (unsigned long long)x, 0);
 	case O_ALGO: return hcl_algo_from_name(v, &p->cfg.algo);
 	case O_TIMEOUT: return parse_int(v, 0, 86400000, &x) < 0 ? -1 : (p->cfg.timeout_ms = x, 0);
+	case O_WORKLOAD: p->workload = v; return 0;
+	case O_TIME_SCALE: return parse_double(v, 1e-3, 1e6, &p->time_scale);
 	case O_ONLY:
 		p->places = !strcmp(v, "in") ? IN_PLACE : !strcmp(v, "out") ? OUT_OF_PLACE : 0;
 		return p->places ? 0 : -1;
@@ -164,6 +177,8 @@ static int parse_args(int argc, char **argv, struct perf *p)
 						  { "algo", required_argument, NULL, O_ALGO },
 						  { "timeout", required_argument, NULL, O_TIMEOUT },
 						  { "only", required_argument, NULL, O_ONLY },
+						  { "workload", required_argument, NULL, O_WORKLOAD },
+						  { "time-scale", required_argument, NULL, O_TIME_SCALE },
 						  { "help", no_argument, NULL, 'h' },
 						  { 0 } };
 	int o;
@@ -257,13 +272,28 @@ static int check_call(struct perf *p, struct hcl_comm *c, void *send, void *recv
 	return rc;
 }
 
-/* User + system time of this rank so far, every thread. */
-static double cpu_seconds(void)
+/* The machine's busy and total CPU ticks (every core, as /proc/stat counts
+ * them: user, nice, system, irq, softirq and steal are busy); 0 if unread. */
+static void machine_ticks(unsigned long long t[2])
 {
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	unsigned long long v[8] = { 0 };
+	FILE *f = fopen("/proc/stat", "r");
+	t[0] = t[1] = 0;
+	if (f && fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+			&v[6], &v[7]) == 8) {
+		t[0] = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+		t[1] = t[0] + v[3] + v[4];
+	}
+	if (f)
+		fclose(f);
+}
+
+/* Marks the start (the first timed call) or the end of the timed calls. */
+static void machine_mark(struct perf *p, bool start)
+{
+	if (p->rank != 0 || (start && p->mt0[1]))
+		return;
+	machine_ticks(start ? p->mt0 : p->mt1);
 }
 
 /* This rank's time per call (us) as -a reports it: rank 0's, or the mean,
@@ -296,7 +326,8 @@ static int time_calls(struct perf *p, struct hcl_comm *c, void *send, void *recv
 	memset(send, 0, count * esz);
 	for (long long k = 0; k < p->warmup && rc == 0; k++)
 		rc = hcl_allreduce(send, recv, count, p->dt, p->op, c);
-	double cpu0 = cpu_seconds();
+	double cpu0 = clock_cpu_s();
+	machine_mark(p, true);
 	int64_t t0 = clock_now_ns();
 	for (long long k = 0; k < p->iters && rc == 0; k++) {
 		int64_t ti = clock_now_ns();
@@ -312,7 +343,8 @@ static int time_calls(struct perf *p, struct hcl_comm *c, void *send, void *recv
 		iter_ns[k] = clock_now_ns() - ti;
 	}
 	double mine = (double)(clock_now_ns() - t0) / 1e3 / (double)p->iters;
-	p->cpu_timed += cpu_seconds() - cpu0;
+	p->cpu_timed += clock_cpu_s() - cpu0;
+	machine_mark(p, false);
 	if (rc == 0)
 		rc = reported_time(p, c, mine, us);
 	if (rc == 0 && p->iterate && p->rank == 0) {
@@ -377,6 +409,42 @@ static int one_size(struct perf *p, struct hcl_comm *c, void *send, void *recv, 
 	return 0;
 }
 
+/* What the timed calls cost, summed over the ranks, and each rank's CPU
+ * share of one core while in them: a rank near a whole core is bound by its
+ * own CPU, not the network (the trial runner flags it); then nccl-tests'
+ * closing lines (avg_busbw >= 0) and the timing layer's summary. */
+static int report_cpu(struct perf *p, struct hcl_comm *c, double avg_busbw)
+{
+	float *cpu = calloc((size_t)p->n + 1, sizeof(float));
+	int rc;
+	if (!cpu)
+		return -ENOMEM;
+	cpu[0] = (float)p->cpu_timed;
+	cpu[1 + p->rank] = p->call_s > 0 ? (float)(p->cpu_timed / p->call_s) : 0;
+	if ((rc = hcl_allreduce(cpu, cpu, (size_t)p->n + 1, HCL_FP32, HCL_SUM, c)) < 0) {
+		free(cpu);
+		return rc;
+	}
+	if (p->rank == 0) {
+		int busiest = 0;
+		for (int r = 1; r < p->n; r++)
+			busiest = cpu[1 + r] > cpu[1 + busiest] ? r : busiest;
+		if (avg_busbw >= 0) {
+			printf("# Out of bounds values : 0 OK\n");
+			printf("# Avg bus bandwidth    : %.3f\n", avg_busbw);
+		}
+		printf("# cpu seconds of all ranks in the timed calls: %.3f\n", cpu[0]);
+		printf("# busiest rank's cpu share of a core in the timed calls: %.3f (rank %d)\n", cpu[1 + busiest],
+		       busiest);
+		if (p->mt1[1] > p->mt0[1])
+			printf("# the machine's cpu share (all cores) in the timed calls: %.3f\n",
+			       (double)(p->mt1[0] - p->mt0[0]) / (double)(p->mt1[1] - p->mt0[1]));
+		print_summary(c);
+	}
+	free(cpu);
+	return 0;
+}
+
 /* Every size from -b to -e: one line each on rank 0. */
 static int run(struct perf *p, struct hcl_comm *c, void *send, void *recv, int64_t *iter_ns)
 {
@@ -403,31 +471,36 @@ static int run(struct perf *p, struct hcl_comm *c, void *send, void *recv, int64
 		double next = p->factor > 1 ? ceil(bytes * p->factor) : (double)(bytes + p->step);
 		bytes = next < (double)p->maxb ? (size_t)next : p->maxb;
 	}
-	/* what the timed calls cost, summed over the ranks, and each rank's
-	 * CPU share of one core while in them: a rank near a whole core is
-	 * bound by its own CPU, not the network (the trial runner flags it) */
-	float *cpu = calloc((size_t)p->n + 1, sizeof(float));
-	if (!cpu)
-		return -ENOMEM;
-	cpu[0] = (float)p->cpu_timed;
-	cpu[1 + p->rank] = p->call_s > 0 ? (float)(p->cpu_timed / p->call_s) : 0;
-	if ((rc = hcl_allreduce(cpu, cpu, (size_t)p->n + 1, HCL_FP32, HCL_SUM, c)) < 0) {
-		free(cpu);
-		return rc;
-	}
-	if (p->rank == 0) {
-		int busiest = 0;
-		for (int r = 1; r < p->n; r++)
-			busiest = cpu[1 + r] > cpu[1 + busiest] ? r : busiest;
-		printf("# Out of bounds values : 0 OK\n");
-		printf("# Avg bus bandwidth    : %.3f\n", groups ? bus_sum / groups : 0);
-		printf("# cpu seconds of all ranks in the timed calls: %.3f\n", cpu[0]);
-		printf("# busiest rank's cpu share of a core in the timed calls: %.3f (rank %d)\n", cpu[1 + busiest],
-		       busiest);
-		print_summary(c);
-	}
-	free(cpu);
-	return 0;
+	return report_cpu(p, c, groups ? bus_sum / groups : 0);
+}
+
+/* --workload: the profile's steps, then a checked call of its largest
+ * bucket (#wrong on rank 0's last line of the steps). */
+static int run_workload(struct perf *p, struct hcl_comm *c, const struct hcl_workload *w)
+{
+	void *buf = malloc(w->max_bytes + 4);
+	int rc = buf ? 0 : -ENOMEM;
+	p->z.compute_ms = (w->fwd_ms + w->bwd_ms) * p->time_scale; /* the noise model's base */
+	struct perf_steps s = { .w = w,
+				.scale = p->time_scale,
+				.z = &p->z,
+				.iters = p->iters,
+				.warmup = p->warmup,
+				.dt = p->dt,
+				.rank = p->rank,
+				.world = p->n };
+	machine_mark(p, true);
+	if (rc == 0)
+		rc = perf_steps_run(c, &s, buf, &p->cpu_timed, &p->call_s);
+	machine_mark(p, false);
+	int32_t wrong = 0, wc;
+	for (long long k = 0; k < p->check && rc == 0; k++, wrong += wc)
+		rc = check_call(p, c, buf, buf, (size_t)(w->max_bytes / 4), &wc);
+	if (rc == 0 && p->rank == 0)
+		printf("# workload check: %lld calls of %llu bytes, #wrong %d\n", p->check,
+		       (unsigned long long)w->max_bytes, wrong);
+	free(buf);
+	return rc < 0 ? rc : report_cpu(p, c, -1);
 }
 
 int main(int argc, char **argv)
@@ -444,7 +517,8 @@ int main(int argc, char **argv)
 			  .op = HCL_SUM,
 			  .cfg = HCL_COMM_CFG_ENV,
 			  .z = { .slow = 1 },
-			  .seed = 1 };
+			  .seed = 1,
+			  .time_scale = 1 };
 	int rc = parse_args(argc, argv, &p);
 	if (rc) {
 		if (rc < 0)
@@ -453,7 +527,13 @@ int main(int argc, char **argv)
 	}
 	char err[320];
 	struct hcl_comm *c;
+	struct hcl_workload w = { 0 };
+	if (p.workload && hcl_workload_load(p.workload, &w, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ina-allreduce-perf: %s\n", err);
+		return 2;
+	}
 	if (hcl_comm_create(&p.cfg, &c, err, sizeof(err)) < 0) {
+		hcl_workload_free(&w);
 		fprintf(stderr, "ina-allreduce-perf: %s\n", err);
 		return 1;
 	}
@@ -466,13 +546,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	hcl_noise_seed(&p.z, p.seed, p.rank);
+	if (p.workload) /* its own buffer, of the largest bucket */
+		p.maxb = 4;
 	int64_t *iter_ns = calloc((size_t)p.iters, sizeof(*iter_ns));
 	/* 32-bit words: room for maxb bytes of any type */
 	uint32_t *send = malloc(p.maxb / 4 * 4 + 4), *recv = malloc(p.maxb / 4 * 4 + 4);
 	if (!send || !recv || !iter_ns) {
 		fprintf(stderr, "ina-allreduce-perf: out of memory\n");
 		rc = -ENOMEM;
-	} else if ((rc = run(&p, c, send, recv, iter_ns)) < 0) {
+	} else if ((rc = p.workload ? run_workload(&p, c, &w) : run(&p, c, send, recv, iter_ns)) < 0) {
 		fprintf(stderr, "ina-allreduce-perf rank %d: %s\n", p.rank, hcl_comm_error(c));
 	}
 	struct hcl_comm_stats st;
@@ -501,5 +583,6 @@ int main(int argc, char **argv)
 	free(recv);
 	free(iter_ns);
 	hcl_comm_destroy(c);
+	hcl_workload_free(&w);
 	return rc ? 1 : 0;
 }

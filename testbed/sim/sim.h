@@ -24,6 +24,7 @@ extern "C" {
 #include "hcl_ina_win.h"
 #include "hcl_noise.h"
 #include "hcl_pace.h"
+#include "hcl_workload.h"
 #include "ina_engine.h"
 #include "ina_proto.h"
 #include "psina_plan.h"
@@ -125,13 +126,14 @@ inline float sim_input(unsigned rank, size_t i) { return (float)((rank * 7 + i) 
 /* Whether data holds the sum over world ranks' inputs; else what differs. */
 std::string sim_check_sum(const std::vector<float> &data, unsigned world, unsigned rank);
 
-/* One all-reduce call of one rank: Start runs it, calling done when this
- * rank has its result.  An algorithm object lives for the whole run. */
+/* One all-reduce call of one rank: Start runs it on `bytes` (fp32, a
+ * multiple of 4), calling done when this rank has its result.  An algorithm
+ * object lives for the whole run; a workload's calls differ in size. */
 class SimAlgo
 {
       public:
 	virtual ~SimAlgo() = default;
-	virtual void Start(std::function<void()> done) = 0;
+	virtual void Start(size_t bytes, std::function<void()> done) = 0;
 	/* What went wrong (a wrong sum, a timeout), empty when nothing. */
 	std::string error;
 };

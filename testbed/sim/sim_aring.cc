@@ -46,9 +46,15 @@ class ArRank : public SimInaClient
 			hcl_inaw_free(&st.win);
 	}
 
-	void Start(std::function<void()> cb) override
+	void Start(size_t bytes, std::function<void()> cb) override
 	{
 		Begin(std::move(cb));
+		if (in.size() != bytes / 4) { /* this call's size (a workload's buckets differ) */
+			in.resize(bytes / 4);
+			data.resize(bytes / 4);
+			for (size_t i = 0; i < in.size(); i++)
+				in[i] = sim_input(rank, i);
+		}
 		left = 0;
 		for (unsigned k = 0; k < steps; k++) {
 			Step &ss = s[k];

@@ -31,15 +31,13 @@ class PsRank : public SimInaClient
 	PsRank(SimNet &net, Ptr<Node> node, unsigned rank, unsigned world, uint16_t index, std::vector<Shard> sh,
 	       uint32_t shard_slots, uint32_t spares, const SimCfg &c)
 	    : SimInaClient(net, node), rank(rank), world(world), index(index), shards(std::move(sh)),
-	      elems(c.ina_elems), data(c.size / 4)
+	      elems(c.ina_elems)
 	{
-		nslices = (data.size() + elems - 1) / elems;
+		Cut(c.size / 4);
 		const unsigned n = (unsigned)shards.size();
 		slots = shard_slots + spares; /* the plan's window (psina_shard_slots) and spares */
 		const int64_t floor_ns = (int64_t)(c.rto_ms * 1e6);
 		for (unsigned h = 0; h < n; h++) {
-			shards[h].first = nslices * h / n;
-			shards[h].end = nslices * (h + 1) / n;
 			if (hcl_inaw_init(&shards[h].win, slots, floor_ns, floor_ns > 500000000 ? floor_ns : 500000000))
 				throw std::runtime_error("out of memory");
 			shards[h].win.window = shard_slots;
@@ -53,10 +51,12 @@ class PsRank : public SimInaClient
 			hcl_inaw_free(&s.win);
 	}
 
-	void Start(std::function<void()> cb) override
+	void Start(size_t bytes, std::function<void()> cb) override
 	{
 		Begin(std::move(cb));
 		done = 0;
+		if (data.size() != bytes / 4) /* this call's size (a workload's buckets differ) */
+			Cut(bytes / 4);
 		for (size_t i = 0; i < data.size(); i++)
 			data[i] = sim_input(rank, i);
 		for (auto &s : shards) {
@@ -76,6 +76,18 @@ class PsRank : public SimInaClient
 
       private:
 	size_t SliceLen(size_t k) const { return std::min((size_t)elems, data.size() - k * elems); }
+
+	/* count elements in slices, dealt over the shards as ring/hcl_ina.c does */
+	void Cut(size_t count)
+	{
+		data.assign(count, 0);
+		nslices = (count + elems - 1) / elems;
+		const size_t n = shards.size();
+		for (size_t h = 0; h < n; h++) {
+			shards[h].first = nslices * h / n;
+			shards[h].end = nslices * (h + 1) / n;
+		}
+	}
 
 	bool StartNext(unsigned h)
 	{

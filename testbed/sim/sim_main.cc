@@ -56,6 +56,10 @@ struct IterTimes {
 struct RankLoop {
 	unsigned rank;
 	SimAlgo *algo;
+	size_t bytes = 0;		       /* each call's (no workload) */
+	const hcl_workload *wl = nullptr; /* training steps: buckets during the backward */
+	unsigned bucket = 0;
+	double f = 1; /* this step's compute / the profile's */
 	hcl_noise z;
 	hcl_pace pace;
 	bool paced = false;
@@ -74,7 +78,37 @@ struct RankLoop {
 			return;
 		}
 		iter_start = Simulator::Now();
+		if (wl) { /* ring/hcl_perf_steps.c's step: the noise stretches the whole compute */
+			f = hcl_noise_compute_ms(&z) / (wl->fwd_ms + wl->bwd_ms);
+			bucket = 0;
+			Simulator::Schedule(MsOfStep(hcl_workload_ready(wl, 0, f)), &RankLoop::Bucket, this);
+			return;
+		}
 		Simulator::Schedule(MicroSeconds((int64_t)(hcl_noise_compute_ms(&z) * 1000)), &RankLoop::Ready, this);
+	}
+	/* From now, the time until ms into this step (0 if it has passed). */
+	Time MsOfStep(double ms) const
+	{
+		Time at = iter_start + NanoSeconds((int64_t)(ms * 1e6));
+		return at > Simulator::Now() ? at - Simulator::Now() : Time(0);
+	}
+	void Bucket()
+	{
+		if (bucket == 0) /* the step's first call: when it became ready */
+			start_at = ready_at = Simulator::Now();
+		algo->Start(wl->buckets[bucket].bytes, [this] { BucketDone(); });
+	}
+	void BucketDone()
+	{
+		if (++bucket < wl->nbuckets) { /* in order, one after another, each from its ready time */
+			Simulator::Schedule(MsOfStep(hcl_workload_ready(wl, bucket, f)), &RankLoop::Bucket, this);
+			return;
+		}
+		/* the step ends with the backward too; what it did not hide is the
+		 * "call" of the summary (ready = the end of the compute) */
+		ready_at = iter_start + NanoSeconds((int64_t)(hcl_workload_bwd_end(wl, f) * 1e6));
+		start_at = ready_at;
+		Simulator::Schedule(MsOfStep(hcl_workload_bwd_end(wl, f)), &RankLoop::Done, this);
 	}
 	void Ready()
 	{
@@ -86,7 +120,7 @@ struct RankLoop {
 	void Call()
 	{
 		start_at = Simulator::Now();
-		algo->Start([this] { Done(); });
+		algo->Start(bytes, [this] { Done(); });
 	}
 	void Done()
 	{
@@ -222,6 +256,10 @@ static int run(int argc, char **argv)
 	cmd.AddValue("ringChannels", "rings a call of >= 2 MiB runs on", c.ring_channels);
 	cmd.AddValue("pace", "the pacing layer's rule (docs/PACING.md)", c.pace);
 	cmd.AddValue("limitS", "simulated seconds after which unfinished ranks are an error", c.limit_s);
+	std::string workload;
+	cmd.AddValue("workload", "training steps of this profile (configs/workloads/*.cfg) instead of --size and "
+				 "--computeMs",
+		     workload);
 	cmd.Parse(argc, argv);
 
 	if (c.jitter == "none")
@@ -231,6 +269,15 @@ static int run(int argc, char **argv)
 	c.host_buffer = size_arg("hostBuffer", host_buffer, false);
 	c.uplink_buffer = size_arg("uplinkBuffer", uplink_buffer, false);
 	c.size = size_arg("size", size, false);
+	hcl_workload wl = {};
+	char why[512];
+	if (!workload.empty()) {
+		if (hcl_workload_load(workload.c_str(), &wl, why, sizeof(why)) < 0)
+			throw std::runtime_error(std::string("workload: ") + why);
+		c.size = wl.max_bytes; /* the largest call; each is its bucket's */
+		c.compute_ms = wl.fwd_ms + wl.bwd_ms;
+	}
+	std::unique_ptr<hcl_workload, void (*)(hcl_workload *)> wl_free(&wl, hcl_workload_free);
 	if (c.iterations < 1)
 		throw std::runtime_error("iterations must be at least 1");
 	if (c.limit_s <= 0)
@@ -264,6 +311,8 @@ static int run(int argc, char **argv)
 		RankLoop &l = loops[i];
 		l.rank = i;
 		l.algo = algos[i].get();
+		l.bytes = c.size;
+		l.wl = workload.empty() ? nullptr : &wl;
 		l.total = c.warmup + c.iterations;
 		l.warmup = c.warmup;
 		l.running = &running;
@@ -322,6 +371,9 @@ static int run(int argc, char **argv)
 	       "\"engine_drops\": %s, ",
 	       (unsigned long long)net.drops.tail, (unsigned long long)net.drops.loss,
 	       (unsigned long long)net.drops.other, (unsigned long long)net.drops.socket, eng.c_str());
+	if (!workload.empty()) /* a step's compute, the mean over ranks and steps */
+		printf("\"workload\": {\"model\": \"%s\", \"buckets\": %u, \"bytes\": %llu, \"compute_ms\": %.3f}, ", wl.model,
+		       wl.nbuckets, (unsigned long long)wl.total_bytes, sum.calls ? sum.compute_ms / (double)sum.calls : 0);
 	printf("\"simulated_s\": %.3f, \"wall_s\": %.2f, \"error\": \"%s\"}\n", sim_s, wall, err.c_str());
 	return err.empty() ? 0 : 1; /* algos, then net's engines, go after the simulator */
 }

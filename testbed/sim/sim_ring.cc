@@ -407,9 +407,10 @@ class RingRank : public SimAlgo
 		for (unsigned k = 0; k < pipes.size(); k++)
 			pipes[k].Connect(next_ip, (uint16_t)(PIPE_PORT + k));
 	}
-	void Start(std::function<void()> cb) override
+	void Start(size_t bytes, std::function<void()> cb) override
 	{
 		done_cb = std::move(cb);
+		count = bytes / 4;
 		size_t fit = count * 4 / HCL_CHAN_MIN_BYTES;
 		unsigned use = fit < 1 ? 1 : fit < pipes.size() ? (unsigned)fit : (unsigned)pipes.size();
 		running = use;
@@ -448,9 +449,10 @@ class HierRank : public SimAlgo
 		in_rack.Connect(net.host_ip[rack * g + (me + 1) % g], PIPE_PORT + 10);
 		across.Connect(net.host_ip[((rack + 1) % racks) * g + me], PIPE_PORT + 11);
 	}
-	void Start(std::function<void()> cb) override
+	void Start(size_t bytes, std::function<void()> cb) override
 	{
 		done_cb = std::move(cb);
+		count = bytes / 4;
 		in_rack.Run(ring_steps(count, g, me, true, false), [this] {
 			size_t off, len;
 			hcl_ring_chunk(count, g, (me + 1) % g, &off, &len);

@@ -31,6 +31,8 @@ while (($#)); do
 	esac
 done
 checker=${TRIAL_CFG:-$top/build/testbed/trial/swemu-trial-cfg}
+# workload = "NAME": a profile of configs/workloads/
+export SWEMU_WORKLOADS=${SWEMU_WORKLOADS:-$top/configs/workloads}
 [ -x "$checker" ] || { echo "trial: build first (testbed/setup.sh)" >&2; exit 2; }
 # the file is checked completely before anything is built
 vars=$("$checker" "$cfgfile") || exit 2
@@ -39,7 +41,10 @@ eval "$vars"
 # engine_up, deploy, one_run, engine_down and engine_versions
 . "$top/testbed/trial/trial_$T_ENGINE.sh"
 engine_check
-if ((fast)); then T_SIZES=256K T_ITERATIONS=3 T_WARMUP=1 T_REPEATS=2; fi
+if ((fast)); then
+	[ -n "${T_WORKLOAD:-}" ] || T_SIZES=256K # a workload's steps are its own sizes
+	T_ITERATIONS=3 T_WARMUP=1 T_REPEATS=2
+fi
 out=${out:-$top/trial-results/$T_NAME-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out/runs"
 cp "$cfgfile" "$out/trial.cfg"
@@ -48,7 +53,11 @@ printf '%s\n' "$vars" > "$out/trial.env"
 	$T_REPEATS >> "$out/trial.env"
 # the numbers behind the units, read by the one parser, for the report
 size_bytes=""
-for s in $T_SIZES; do size_bytes+="$("$checker" --size "$s") "; done
+if [ -n "${T_WORKLOAD:-}" ]; then
+	size_bytes="$T_WORKLOAD_BYTES " # a step's bytes
+else
+	for s in $T_SIZES; do size_bytes+="$("$checker" --size "$s") "; done
+fi
 up_bps="" # one uplink rate, or one per rack (racks of different sizes)
 for r in ${T_UPLINK_RATE//,/ }; do up_bps+="$("$checker" --rate "$r") "; done
 printf "T_SIZE_BYTES='%s'\nT_HOST_BPS=%s\nT_UPLINK_BPS='%s'\n" "${size_bytes% }" "$("$checker" --rate "$T_HOST_RATE")" \
@@ -82,6 +91,17 @@ ina_algos=()
 for a in "${algos[@]}"; do [[ $a == ps-ina || $a == agent-ring ]] && ina_algos+=("$a"); done
 total=$((${#algos[@]} * ${#sizes[@]} * T_REPEATS)) k=0 start=$SECONDS
 ((T_SWEEP)) && total=$((total + T_RACKS * ${#ina_algos[@]} * ${#sizes[@]} * T_REPEATS))
+# a training step's length here, before the first: a dilated model's steps
+# last seconds (its forward, then the longer of its backward and of about
+# twice its gradients at the emulated host rate, all x k)
+if [ -n "${T_WORKLOAD:-}" ] && [ "$T_ENGINE" = emulator ]; then
+	emu_bps=$("$checker" --rate "$T_EMU_HOST_RATE")
+	awk -v f="$T_WORKLOAD_FWD_MS" -v b="$T_WORKLOAD_BWD_MS" -v k="${T_DILATION/auto/1}" -v by="$T_WORKLOAD_BYTES" \
+		-v r="$emu_bps" -v runs=$total -v steps=$((T_WARMUP + T_ITERATIONS)) -v m="$T_WORKLOAD_NAME" 'BEGIN {
+		c = 2 * by * 8 / r; s = f * k / 1000 + (b * k / 1000 > c ? b * k / 1000 : c)
+		printf "workload %s: a step lasts about %.1f s here (time dilation k = %g); %d runs of %d steps: " \
+			"about %.1f minutes\n", m, s, k, runs, steps, runs * steps * s / 60 }'
+fi
 # every algorithm named after $1 and size T_REPEATS times, the algorithms'
 # order reversed every other repeat (a drift of the machine then hits all
 # of them alike); repeat 1 in $1/ALGO-SIZE, repeat r in $1/ALGO-SIZE@r

@@ -84,7 +84,8 @@ static const char *const known_keys[] = { "name",	 "engine",	    "seed",
 					  "timeout_ms",	 "repeats",	    "sweep_order",
 					  "costs",	 "delay_us",	    "jitter_us",
 					  "burst_loss",	 "rack_host_rates", "dilation",
-					  "cpu_share",	 "capture",	    "capture_snaplen" };
+					  "cpu_share",	 "capture",	    "capture_snaplen",
+					  "workload" };
 
 /* Every setting of the group is one the runner knows: a misspelt one
  * would silently keep its default. */
@@ -186,7 +187,7 @@ static int load(const struct conf *cf, struct trial *tr)
 	     * 2m-1 step jobs of two ranges must fit their 2048 slots */
 	    trial_get_int(tr, t, "ina_elems", 1, 2048, &tr->ina_elems) < 0 ||
 	    trial_get_int(tr, t, "ina_slots", 1, 32, &tr->ina_slots) < 0 ||
-	    trial_get_int(tr, t, "ps_shards", 0, 16, &tr->ps_shards) < 0)
+	    trial_get_int(tr, t, "ps_shards", 0, 16, &tr->ps_shards) < 0 || trial_get_workload(t, tr) < 0)
 		return -1;
 	/* 0: one shard per host, as many as the library takes */
 	int world = tr->world;
@@ -295,6 +296,11 @@ static void print_trial(const struct trial *tr, double k_given)
 	       "T_EMU_JITTER_US=%lld\nT_EMU_COMPUTE_MS=%g\nT_EMU_JITTER=%s\n",
 	       tr->cpu_share, tr->emu.host_rate, tr->emu.uplink_rate, tr->emu.rack_rates, tr->emu.delay_us,
 	       tr->emu.jitter_us, tr->emu.compute_ms, tr->emu.jitter);
+	if (*tr->workload.path)
+		printf("T_WORKLOAD='%s'\nT_WORKLOAD_NAME=%s\nT_WORKLOAD_BUCKETS=%u\nT_WORKLOAD_BYTES=%llu\n"
+		       "T_WORKLOAD_MAX_BYTES=%llu\nT_WORKLOAD_FWD_MS=%g\nT_WORKLOAD_BWD_MS=%g\n",
+		       tr->workload.path, tr->workload.model, tr->workload.buckets, tr->workload.bytes,
+		       tr->workload.max_bytes, tr->workload.fwd_ms, tr->workload.bwd_ms);
 	if (tr->costs)
 		printf("T_COST_INA_TOR=%g\nT_COST_PLAIN_TOR=%g\nT_COST_HOST=%g\nT_COST_INA_POWER=%g\n", tr->cost[0],
 		       tr->cost[1], tr->cost[2], tr->cost[3]);

@@ -52,6 +52,12 @@ struct trial {
 		long long delay_us, jitter_us;
 		double compute_ms;
 	} emu;
+	struct { /* workload = "...": training steps of a profile (trial_workload.c) */
+		char path[4096], model[64];
+		unsigned buckets;
+		unsigned long long bytes, max_bytes;
+		double fwd_ms, bwd_ms;
+	} workload;
 	struct conf_reader rd; /* the file's name, and where errors go: */
 	char err[512];
 };
@@ -80,6 +86,9 @@ int trial_number_group(const struct trial *tr, const struct conf_node *t, const 
 /* trial_racks.c: racks and hosts_per_rack (within the engine's limits),
  * ina_racks, sweep_order, costs, rack_host_rates, capture. */
 int trial_get_racks(const struct conf_node *t, struct trial *tr);
+
+/* trial_workload.c: workload = "NAME" or "PATH", the profile read */
+int trial_get_workload(const struct conf_node *t, struct trial *tr);
 
 /* trial_dilation.c */
 int trial_get_dilation(const struct conf_node *t, struct trial *tr);

@@ -73,7 +73,11 @@ perf_run() {
 	local cpu0
 	cpu0=$(cpu_ticks)
 	# the library's re-send timer floors stretch with the dilated round trips
-	run_waited env "${wire[@]}" HCL_TIMER_SCALE="$T_DILATION" "$top/testbed/topo/launch.sh" $name -- "$perf" --only in --algo "$algo" -d "$T_DTYPE" -b "$size" -e "$size" \
+	local what=(-b "$size" -e "$size")
+	# a workload's steps, at the trial's time dilation (its size names the model)
+	[ -z "${T_WORKLOAD:-}" ] || [ "$size" != "$T_WORKLOAD_NAME" ] ||
+		what=(--workload "$T_WORKLOAD" --time-scale "$T_DILATION")
+	run_waited env "${wire[@]}" HCL_TIMER_SCALE="$T_DILATION" "$top/testbed/topo/launch.sh" $name -- "$perf" --only in --algo "$algo" -d "$T_DTYPE" "${what[@]}" \
 		--timeout "$T_TIMEOUT_MS" --trace "$d/trace" "$@" > "$d/perf.out" 2>&1 || rc=$?
 	echo "$cpu0 $(cpu_ticks)" > "$d/cpu"
 	echo $rc > "$d/rc"
@@ -88,6 +92,8 @@ perf_run() {
 # The machine's total alone misses a saturated core on a many-core server.
 calibrate() {
 	local real rate k="" best="" algo ok v big=${T_SIZES##* } cal=$out/calibration load
+	# a workload: its largest bucket, the longest call of a step
+	[ -z "${T_WORKLOAD:-}" ] || big=$T_WORKLOAD_MAX_BYTES
 	real=$("$checker" --rate "$T_HOST_RATE")
 	local calgos=(ring)
 	[[ " $T_ALGOS " == *" ps-ina "* && $T_INA_RACKS != none ]] && calgos+=(ps-ina)
@@ -103,14 +109,19 @@ calibrate() {
 		ok=1
 		# about two seconds of calls at the ring's link bound (2 x size x 8 /
 		# rate each): a run of a few calls gave CPU shares off by 30 points
-		local iters
-		iters=$(awk -v b="$("$checker" --size "$big")" -v r="$rate" \
+		# of a size the ring moves in about half a second: the share
+		# follows the rate, and a workload's 30 MB bucket at 50M took
+		# 9 s a call, three minutes of calibration in all
+		local iters cal_b
+		cal_b=$(awk -v b="$("$checker" --size "$big")" -v r="$rate" \
+			'BEGIN { c = int(r / 32 / 4096) * 4096; c = c < 65536 ? 65536 : c; print (b < c ? b : c) }')
+		iters=$(awk -v b="$cal_b" -v r="$rate" \
 			'BEGIN { n = int(2 * r / (16 * b)) + 1; n = n < 3 ? 3 : n; n = n > 200 ? 200 : n; print n }')
 		for algo in "${calgos[@]}"; do
 			local d=$cal/$k-$algo
 			mkdir -p "$d"
 			"$top/testbed/topo/topo.sh" stats $name > "$d/stats-before.json"
-			perf_run "$d" "$algo" "$big" -n "$iters" -w 1
+			perf_run "$d" "$algo" "$cal_b" -n "$iters" -w 1
 			[ "$(cat "$d/rc")" = 0 ] || { echo "trial: calibration run $algo at $rate bit/s failed:" \
 				"$(tail -1 "$d/perf.out")" >&2; exit 1; }
 			"$top/testbed/topo/topo.sh" stats $name > "$d/stats-after.json"
@@ -187,7 +198,10 @@ engine_up() {
 	racks_up "$T_INA_RACKS" "$out/capture/main"
 	cp /run/swemu-testbed/$name/swemu*.cfg "$out/" 2>/dev/null || true
 	noise=(--seed "$T_SEED")
-	if [ "$T_EMU_COMPUTE_MS" != 0 ] || [ -n "$T_EMU_JITTER" ] || [ -n "$T_STRAGGLER" ]; then
+	if [ -n "${T_WORKLOAD:-}" ]; then # the profile is the compute; the noise scales it
+		[ -n "$T_EMU_JITTER" ] && noise+=(--jitter "$T_EMU_JITTER")
+		[ -n "$T_STRAGGLER" ] && noise+=(--straggler "$T_STRAGGLER")
+	elif [ "$T_EMU_COMPUTE_MS" != 0 ] || [ -n "$T_EMU_JITTER" ] || [ -n "$T_STRAGGLER" ]; then
 		noise+=(--compute "$T_EMU_COMPUTE_MS")
 		[ -n "$T_EMU_JITTER" ] && noise+=(--jitter "$T_EMU_JITTER")
 		[ -n "$T_STRAGGLER" ] && noise+=(--straggler "$T_STRAGGLER")

@@ -5,7 +5,8 @@ runner): the machine's CPU over all cores (the runner's /proc/stat ticks in
 DIR/cpu), the busiest swemu lcore (the share of its loop's time in passes
 that found work, from the switches' stats around the run, DIR/stats-*.json)
 and the busiest rank (its CPU share of one core inside the timed calls, from
-DIR/perf.out).  Any of them near 100% means the run measured this machine,
+DIR/perf.out), the machine's in the timed calls where the program measured
+it.  Any of them near 100% means the run measured this machine,
 not the network: on many cores the machine's total can stay low while one
 lcore carrying every switch is saturated.  An lcore's share counts the
 time it worked and the time an idle pass waited for the CPU (preempted or
@@ -20,7 +21,17 @@ import sys
 
 
 def machine_pct(d):
-    """The share of all cores busy during the run, in percent (None if unknown)."""
+    """The share of all cores busy during the run, in percent (None if
+    unknown): in its timed calls alone where ina-allreduce-perf measured it
+    (a run's start-up, rendezvous and warm-up had read 20-30 points more at
+    the calibration's low rates), else around the whole run (DIR/cpu)."""
+    try:
+        m = re.search(r"^# the machine's cpu share \(all cores\) in the timed calls: ([0-9.]+)$",
+                      open(os.path.join(d, "perf.out")).read(), re.M)
+        if m:
+            return 100 * float(m.group(1))
+    except OSError:
+        pass
     try:
         b0, t0, b1, t1 = map(float, open(os.path.join(d, "cpu")).read().split())
         return 100 * (b1 - b0) / (t1 - t0) if t1 > t0 else None

@@ -25,6 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import trial_load  # noqa: E402 (beside this file)
+import trial_steps  # noqa: E402
 
 
 def env(path):
@@ -140,7 +141,12 @@ def load_sim_run(d, nb, world, compute_ms):
         r["error"] = (j.get("error") or (err.splitlines() or ["no output"])[-1])[:200]
         return r
     r.update(time_us=j["time_ms"] * 1e3, wrong=0)
-    if compute_ms > 0:
+    if j.get("workload"):  # training steps: a step stands for a call
+        steps = [x * 1e3 for x in j["iteration_times_ms"]]
+        r.update(time_us=statistics.mean(steps), steps_us=steps, steps=trial_steps.distribution(steps),
+                 compute_us=j["workload"]["compute_ms"] * 1e3)
+        r["exposed_us"] = r["time_us"] - r["compute_us"]
+    elif compute_ms > 0:
         r["iteration_us"] = j["iteration_ms"] * 1e3
     r["emulated_time_us"] = r["time_us"]
     add_bandwidths(r, nb, world)
@@ -266,10 +272,9 @@ def ina_check(d, text, ina):
     return {"credited": why is None, "why": why, "accepted": accepted, "soft_racks": soft}
 
 
-# Student's t at 97.5% for 1..19 degrees of freedom: a 95% two-sided
-# interval from at most 20 repeats
-T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093)
+def per_what(t):
+    """What a time of the trial is: a training step's, or an all-reduce's."""
+    return "per training step" if t.get("T_WORKLOAD") else "per all-reduce"
 
 
 def ms(us):
@@ -285,7 +290,7 @@ def mean_ci(xs):
     m = statistics.mean(xs)
     if len(xs) < 2:
         return m, None
-    return m, T975[len(xs) - 2] * statistics.stdev(xs) / len(xs) ** 0.5
+    return m, trial_steps.t975(len(xs)) * statistics.stdev(xs) / len(xs) ** 0.5
 
 
 def ratio_words(tb, tw, pairs):
@@ -329,8 +334,11 @@ def answer(t, results, algos, sizes):
         b = min(base, key=lambda a: mean[a])
         tw, tb = mean[w], mean[b]
         pairs = [(x, y) for x, y in zip(ok[b].get("repeats", []), ok[w].get("repeats", [])) if x and y]
-        line = "- %s: with INA, %s takes %s ms per all-reduce; without, %s takes %s ms: %s" % (
-            s, w, ms(tw), b, ms(tb), ratio_words(tb, tw, pairs))
+        line = "- %s: with INA, %s takes %s ms %s; without, %s takes %s ms: %s" % (
+            s, w, ms(tw), per_what(t), b, ms(tb), ratio_words(tb, tw, pairs))
+        if ok[w].get("steps") and ok[b].get("steps"):
+            line += "; of that, communication the backward did not hide: %s → %s ms" % (
+                ms(ok[b]["exposed_us"]), ms(ok[w]["exposed_us"]))
         iw, ib = ok[w].get("timing", {}).get("mean_us"), ok[b].get("timing", {}).get("mean_us")
         if iw and ib and float(t["T_COMPUTE_MS"]) > 0:
             line += "; an iteration with %s ms of compute: %s → %s ms (%.2f×)" % (
@@ -368,7 +376,14 @@ def load_run(d, a, t, nb, ctx):
         return load_sim_run(d, nb, world, float(t["T_COMPUTE_MS"]))
     r = {"bytes": nb, "rc": run_rc(d)}
     text = open(os.path.join(d, "perf.out")).read() if os.path.exists(os.path.join(d, "perf.out")) else ""
-    p = perf_line(text, nb) if r["rc"] == 0 else None
+    if t.get("T_WORKLOAD"):  # training steps: their times stand for the calls'
+        st = trial_steps.parse(text, k) if r["rc"] == 0 else None
+        p = {"time_us": statistics.mean(st["steps_us"]) * k, "wrong": st["wrong"]} if st else None
+        if st:
+            r.update(steps=trial_steps.distribution(st["steps_us"]), steps_us=st["steps_us"],
+                     compute_us=st["compute_us"], exposed_us=statistics.mean(st["steps_us"]) - st["compute_us"])
+    else:
+        p = perf_line(text, nb) if r["rc"] == 0 else None
     tr = traces(os.path.join(d, "trace"), nb, warmup, iters, k) if p else None
     load = trial_load.load_of(d)
     r["cpu_pct"] = load["machine_pct"]
@@ -378,7 +393,7 @@ def load_run(d, a, t, nb, ctx):
         r.update(p)
         # with compute, the program times whole iterations: the
         # all-reduce is the iteration less its compute (traces)
-        if float(t["T_COMPUTE_MS"]) > 0 and tr and tr.get("call_mean_us"):
+        if float(t["T_COMPUTE_MS"]) > 0 and tr and tr.get("call_mean_us") and not t.get("T_WORKLOAD"):
             r["iteration_us"], r["time_us"] = p["time_us"], tr["call_mean_us"]
         r["emulated_time_us"] = r["time_us"] * k  # the call as the testbed ran it
         add_bandwidths(r, nb, world)
@@ -584,9 +599,10 @@ def sweep_words(t, curve):
                     continue
                 sp, a = max(ok)
                 cost = deployment_cost(t, k)
-                lines.append("- %s: upgrading %d of %d racks gives %.2f× per all-reduce (%s, against %s) for %.1f%% "
+                lines.append("- %s: upgrading %d of %d racks gives %.2f× %s (%s, against %s) for %.1f%% "
                              "more hardware cost: %.3f× per unit of cost." % (
-                                 s, k, racks, sp, a, per[a][k]["baseline"], 100 * (cost / cost0 - 1), sp / (cost / cost0)))
+                                 s, k, racks, sp, per_what(t), a, per[a][k]["baseline"], 100 * (cost / cost0 - 1),
+                                 sp / (cost / cost0)))
             lines.append("")
     return lines
 
@@ -678,9 +694,15 @@ def main():
             nb = size_bytes[s] // 4 * 4
             r = load_run(os.path.join(out, "runs", "%s-%s" % (a, s)), a, t, nb, ctx)
             # the other repeats: their times (and whether they count) only
-            r["repeats"] = [run_time(r)] + [
-                run_time(load_run(os.path.join(out, "runs", "%s-%s@%d" % (a, s, k)), a, t, nb, ctx))
-                for k in range(2, repeats + 1)]
+            others = [load_run(os.path.join(out, "runs", "%s-%s@%d" % (a, s, k)), a, t, nb, ctx)
+                      for k in range(2, repeats + 1)]
+            r["repeats"] = [run_time(x) for x in [r] + others]
+            if r.get("steps"):  # a workload's steps: every repeat's that counts
+                counted = [x for x in [r] + others if run_time(x)]
+                steps = [v for x in counted for v in x["steps_us"]]
+                r["compute_us"] = statistics.mean(x["compute_us"] for x in counted)
+                r["steps"] = trial_steps.distribution(steps)
+                r["exposed_us"] = r["steps"]["mean_us"] - r["compute_us"]
             results[a][s] = r
     for a in algos:
         for s in sizes:
@@ -703,17 +725,19 @@ def main():
 
     md = ["# Trial %s" % t["T_NAME"], "",
           "%d racks %s (INA racks: %s), %s%s, host links %s%s, uplinks %s%s, loss %s; %s (INA float jobs: %s; INA packets of %s elements, %s in flight per worker; PS shards %s; ring channels %s), %d iterations after %d "
-          "warm-up; compute %s ms%s%s; pacing %s; seed %s." % (
+          "warm-up; compute %s%s%s; pacing %s; seed %s." % (
               int(t["T_RACKS"]), "(%s hosts)" % " + ".join(t["T_HOSTS"].split(",")) if "," in t["T_HOSTS"]
               else "× %s hosts" % t["T_HOSTS"], t["T_INA_RACKS"], "simulated in ns-3" if sim else t.get("T_PMD", "af_packet") + " ports",
               ", a swemu process per switch" if t.get("T_PROCESSES") == "1" else "", t["T_HOST_RATE"],
               " (buffer %s)" % t["T_HOST_BUFFER"] if t.get("T_HOST_BUFFER") else "", t["T_UPLINK_RATE"].replace(",", ", "),
               " (buffer %s)" % t["T_UPLINK_BUFFER"] if t["T_UPLINK_BUFFER"] else "", t["T_LOSS"] + link_extras(t), t["T_DTYPE"], t.get("T_INA_WIRE", "fp32"),
               t.get("T_INA_ELEMS", "1024"), t.get("T_INA_SLOTS", "16"), t.get("T_PS_SHARDS", "1"), t.get("T_RING_CHANNELS", "1"),
-              iters, warmup, t["T_COMPUTE_MS"], ", jitter " + t["T_JITTER"] if t["T_JITTER"] else "",
+              iters, warmup, "the workload's (%s)" % t["T_WORKLOAD_NAME"] if t.get("T_WORKLOAD") else t["T_COMPUTE_MS"] + " ms",
+              ", jitter " + t["T_JITTER"] if t["T_JITTER"] else "",
               ", straggler " + t["T_STRAGGLER"] if t["T_STRAGGLER"] else "", "on" if t["T_PACE"] == "1" else "off",
               t["T_SEED"]), "",
           "## The answer", ""] + answer(t, results, algos, sizes) + [""] + (
+              trial_steps.section(t, results, algos, sizes[0], ms) if t.get("T_WORKLOAD") else []) + (
               SIM_WORDS if sim else dilation_words(t, results, algos, sizes)) + [""] + (
               sweep_words(t, curve) if curve else []) + [
           "## Bus bandwidth and speed-up", "",
@@ -734,12 +758,14 @@ def main():
             table.append("%-11s %6s %10s %10.4f %8s %9s %7s %8s" % (
                 a, s, ms(r["time_us"]), r["busbw_gbs"], fmt(r.get("speedup_vs_ring"), "%.2fx"),
                 fmt(r.get("speedup_vs_ps_ina"), "%.2fx"), fmt(tm.get("cv")), r["wrong"]))
-    md += ["", "## Iteration time", "",
-           "Per timed iteration, the mean over ranks; shares of the ranks' time from the timing traces "
-           "(docs/PACING.md).", "",
-           "| algorithm | size | mean (ms) | p50 | p99 | CV | compute | waiting | comm | delay | spread (ms) | paced calls |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for a in algos:
+    it = [] if t.get("T_WORKLOAD") else [  # a workload's steps have their own section
+        "", "## Iteration time", "",
+        "Per timed iteration, the mean over ranks; shares of the ranks' time from the timing traces "
+        "(docs/PACING.md).", "",
+        "| algorithm | size | mean (ms) | p50 | p99 | CV | compute | waiting | comm | delay | spread (ms) | paced calls |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    md += it
+    for a in algos if it else []:
         for s in sizes:
             tm = results[a][s].get("timing")
             if not tm or "mean_us" not in tm:

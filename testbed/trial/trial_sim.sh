@@ -21,11 +21,17 @@ deploy() { sim_ina=$1; }
 one_run() {
 	local d=$1 algo=$2 size=$3 rep=$4 rc=0
 	local args=(--algorithm="$algo" --racks="$T_RACKS" --hostsPerRack="$T_HOSTS" --inaRackList="$sim_ina"
-		--hostRate="$T_HOST_RATE" --uplinkRate="$T_UPLINK_RATE" --loss="$T_LOSS" --size="$size"
-		--iterations="$T_ITERATIONS" --warmup="$T_WARMUP" --computeMs="$T_COMPUTE_MS" --jitter="${T_JITTER:-none}"
+		--hostRate="$T_HOST_RATE" --uplinkRate="$T_UPLINK_RATE" --loss="$T_LOSS"
+		--iterations="$T_ITERATIONS" --warmup="$T_WARMUP" --jitter="${T_JITTER:-none}"
 		--seed=$((T_SEED + rep - 1)) --inaElems="$T_INA_ELEMS" --inaSlots="$T_INA_SLOTS" --psShards="$T_PS_SHARDS"
 		--ringChannels="$ring_channels"
 		--limitS=$(((T_WARMUP + T_ITERATIONS) * T_TIMEOUT_MS / 1000)))
+	# a workload's steps (its size names the model), or calls of one size after compute
+	if [ -n "${T_WORKLOAD:-}" ] && [ "$size" = "$T_WORKLOAD_NAME" ]; then
+		args+=(--workload="$T_WORKLOAD")
+	else
+		args+=(--size="$size" --computeMs="$T_COMPUTE_MS")
+	fi
 	[ -n "$T_STRAGGLER" ] && args+=(--straggler="$T_STRAGGLER")
 	[ -n "$T_HOST_BUFFER" ] && args+=(--hostBuffer="$T_HOST_BUFFER")
 	[ -n "$T_UPLINK_BUFFER" ] && args+=(--uplinkBuffer="$T_UPLINK_BUFFER")

@@ -352,6 +352,45 @@ trial = {
   burst_loss = { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; };
 };
 E
+# training-step workloads: a profile that is not there, settings the
+# profile replaces, a profile's own mistake (its file and line after the
+# trial file's); every shipped profile is taken
+export SWEMU_WORKLOADS=$top/configs/workloads
+expect 2 'workload = "nope": .*/configs/workloads/nope.cfg:0: cannot read the file' <<'E'
+trial = {
+  workload = "nope";
+};
+E
+expect 3 "compute_ms and workload: .*remove compute_ms" <<'E'
+trial = {
+  workload = "resnet50";
+  compute_ms = 5;
+};
+E
+expect 3 "sizes and workload" <<'E'
+trial = {
+  workload = "bert-base";
+  sizes = ["1M"];
+};
+E
+expect 2 'workload = "a b": a name or a path' <<'E'
+trial = {
+  workload = "a b";
+};
+E
+printf 'workload = { model = "x"; fwd_ms = 1; bwd_ms = 2;\n  buckets = ( { bytes = 6; ready_ms = 1; } ); };\n' > "$tmp/bad-profile.cfg"
+expect 2 "workload = \"bad-profile.cfg\": $tmp/bad-profile.cfg:2: bytes = 6: fp32 gradients, a multiple of 4" <<'E'
+trial = {
+  workload = "bad-profile.cfg";
+};
+E
+for w in "$top"/configs/workloads/*.cfg; do
+	name=$(basename "$w" .cfg)
+	printf 'trial = { workload = "%s"; };\n' "$name" > "$tmp/w.cfg"
+	vars=$("$checker" "$tmp/w.cfg") || { echo "FAIL: workload $name refused"; exit 1; }
+	grep -qx "T_WORKLOAD_NAME=$name" <<<"$vars" && grep -qx "T_SIZES='$name'" <<<"$vars" ||
+		{ echo "FAIL: workload $name reads as: $(grep WORKLOAD <<<"$vars")"; exit 1; }
+done
 # ... and what only it takes: 1024 hosts in 32 racks, every rack INA, the
 # default trial's settings otherwise (pmd, dilation = 1 and processes =
 # false are the testbed's defaults and pass)
