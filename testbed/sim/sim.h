@@ -53,7 +53,26 @@ struct SimCfg {
 	bool pace = false;	    /* the pacing layer's rule */
 	double limit_s = 600;	    /* simulated seconds before unfinished ranks are an error */
 	double rto_ms = 5.0;	    /* INA re-send floor, as the host library's */
-	unsigned hosts() const { return racks * hosts_per_rack; }
+	/* racks of different sizes (a trial's hosts_per_rack = [3, 2, 3]):
+	 * rack r's hosts follow rack r - 1's; empty: hosts_per_rack each */
+	std::vector<unsigned> rack_sizes;
+	std::vector<uint64_t> uplink_rates; /* per rack (a list); empty: uplink_rate for all */
+	unsigned RackSize(unsigned r) const { return rack_sizes.empty() ? hosts_per_rack : rack_sizes[r]; }
+	unsigned RackFirst(unsigned r) const
+	{
+		unsigned f = 0;
+		for (unsigned i = 0; i < r; i++)
+			f += RackSize(i);
+		return f;
+	}
+	unsigned RackOf(unsigned h) const
+	{
+		unsigned r = 0;
+		for (unsigned f = RackSize(0); h >= f && r + 1 < racks; f += RackSize(++r))
+			;
+		return r;
+	}
+	unsigned hosts() const { return RackFirst(racks); }
 	std::vector<bool> ina; /* per rack: its ToR aggregates (sim_build fills it in) */
 	bool IsIna(unsigned rack) const { return rack < ina.size() && ina[rack]; }
 };
@@ -68,7 +87,7 @@ struct SimDrops {
 void sim_count_drop(uint64_t *n, ns3::Ptr<const ns3::Packet>);
 
 class SimAgg;
-/* The built network: hosts 0..N-1 (rack i / hosts_per_rack), a ToR per
+/* The built network: hosts 0..N-1 (rack RackOf(i)), a ToR per
  * rack, one spine; every address in network byte order. */
 struct SimNet {
 	ns3::NodeContainer hosts, tors, spine;

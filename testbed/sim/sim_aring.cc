@@ -171,7 +171,7 @@ SimAlgos sim_aring_create(const SimCfg &c, SimNet &net)
 	std::vector<plan_rank> ranks(world);
 	std::vector<ina_addr> soft(world);
 	for (unsigned i = 0; i < world; i++) {
-		unsigned r = i / c.hosts_per_rack;
+		unsigned r = c.RackOf(i);
 		ranks[i] = plan_rank{};
 		ranks[i].ina.ip = net.host_ip[i];
 		ranks[i].ina.port = htons(INA_HOST_PORT);

@@ -206,7 +206,7 @@ SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 					 " and size a positive multiple of 4");
 	std::vector<plan_rank> ranks(world);
 	for (unsigned i = 0; i < world; i++) {
-		unsigned r = i / c.hosts_per_rack;
+		unsigned r = c.RackOf(i);
 		ranks[i] = plan_rank{};
 		ranks[i].ina.ip = net.host_ip[i];
 		ranks[i].ina.port = htons(INA_HOST_PORT);

@@ -223,21 +223,38 @@ static std::string json_list(const std::vector<double> &v)
 	return out + "]";
 }
 
+/* "a,b,c" -> its items ("" -> none) */
+static std::vector<std::string> split_list(const std::string &s)
+{
+	std::vector<std::string> out;
+	for (size_t i = 0; !s.empty() && i <= s.size();) {
+		size_t j = s.find(',', i);
+		if (j == std::string::npos)
+			j = s.size();
+		out.push_back(s.substr(i, j - i));
+		i = j + 1;
+	}
+	return out;
+}
+
 static int run(int argc, char **argv)
 {
 	SimCfg c;
-	std::string host_rate = "200M", uplink_rate = "", host_buffer = "512K", uplink_buffer = "512K", size = "1M";
+	std::string host_rate = "200M", uplink_rate = "", host_buffer = "512K", uplink_buffer = "512K", size = "1M",
+		    hosts_per_rack = "4";
 	CommandLine cmd("swemu-sim");
 	cmd.Usage("swemu-sim: the trial's fabric in ns-3 with the project's INA engine in the switches "
 		  "(docs/SCALE.md).  Prints one JSON object.");
 	cmd.AddValue("algorithm", "ring, hier, ps, ps-ina or agent-ring", c.algorithm);
 	cmd.AddValue("racks", "ToRs under the spine", c.racks);
-	cmd.AddValue("hostsPerRack", "hosts behind each ToR", c.hosts_per_rack);
+	cmd.AddValue("hostsPerRack", "hosts behind each ToR, or per rack (\"3,2,3\")", hosts_per_rack);
 	cmd.AddValue("inaRacks", "racks whose ToR aggregates (the first ones; ps-ina, agent-ring)", c.ina_racks);
 	cmd.AddValue("inaRackList", "the racks whose ToR aggregates, \"1,3\" or \"none\" (instead of inaRacks)",
 		     c.ina_rack_list);
 	cmd.AddValue("hostRate", "host links, bit/s (K, M, G)", host_rate);
-	cmd.AddValue("uplinkRate", "ToR uplinks (default hostsPerRack x hostRate / oversubscription)", uplink_rate);
+	cmd.AddValue("uplinkRate", "ToR uplinks, one for all or per rack (\"R0,R1\"; default: the rack's hosts x "
+				   "hostRate / oversubscription)",
+		     uplink_rate);
 	cmd.AddValue("oversubscription", "of the uplinks", c.oversubscription);
 	cmd.AddValue("hostBuffer", "tail-drop queue towards each host, bytes", host_buffer);
 	cmd.AddValue("uplinkBuffer", "tail-drop queue of each uplink direction, bytes", uplink_buffer);
@@ -265,7 +282,24 @@ static int run(int argc, char **argv)
 	if (c.jitter == "none")
 		c.jitter.clear();
 	c.host_rate = size_arg("hostRate", host_rate, true);
-	c.uplink_rate = uplink_rate.empty() ? 0 : size_arg("uplinkRate", uplink_rate, true);
+	std::vector<std::string> ups = split_list(uplink_rate), sizes = split_list(hosts_per_rack);
+	if (ups.size() == 1)
+		c.uplink_rate = size_arg("uplinkRate", ups[0], true);
+	else
+		for (auto &u : ups)
+			c.uplink_rates.push_back(size_arg("uplinkRate", u, true));
+	if (sizes.empty())
+		throw std::runtime_error("hostsPerRack: empty");
+	for (auto &h : sizes) {
+		char *end;
+		unsigned long v = strtoul(h.c_str(), &end, 10);
+		if (h.empty() || *end || v < 1 || v > 100000)
+			throw std::runtime_error("hostsPerRack: '" + hosts_per_rack + "' is not a count or a list of counts");
+		if (sizes.size() == 1)
+			c.hosts_per_rack = (unsigned)v;
+		else
+			c.rack_sizes.push_back((unsigned)v);
+	}
 	c.host_buffer = size_arg("hostBuffer", host_buffer, false);
 	c.uplink_buffer = size_arg("uplinkBuffer", uplink_buffer, false);
 	c.size = size_arg("size", size, false);

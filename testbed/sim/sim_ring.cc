@@ -14,7 +14,7 @@
  *    part);
  *  - hier: hcl_hier.c's (a ring reduce-scatter inside the rack, a ring
  *    all-reduce of each shard among its holders across the racks, a ring
- *    all-gather inside the rack), racks of equal size.
+ *    all-gather inside the rack), racks of any sizes.
  * Only timing is simulated: the bytes are ns-3's virtual payload and the
  * reduction is not computed. */
 #include <algorithm>
@@ -379,18 +379,28 @@ static uint64_t chunk_bytes(size_t count, unsigned n, unsigned c)
 	return (uint64_t)len * 4;
 }
 
-/* Rank i of an n-rank ring all-reduce of count elements: hcl_ring.c's
- * 2(n - 1) steps; with `gather` false only the reduce-scatter, with
- * `scatter` false only the all-gather. */
-static std::vector<std::pair<uint64_t, uint64_t>> ring_steps(size_t count, unsigned n, unsigned i, bool scatter = true,
-							     bool gather = true)
+/* Rank i of a ring all-reduce over chunks of these bytes (n = chunks):
+ * hcl_ring.c's 2(n - 1) steps; with `gather` false only the
+ * reduce-scatter, with `scatter` false only the all-gather. */
+static std::vector<std::pair<uint64_t, uint64_t>> ring_steps_of(const std::vector<uint64_t> &chunk, unsigned i,
+								bool scatter, bool gather)
 {
+	const unsigned n = (unsigned)chunk.size();
 	std::vector<std::pair<uint64_t, uint64_t>> st;
 	for (unsigned s = 0; scatter && s + 1 < n; s++)
-		st.emplace_back(chunk_bytes(count, n, (i + n - s) % n), chunk_bytes(count, n, (i + 2 * n - s - 1) % n));
+		st.emplace_back(chunk[(i + n - s) % n], chunk[(i + 2 * n - s - 1) % n]);
 	for (unsigned s = 0; gather && s + 1 < n; s++)
-		st.emplace_back(chunk_bytes(count, n, (i + 1 + n - s) % n), chunk_bytes(count, n, (i + n - s) % n));
+		st.emplace_back(chunk[(i + 1 + n - s) % n], chunk[(i + n - s) % n]);
 	return st;
+}
+
+/* ... of count elements cut as hcl_ring_chunk cuts them in n. */
+static std::vector<std::pair<uint64_t, uint64_t>> ring_steps(size_t count, unsigned n, unsigned i)
+{
+	std::vector<uint64_t> chunk(n);
+	for (unsigned c = 0; c < n; c++)
+		chunk[c] = chunk_bytes(count, n, c);
+	return ring_steps_of(chunk, i, true, true);
 }
 
 class RingRank : public SimAlgo
@@ -432,40 +442,76 @@ class RingRank : public SimAlgo
 	std::function<void()> done_cb;
 };
 
-/* hier with R racks of g ranks: member i of rack r holds shard (i + 1) % g
- * after the rack's reduce-scatter, as every rack's member i does: the
- * ring of that shard is rack r's member i to rack r + 1's. */
+/* hier as hcl_hier.c runs it: the buffer cut in K shards, K the largest
+ * rack's size; in a rack of g, part p is its shards j with j % g == p, and
+ * the rack's ring reduce-scatter and all-gather move parts.  Member i then
+ * holds part (i + 1) % g, and runs, for each of its shards in increasing j,
+ * a ring all-reduce among the shard's holders (rack r's to rack r + 1's;
+ * in a rack of g the holder of j is member (j % g + g - 1) % g), one pipe
+ * per shard.  With racks of one size a member holds one shard, a part is
+ * that shard, and the rack rings cut as the flat ring does. */
 class HierRank : public SimAlgo
 {
       public:
 	HierRank(SimNet &net, Ptr<Node> node, unsigned rank, const SimCfg &c)
-	    : g(c.hosts_per_rack), racks(c.racks), rack(rank / g), me(rank % g), count(c.size / 4)
+	    : racks(c.racks), rack(c.RackOf(rank)), me(rank - c.RackFirst(rack)), g(c.RackSize(rack)),
+	      count(c.size / 4)
 	{
+		for (unsigned r = 0; r < racks; r++) {
+			first.push_back(c.RackFirst(r));
+			size.push_back(c.RackSize(r));
+			kmax = std::max(kmax, size.back());
+		}
+		for (unsigned j = (me + 1) % g; racks > 1 && j < kmax; j += g)
+			held.push_back(j);
+		across = std::vector<Pipe>(held.size());
 		in_rack.Open(net, node, PIPE_PORT + 10, c.host_rate, &error);
-		across.Open(net, node, PIPE_PORT + 11, c.host_rate, &error);
+		for (size_t h = 0; h < held.size(); h++)
+			across[h].Open(net, node, (uint16_t)(PIPE_PORT + 16 + held[h]), c.host_rate, &error);
 	}
 	void Connect(const SimNet &net)
 	{
-		in_rack.Connect(net.host_ip[rack * g + (me + 1) % g], PIPE_PORT + 10);
-		across.Connect(net.host_ip[((rack + 1) % racks) * g + me], PIPE_PORT + 11);
+		in_rack.Connect(net.host_ip[first[rack] + (me + 1) % g], PIPE_PORT + 10);
+		const unsigned nr = (rack + 1) % racks, gn = size[nr];
+		for (size_t h = 0; h < held.size(); h++)
+			across[h].Connect(net.host_ip[first[nr] + (held[h] % gn + gn - 1) % gn],
+					  (uint16_t)(PIPE_PORT + 16 + held[h]));
 	}
 	void Start(size_t bytes, std::function<void()> cb) override
 	{
 		done_cb = std::move(cb);
 		count = bytes / 4;
-		in_rack.Run(ring_steps(count, g, me, true, false), [this] {
-			size_t off, len;
-			hcl_ring_chunk(count, g, (me + 1) % g, &off, &len);
-			across.Run(racks > 1 ? ring_steps(len, racks, rack)
-					     : std::vector<std::pair<uint64_t, uint64_t>>(),
-				   [this] { in_rack.Run(ring_steps(count, g, me, false, true), done_cb); });
+		std::vector<uint64_t> parts(g, 0); /* bytes of this rack's parts */
+		for (unsigned j = 0; j < kmax; j++)
+			parts[j % g] += ShardLen(j) * 4;
+		in_rack.Run(ring_steps_of(parts, me, true, false), [this, parts] {
+			Across(0, [this, parts] { in_rack.Run(ring_steps_of(parts, me, false, true), done_cb); });
 		});
 	}
 
       private:
-	unsigned g, racks, rack, me;
+	size_t ShardLen(unsigned j) const
+	{
+		size_t off, len;
+		hcl_ring_chunk(count, kmax, j, &off, &len);
+		return len;
+	}
+	/* the rings of held shards h, h + 1, ..., one after another */
+	void Across(size_t h, std::function<void()> then)
+	{
+		if (h == held.size()) {
+			then();
+			return;
+		}
+		across[h].Run(ring_steps(ShardLen(held[h]), racks, rack),
+			      [this, h, then] { Across(h + 1, then); });
+	}
+
+	unsigned racks, rack, me, g, kmax = 0;
 	size_t count;
-	Pipe in_rack, across;
+	std::vector<unsigned> first, size, held;
+	Pipe in_rack;
+	std::vector<Pipe> across;
 	std::function<void()> done_cb;
 };
 

@@ -91,8 +91,17 @@ void sim_ina_racks(SimCfg &c)
 
 void sim_build(const SimCfg &c, SimNet &n)
 {
-	if (c.racks < 1 || c.hosts_per_rack < 1 || c.hosts() < 2)
+	if (c.racks < 1 || (c.rack_sizes.empty() && c.hosts_per_rack < 1) || c.hosts() < 2)
 		throw std::runtime_error("need at least two hosts");
+	if (!c.rack_sizes.empty() && c.rack_sizes.size() != c.racks)
+		throw std::runtime_error("hostsPerRack lists " + std::to_string(c.rack_sizes.size()) +
+					 " racks, racks is " + std::to_string(c.racks));
+	for (unsigned r = 0; r < c.racks; r++)
+		if (c.RackSize(r) < 1)
+			throw std::runtime_error("rack " + std::to_string(r) + " has no hosts");
+	if (!c.uplink_rates.empty() && c.uplink_rates.size() != c.racks)
+		throw std::runtime_error("uplinkRate lists " + std::to_string(c.uplink_rates.size()) +
+					 " rates, racks is " + std::to_string(c.racks));
 	if (c.loss < 0 || c.loss > 0.5)
 		throw std::runtime_error("loss must be in 0..0.5");
 	/* a host's first sends go to several peers before ARP answers: the
@@ -106,9 +115,13 @@ void sim_build(const SimCfg &c, SimNet &n)
 	stack.Install(n.tors);
 	stack.Install(n.spine);
 
-	const uint64_t uplink = c.uplink_rate ? c.uplink_rate
-					      : (uint64_t)((double)c.hosts_per_rack * (double)c.host_rate /
-							   (c.oversubscription > 0 ? c.oversubscription : 1));
+	/* a rack's uplink: the one given, else what its hosts send, divided */
+	auto uplink = [&c](unsigned r) {
+		return !c.uplink_rates.empty() ? c.uplink_rates[r]
+		       : c.uplink_rate	       ? c.uplink_rate
+					       : (uint64_t)((double)c.RackSize(r) * (double)c.host_rate /
+							    (c.oversubscription > 0 ? c.oversubscription : 1));
+	};
 	Ptr<UniformRandomVariable> rng = CreateObject<UniformRandomVariable>();
 	rng->SetStream((int64_t)c.seed);
 	Ipv4AddressHelper addr;
@@ -117,18 +130,18 @@ void sim_build(const SimCfg &c, SimNet &n)
 	n.host_ip.resize(c.hosts());
 	n.tor_ip.resize(c.racks);
 	for (unsigned h = 0; h < c.hosts(); h++) {
-		unsigned r = h / c.hosts_per_rack;
+		unsigned r = c.RackOf(h);
 		NetDeviceContainer d = link(n.hosts.Get(h), n.tors.Get(r), c.host_rate, c.delay_us, HOST_TX_BYTES,
 					    c.host_buffer, true, c.loss, rng, &n.drops);
 		Ipv4InterfaceContainer ifs = addr.Assign(d);
 		tc.Uninstall(d);
 		addr.NewNetwork();
 		n.host_ip[h] = htonl(ifs.GetAddress(0).Get());
-		if (h % c.hosts_per_rack == 0)
+		if (h == c.RackFirst(r))
 			n.tor_ip[r] = htonl(ifs.GetAddress(1).Get());
 	}
 	for (unsigned r = 0; c.racks > 1 && r < c.racks; r++) {
-		NetDeviceContainer d = link(n.tors.Get(r), n.spine.Get(0), uplink, c.delay_us, c.uplink_buffer,
+		NetDeviceContainer d = link(n.tors.Get(r), n.spine.Get(0), uplink(r), c.delay_us, c.uplink_buffer,
 					    c.uplink_buffer, false, c.loss, rng, &n.drops);
 		Ipv4InterfaceContainer ifs = addr.Assign(d);
 		tc.Uninstall(d);

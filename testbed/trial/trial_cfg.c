@@ -127,9 +127,6 @@ static int sim_models(const struct conf_node *t, const struct trial *tr)
 {
 	static const char *const why = "the simulator (engine = \"sim\") does not model it (docs/SCALE.md)";
 	const struct conf_node *s;
-	if (tr->uneven)
-		return trial_fail(tr, conf_member(t, "hosts_per_rack"), "hosts_per_rack: racks of different sizes: %s",
-				  why);
 	if ((s = conf_member(t, "rack_host_rates")) || (s = conf_member(t, "burst_loss")) ||
 	    (s = conf_member(t, "capture")) || (s = conf_member(t, "cpu_share")))
 		return trial_fail(tr, s, "%s: %s", s->name, why);

@@ -96,6 +96,30 @@ run lossy-hier --algorithm=hier --loss=0.02
 [ -z "$(field lossy-hier error)" ] && [ "$(field lossy-hier loss_drops)" -gt 0 ] ||
 	fail "lossy hier: error '$(field lossy-hier error)', $(field lossy-hier loss_drops) lost"
 
+# racks of different sizes (3, 2 and 3 hosts; each uplink 2:1 of its own
+# rack): every algorithm exact, nothing dropped, and hier, which moves
+# parts of K = 3 shards in the racks and runs a ring per shard across
+# them (hcl_hier.c), at or above the flat ring's link bound; a list of
+# equal sizes is the count itself, to the nanosecond
+urun() { "$sim" --racks=3 --hostsPerRack=3,2,3 --size=256K --iterations=2 --warmup=1 --computeMs=1 --jitter=none \
+	--inaRacks=3 "$@"; }
+for a in ring hier ps ps-ina agent-ring; do
+	urun --algorithm=$a >"$scratch/u-$a" 2>"$scratch/u-$a.err" || fail "uneven $a exited $? ($(cat "$scratch/u-$a.err"))"
+	[ -z "$(field u-$a error)" ] && [ "$(field u-$a calls)" = 16 ] && [ "$(field u-$a tail_drops)" = 0 ] ||
+		fail "uneven $a: $(field u-$a calls) calls, $(field u-$a tail_drops) dropped, error '$(field u-$a error)'"
+done
+"$py" - "$scratch" <<'PY'
+import json, sys
+t = {a: json.load(open("%s/u-%s" % (sys.argv[1], a)))["time_ms"] for a in ("ring", "hier")}
+bound = 2 * 7 / 8 * 256 * 1024 * 8 / 200e6 * 1e3
+assert t["ring"] >= bound and t["hier"] >= bound, (t, bound)
+print("# uneven racks 3, 2, 3: ms per call", t, "ring's bound %.2f" % bound)
+PY
+run even-list --algorithm=hier --hostsPerRack=2,2
+run even-count --algorithm=hier --hostsPerRack=2
+[ "$(field even-list time_ms)" = "$(field even-count time_ms)" ] ||
+	fail "hostsPerRack=2,2 took $(field even-list time_ms) ms, =2 $(field even-count time_ms)"
+
 # bad arguments: exit 2 and a message naming the setting
 bad() { # EXPECTED-TEXT ARGS...
 	local want=$1 rc=0
@@ -112,4 +136,7 @@ bad "not both" --algorithm=ps-ina --inaRacks=1 --inaRackList=0
 bad "hostRate: '20X'" --hostRate=20X
 bad "loss must be" --loss=0.9
 bad "jitter:" --jitter=uniform:3
+bad "hostsPerRack lists 3 racks, racks is 2" --racks=2 --hostsPerRack=3,2,3
+bad "hostsPerRack: '3,0' is not" --racks=2 --hostsPerRack=3,0
+bad "uplinkRate lists 2 rates, racks is 3" --racks=3 --hostsPerRack=3,2,3 --uplinkRate=100M,200M
 echo "ok: swemu-sim exact and within its link bounds; bad arguments refused"

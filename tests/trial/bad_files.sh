@@ -327,13 +327,6 @@ trial = {
   jitter_us = 20;
 };
 E
-expect 4 'hosts_per_rack: racks of different sizes: the simulator' <<'E'
-trial = {
-  engine = "sim";
-  racks = 2;
-  hosts_per_rack = [4, 2];
-};
-E
 expect 3 'dilation: the simulator .* does not model it' <<'E'
 trial = {
   engine = "sim";
