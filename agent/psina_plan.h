@@ -63,6 +63,16 @@ void psina_shard_job(const struct ina_job_cfg *plan_job, uint16_t id, const stru
  * the simulator). */
 #define PSINA_MIN_SHARD_SLOTS	 2
 #define PSINA_SHARD_WINDOW_BYTES (256 * 1024)
+/* And the windows of all of a shard's contributors together hold at most
+ * PSINA_SHARD_INFLIGHT_BYTES (one slice each at the least): they all
+ * arrive through the shard host's one link, whose switch port queues
+ * 512 KiB by default (swemu's, the simulator's), and more in flight only
+ * overflows it.  64 workers on one shard, 1 MiB, 200M links, 8 slots of
+ * 8 KiB each (4 MiB): no call finished in 20 s of simulated time; 1 slot
+ * each: 0.93x the link bound; with 4 of 8 racks INA (32 hosts and 4 ToRs
+ * to the PS) 3 slots each collapsed again, 1 gave 0.87x (docs/SCALE.md).
+ * INA has no congestion control yet: this is the plan's static share. */
+#define PSINA_SHARD_INFLIGHT_BYTES (512 * 1024)
 uint32_t psina_shard_slots(const struct psina_plan *plan, uint32_t slots, unsigned shards, uint16_t elems);
 /* Where no ToR aggregates, a shard's jobs have PSINA_SPARE_SLOTS slots
  * beyond the window: a slice that stalls (lost, re-sent, waiting) keeps

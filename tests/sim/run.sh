@@ -92,6 +92,20 @@ run paced --algorithm=ring --computeMs=20 --straggler=1:3 --iterations=12 --pace
 	fail "hier at 64 hosts exited $? ($(tail -1 "$scratch/hier64.err"))"
 [ -n "${SWEMU_SANITIZED:-}" ] || { [ -z "$(field hier64 error)" ] && [ "$(field hier64 calls)" = 192 ]; } ||
 	fail "hier at 64 hosts: $(field hier64 calls) calls, error '$(field hier64 error)'"
+# a software PS with 64 workers on one shard (8 racks of 8, 1 MiB, 200M):
+# every contributor's window reaches the shard's one link at once, and 8
+# slots of 8 KiB each (4 MiB into a 512K queue) finished no call in 20 s.
+# Held to the plan's in-flight share it must finish near its link bound:
+# the shard's host receives 63 others' MiB
+if [ -z "${SWEMU_SANITIZED:-}" ]; then
+	"$sim" --algorithm=ps --psShards=1 --racks=8 --hostsPerRack=8 --size=1M --uplinkBuffer=256K --limitS=20 \
+		--computeMs=10 --jitter=normal:2 --iterations=3 --warmup=1 >"$scratch/ps64" 2>"$scratch/ps64.err" ||
+		fail "ps, 64 workers on one shard, exited $? ($(tail -1 "$scratch/ps64.err"))"
+	[ -z "$(field ps64 error)" ] || fail "ps, 64 workers on one shard: $(field ps64 error)"
+	"$py" -c 'import sys; t, b = float(sys.argv[1]), 63 * 2**20 * 8 / 200e6 * 1e3
+print("# ps, 64 workers on one shard: %.0f ms per call, its link bound %.0f: %.2f" % (t, b, b / t))
+assert b / t >= 0.7, "%.0f ms against a bound of %.0f" % (t, b)' "$(field ps64 time_ms)" || fail "ps, 64 workers on one shard, too slow"
+fi
 run lossy-hier --algorithm=hier --loss=0.02
 [ -z "$(field lossy-hier error)" ] && [ "$(field lossy-hier loss_drops)" -gt 0 ] ||
 	fail "lossy hier: error '$(field lossy-hier error)', $(field lossy-hier loss_drops) lost"

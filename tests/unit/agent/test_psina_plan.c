@@ -193,6 +193,18 @@ static void test_shard_slots(void **st)
 	assert_int_equal(psina_plan(r, 64, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
 	assert_int_equal(psina_shard_slots(&p, 8, 16, 2048), 1);
 	assert_int_equal(psina_shard_slots(&p, 8, 16, 256), PSINA_MIN_SHARD_SLOTS); /* 64 x 2 x 1 KiB */
+	/* one shard: 64 x 8 slots x 8 KiB (4 MiB) would reach its one link at
+	 * once; held to the in-flight budget, 512 KiB: one each */
+	assert_int_equal(psina_shard_slots(&p, 8, 1, 2048), PSINA_SHARD_INFLIGHT_BYTES / (64 * 8192));
+	assert_int_equal(psina_shard_slots(&p, 8, 1, 2048), 1);
+	assert_int_equal(psina_shard_slots(&p, 8, 1, 512), 4);	/* 64 x 4 x 2 KiB */
+	assert_int_equal(psina_shard_slots(&p, 8, 1, 128), 8);	/* 64 x 8 x 512 B fits */
+	psina_plan_free(&p);
+	/* 200 contributors of 8 KiB: past the budget with one slice each, still one */
+	struct plan_rank big[200];
+	ranks(big, 200, 8, 0);
+	assert_int_equal(psina_plan(big, 200, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
+	assert_int_equal(psina_shard_slots(&p, 8, 1, 2048), 1);
 	psina_plan_free(&p);
 }
 
