@@ -53,6 +53,7 @@ struct SimCfg {
 	bool pace = false;	    /* the pacing layer's rule */
 	double limit_s = 600;	    /* simulated seconds before unfinished ranks are an error */
 	double rto_ms = 5.0;	    /* INA re-send floor, as the host library's */
+	uint64_t background_bps = 0; /* another job: each host to its peer in the next rack, bit/s (sim_background.cc) */
 	/* racks of different sizes (a trial's hosts_per_rack = [3, 2, 3]):
 	 * rack r's hosts follow rack r - 1's; empty: hosts_per_rack each */
 	std::vector<unsigned> rack_sizes;
@@ -194,6 +195,8 @@ class SimInaClient : public SimAlgo
 	int64_t timer_at = 0;
 };
 
+/* sim_background.cc: another job's flows across the racks (c.background_bps). */
+void sim_background(const SimCfg &c, SimNet &net);
 /* sim_ring.cc: the library's ring (hcl_ring.c on hcl_chan.c's channels)
  * and hier (hcl_hier.c's three phases), over a model of the library's own
  * transfer (hcl_xfer: windowed jumbo datagrams). */

@@ -65,7 +65,9 @@ struct RankLoop {
 	bool paced = false;
 	ReadyTable *ready;
 	unsigned iter = 0, total = 0, warmup = 0;
-	Time ready_at, iter_start, start_at;
+	Time ready_at, iter_start, start_at, bucket_ready;
+	int64_t step_sum_ns = 0; /* the steps so far: the pacing rule's period */
+	unsigned steps = 0;
 	std::vector<IterTimes> timed;
 	unsigned paced_calls = 0; /* calls the pacing rule held back */
 	unsigned *running;
@@ -92,14 +94,30 @@ struct RankLoop {
 		Time at = iter_start + NanoSeconds((int64_t)(ms * 1e6));
 		return at > Simulator::Now() ? at - Simulator::Now() : Time(0);
 	}
+	/* A bucket's call, paced as the library paces every call: it waits
+	 * the rule's delay, learnt from how early this rank was for the last
+	 * buckets (ready->at holds every bucket of every step). */
 	void Bucket()
 	{
+		const Time now = Simulator::Now();
 		if (bucket == 0) /* the step's first call: when it became ready */
-			start_at = ready_at = Simulator::Now();
-		algo->Start(wl->buckets[bucket].bytes, [this] { BucketDone(); });
+			start_at = ready_at = now;
+		bucket_ready = now;
+		ready->at[iter * wl->nbuckets + bucket][rank] = now.GetNanoSeconds();
+		const int64_t delay = paced ? pace.delay_ns : 0;
+		paced_calls += delay > 0;
+		Simulator::Schedule(NanoSeconds(delay), &RankLoop::BucketCall, this);
 	}
+	void BucketCall() { algo->Start(wl->buckets[bucket].bytes, [this] { BucketDone(); }); }
 	void BucketDone()
 	{
+		if (paced) {
+			int64_t last = 0;
+			for (int64_t t : ready->at[iter * wl->nbuckets + bucket])
+				last = std::max(last, t);
+			const int64_t period = steps ? step_sum_ns / steps : (Simulator::Now() - iter_start).GetNanoSeconds();
+			hcl_pace_update(&pace, last - bucket_ready.GetNanoSeconds(), period);
+		}
 		if (++bucket < wl->nbuckets) { /* in order, one after another, each from its ready time */
 			Simulator::Schedule(MsOfStep(hcl_workload_ready(wl, bucket, f)), &RankLoop::Bucket, this);
 			return;
@@ -125,10 +143,12 @@ struct RankLoop {
 	void Done()
 	{
 		const Time now = Simulator::Now();
+		step_sum_ns += (now - iter_start).GetNanoSeconds();
+		steps++;
 		if (iter >= warmup) /* the pacing wait is part of the call, as in the library */
 			timed.push_back({ iter_start.GetNanoSeconds(), ready_at.GetNanoSeconds(),
 					  start_at.GetNanoSeconds(), now.GetNanoSeconds() });
-		if (paced) { /* every rank was ready before anyone's call could end */
+		if (paced && !wl) { /* every rank was ready before anyone's call could end */
 			int64_t last = 0;
 			for (int64_t t : ready->at[iter])
 				last = std::max(last, t);
@@ -272,6 +292,9 @@ static int run(int argc, char **argv)
 	cmd.AddValue("psShards", "software PS shards (0: one per host, at most 16)", c.ps_shards);
 	cmd.AddValue("ringChannels", "rings a call of >= 2 MiB runs on", c.ring_channels);
 	cmd.AddValue("pace", "the pacing layer's rule (docs/PACING.md)", c.pace);
+	std::string background;
+	cmd.AddValue("background", "another job's traffic: each host to its peer in the next rack, bit/s each (K, M, G)",
+		     background);
 	cmd.AddValue("limitS", "simulated seconds after which unfinished ranks are an error", c.limit_s);
 	std::string workload;
 	cmd.AddValue("workload", "training steps of this profile (configs/workloads/*.cfg) instead of --size and "
@@ -301,6 +324,7 @@ static int run(int argc, char **argv)
 			c.rack_sizes.push_back((unsigned)v);
 	}
 	c.host_buffer = size_arg("hostBuffer", host_buffer, false);
+	c.background_bps = background.empty() ? 0 : size_arg("background", background, true);
 	c.uplink_buffer = size_arg("uplinkBuffer", uplink_buffer, false);
 	c.size = size_arg("size", size, false);
 	hcl_workload wl = {};
@@ -325,6 +349,7 @@ static int run(int argc, char **argv)
 	auto t0 = std::chrono::steady_clock::now();
 	SimNet net;
 	sim_build(c, net);
+	sim_background(c, net);
 	SimAlgos algos;
 	if (c.algorithm == "ring")
 		algos = sim_ring_create(c, net);
@@ -340,7 +365,8 @@ static int run(int argc, char **argv)
 	std::vector<RankLoop> loops(c.hosts());
 	unsigned running = c.hosts();
 	ReadyTable ready;
-	ready.at.assign(c.warmup + c.iterations, std::vector<int64_t>(c.hosts(), 0));
+	ready.at.assign((size_t)(c.warmup + c.iterations) * (workload.empty() ? 1 : wl.nbuckets),
+			std::vector<int64_t>(c.hosts(), 0));
 	for (unsigned i = 0; i < c.hosts(); i++) {
 		RankLoop &l = loops[i];
 		l.rank = i;

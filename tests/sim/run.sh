@@ -81,6 +81,30 @@ run paced --algorithm=ring --computeMs=20 --straggler=1:3 --iterations=12 --pace
 [ "$(field plain paced_calls)" = 0 ] || fail "unpaced run: $(field plain paced_calls) calls paced"
 [ "$(field paced paced_calls)" -gt 0 ] || fail "paced run: no call was paced"
 
+# another job's traffic (each host to its peer in the next rack, 50M
+# each) shares the uplinks and host links: the ring slows, still exact
+run bg --algorithm=ring --background=50M
+[ -z "$(field bg error)" ] || fail "background: $(field bg error)"
+"$py" -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert b > 1.05 * a, (a, b)' \
+	"$(field ring time_ms)" "$(field bg time_ms)" || fail "background traffic did not slow the ring"
+
+# a workload's buckets are paced as the library paces every call: rank 1
+# computing 4x as long leaves the others early for both buckets by more
+# than the rule's threshold (a fifth of a ~100 ms step: 30 and ~40 ms; a
+# bucket sent in order right after one that waited for the straggler is
+# hardly early, and then the rule, which wants every call of its window
+# early, never paces)
+cat > "$scratch/w.cfg" <<'W'
+workload = {
+  model = "tiny"; source = "tests/sim/run.sh"; fwd_ms = 2.0; bwd_ms = 20.0;
+  buckets = ( { bytes = 131072; ready_ms = 8.0; }, { bytes = 262144; ready_ms = 19.0; } );
+};
+W
+run wplain --algorithm=ring --workload="$scratch/w.cfg" --straggler=1:4 --iterations=12
+run wpaced --algorithm=ring --workload="$scratch/w.cfg" --straggler=1:4 --iterations=12 --pace=true
+[ "$(field wplain paced_calls)" = 0 ] && [ "$(field wpaced paced_calls)" -gt 0 ] && [ -z "$(field wpaced error)" ] ||
+	fail "workload pacing: $(field wplain paced_calls) / $(field wpaced paced_calls) calls paced, '$(field wpaced error)'"
+
 # what crashed ns-3's TCP when ring and hier ran on it (a trial file of
 # engine = "sim" at 64 hosts, 25G, 16 MiB, hier): it finishes, exact, on
 # the model of the library's own transfer that replaced it (19 s here; a
