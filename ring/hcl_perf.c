@@ -528,6 +528,10 @@ int main(int argc, char **argv)
 	char err[320];
 	struct hcl_comm *c;
 	struct hcl_workload w = { 0 };
+	if (p.workload && p.dt == HCL_BF16) {
+		fprintf(stderr, "ina-allreduce-perf: --workload and -d bf16: a profile's buckets are fp32 gradients' bytes\n");
+		return 2;
+	}
 	if (p.workload && hcl_workload_load(p.workload, &w, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ina-allreduce-perf: %s\n", err);
 		return 2;

@@ -203,6 +203,8 @@ static int load(const struct conf *cf, struct trial *tr)
 		return -1;
 	if (strcmp(tr->dtype, "float") && strcmp(tr->dtype, "int32") && strcmp(tr->dtype, "bf16"))
 		return trial_fail(tr, d, "dtype = \"%s\": want \"float\", \"bf16\" or \"int32\"", tr->dtype);
+	if (*tr->workload.path && !strcmp(tr->dtype, "bf16"))
+		return trial_fail(tr, d, "dtype = \"bf16\" and workload: a profile's buckets are fp32 gradients' bytes");
 	const struct conf_node *iw;
 	if (trial_get_str(tr, t, "ina_wire", &tr->ina_wire, &iw) < 0)
 		return -1;

@@ -366,6 +366,13 @@ trial = {
   sizes = ["1M"];
 };
 E
+expect 4 'dtype = "bf16" and workload: .*fp32' <<'E'
+trial = {
+  workload = "resnet50";
+  racks = 2;
+  dtype = "bf16";
+};
+E
 expect 2 'workload = "a b": a name or a path' <<'E'
 trial = {
   workload = "a b";
