@@ -20,7 +20,8 @@
 #define SW_STALL_NS 1000000ull
 
 /* The shortest idle sleep: an eighth of a 9000-byte frame's time on the
- * fastest rate-limited port of the worker's switches, 0 where none is.
+ * fastest port of the worker's switches where every one is rate-limited,
+ * else 0 (a port at line rate keeps the old, prompt wakeups).
  * Waking sooner shows the hosts nothing their links' pace does not hide,
  * and every wakeup costs CPU (tens of us in a VM): at 50 Mbit/s links, a
  * time-dilated trial's rate, the loop spent 60% of a core waking once or
@@ -33,6 +34,8 @@ static uint64_t sleep_floor_ns(const struct sw_worker *w)
 	for (int s = 0; s < w->nsw; s++)
 		for (int i = 0; i < w->sw[s]->nports; i++) {
 			uint64_t r = w->sw[s]->ports[i].netem.cfg.rate_bps;
+			if (!r)
+				return 0;
 			if (r > fastest)
 				fastest = r;
 		}

@@ -119,6 +119,17 @@ static int get_engine(const struct conf_node *t, struct trial *tr)
 	return 0;
 }
 
+/* dtype: one the library sums; with a workload not bf16 (a profile's
+ * buckets are fp32 gradients' bytes). */
+static int check_dtype(struct trial *tr, const struct conf_node *d)
+{
+	if (strcmp(tr->dtype, "float") && strcmp(tr->dtype, "int32") && strcmp(tr->dtype, "bf16"))
+		return trial_fail(tr, d, "dtype = \"%s\": want \"float\", \"bf16\" or \"int32\"", tr->dtype);
+	if (*tr->workload.path && !strcmp(tr->dtype, "bf16"))
+		return trial_fail(tr, d, "dtype = \"bf16\" and workload: a profile's buckets are fp32 gradients' bytes");
+	return 0;
+}
+
 /* With engine = "sim", a setting the simulator does not model is an
  * error where it differs from its default: a trial that silently ran
  * without it would answer another question.  The testbed's own settings
@@ -201,10 +212,8 @@ static int load(const struct conf *cf, struct trial *tr)
 	const struct conf_node *d;
 	if (trial_get_str(tr, t, "dtype", &tr->dtype, &d) < 0)
 		return -1;
-	if (strcmp(tr->dtype, "float") && strcmp(tr->dtype, "int32") && strcmp(tr->dtype, "bf16"))
-		return trial_fail(tr, d, "dtype = \"%s\": want \"float\", \"bf16\" or \"int32\"", tr->dtype);
-	if (*tr->workload.path && !strcmp(tr->dtype, "bf16"))
-		return trial_fail(tr, d, "dtype = \"bf16\" and workload: a profile's buckets are fp32 gradients' bytes");
+	if (check_dtype(tr, d) < 0)
+		return -1;
 	const struct conf_node *iw;
 	if (trial_get_str(tr, t, "ina_wire", &tr->ina_wire, &iw) < 0)
 		return -1;
