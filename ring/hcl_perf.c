@@ -547,6 +547,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ina-allreduce-perf: --straggler wants RANK:FACTOR[,RANK:FACTOR...], not '%s'\n",
 			p.straggler);
 		hcl_comm_destroy(c);
+		hcl_workload_free(&w);
 		return 2;
 	}
 	hcl_noise_seed(&p.z, p.seed, p.rank);

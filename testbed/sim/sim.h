@@ -95,6 +95,7 @@ struct SimNet {
 	std::vector<uint32_t> host_ip;		   /* per host */
 	SimDrops drops;				   /* traced by address: the network must not move */
 	std::vector<std::unique_ptr<SimAgg>> aggs; /* every engine, for its drop counters */
+	std::vector<std::shared_ptr<void>> flows;  /* another job's (sim_background.cc) */
 	std::vector<uint32_t> tor_ip; /* per rack: its ToR's INA address (its uplink's, else its first host link's) */
 };
 
@@ -195,6 +196,8 @@ class SimInaClient : public SimAlgo
 	int64_t timer_at = 0;
 };
 
+/* "a,b,c" -> its items ("" -> none; "a," -> "a" and ""). */
+std::vector<std::string> sim_split_list(const std::string &s);
 /* sim_background.cc: another job's flows across the racks (c.background_bps). */
 void sim_background(const SimCfg &c, SimNet &net);
 /* sim_ring.cc: the library's ring (hcl_ring.c on hcl_chan.c's channels)

@@ -39,12 +39,11 @@ void sim_background(const SimCfg &c, SimNet &net)
 {
 	if (!c.background_bps || c.racks < 2)
 		return;
-	static std::vector<std::unique_ptr<BgFlow>> flows; /* live as long as the simulation */
 	for (unsigned h = 0; h < c.hosts(); h++) {
 		const unsigned r = c.RackOf(h), i = h - c.RackFirst(r), n = (r + 1) % c.racks;
 		if (i >= c.RackSize(n))
 			continue;
-		auto f = std::make_unique<BgFlow>();
+		auto f = std::make_shared<BgFlow>();
 		const unsigned from = h, to = c.RackFirst(n) + i;
 		f->tx = Socket::CreateSocket(net.hosts.Get(from), UdpSocketFactory::GetTypeId());
 		f->rx = Socket::CreateSocket(net.hosts.Get(to), UdpSocketFactory::GetTypeId());
@@ -54,6 +53,6 @@ void sim_background(const SimCfg &c, SimNet &net)
 		f->to = InetSocketAddress(sim_ipv4(net.host_ip[to]), BG_PORT);
 		f->gap = NanoSeconds((int64_t)((BG_PAYLOAD + 28) * 8 * 1e9 / (double)c.background_bps));
 		Simulator::Schedule(NanoSeconds(997 * h), &BgFlow::Send, f.get()); /* not all in one instant */
-		flows.push_back(std::move(f));
+		net.flows.push_back(f);
 	}
 }

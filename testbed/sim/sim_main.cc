@@ -243,20 +243,6 @@ static std::string json_list(const std::vector<double> &v)
 	return out + "]";
 }
 
-/* "a,b,c" -> its items ("" -> none) */
-static std::vector<std::string> split_list(const std::string &s)
-{
-	std::vector<std::string> out;
-	for (size_t i = 0; !s.empty() && i <= s.size();) {
-		size_t j = s.find(',', i);
-		if (j == std::string::npos)
-			j = s.size();
-		out.push_back(s.substr(i, j - i));
-		i = j + 1;
-	}
-	return out;
-}
-
 static int run(int argc, char **argv)
 {
 	SimCfg c;
@@ -305,7 +291,7 @@ static int run(int argc, char **argv)
 	if (c.jitter == "none")
 		c.jitter.clear();
 	c.host_rate = size_arg("hostRate", host_rate, true);
-	std::vector<std::string> ups = split_list(uplink_rate), sizes = split_list(hosts_per_rack);
+	std::vector<std::string> ups = sim_split_list(uplink_rate), sizes = sim_split_list(hosts_per_rack);
 	if (ups.size() == 1)
 		c.uplink_rate = size_arg("uplinkRate", ups[0], true);
 	else

@@ -457,8 +457,8 @@ class HierRank : public SimAlgo
 	    : racks(c.racks), rack(c.RackOf(rank)), me(rank - c.RackFirst(rack)), g(c.RackSize(rack)),
 	      count(c.size / 4)
 	{
-		for (unsigned r = 0; r < racks; r++) {
-			first.push_back(c.RackFirst(r));
+		for (unsigned r = 0, f = 0; r < racks; f += size.back(), r++) {
+			first.push_back(f);
 			size.push_back(c.RackSize(r));
 			kmax = std::max(kmax, size.back());
 		}

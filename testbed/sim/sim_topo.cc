@@ -60,6 +60,19 @@ static NetDeviceContainer link(Ptr<Node> a, Ptr<Node> b, uint64_t rate, double d
 	return d;
 }
 
+std::vector<std::string> sim_split_list(const std::string &s)
+{
+	std::vector<std::string> out;
+	for (size_t i = 0; !s.empty() && i <= s.size();) {
+		size_t j = s.find(',', i);
+		if (j == std::string::npos)
+			j = s.size();
+		out.push_back(s.substr(i, j - i));
+		i = j + 1;
+	}
+	return out;
+}
+
 void sim_ina_racks(SimCfg &c)
 {
 	c.ina.assign(c.racks, false);
@@ -74,18 +87,13 @@ void sim_ina_racks(SimCfg &c)
 		throw std::runtime_error("give inaRacks or inaRackList, not both");
 	if (c.ina_rack_list == "none")
 		return;
-	std::string l = c.ina_rack_list;
-	for (size_t at = 0; at <= l.size();) {
-		size_t end = l.find(',', at);
-		end = end == std::string::npos ? l.size() : end;
-		const std::string w = l.substr(at, end - at);
+	for (const std::string &w : sim_split_list(c.ina_rack_list)) {
 		char *stop = nullptr;
 		unsigned long r = strtoul(w.c_str(), &stop, 10);
 		if (w.empty() || *stop || r >= c.racks || c.ina[r])
 			throw std::runtime_error("inaRackList: '" + w + "' is not a rack (0.." +
 						 std::to_string(c.racks - 1) + ", each once)");
 		c.ina[r] = true;
-		at = end + 1;
 	}
 }
 

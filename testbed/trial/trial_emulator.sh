@@ -198,14 +198,11 @@ engine_up() {
 	racks_up "$T_INA_RACKS" "$out/capture/main"
 	cp /run/swemu-testbed/$name/swemu*.cfg "$out/" 2>/dev/null || true
 	noise=(--seed "$T_SEED")
-	if [ -n "${T_WORKLOAD:-}" ]; then # the profile is the compute; the noise scales it
-		[ -n "$T_EMU_JITTER" ] && noise+=(--jitter "$T_EMU_JITTER")
-		[ -n "$T_STRAGGLER" ] && noise+=(--straggler "$T_STRAGGLER")
-	elif [ "$T_EMU_COMPUTE_MS" != 0 ] || [ -n "$T_EMU_JITTER" ] || [ -n "$T_STRAGGLER" ]; then
+	# a workload's profile is the compute (the noise scales it); else compute_ms
+	[ -n "${T_WORKLOAD:-}" ] || { [ "$T_EMU_COMPUTE_MS" = 0 ] && [ -z "$T_EMU_JITTER" ] && [ -z "$T_STRAGGLER" ]; } ||
 		noise+=(--compute "$T_EMU_COMPUTE_MS")
-		[ -n "$T_EMU_JITTER" ] && noise+=(--jitter "$T_EMU_JITTER")
-		[ -n "$T_STRAGGLER" ] && noise+=(--straggler "$T_STRAGGLER")
-	fi
+	[ -n "$T_EMU_JITTER" ] && noise+=(--jitter "$T_EMU_JITTER")
+	[ -n "$T_STRAGGLER" ] && noise+=(--straggler "$T_STRAGGLER")
 	((T_PACE)) && noise+=(-P)
 	return 0
 }

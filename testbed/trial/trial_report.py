@@ -104,10 +104,8 @@ def distribution(times):
     """Mean, p50, p99 and CV of iteration times (nothing for none)."""
     if not times:
         return {}
-    s, n = sorted(times), len(times)
-    mean = statistics.mean(s)
-    return {"mean_us": mean, "p50_us": s[max(0, -(-n * 50 // 100) - 1)], "p99_us": s[max(0, -(-n * 99 // 100) - 1)],
-            "cv": statistics.pstdev(s) / mean if mean else 0}
+    d = trial_steps.mean_p50_p99(times)
+    return dict(d, cv=statistics.pstdev(times) / d["mean_us"] if d["mean_us"] else 0)
 
 
 SIM_DROPS = (("tail_drops", "fabric: a queue was full"), ("loss_drops", "fabric: random loss"),

@@ -32,12 +32,17 @@ def parse(text, k):
     return {"steps_us": steps, "compute_us": statistics.mean(compute), "wrong": int(w.group(1))}
 
 
+def mean_p50_p99(times):
+    """Mean, p50 and p99 (nearest rank) of some times in µs."""
+    s, n = sorted(times), len(times)
+    return {"mean_us": statistics.mean(s), "p50_us": s[max(0, -(-n * 50 // 100) - 1)],
+            "p99_us": s[max(0, -(-n * 99 // 100) - 1)]}
+
+
 def distribution(steps):
     """Mean, p50, p99 and the 95% interval's half-width of the mean."""
-    s, n = sorted(steps), len(steps)
-    mean = statistics.mean(s)
-    return {"mean_us": mean, "p50_us": s[max(0, -(-n * 50 // 100) - 1)], "p99_us": s[max(0, -(-n * 99 // 100) - 1)],
-            "ci_us": t975(n) * statistics.stdev(s) / n ** 0.5 if n > 1 else None}
+    n = len(steps)
+    return dict(mean_p50_p99(steps), ci_us=t975(n) * statistics.stdev(steps) / n ** 0.5 if n > 1 else None)
 
 
 def section(t, results, algos, size, ms):
