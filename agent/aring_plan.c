@@ -6,12 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-int aring_plan_build(const struct plan_rank *r, const struct ina_addr *soft, unsigned world, uint16_t job0,
+/* chain_steps is 16 bits: 2m - 1 <= 65535 */
+#define ARING_MAX_MEMBERS 32768
+
+int aring_plan_build(const struct plan_rank *r, const struct ina_addr *soft, unsigned world, uint16_t job,
 		     uint8_t dtype, uint32_t slots, uint16_t elems, struct aring_plan *p, char *err, size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
+	if (slots < 2 || elems < 2) {
+		/* a slice holds its slot until the next member has it: with
+		 * one, no member could take the next; and one-element slices
+		 * could leave a round of a short chunk empty */
+		snprintf(err, errlen, "agent-ring: needs at least 2 slots and 2 elements per slice (%u, %u)", slots,
+			 elems);
+		return -EINVAL;
+	}
 	p->world = world;
-	p->job0 = job0;
+	p->job = job;
 	p->dtype = dtype;
 	p->slots = slots;
 	p->elems = elems;
@@ -19,8 +30,9 @@ int aring_plan_build(const struct plan_rank *r, const struct ina_addr *soft, uns
 	p->worker_addr = calloc(world, sizeof(struct ina_addr));
 	p->member_of = calloc(world, sizeof(unsigned));
 	p->index_of = calloc(world, sizeof(unsigned));
+	p->mem = calloc(world ? world : 1, sizeof(*p->mem));
 	bool *placed = calloc(world, 1);
-	if (!p->worker_rank || !p->worker_addr || !p->member_of || !p->index_of || !placed) {
+	if (!p->worker_rank || !p->worker_addr || !p->member_of || !p->index_of || !p->mem || !placed) {
 		free(placed);
 		aring_plan_free(p);
 		snprintf(err, errlen, "agent-ring: out of memory");
@@ -88,6 +100,8 @@ void aring_plan_free(struct aring_plan *p)
 	free(p->worker_addr);
 	free(p->member_of);
 	free(p->index_of);
+	free(p->mem);
+	p->mem = NULL;
 	p->worker_rank = p->member_of = p->index_of = NULL;
 	p->worker_addr = NULL;
 }
@@ -104,31 +118,47 @@ static unsigned outputs_of(const struct aring_plan *p, unsigned s)
 	return INA_OUT_MULTICAST | INA_OUT_ACK; /* the gather's last member */
 }
 
-void aring_job(const struct aring_plan *p, unsigned k, unsigned s, struct ina_job_cfg *c)
+void aring_job(const struct aring_plan *p, unsigned k, struct ina_job_cfg *c)
 {
 	const struct aring_member *mb = &p->mem[k];
-	plan_job_init(c, (uint16_t)(p->job0 + s), p->dtype, p->slots, p->elems, outputs_of(p, s));
+	unsigned outs = p->m == 1 ? INA_OUT_MULTICAST : INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_ACK;
+	plan_job_init(c, p->job, p->dtype, p->slots, p->elems, outs);
 	/* the soft member's own worker is contributor 0 at the rank's INA
 	 * address; the ToR's workers are the rack's ranks */
 	for (unsigned w = 0; w < mb->n; w++)
 		c->contributors[c->fan_in++] = p->worker_addr[mb->first + w];
-	if (s > 0) {
-		c->upstream_index = c->fan_in;
-		c->contributors[c->fan_in++] = p->mem[(k + p->m - 1) % p->m].agg;
-		c->upstream_job = (uint16_t)(p->job0 + s - 1);
-	}
-	if (c->outputs & INA_OUT_FORWARD)
-		c->forward = (struct ina_peer){ .addr = p->mem[(k + 1) % p->m].agg,
-						.job = (uint16_t)(p->job0 + s + 1),
-						.contributor = INA_CONTRIB_UPSTREAM };
+	if (p->m == 1)
+		return;
+	c->chain_steps = (uint16_t)aring_steps(p);
+	c->upstream_index = c->fan_in;
+	c->contributors[c->fan_in++] = p->mem[(k + p->m - 1) % p->m].agg;
+	c->upstream_job = p->job;
+	c->forward = (struct ina_peer){ .addr = p->mem[(k + 1) % p->m].agg,
+					.job = p->job,
+					.contributor = INA_CONTRIB_UPSTREAM };
 }
 
-void aring_step_of(const struct aring_plan *p, unsigned k, unsigned s, size_t count, struct aring_step *o)
+void aring_call_of(const struct aring_plan *p, size_t count, struct aring_call *c)
 {
-	unsigned m = p->m, out = outputs_of(p, s);
+	c->count = count;
+	c->padded = count && count < p->m ? p->m : count;
+	size_t longest = (c->padded + p->m - 1) / p->m; /* elements of the largest chunk */
+	c->rounds = (longest + p->elems - 1) / p->elems;
+	c->slices = c->rounds * aring_steps(p);
+}
+
+void aring_slice_of(const struct aring_plan *p, const struct aring_call *c, unsigned k, size_t q, struct aring_step *o)
+{
+	const unsigned m = p->m, S = aring_steps(p), s = (unsigned)(q % S);
+	const size_t r = q / S;
+	unsigned out = outputs_of(p, s);
+	o->step = s;
 	o->chunk = (k + m - s % m) % m;
-	o->lo = count * o->chunk / m;
-	o->hi = count * (o->chunk + 1) / m;
+	/* chunks differ by one element at most, so with 2 or more elements
+	 * per slice every chunk has at least `rounds` elements */
+	size_t clo = c->padded * o->chunk / m, len = c->padded * (o->chunk + 1) / m - clo;
+	o->lo = clo + len * r / c->rounds;
+	o->hi = clo + len * (r + 1) / c->rounds;
 	o->join = s >= m;
 	o->need_ack = out & INA_OUT_FORWARD;
 	o->need_result = out & INA_OUT_MULTICAST;

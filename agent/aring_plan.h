@@ -1,25 +1,31 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The agent-ring plan (Rina, docs/AGENTRING.md): who is a ring member, which
- * chunk each member aggregates at each step, and the switch job every
- * member runs for every step.  A pure function of the rendezvous table, so
- * every rank derives the same plan; unit-tested without a network.
+/* The agent-ring plan (Rina, docs/AGENTRING.md): who is a ring member,
+ * which chunk each member aggregates at each step, and the one switch job
+ * every member runs for all of them.  A pure function of the rendezvous
+ * table, so every rank derives the same plan; unit-tested without a
+ * network.
  *
  * Members: an INA rack is one member (its ToR aggregates, its ranks are the
  * member's workers); every rank of a rack without INA is a member of its
  * own (an autonomous host running the engine in software).  Ring order:
  * racks in order of their lowest rank, ranks in rank order within a rack.
  *
- * With m members the tensor is cut into m chunks and every member runs
- * 2m-1 steps, step s on chunk (k - s) mod m, as job job0 + s:
+ * With m members the tensor is cut into m chunks, each chunk into R
+ * slices of about equal size (R: rounds, as few as slices of `elems`
+ * allow), and a call is R rounds of S = 2m - 1 steps.  Member k's slice
+ * seq q is round q / S, step s = q % S, on chunk (k - s) mod m:
  *   s <= m-2   reduce:  workers' data (+ the upstream's partial if s > 0),
- *                       forwarded to member k+1's step s+1;
- *   s == m-1   owner:   the last addition; the complete chunk is multicast
+ *                       forwarded to member k+1 as its slice q + 1;
+ *   s == m-1   owner:   the last addition; the complete slice is multicast
  *                       to the workers and forwarded to start the gather;
- *   s >= m     gather:  the upstream's complete chunk plus the workers'
+ *   s >= m     gather:  the upstream's complete slice plus the workers'
  *                       joins; multicast, and forwarded unless s == 2m-2.
- * Every step with an upstream acknowledges it on completion; a forwarding
- * step is finished for its workers when the downstream's ACK comes back.
- * One member (m == 1) is plain SwitchML. */
+ * All of it is one engine job per member (ina_job_cfg.chain_steps = S),
+ * whose slots every step shares: a worker sends its slices in seq order,
+ * slice q into slot q % slots, so a member holds `slots` slices in flight
+ * whatever m is.  Every step with an upstream acknowledges it on
+ * completion; a forwarding step is finished for its workers when the
+ * downstream's ACK comes back.  One member (m == 1) is plain SwitchML. */
 #ifndef ARING_PLAN_H
 #define ARING_PLAN_H
 
@@ -30,8 +36,6 @@
 #include "plan.h"
 #include "ina_engine.h"
 
-#define ARING_MAX_MEMBERS 16 /* 2 data types x (2m-1) jobs must fit a switch's 64 */
-
 struct aring_member {
 	bool ina; /* an INA rack, or an autonomous host */
 	int rack;
@@ -41,40 +45,50 @@ struct aring_member {
 
 struct aring_plan {
 	unsigned m, world;
-	struct aring_member mem[ARING_MAX_MEMBERS];
+	struct aring_member *mem;     /* m entries, in ring order */
 	unsigned *worker_rank;	      /* world entries, member by member */
 	struct ina_addr *worker_addr; /* their INA addresses, same order */
 	unsigned *member_of;	      /* per rank */
-	unsigned *index_of;	      /* per rank: its contributor index in its member's jobs */
-	uint16_t job0;
+	unsigned *index_of;	      /* per rank: its contributor index in its member's job */
+	uint16_t job;		      /* every member's job id */
 	uint8_t dtype;
-	uint32_t slots;
-	uint16_t elems;
+	uint32_t slots; /* per member: slices in flight (at least 2) */
+	uint16_t elems; /* per slice, at most (at least 2) */
 };
 
 /* ranks[i].tor.ip != 0 marks an INA rack (its ToR's address and MAC in
  * .tor); soft[i] is where rank i's software member listens (used when its
- * rack has no INA).  0, or -EINVAL with err. */
-int aring_plan_build(const struct plan_rank *ranks, const struct ina_addr *soft, unsigned world, uint16_t job0,
+ * rack has no INA).  0, or -EINVAL / -ENOMEM with err. */
+int aring_plan_build(const struct plan_rank *ranks, const struct ina_addr *soft, unsigned world, uint16_t job,
 		     uint8_t dtype, uint32_t slots, uint16_t elems, struct aring_plan *p, char *err, size_t errlen);
 void aring_plan_free(struct aring_plan *p);
 
 static inline unsigned aring_steps(const struct aring_plan *p) { return 2 * p->m - 1; }
 
-/* The job member k runs for step s. */
-void aring_job(const struct aring_plan *p, unsigned k, unsigned s, struct ina_job_cfg *out);
+/* The job member k runs for every step. */
+void aring_job(const struct aring_plan *p, unsigned k, struct ina_job_cfg *out);
 
-/* What a worker of member k does at step s for a count-element tensor:
- * contribute elements [lo, hi) of chunk `chunk` (or only join), and wait
- * for the downstream's ACK and/or the result. */
+/* A call of count elements: every chunk is cut into `rounds` slices, and
+ * each member sends `slices` = rounds x S of them, seq 0 .. slices-1.
+ * Fewer elements than members are padded with zeros to m (elements
+ * count .. padded-1 are sent as 0 and their results dropped). */
+struct aring_call {
+	size_t count, padded, rounds, slices;
+};
+void aring_call_of(const struct aring_plan *p, size_t count, struct aring_call *out);
+
+/* What a worker of member k does with its slice seq q of the call:
+ * contribute elements [lo, hi) of the (padded) tensor (or only join), and
+ * wait for the downstream's ACK and/or the result. */
 struct aring_step {
-	unsigned chunk;
+	unsigned step, chunk;
 	size_t lo, hi;
 	bool join, need_ack, need_result;
 };
-void aring_step_of(const struct aring_plan *p, unsigned k, unsigned s, size_t count, struct aring_step *out);
+void aring_slice_of(const struct aring_plan *p, const struct aring_call *c, unsigned k, size_t q,
+		    struct aring_step *out);
 
-/* Hops on the longest dependency chain of one chunk (2(m-1)). */
+/* Hops on the longest dependency chain of one slice (2(m-1)). */
 static inline unsigned aring_chain(const struct aring_plan *p) { return 2 * (p->m - 1); }
 
 #endif

@@ -153,9 +153,10 @@ static int read_outputs(const struct conf_reader *r, const struct conf_node *j, 
 static int job_read(const struct conf_reader *r, const struct conf_node *j, const struct ctl_limits *lim,
 		    struct ina_job_cfg *c, bool *auto_id)
 {
-	static const char *const keys[] = { "id",      "fan_in",       "dtype",	   "slots",	   "elems",
-					    "outputs", "contributors", "upstream", "upstream_job", "forward",
-					    "parent",  "reclaim_ms",   NULL };
+	static const char *const keys[] = { "id",	    "fan_in",  "dtype",	       "slots",
+					    "elems",	    "outputs", "contributors", "upstream",
+					    "upstream_job", "forward", "parent",       "reclaim_ms",
+					    "chain_steps",  NULL };
 	long long v = 0;
 	const char *dtype = NULL;
 	if (j->type != CONF_GROUP)
@@ -187,6 +188,10 @@ static int job_read(const struct conf_reader *r, const struct conf_node *j, cons
 	/* optional; at least the host library's longest re-send interval */
 	if (conf_get_u32(r, j, "reclaim_ms", 500, 3600000, false, &c->reclaim_ms) < 0)
 		return -1;
+	v = 0;
+	if (conf_get_int(r, j, "chain_steps", 0, 65535, false, &v) < 0)
+		return -1;
+	c->chain_steps = (uint16_t)v;
 	if (read_contributors(r, j, c) < 0 || read_outputs(r, j, c) < 0)
 		return -1;
 	const char *why = ina_job_cfg_check(c, lim->max_elems);
@@ -352,6 +357,8 @@ int ctl_format_install(const struct ina_job_cfg *c, uint64_t owner, char *buf, s
 		put(&o, " upstream_job = %u;", c->upstream_job);
 	if (c->reclaim_ms)
 		put(&o, " reclaim_ms = %u;", c->reclaim_ms);
+	if (c->chain_steps)
+		put(&o, " chain_steps = %u;", c->chain_steps);
 	if (c->outputs & INA_OUT_FORWARD) {
 		put(&o, " forward = { addr = ");
 		put_addr(&o, &c->forward.addr, true);

@@ -3,42 +3,8 @@
  * (semantics: docs/ENGINE.md). */
 #include <string.h>
 
-#include "ina_engine_state.h"
+#include "ina_engine_dp.h"
 #include "ina_kernels.h"
-
-static bool bit_test(const struct slot *s, unsigned c) { return s->bitmap[c / 64] >> (c % 64) & 1; }
-static void bit_set(struct slot *s, unsigned c) { s->bitmap[c / 64] |= 1ull << (c % 64); }
-static void bit_clear(struct slot *s, unsigned c) { s->bitmap[c / 64] &= ~(1ull << (c % 64)); }
-
-static bool bitmap_empty(const struct slot *s)
-{
-	uint64_t any = 0;
-	for (unsigned i = 0; i < INA_BITMAP_WORDS; i++)
-		any |= s->bitmap[i];
-	return any == 0;
-}
-
-/* Order of slice keys with wrap-around (serial number arithmetic), so the
- * epoch and seq counters may wrap in a long run. */
-static int key_cmp(const struct ina_hdr *h, const struct slot *s)
-{
-	int32_t d = (int32_t)(h->epoch - s->epoch);
-	if (d == 0)
-		d = (int32_t)(h->seq - s->seq);
-	return (d > 0) - (d < 0);
-}
-
-struct ctx {
-	struct ina_engine *eng;
-	struct job *job;
-	const struct ina_pkt *pkt;
-	struct ina_emits *out;
-	uint32_t index; /* slot index within the job */
-	unsigned set;
-	struct slot *slot, *other;
-	uint32_t *data;
-	unsigned frames; /* emits counted as frames: a grouped multicast is several */
-};
 
 /* ACK, HAVE and MISS name a slice and carry none of it */
 static bool bare(uint8_t type) { return type == INA_T_ACK || type == INA_T_HAVE || type == INA_T_MISS; }
@@ -105,10 +71,23 @@ static void emit_to_contributors(struct ctx *x, uint8_t type, uint8_t flags)
 	}
 }
 
+/* A chain's slice seq is slice seq + d at the member d hops on (its
+ * forward, d = 1) or back (its ACK, d = -1), in slot index seq % nslots
+ * there too; the set there is found by the key. */
+static void chain_shift(struct ctx *x, int d)
+{
+	if (!x->job->cfg.chain_steps)
+		return;
+	struct ina_hdr *h = &x->out->e[x->out->n - 1].hdr;
+	h->seq += (uint32_t)d;
+	h->slot = h->seq % x->job->cfg.nslots;
+}
+
 static void emit_ack_upstream(struct ctx *x)
 {
 	const struct ina_job_cfg *c = &x->job->cfg;
 	emit(x, INA_T_ACK, &c->contributors[c->upstream_index], c->upstream_job, INA_CONTRIB_UPSTREAM, 0);
+	chain_shift(x, -1);
 }
 
 /* the downstream's ACK, passed to the contributors (not the upstream) */
@@ -146,12 +125,15 @@ static void emit_multicast(struct ctx *x) { emit_to_contributors(x, INA_T_RESULT
 static void emit_peer(struct ctx *x, const struct ina_peer *p, uint8_t flags)
 {
 	emit(x, INA_T_DATA, &p->addr, p->job, p->contributor, flags);
+	if (p == &x->job->cfg.forward)
+		chain_shift(x, 1);
 }
 
 /* The slot just reached fan_in: its data is in wire order. */
-static void on_complete(struct ctx *x)
+void ina_dp_on_complete(struct ctx *x)
 {
 	const struct ina_job_cfg *c = &x->job->cfg;
+	const unsigned outs = outputs_of(c, x->slot->seq);
 
 	x->job->st.completions++;
 	if ((int32_t)(x->slot->epoch - x->job->epoch_hi) > 0)
@@ -164,12 +146,17 @@ static void on_complete(struct ctx *x)
 		return;
 	}
 	x->slot->state = SLOT_COMPLETE;
-	if (c->outputs & INA_OUT_MULTICAST)
+	if (outs & INA_OUT_MULTICAST)
 		emit_multicast(x);
-	if (c->outputs & INA_OUT_FORWARD)
+	if (outs & INA_OUT_FORWARD)
 		emit_peer(x, &c->forward, 0);
-	if ((c->outputs & INA_OUT_ACK) && c->upstream_index >= 0)
+	if ((outs & INA_OUT_ACK) && c->upstream_index >= 0 && !chain_first(c, x->slot->seq))
 		emit_ack_upstream(x);
+	/* a chain's upstream is done with the slice once it has the ACK
+	 * (a re-send is answered by the key): the slot's next slice may be
+	 * one it has no part in, a step 0 */
+	if (c->chain_steps)
+		bit_clear(x->slot, (unsigned)c->upstream_index);
 }
 
 /* bf16 slots add in binary32 and round once, at completion. */
@@ -190,7 +177,7 @@ static void add_contribution(struct ctx *x, unsigned c)
 	const struct ina_pkt *p = x->pkt;
 	struct slot *s = x->slot;
 	unsigned n = p->hdr.count;
-	bool last = s->count + 1u == x->job->cfg.fan_in;
+	bool last = s->count + 1u == fan_in_of(&x->job->cfg, s->seq);
 	uint8_t dtype = x->job->cfg.dtype;
 	uint32_t ovf = 0;
 
@@ -205,7 +192,7 @@ static void add_contribution(struct ctx *x, unsigned c)
 		s->count++;
 		x->job->st.contributions++;
 		if (last)
-			on_complete(x);
+			ina_dp_on_complete(x);
 		return;
 	}
 	if (dtype == INA_D_BF16) {
@@ -229,10 +216,10 @@ static void add_contribution(struct ctx *x, unsigned c)
 	s->ndata++;
 	x->job->st.contributions++;
 	if (last)
-		on_complete(x);
+		ina_dp_on_complete(x);
 }
 
-static void start_round(struct ctx *x)
+void ina_dp_start_round(struct ctx *x)
 {
 	struct slot *s = x->slot;
 
@@ -252,8 +239,6 @@ static void start_round(struct ctx *x)
 	s->state = SLOT_PARTIAL;
 	s->touched_ms = x->eng->now_ms;
 }
-
-static bool unfinished(const struct slot *s) { return s->state == SLOT_PARTIAL || s->state == SLOT_WAIT_PARENT; }
 
 static bool newer_epoch(const struct ina_hdr *h, const struct slot *s) { return (int32_t)(h->epoch - s->epoch) > 0; }
 
@@ -299,6 +284,7 @@ static bool first_of_round(struct ctx *x)
 static void answer_retransmission(struct ctx *x, unsigned c)
 {
 	const struct ina_job_cfg *cfg = &x->job->cfg;
+	const unsigned outs = outputs_of(cfg, x->slot->seq);
 
 	x->job->st.retransmits++;
 	x->slot->touched_ms = x->eng->now_ms;	  /* a straggler still wants it */
@@ -310,14 +296,14 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 			emit_have(x, c); /* counted above */
 		return;
 	}
-	if (cfg->outputs & INA_OUT_ACK) {
+	if (outs & INA_OUT_ACK) {
 		if ((int)c == cfg->upstream_index) { /* our ACK was lost */
 			emit_ack_upstream(x);
 			return;
 		}
-		if (cfg->outputs & INA_OUT_MULTICAST)
+		if (outs & INA_OUT_MULTICAST)
 			emit_result_to(x, c, INA_F_RETX);
-		if (!(cfg->outputs & INA_OUT_FORWARD))
+		if (!(outs & INA_OUT_FORWARD))
 			return;
 		if (x->slot->acked) { /* the downstream has it: tell this contributor */
 			emit(x, INA_T_ACK, &cfg->contributors[c], cfg->id, (uint16_t)c, 0);
@@ -329,9 +315,9 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 	}
 	/* a PS job's complete slot holds the parent's result, which went to
 	 * every contributor like a multicast's */
-	if ((cfg->outputs & (INA_OUT_MULTICAST | INA_OUT_PS)) && (int)c != cfg->upstream_index)
+	if ((outs & (INA_OUT_MULTICAST | INA_OUT_PS)) && (int)c != cfg->upstream_index)
 		emit_result_to(x, c, INA_F_RETX);
-	if (cfg->outputs & INA_OUT_FORWARD)
+	if (outs & INA_OUT_FORWARD)
 		emit_peer(x, &cfg->forward, INA_F_RETX);
 }
 
@@ -423,7 +409,7 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 	case SLOT_EMPTY:
 		if (take_over)
 			reclaim(x, s);
-		start_round(x);
+		ina_dp_start_round(x);
 		break;
 	case SLOT_PARTIAL:
 		if (cmp < 0)
@@ -444,8 +430,9 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 		if (cmp < 0)
 			return INA_R_STALE;
 		if (cmp == 0) {
-			/* bit clear: the sender already moved to the other set */
-			if (!bit_test(s, c))
+			/* bit clear: the sender already moved to the other set
+			 * (a chain's upstream's is cleared at completion) */
+			if (!bit_test(s, c) && !(x->job->cfg.chain_steps && (int)c == x->job->cfg.upstream_index))
 				return INA_R_STALE;
 			if (x->pkt->hdr.count != s->nelem)
 				return INA_R_COUNT_MISMATCH;
@@ -458,7 +445,7 @@ static enum ina_reason on_data(struct ctx *x, unsigned c)
 		 * straggler can still get the stored result. */
 		if (!bitmap_empty(s))
 			return INA_R_SLOT_BUSY;
-		start_round(x);
+		ina_dp_start_round(x);
 		break;
 	}
 	if (abandoned)
@@ -509,7 +496,7 @@ static enum ina_reason on_ack(struct ctx *x, const struct ina_addr *src)
 	const struct ina_job_cfg *cfg = &x->job->cfg;
 	struct slot *s = x->slot;
 
-	if ((cfg->outputs & (INA_OUT_ACK | INA_OUT_FORWARD)) != (INA_OUT_ACK | INA_OUT_FORWARD))
+	if ((outputs_of(cfg, x->pkt->hdr.seq) & (INA_OUT_ACK | INA_OUT_FORWARD)) != (INA_OUT_ACK | INA_OUT_FORWARD))
 		return INA_R_UNEXPECTED_TYPE;
 	if (!addr_eq(src, &cfg->forward.addr))
 		return INA_R_NOT_MEMBER;
@@ -557,6 +544,105 @@ static enum ina_reason member_index(const struct job *j, const struct ina_hdr *h
 	return INA_OK;
 }
 
+static void select_slot(struct ctx *x)
+{
+	size_t m = ((size_t)x->job->base + x->index) * 2;
+	x->slot = slot_at(x->eng, m + x->set);
+	x->other = slot_at(x->eng, m + !x->set);
+	x->data = slot_data(x->slot);
+}
+
+static bool slot_newer(const struct slot *a, const struct slot *b)
+{
+	int32_t d = (int32_t)(a->epoch - b->epoch);
+	return d > 0 || (d == 0 && (int32_t)(a->seq - b->seq) > 0);
+}
+
+/* A chain's upstream's contribution or downstream's ACK names the slice,
+ * not the set: each member's workers keep their own alternation, and the
+ * upstream may be ahead of them.  Every slice of a call goes through its
+ * slot index (seq % nslots) in turn, the sets alternating, so the set of
+ * slice q follows from the newest slice of the same call the index holds
+ * (p: the same set if (q - p) / nslots is even); with none, the workers'
+ * first of the call takes the set with the older slice (an empty one
+ * first), and q the set (q / nslots) turns on from it.  -1: its set holds
+ * a newer slice (it was done here), or an ACK's key is older than one the
+ * index holds; 1: an ACK for a slice not here yet; 0: x->set chosen. */
+static int chain_locate(struct ctx *x, bool contribution)
+{
+	const struct ina_hdr *h = &x->pkt->hdr;
+	const uint32_t n = x->job->cfg.nslots;
+	const size_t m = ((size_t)x->job->base + x->index) * 2;
+	const struct slot *s[2] = { slot_at(x->eng, m), slot_at(x->eng, m + 1) };
+	for (unsigned t = 0; t < 2; t++)
+		if (s[t]->state != SLOT_EMPTY && key_cmp(h, s[t]) == 0) {
+			x->set = t;
+			return 0;
+		}
+	int same = -1; /* the set with the newest slice of this call */
+	for (unsigned t = 0; t < 2; t++) {
+		if (s[t]->state == SLOT_EMPTY)
+			continue;
+		if (!contribution && key_cmp(h, s[t]) < 0)
+			return -1;
+		if (s[t]->epoch == h->epoch && (same < 0 || slot_newer(s[t], s[same])))
+			same = (int)t;
+		if ((int32_t)(h->epoch - s[t]->epoch) < 0)
+			return -1; /* a call the workers have left */
+	}
+	if (!contribution)
+		return 1;
+	unsigned t;
+	if (same >= 0) {
+		int32_t d = (int32_t)(h->seq - s[same]->seq) / (int32_t)n; /* both in this index */
+		t = (unsigned)same ^ (unsigned)(d & 1);
+	} else {
+		unsigned older = s[0]->state == SLOT_EMPTY ? 0 : s[1]->state == SLOT_EMPTY ? 1 : slot_newer(s[0], s[1]);
+		t = older ^ ((h->seq / n) & 1);
+	}
+	if (s[t]->state != SLOT_EMPTY && key_cmp(h, s[t]) < 0)
+		return -1; /* its set has moved past it */
+	x->set = t;
+	return 0;
+}
+
+/* The upstream sent again a slice finished here long ago: our ACK was
+ * lost, and the slot has moved on; the ACK again, from its key. */
+static void ack_stale_upstream(struct ctx *x)
+{
+	const struct ina_job_cfg *c = &x->job->cfg;
+	struct slot key = { .epoch = x->pkt->hdr.epoch, .seq = x->pkt->hdr.seq, .nelem = x->pkt->hdr.count };
+	x->job->st.retransmits++;
+	emit_of(x, &key, x->index, 0, INA_T_ACK, &c->contributors[c->upstream_index], c->upstream_job,
+		INA_CONTRIB_UPSTREAM, 0);
+	x->out->e[x->out->n - 1].payload = NULL; /* bare: nothing points at the key */
+	chain_shift(x, -1);
+}
+
+static enum ina_reason chain_dispatch(struct ctx *x, const struct ina_addr *src)
+{
+	const struct ina_hdr *h = &x->pkt->hdr;
+	const bool ack = h->type == INA_T_ACK;
+	unsigned c = 0;
+	enum ina_reason r;
+	x->index = h->seq % x->job->cfg.nslots;
+	if (!ack && ((r = member_index(x->job, h, src, &c)) != INA_OK))
+		return r;
+	if (!ack && chain_first(&x->job->cfg, h->seq))
+		return INA_R_BAD_CONTRIBUTOR; /* step 0 takes the workers' data alone */
+	int where = chain_locate(x, !ack);
+	if (where > 0)
+		return INA_R_NOT_READY;
+	if (where < 0) {
+		if (ack)
+			return INA_R_STALE;
+		ack_stale_upstream(x);
+		return INA_OK;
+	}
+	select_slot(x);
+	return ack ? on_ack(x, src) : on_data(x, c);
+}
+
 static enum ina_reason dispatch(struct ctx *x, const struct ina_addr *src)
 {
 	const struct ina_hdr *h = &x->pkt->hdr;
@@ -577,10 +663,11 @@ static enum ina_reason dispatch(struct ctx *x, const struct ina_addr *src)
 	if (x->index >= cfg->nslots)
 		return INA_R_SLOT_OUT_OF_RANGE;
 	x->set = ina_slot_set(h->slot);
-	size_t m = ((size_t)x->job->base + x->index) * 2;
-	x->slot = slot_at(x->eng, m + x->set);
-	x->other = slot_at(x->eng, m + !x->set);
-	x->data = slot_data(x->slot);
+	if (cfg->chain_steps &&
+	    (h->type == INA_T_ACK || (h->type == INA_T_DATA && (h->contributor == INA_CONTRIB_UPSTREAM ||
+								h->contributor == cfg->upstream_index))))
+		return chain_dispatch(x, src);
+	select_slot(x);
 
 	if (h->type == INA_T_RESULT)
 		return on_parent_result(x, src);
@@ -621,133 +708,4 @@ enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt 
 	eng->st.accepted++;
 	x.job->st.emits += x.frames;
 	return INA_OK;
-}
-
-static uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-
-static uint32_t be32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return __builtin_bswap32(v);
-}
-
-/* The packet nearly every one is: an int32 or fp32 slice from a member to
- * a slot that collects that slice or is free for it.  Decided straight on
- * the wire bytes, with the checks of ina_parse, dispatch and on_data
- * reordered so that this case is cheap; it then takes the same steps as
- * on_data.  Anything else (other types and dtypes, joins, refusals,
- * re-sends, reclaims, a slot held for the other set) returns INA_R_MAX_
- * with nothing changed, for the general path to decide.  Both must agree
- * on every packet: test_engine_fast drives them side by side. */
-static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, size_t len, const struct ina_addr *src,
-				    struct ina_emits *out)
-{
-	if (len < INA_HDR_LEN || p[0] != INA_VERSION || p[1] != INA_T_DATA || (p[3] & ~INA_F_OVERFLOW) || p[22] ||
-	    p[23])
-		return INA_R_MAX_;
-	struct job *j = find_job(eng, be16(p + 4));
-	const uint16_t count = be16(p + 20), c = be16(p + 6);
-	const uint32_t slot = be32(p + 8), index = ina_slot_index(slot);
-	if (!j || p[2] != j->cfg.dtype || (p[2] != INA_D_INT32 && p[2] != INA_D_FP32) ||
-	    (j->cfg.outputs & INA_OUT_MISS) || count == 0 || count > j->cfg.elems_per_slot ||
-	    len - INA_HDR_LEN != (size_t)count * INA_ELEM_SIZE || index >= j->cfg.nslots || c >= j->cfg.fan_in ||
-	    !addr_eq(src, &j->cfg.contributors[c]))
-		return INA_R_MAX_;
-	const uint32_t epoch = be32(p + 12), seq = be32(p + 16);
-	if ((int32_t)(epoch - j->epoch_hi) > INA_EPOCH_WINDOW)
-		return INA_R_MAX_;
-	const size_t m = ((size_t)j->base + index) * 2;
-	struct slot *s = slot_at(eng, m + ina_slot_set(slot)), *o = slot_at(eng, m + !ina_slot_set(slot));
-	if (bit_test(o, c) && unfinished(o))
-		return INA_R_MAX_;
-	bool fresh = s->state == SLOT_EMPTY;
-	if (s->state == SLOT_PARTIAL) {
-		/* the slice it collects, with elements added already */
-		if (s->epoch != epoch || s->seq != seq || s->nelem != count || bit_test(s, c) || !s->ndata)
-			return INA_R_MAX_;
-	} else if (s->state == SLOT_COMPLETE) {
-		/* a newer slice, every member gone on, and not idle (a reclaim) */
-		int32_t d = (int32_t)(epoch - s->epoch);
-		if (d < 0 || (d == 0 && (int32_t)(seq - s->seq) <= 0) || !bitmap_empty(s) ||
-		    eng->now_ms - s->touched_ms >= (j->cfg.reclaim_ms ? j->cfg.reclaim_ms : INA_RECLAIM_MS))
-			return INA_R_MAX_;
-		fresh = true;
-	} else if (!fresh) {
-		return INA_R_MAX_;
-	}
-
-	/* the context the general path's helpers read: for a new round and a
-	 * completion only (start_round, on_complete) */
-	struct ina_pkt pkt;
-	struct ctx x;
-	const bool last = (fresh ? 0u : s->count) + 1u == j->cfg.fan_in;
-	if (fresh || last) {
-		pkt.hdr.epoch = epoch;
-		pkt.hdr.seq = seq;
-		pkt.hdr.count = count;
-		x.eng = eng;
-		x.job = j;
-		x.pkt = &pkt;
-		x.out = out;
-		x.index = index;
-		x.set = ina_slot_set(slot);
-		x.slot = s;
-		x.other = o;
-		x.data = slot_data(s);
-		x.frames = 0;
-	}
-	out->n = 0;
-	eng->st.rx_packets++;
-	j->st.rx_packets++;
-	if (fresh)
-		start_round(&x);
-	bit_clear(o, c);
-	/* add_contribution's steps for elements of int32 or fp32 */
-	uint32_t *data = slot_data(s), ovf = 0;
-	const uint8_t *payload = p + INA_HDR_LEN;
-	if (s->ndata == 0) {
-		if (last)
-			memcpy(data, payload, (size_t)count * INA_ELEM_SIZE);
-		else
-			ina_k_load(data, payload, count);
-	} else if (p[2] == INA_D_FP32) {
-		(last ? ina_k_add_f32_final : ina_k_add_f32)(data, payload, count);
-	} else {
-		ovf = (last ? ina_k_add_i32_final : ina_k_add_i32)(data, payload, count);
-	}
-	if (ovf)
-		s->flags |= INA_F_OVERFLOW;
-	s->exponent = 0; /* int32 and fp32 carry none */
-	bit_set(s, c);
-	s->count++;
-	s->ndata++;
-	j->st.contributions++;
-	if (last)
-		on_complete(&x);
-	s->touched_ms = eng->now_ms;
-	eng->st.accepted++;
-	eng->fast_packets++;
-	if (last)
-		j->st.emits += x.frames;
-	return INA_OK;
-}
-
-enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t len, const struct ina_addr *src,
-			      struct ina_emits *out)
-{
-	struct ina_pkt pkt;
-	enum ina_reason r;
-
-	if (!eng->general_only && (r = rx_data_fast(eng, buf, len, src, out)) != INA_R_MAX_)
-		return r;
-	r = ina_parse(buf, len, &pkt);
-
-	if (r != INA_OK) {
-		out->n = 0;
-		eng->st.rx_packets++;
-		eng->st.drops[r]++;
-		return r;
-	}
-	return ina_engine_process(eng, &pkt, src, out);
 }

@@ -79,6 +79,16 @@ struct ina_job_cfg {
 	/* ms a slot may sit unfinished and untouched before another slice of
 	 * a member takes it over (0: INA_RECLAIM_MS) */
 	uint32_t reclaim_ms;
+	/* An agent-ring member's one job for all of its ring's steps (odd,
+	 * >= 3: 2m - 1 with m members; 0: not a chain).  Slice seq is step
+	 * seq % chain_steps of the member's chain and lives in slot index
+	 * seq % nslots; its step decides what it takes and gives (docs/ENGINE.md,
+	 * "Chains"): step 0 has no upstream, steps from m - 1 on multicast,
+	 * every step but the last forwards, as slice seq + 1 downstream; the
+	 * upstream's contributions and the downstream's ACKs find their set by
+	 * the slice's key.  outputs must be multicast, forward and ack, the
+	 * upstream the last contributor. */
+	uint16_t chain_steps;
 };
 
 struct ina_job_stats {

@@ -108,6 +108,16 @@ const char *ina_job_cfg_check(const struct ina_job_cfg *c, uint16_t max_elems)
 		return "parent.job must equal the job id (its results come back under it)";
 	if (c->upstream_index < -1 || c->upstream_index >= (int)c->fan_in)
 		return "upstream_index must be -1 or a contributor index";
+	if (c->chain_steps) {
+		if (c->chain_steps < 3 || !(c->chain_steps & 1))
+			return "chain_steps must be 0 or odd and at least 3 (2m - 1 for m ring members)";
+		if (c->outputs != (INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_ACK))
+			return "a chain's outputs are multicast, forward and ack (its steps pick)";
+		if (c->fan_in < 2 || c->upstream_index != c->fan_in - 1)
+			return "a chain's upstream is its last contributor, after at least one worker";
+		if (c->nslots < 2)
+			return "a chain needs at least 2 slots (a slice holds its slot until the next member has it)";
+	}
 	for (unsigned i = 0; i < c->fan_in; i++)
 		for (unsigned k = i + 1; k < c->fan_in; k++)
 			if (addr_eq(&c->contributors[i], &c->contributors[k]))

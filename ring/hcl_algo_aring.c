@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* agent-ring (Rina, docs/AGENTRING.md), run by every rank:
  *  - the plan (agent/aring_plan.h) from the rendezvous table;
- *  - each INA rack's agent (its lowest rank) installs the rack's step jobs
- *    in its ToR (agent/tor.h) and removes them when the communicator goes;
+ *  - each INA rack's agent (its lowest rank) installs the rack's job (one
+ *    per data type, for every step of the ring) in its ToR (agent/tor.h) and removes them when the communicator goes;
  *  - each host of a rack without INA is a ring member of its own: the
  *    engine in software behind a socket (agent/softsw.h);
  *  - every rank runs the worker (ring/hcl_aring.c) against its member.
@@ -63,9 +63,9 @@ static int share_macs(struct hcl_comm *c, const uint8_t mine[6], uint8_t (*macs)
 	return rc;
 }
 
-/* The two plans: the float ring on jobs job.. (fp32, or bf16 when asked
+/* The two plans: the float ring on job ina_job (fp32, or bf16 when asked
  * for; BFP's two passes are not an agent-ring mode, so bfp means fp32
- * here), the int32 ring after it. */
+ * here), the int32 ring on the next id. */
 static int build_plans(struct hcl_comm *c, char *err, size_t errlen)
 {
 	struct aring_state *s = c->algo_state;
@@ -81,11 +81,11 @@ static int build_plans(struct hcl_comm *c, char *err, size_t errlen)
 	c->wire_bf16 = wire == INA_D_BF16;
 	int rc = aring_plan_build(c->info, soft, (unsigned)c->world, e->ina_job, wire, e->ina_slots, e->ina_elems,
 				  &s->plan[0], err, errlen);
-	unsigned steps = rc == 0 ? aring_steps(&s->plan[0]) : 0;
-	if (rc == 0 && e->ina_job + 2 * steps > 65536)
-		rc = hcl_fail(-EINVAL, err, errlen, "agent-ring: job ids %u.. run past 65535", e->ina_job);
+	if (rc == 0 && e->ina_job == 65535)
+		rc = hcl_fail(-EINVAL, err, errlen, "agent-ring: job ids %u and %u: past 65535", e->ina_job,
+			      e->ina_job + 1);
 	if (rc == 0)
-		rc = aring_plan_build(c->info, soft, (unsigned)c->world, (uint16_t)(e->ina_job + steps), INA_D_INT32,
+		rc = aring_plan_build(c->info, soft, (unsigned)c->world, (uint16_t)(e->ina_job + 1), INA_D_INT32,
 				      e->ina_slots, e->ina_elems, &s->plan[1], err, errlen);
 	free(soft);
 	return rc;
@@ -117,21 +117,20 @@ static int learn_tor_macs(struct hcl_comm *c, bool agent, int64_t deadline, char
 	return rc;
 }
 
-/* This rank's member's step jobs: installed in the ToR by the agent, or
- * run in software by an autonomous host. */
+/* This rank's member's jobs (float and int32): installed in the ToR by the
+ * agent, or run in software by an autonomous host. */
 static int start_member(struct hcl_comm *c, bool agent, int64_t deadline, char *err, size_t errlen)
 {
 	struct aring_state *s = c->algo_state;
-	unsigned steps = aring_steps(&s->plan[0]), k = s->plan[0].member_of[c->rank];
+	unsigned k = s->plan[0].member_of[c->rank];
 	const struct aring_member *mine = &s->plan[0].mem[k];
-	struct ina_job_cfg *jobs = calloc(2 * steps, sizeof(*jobs));
+	struct ina_job_cfg *jobs = calloc(2, sizeof(*jobs));
 	int rc = 0;
 	if (!jobs)
 		return hcl_fail(-ENOMEM, err, errlen, "out of memory");
 	for (int d = 0; d < 2; d++)
-		for (unsigned st = 0; st < steps; st++)
-			aring_job(&s->plan[d], k, st, &jobs[d * steps + st]);
-	for (unsigned i = 0; agent && rc == 0 && i < 2 * steps; i++) {
+		aring_job(&s->plan[d], k, &jobs[d]);
+	for (unsigned i = 0; agent && rc == 0 && i < 2; i++) {
 		char e2[256];
 		if ((rc = tor_install(&s->tor, &jobs[i], deadline, e2, sizeof(e2))) < 0)
 			hcl_fail(-EINVAL, err, errlen, "agent-ring: installing job %u: %s", jobs[i].id, e2);
@@ -140,7 +139,7 @@ static int start_member(struct hcl_comm *c, bool agent, int64_t deadline, char *
 		struct sockaddr_in at = { .sin_family = AF_INET,
 					  .sin_addr.s_addr = mine->agg.ip,
 					  .sin_port = mine->agg.port };
-		if (!(s->member = softsw_start(&at, jobs, 2 * steps, err, errlen)))
+		if (!(s->member = softsw_start(&at, jobs, 2, err, errlen)))
 			rc = -EADDRINUSE;
 	}
 	free(jobs);
@@ -198,8 +197,8 @@ static int aring_allreduce(struct hcl_comm *c, void *buf, size_t count, enum hcl
 }
 
 /* An agent prints its rack's progress after each call: the ToR's counters
- * for the ring's step jobs against the slices the calls so far should
- * have completed there. */
+ * for the ring's job against the slices the calls so far should have
+ * completed there. */
 static void aring_report(struct hcl_comm *c, enum hcl_dtype dt, size_t count)
 {
 	struct aring_state *s = c->algo_state;
@@ -208,23 +207,17 @@ static void aring_report(struct hcl_comm *c, enum hcl_dtype dt, size_t count)
 	int d = dt == HCL_INT32;
 	const struct aring_plan *p = &s->plan[d];
 	unsigned k = p->member_of[c->rank];
-	unsigned long long sum[5] = { 0 }, expect = 0;
 	int64_t deadline = clock_now_ns() + 2000000000;
 	char e2[256];
-	for (unsigned st = 0; st < aring_steps(p); st++) {
-		struct aring_step step;
-		struct ctl_job_report r;
-		aring_step_of(p, k, st, count, &step);
-		expect += (step.hi - step.lo + p->elems - 1) / p->elems;
-		if (tor_report(&s->tor, (uint16_t)(p->job0 + st), &r, deadline, e2, sizeof(e2)) < 0) {
-			fprintf(stderr, "agent rack %d: no stats from the switch: %s\n", p->mem[k].rack, e2);
-			return;
-		}
-		unsigned long long v[5] = { r.completions, r.contributions, r.retransmits, r.slots_busy, r.drops };
-		for (int i = 0; i < 5; i++)
-			sum[i] += v[i];
+	struct aring_call call;
+	struct ctl_job_report r;
+	aring_call_of(p, count, &call);
+	if (tor_report(&s->tor, p->job, &r, deadline, e2, sizeof(e2)) < 0) {
+		fprintf(stderr, "agent rack %d: no stats from the switch: %s\n", p->mem[k].rack, e2);
+		return;
 	}
-	s->expect[d] += expect;
+	unsigned long long sum[5] = { r.completions, r.contributions, r.retransmits, r.slots_busy, r.drops };
+	s->expect[d] += call.slices;
 	fprintf(stderr,
 		"agent rack %d: %s ring, %u steps: %llu of %llu slices complete in the switch, %llu contributions, "
 		"%llu re-sends answered, %llu slots busy, %llu refused\n",

@@ -16,19 +16,17 @@
 #define GOT_ACK	   1
 #define GOT_RESULT 2
 
-struct step_state {
-	struct aring_step st;
-	size_t nslices, done;
-	struct hcl_inaw
-		win; /* its job's slots; steps differ: a reduce step waits for its downstream, a gather for the chain */
-};
-
 struct hcl_aring {
 	const struct aring_plan *p;
-	unsigned rank, member, index, nsteps;
+	unsigned rank, member, index;
 	struct dgram_transport *t;
 	struct sockaddr_in agg;
-	struct step_state *s;
+	/* the member's job's slots, every step's slices in seq order: slice q
+	 * in slot q % slots (steps differ: a reduce step waits for its
+	 * downstream, a gather for the chain) */
+	struct hcl_inaw win;
+	struct aring_call call;
+	size_t done; /* slices of the call finished here */
 	uint32_t epoch;
 	const uint8_t *src; /* the call's input */
 	/* the input, when the call is in place: two buffers in turn, so the
@@ -53,8 +51,7 @@ void hcl_aring_set_lost(struct hcl_aring *a, int64_t lost_ns) { a->lost_ns = los
 void hcl_aring_set_timer_scale(struct hcl_aring *a, double scale)
 {
 	int64_t floor_ns = (int64_t)(HCL_ARING_RTO_FLOOR_NS * (scale > 1 ? scale : 1));
-	for (unsigned k = 0; k < a->nsteps; k++)
-		hcl_inaw_init_timer(&a->s[k].win, floor_ns, floor_ns > 500000000 ? floor_ns : 500000000);
+	hcl_inaw_init_timer(&a->win, floor_ns, floor_ns > 500000000 ? floor_ns : 500000000);
 }
 
 const void *hcl_aring_input(const struct hcl_aring *a) { return a->src; }
@@ -87,16 +84,11 @@ struct hcl_aring *hcl_aring_new(const struct aring_plan *p, unsigned rank, struc
 	a->rank = rank;
 	a->member = p->member_of[rank];
 	a->index = p->index_of[rank];
-	a->nsteps = aring_steps(p);
 	a->t = t;
 	const struct ina_addr *g = &p->mem[a->member].agg;
 	a->agg = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = g->ip, .sin_port = g->port };
-	if (!(a->s = calloc(a->nsteps, sizeof(*a->s))))
-		goto nomem;
-	for (unsigned k = 0; k < a->nsteps; k++)
-		if (hcl_inaw_init(&a->s[k].win, p->slots, HCL_ARING_RTO_FLOOR_NS, 500000000) < 0)
-			goto nomem;
-	if (hcl_ina_rx_init(&a->rx) < 0 || hcl_ina_tx_init(&a->txq) < 0)
+	if (hcl_inaw_init(&a->win, p->slots, HCL_ARING_RTO_FLOOR_NS, 500000000) < 0 || hcl_ina_rx_init(&a->rx) < 0 ||
+	    hcl_ina_tx_init(&a->txq) < 0)
 		goto nomem;
 	return a;
 nomem:
@@ -109,9 +101,7 @@ void hcl_aring_free(struct hcl_aring *a)
 {
 	if (!a)
 		return;
-	for (unsigned k = 0; a->s && k < a->nsteps; k++)
-		hcl_inaw_free(&a->s[k].win);
-	free(a->s);
+	hcl_inaw_free(&a->win);
 	hcl_kept_free(&a->kept);
 	hcl_ina_rx_free(&a->rx);
 	hcl_ina_tx_free(&a->txq);
@@ -120,65 +110,50 @@ void hcl_aring_free(struct hcl_aring *a)
 
 const struct hcl_aring_stats *hcl_aring_stats(const struct hcl_aring *a) { return &a->st; }
 
-static size_t slice_lo(const struct hcl_aring *a, const struct step_state *ss, size_t k)
+/* Slice q of the call through slot `slot`, written into buf: its length.
+ * Elements past the call's count (a tensor shorter than the ring) go as
+ * zeros. */
+static size_t encode_slice(const struct hcl_aring *a, uint32_t slot, size_t q, bool retx, uint8_t *buf)
 {
-	return ss->st.lo + k * a->p->elems;
-}
-
-static size_t slice_n(const struct hcl_aring *a, const struct step_state *ss, size_t k)
-{
-	size_t lo = slice_lo(a, ss, k);
-	return ss->st.hi - lo < a->p->elems ? ss->st.hi - lo : a->p->elems;
-}
-
-/* Slice k of step `step` through slot `slot`, written into buf: its
- * length. */
-static size_t encode_slice(const struct hcl_aring *a, unsigned step, uint32_t slot, size_t k, bool retx, uint8_t *buf)
-{
-	const struct step_state *ss = &a->s[step];
-	size_t n = slice_n(a, ss, k), lo = slice_lo(a, ss, k);
+	struct aring_step st;
+	aring_slice_of(a->p, &a->call, a->member, q, &st);
+	size_t n = st.hi - st.lo;
 	struct ina_hdr h = { .version = INA_VERSION,
 			     .type = INA_T_DATA,
 			     .dtype = a->p->dtype,
-			     .flags = (uint8_t)((retx ? INA_F_RETX : 0) | (ss->st.join ? INA_F_JOIN : 0)),
-			     .job = (uint16_t)(a->p->job0 + step),
+			     .flags = (uint8_t)((retx ? INA_F_RETX : 0) | (st.join ? INA_F_JOIN : 0)),
+			     .job = a->p->job,
 			     .contributor = (uint16_t)a->index,
-			     .slot = slot | (ss->win.s[slot].set ? INA_SLOT_SET_BIT : 0),
+			     .slot = slot | (a->win.s[slot].set ? INA_SLOT_SET_BIT : 0),
 			     .epoch = a->epoch,
-			     .seq = (uint32_t)k,
+			     .seq = (uint32_t)q,
 			     .count = (uint16_t)n };
 	ina_hdr_encode(&h, buf);
 	size_t len = INA_HDR_LEN, esz = ina_wire_elem_size(a->p->dtype);
-	if (!ss->st.join) {
-		hcl_ina_swap_elems(buf + INA_HDR_LEN, a->src + lo * esz, n, esz);
+	if (!st.join) {
+		size_t real = st.hi <= a->call.count ? n : st.lo < a->call.count ? a->call.count - st.lo : 0;
+		hcl_ina_swap_elems(buf + INA_HDR_LEN, a->src + st.lo * esz, real, esz);
+		memset(buf + INA_HDR_LEN + real * esz, 0, (n - real) * esz);
 		len += esz * n;
 	}
 	return len;
 }
 
 /* A re-send, at once. */
-static bool send_slice(struct hcl_aring *a, unsigned step, uint32_t slot, size_t k, bool retx)
+static bool send_slice(struct hcl_aring *a, uint32_t slot, size_t q, bool retx)
 {
-	struct dgram_pkt p = { .buf = a->tx,
-			       .len = (uint32_t)encode_slice(a, step, slot, k, retx, a->tx),
-			       .peer = a->agg };
+	struct dgram_pkt p = { .buf = a->tx, .len = (uint32_t)encode_slice(a, slot, q, retx, a->tx), .peer = a->agg };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 
-/* Whether the chain has reached step s here: the step before it (or s
- * itself) has finished a slice. */
-static bool chain_reached(const struct hcl_aring *a, unsigned step)
+/* Slice q always uses slot q % slots.  Until a slice has finished here
+ * the chain has not reached this member: no round-trip sample. */
+static void start_slice(struct hcl_aring *a, size_t q)
 {
-	return step == 0 || a->s[step].done > 0 || a->s[step - 1].done > 0;
-}
-
-/* Slice k always uses slot k % slots. */
-static void start_slice(struct hcl_aring *a, unsigned step, size_t k)
-{
-	uint32_t slot = (uint32_t)(k % a->p->slots);
-	struct hcl_inaw_slot *o = hcl_inaw_start(&a->s[step].win, slot, k, clock_now_ns(), !chain_reached(a, step));
+	uint32_t slot = (uint32_t)(q % a->p->slots);
+	struct hcl_inaw_slot *o = hcl_inaw_start(&a->win, slot, q, clock_now_ns(), a->done == 0);
 	uint8_t *buf = hcl_ina_tx_buf(&a->txq, a->t);
-	hcl_ina_tx_push(&a->txq, encode_slice(a, step, slot, k, false, buf), &a->agg, o); /* flushed before the wait */
+	hcl_ina_tx_push(&a->txq, encode_slice(a, slot, q, false, buf), &a->agg, o); /* flushed before the wait */
 	a->st.sent++;
 }
 
@@ -198,16 +173,15 @@ static int timed_out(const struct hcl_aring *a, size_t left, char *err, size_t e
 {
 	unsigned m = a->p->m, who = a->member;
 	const char *what = "";
-	for (unsigned k = 0; k < a->nsteps && !*what; k++) {
-		const struct step_state *ss = &a->s[k];
-		for (uint32_t i = 0; i < a->p->slots && !*what; i++) {
-			const struct hcl_inaw_slot *o = &ss->win.s[i];
-			if (!o->busy)
-				continue;
-			bool ack = ss->st.need_ack && !(o->got & GOT_ACK);
-			who = (a->member + (ack ? 1 : m - 1)) % m;
-			what = ack ? "an acknowledgement" : "a result";
-		}
+	for (uint32_t i = 0; i < a->p->slots && !*what; i++) {
+		const struct hcl_inaw_slot *o = &a->win.s[i];
+		struct aring_step st;
+		if (!o->busy)
+			continue;
+		aring_slice_of(a->p, &a->call, a->member, o->slice, &st);
+		bool ack = st.need_ack && !(o->got & GOT_ACK);
+		who = (a->member + (ack ? 1 : m - 1)) % m;
+		what = ack ? "an acknowledgement" : "a result";
 	}
 	char mb[128];
 	describe_member(a->p, who, mb, sizeof(mb));
@@ -217,24 +191,18 @@ static int timed_out(const struct hcl_aring *a, size_t left, char *err, size_t e
 
 void hcl_aring_dump(const struct hcl_aring *a, FILE *f)
 {
-	for (unsigned k = 0; k < a->nsteps; k++)
-		for (uint32_t i = 0; i < a->p->slots; i++) {
-			const struct hcl_inaw_slot *o = &a->s[k].win.s[i];
-			if (o->busy)
-				fprintf(f, "  step %u slot %u set %u slice %zu/%zu got %u tries %u epoch %u\n", k, i,
-					o->set, o->slice, a->s[k].nslices, o->got, o->tries, a->epoch);
-		}
+	for (uint32_t i = 0; i < a->p->slots; i++) {
+		const struct hcl_inaw_slot *o = &a->win.s[i];
+		if (o->busy)
+			fprintf(f, "  slot %u set %u slice %zu/%zu (step %zu) got %u tries %u epoch %u\n", i, o->set,
+				o->slice, a->call.slices, o->slice % aring_steps(a->p), o->got, o->tries, a->epoch);
+	}
 }
-
-struct resend_ctx {
-	struct hcl_aring *a;
-	unsigned step;
-};
 
 static bool resend_one(void *ctx, uint32_t slot)
 {
-	struct resend_ctx *r = ctx;
-	return send_slice(r->a, r->step, slot, r->a->s[r->step].win.s[slot].slice, true);
+	struct hcl_aring *a = ctx;
+	return send_slice(a, slot, a->win.s[slot].slice, true);
 }
 
 /* A RESULT or ACK from the member's aggregator: returns 1 when it finished
@@ -243,8 +211,7 @@ static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 {
 	struct ina_pkt p;
 	if (in->peer.sin_addr.s_addr != a->agg.sin_addr.s_addr || in->peer.sin_port != a->agg.sin_port ||
-	    ina_parse(in->buf, in->len, &p) != INA_OK || p.hdr.job < a->p->job0 ||
-	    p.hdr.job >= a->p->job0 + a->nsteps) {
+	    ina_parse(in->buf, in->len, &p) != INA_OK || p.hdr.job != a->p->job) {
 		a->st.stale++;
 		return 0;
 	}
@@ -258,12 +225,13 @@ static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 		a->st.stale++;
 		return 0;
 	}
-	unsigned k = p.hdr.job - a->p->job0;
-	struct step_state *ss = &a->s[k];
-	struct hcl_inaw_slot *o = hcl_inaw_match(&ss->win, &p.hdr, a->epoch);
+	struct hcl_inaw_slot *o = hcl_inaw_match(&a->win, &p.hdr, a->epoch);
 	uint8_t what = p.hdr.type == INA_T_ACK ? GOT_ACK : GOT_RESULT;
-	bool wanted = what == GOT_ACK ? ss->st.need_ack : ss->st.need_result;
-	if (!o || p.hdr.count != slice_n(a, ss, o->slice) || !wanted || (o->got & what)) {
+	struct aring_step st = { 0 };
+	if (o)
+		aring_slice_of(a->p, &a->call, a->member, o->slice, &st);
+	bool wanted = what == GOT_ACK ? st.need_ack : st.need_result;
+	if (!o || p.hdr.count != st.hi - st.lo || !wanted || (o->got & what)) {
 		a->st.stale++; /* a duplicate, or for a slice already done */
 		return 0;
 	}
@@ -278,17 +246,20 @@ static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 		a->st.acks++;
 	} else {
 		size_t esz = ina_wire_elem_size(a->p->dtype);
-		hcl_ina_swap_elems(dst + slice_lo(a, ss, o->slice) * esz, p.payload, p.hdr.count, esz);
+		size_t real = st.hi <= a->call.count  ? st.hi - st.lo
+			      : st.lo < a->call.count ? a->call.count - st.lo
+						      : 0;
+		hcl_ina_swap_elems(dst + st.lo * esz, p.payload, real, esz); /* not the padding */
 		a->st.results++;
 		a->results_left--;
 	}
-	if ((ss->st.need_ack && !(o->got & GOT_ACK)) || (ss->st.need_result && !(o->got & GOT_RESULT)))
+	if ((st.need_ack && !(o->got & GOT_ACK)) || (st.need_result && !(o->got & GOT_RESULT)))
 		return 0;
 	/* this slice is finished here: the slot's next slice uses the other set */
-	hcl_inaw_done(&ss->win, o, clock_now_ns());
-	ss->done++;
-	if (o->slice + a->p->slots < ss->nslices)
-		start_slice(a, k, o->slice + a->p->slots);
+	hcl_inaw_done(&a->win, o, clock_now_ns());
+	a->done++;
+	if (o->slice + a->p->slots < a->call.slices)
+		start_slice(a, o->slice + a->p->slots);
 	return 1;
 }
 
@@ -324,20 +295,15 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 	a->txq.n = 0; /* a failed call may have left some */
 	a->overflowed_job = -1;
 	a->nacked_job = -1;
-	a->results_left = 0;
-	size_t left = 0;
-	for (unsigned k = 0; k < a->nsteps; k++) {
-		struct step_state *ss = &a->s[k];
-		aring_step_of(a->p, a->member, k, count, &ss->st);
-		ss->nslices = (ss->st.hi - ss->st.lo + a->p->elems - 1) / a->p->elems;
-		ss->done = 0;
-		hcl_inaw_reset(&ss->win);
-		ss->win.end = ss->nslices; /* its tails get a probe */
-		left += ss->nslices;
-		a->results_left += ss->st.need_result ? ss->nslices : 0;
-		for (size_t j = 0; j < ss->nslices && j < a->p->slots; j++)
-			start_slice(a, k, j);
-	}
+	aring_call_of(a->p, count, &a->call);
+	/* every round multicasts m of its 2m - 1 steps */
+	a->results_left = a->call.rounds * a->p->m;
+	a->done = 0;
+	hcl_inaw_reset(&a->win);
+	a->win.end = a->call.slices; /* its tails get a probe */
+	size_t left = a->call.slices;
+	for (size_t q = 0; q < a->call.slices && q < a->p->slots; q++)
+		start_slice(a, q);
 	int64_t progress_at = clock_now_ns();
 	while (left) {
 		int peer = a->poll ? a->poll(a->poll_ctx) : 0;
@@ -368,11 +334,8 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 			return -ENETDOWN;
 		}
 		uint64_t answers = a->st.results + a->st.acks;
-		for (unsigned k = 0; k < a->nsteps; k++) {
-			struct resend_ctx r = { a, k };
-			hcl_inaw_resend(&a->s[k].win, now, chain_reached(a, k) ? 0 : HCL_ARING_CHAIN_WAIT_NS,
-					resend_one, &r, &wake, &a->st.resent);
-		}
+		hcl_inaw_resend(&a->win, now, a->done ? 0 : HCL_ARING_CHAIN_WAIT_NS, resend_one, a, &wake,
+				&a->st.resent);
 		hcl_ina_tx_flush(&a->txq, a->t); /* what the call's start and the last answers opened */
 		struct dgram_pkt in[HCL_INA_BATCH];
 		int n = hcl_ina_rx_batch(&a->rx, a->t, in, now, wake, deadline_ns);

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The agent-ring worker: what every rank runs for an agent-ring all-reduce
  * (docs/AGENTRING.md).  It talks to its member's aggregator only — the
- * rack's INA ToR, or the rank's own software member — through every step
- * job of the plan at once: a window of `slots` slices per step, DATA (or a
- * join) re-sent on timeout, a slice done when what its step promises has
- * come back (the downstream's ACK, the result, or both).  Slot sets
- * alternate per (step, slot) for the life of the worker, as the engine
- * requires. */
+ * rack's INA ToR, or the rank's own software member — through the member's
+ * one job: a window of `slots` slices over every step, sent in seq order
+ * (agent/aring_plan.h), DATA (or a join) re-sent on timeout, a slice done
+ * when what its step promises has come back (the downstream's ACK, the
+ * result, or both).  Slot sets alternate per slot for the life of the
+ * worker, as the engine requires. */
 #ifndef HCL_ARING_H
 #define HCL_ARING_H
 
@@ -22,10 +22,10 @@ struct hcl_aring;
 
 /* The re-send timer follows the round trip, never below this. */
 #define HCL_ARING_RTO_FLOOR_NS	5000000
-/* A slice sent before the chain has reached its step waits for the
- * members upstream, not for the network: until the step before it has
- * finished a slice here, its timer is at least this long (doubled per
- * re-send) and its round trip is not sampled.  On the trial's 200 Mbit/s
+/* A slice sent before the chain has reached this member waits for the
+ * members upstream, not for the network: until a slice of the call has
+ * finished here, the timer is at least this long (doubled per re-send)
+ * and no round trip is sampled.  On the trial's 200 Mbit/s
  * links this halved what the workers sent twice (about 1000 to 450 packets
  * per worker over five 4 MB calls).  Still a timer, not a wait: a lost
  * packet must never hang the ring.  (testbed/sim/ runs the same rule.) */

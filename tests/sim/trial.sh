@@ -68,17 +68,17 @@ line = next(l for l in report.splitlines() if l.startswith("- 256K: with INA"))
 assert ("with INA, %s takes" % ina) in line and ("without, %s takes" % base) in line, line
 print("# answer:", line)
 PY
-# a run the simulator fails: agent-ring plans at most 16 members, and with
-# no INA rack every one of 18 hosts is one.  Reported as failed with the
-# simulator's reason; the ring beside it still measured.
+# a run the simulator fails: a job takes at most 256 contributors, and
+# with no INA rack a software PS has every one of 258 hosts.  Reported as
+# failed with the simulator's reason; the ring beside it still measured.
 cat > "$scratch/f.cfg" <<'T'
 trial = {
   engine = "sim";
   racks = 2;
-  hosts_per_rack = 9;
+  hosts_per_rack = 129;
   ina_racks = "none";
-  algorithms = ["ring", "agent-ring"];
-  sizes = ["64K"];
+  algorithms = ["ring", "ps"];
+  sizes = ["16K"];
   iterations = 1;
   warmup = 0;
   repeats = 1;
@@ -89,10 +89,10 @@ T
 /usr/bin/python3 - "$scratch/f" <<'PY'
 import json, os, sys
 res = json.load(open(os.path.join(sys.argv[1], "results.json")))["results"]
-assert res["ring"]["64K"].get("time_us"), res["ring"]["64K"]
-err = res["agent-ring"]["64K"].get("error", "")
-assert "16" in err and "member" in err, res["agent-ring"]["64K"]
-assert ("| agent-ring | 64K | failed: " + err[:40]) in open(os.path.join(sys.argv[1], "report.md")).read()
+assert res["ring"]["16K"].get("time_us"), res["ring"]["16K"]
+err = res["ps"]["16K"].get("error", "")
+assert "256 contributors" in err, res["ps"]["16K"]
+assert ("| ps | 16K | failed: " + err[:40]) in open(os.path.join(sys.argv[1], "report.md")).read()
 print("# failed as expected:", err)
 PY
 echo "ok: a simulated trial reports the simulator's figures, seeds, sweep and answer"

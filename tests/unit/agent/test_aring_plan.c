@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The agent-ring plan: ring members for every mix of INA and plain racks,
- * and the schedule's invariants — each member adds its data to every chunk
- * exactly once, forwards go to the next member's next step on the same
- * chunk, ACKs name the upstream's job, every member receives every
- * complete chunk exactly once. */
+ * and the schedule's invariants — each member adds its data to every
+ * element exactly once, a forward is the same elements at the next
+ * member's next slice, every member receives every result exactly once,
+ * every member's one job names its neighbours — also past the 16 members
+ * the step-per-job plan held, and for tensors shorter than the ring. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -20,7 +22,7 @@ static struct ina_addr A(uint32_t host, uint16_t port) {
 	return (struct ina_addr){ .ip = htonl(0x0a000000u | host), .port = htons(port) };
 }
 
-/* racks of the given sizes; bit r of ina_mask: rack r has ToR 10.0.0.(250-r) */
+/* racks of the given sizes; bit r of ina_mask: rack r has ToR 10.240.0.r */
 static unsigned
 layout(struct plan_rank *r, struct ina_addr *soft, const unsigned *sizes, unsigned nracks, unsigned ina_mask)
 {
@@ -29,63 +31,84 @@ layout(struct plan_rank *r, struct ina_addr *soft, const unsigned *sizes, unsign
 		for (unsigned i = 0; i < sizes[k]; i++, n++) {
 			r[n] = (struct plan_rank){ .ina = A(n + 1, 48864), .rack = (int)k };
 			if (ina_mask >> k & 1)
-				r[n].tor = A(250 - k, 48864);
+				r[n].tor = A(0xF00000u | k, 48864);
 			soft[n] = A(n + 1, 48870);
 		}
 	return n;
 }
 
+/* Member k's job: every step in one, the upstream its last contributor
+ * and the downstream its forward, both under the plan's job id. */
+static void check_job(const struct aring_plan *p, unsigned k)
+{
+	unsigned m = p->m;
+	struct ina_job_cfg j;
+	aring_job(p, k, &j);
+	assert_null(ina_job_cfg_check(&j, 2048));
+	assert_int_equal(j.id, p->job);
+	assert_int_equal(j.nslots, p->slots);
+	assert_int_equal(j.fan_in, p->mem[k].n + (m > 1));
+	if (m == 1) {
+		assert_int_equal(j.chain_steps, 0);
+		assert_int_equal(j.upstream_index, -1);
+		return;
+	}
+	unsigned up = (k + m - 1) % m, dn = (k + 1) % m;
+	assert_int_equal(j.chain_steps, aring_steps(p));
+	assert_int_equal(j.upstream_index, p->mem[k].n);
+	assert_int_equal(j.contributors[j.upstream_index].ip, p->mem[up].agg.ip);
+	assert_int_equal(j.contributors[j.upstream_index].port, p->mem[up].agg.port);
+	assert_int_equal(j.upstream_job, p->job);
+	assert_int_equal(j.forward.addr.ip, p->mem[dn].agg.ip);
+	assert_int_equal(j.forward.addr.port, p->mem[dn].agg.port);
+	assert_int_equal(j.forward.job, p->job);
+	assert_int_equal(j.forward.contributor, INA_CONTRIB_UPSTREAM);
+}
+
+/* Every member adds every element of the (padded) tensor exactly once and
+ * gets every result exactly once; a forwarded slice is the same elements
+ * at the next member's next seq; slices are never empty nor longer than
+ * the plan's elems. */
 static void check_schedule(const struct aring_plan *p, size_t count)
 {
 	unsigned m = p->m, S = aring_steps(p);
-	struct ina_job_cfg j, n;
+	struct aring_call c;
+	aring_call_of(p, count, &c);
+	assert_int_equal(c.padded, count < m ? m : count);
+	assert_int_equal(c.slices, c.rounds * S);
+	uint8_t *added = malloc(c.padded), *got = malloc(c.padded);
 	for (unsigned k = 0; k < m; k++) {
-		unsigned added[ARING_MAX_MEMBERS] = { 0 }, got[ARING_MAX_MEMBERS] = { 0 };
-		for (unsigned s = 0; s < S; s++) {
+		memset(added, 0, c.padded);
+		memset(got, 0, c.padded);
+		for (size_t q = 0; q < c.slices; q++) {
 			struct aring_step st, nx;
-			aring_step_of(p, k, s, count, &st);
-			aring_job(p, k, s, &j);
-			assert_null(ina_job_cfg_check(&j, 2048));
-			assert_int_equal(j.id, p->job0 + s);
-			assert_int_equal(j.fan_in, p->mem[k].n + (s > 0));
-			assert_int_equal(st.join, s >= m);
-			assert_int_equal(st.lo, count * st.chunk / m);
-			assert_int_equal(st.hi, count * (st.chunk + 1) / m);
-			if (!st.join)
-				added[st.chunk]++;
-			if (st.need_result)
-				got[st.chunk]++;
-			assert_int_equal(st.need_ack, !!(j.outputs & INA_OUT_FORWARD));
-			if (m > 1)
-				assert_true(j.outputs & INA_OUT_ACK);
-			if (s > 0) { /* the upstream is the previous member, acknowledged under its job */
-				unsigned up = (k + m - 1) % m;
-				assert_int_equal(j.upstream_index, p->mem[k].n);
-				assert_int_equal(j.contributors[j.upstream_index].ip, p->mem[up].agg.ip);
-				assert_int_equal(j.contributors[j.upstream_index].port, p->mem[up].agg.port);
-				assert_int_equal(j.upstream_job, p->job0 + s - 1);
-			} else {
-				assert_int_equal(j.upstream_index, -1);
+			aring_slice_of(p, &c, k, q, &st);
+			assert_int_equal(st.step, q % S);
+			assert_true(st.lo < st.hi && st.hi - st.lo <= p->elems && st.hi <= c.padded);
+			assert_int_equal(st.join, st.step >= m);
+			assert_int_equal(st.need_ack, m > 1 && st.step + 1 < S);
+			assert_int_equal(st.need_result, st.step + 1 >= m);
+			for (size_t e = st.lo; e < st.hi; e++) {
+				added[e] += !st.join;
+				got[e] += st.need_result;
 			}
-			if (j.outputs & INA_OUT_FORWARD) { /* to the next member's next step, same chunk */
-				unsigned dn = (k + 1) % m;
-				assert_int_equal(j.forward.addr.ip, p->mem[dn].agg.ip);
-				assert_int_equal(j.forward.job, p->job0 + s + 1);
-				assert_int_equal(j.forward.contributor, INA_CONTRIB_UPSTREAM);
-				aring_step_of(p, dn, s + 1, count, &nx);
-				assert_int_equal(nx.chunk, st.chunk);
-				aring_job(p, dn, s + 1, &n);
-				assert_int_equal(n.upstream_job, j.id);
-			}
-			/* the owner step completes the chunk: all m members added */
-			if (s == m - 1)
+			if (st.step == m - 1) /* the owner completes the chunk: all m added */
 				assert_int_equal(st.chunk, (k + 1) % m);
+			if (!st.need_ack)
+				continue;
+			aring_slice_of(p, &c, (k + 1) % m, q + 1, &nx); /* the downstream's slice q + 1 */
+			assert_int_equal(nx.step, st.step + 1);
+			assert_int_equal(nx.lo, st.lo);
+			assert_int_equal(nx.hi, st.hi);
 		}
-		for (unsigned c = 0; c < m; c++) {
-			assert_int_equal(added[c], 1);
-			assert_int_equal(got[c], 1);
+		for (size_t e = 0; e < c.padded; e++) {
+			assert_int_equal(added[e], 1);
+			assert_int_equal(got[e], 1);
 		}
+		check_job(p, k);
 	}
+	free(added);
+	free(got);
 }
 
 static void test_mixes(void **st)
@@ -138,28 +161,53 @@ static void test_one_member_is_switchml(void **st)
 	assert_int_equal(p.m, 1);
 	assert_int_equal(aring_steps(&p), 1);
 	struct ina_job_cfg j;
-	aring_job(&p, 0, 0, &j);
+	aring_job(&p, 0, &j);
 	assert_int_equal(j.outputs, INA_OUT_MULTICAST);
 	assert_int_equal(j.fan_in, 4);
+	struct aring_call c;
+	aring_call_of(&p, 1000, &c);
+	assert_int_equal(c.rounds, 4); /* 1000 elements in slices of 256 at most */
 	struct aring_step s;
-	aring_step_of(&p, 0, 0, 100, &s);
+	aring_slice_of(&p, &c, 0, 0, &s);
 	assert_true(s.need_result && !s.need_ack && !s.join);
-	assert_int_equal(s.hi - s.lo, 100);
+	assert_int_equal(s.hi - s.lo, 250);
+	check_schedule(&p, 1000);
+	aring_plan_free(&p);
+}
+
+/* 1024 hosts in 32 racks, a quarter of them INA: 8 + 768 members, one
+ * job each, where the step-per-job plan stopped at 16 members. */
+static void test_large(void **st)
+{
+	(void)st;
+	enum { RACKS = 32, HOSTS = 32, N = RACKS * HOSTS };
+	unsigned sizes[RACKS];
+	for (unsigned k = 0; k < RACKS; k++)
+		sizes[k] = HOSTS;
+	static struct plan_rank r[N];
+	static struct ina_addr soft[N];
+	struct aring_plan p;
+	char err[200];
+	unsigned w = layout(r, soft, sizes, RACKS, 0x11111111u);
+	assert_int_equal(aring_plan_build(r, soft, w, 7, INA_D_FP32, 16, 2048, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.m, 8 + 24 * HOSTS);
+	check_schedule(&p, 4u << 20);
+	check_schedule(&p, 100); /* shorter than the ring: padded */
 	aring_plan_free(&p);
 }
 
 static void test_refusals(void **st)
 {
 	(void)st;
-	static const unsigned big[] = { 17 }, two[] = { 2, 2 };
-	struct plan_rank r[17];
-	struct ina_addr soft[17];
+	static const unsigned two[] = { 2, 2 };
+	struct plan_rank r[4];
+	struct ina_addr soft[4];
 	struct aring_plan p;
 	char err[200];
-	layout(r, soft, big, 1, 0); /* 17 autonomous hosts */
-	assert_int_equal(aring_plan_build(r, soft, 17, 1, INA_D_FP32, 8, 256, &p, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "more than 16 ring members"));
 	layout(r, soft, two, 2, 0x1);
+	assert_int_equal(aring_plan_build(r, soft, 4, 1, INA_D_FP32, 1, 256, &p, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "at least 2 slots"));
+	assert_int_equal(aring_plan_build(r, soft, 4, 1, INA_D_FP32, 8, 1, &p, err, sizeof(err)), -EINVAL);
 	r[1].tor = A(200, 48864);
 	assert_int_equal(aring_plan_build(r, soft, 4, 1, INA_D_FP32, 8, 256, &p, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "different INA switches"));
@@ -170,6 +218,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mixes),
 		cmocka_unit_test(test_one_member_is_switchml),
+		cmocka_unit_test(test_large),
 		cmocka_unit_test(test_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

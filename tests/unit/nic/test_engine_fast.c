@@ -18,7 +18,7 @@
 #include "ina_engine_state.h"
 #include "testlib.h"
 
-#define NJOBS 3
+#define NJOBS 4
 
 static struct ina_job_cfg jobs[NJOBS];
 
@@ -33,6 +33,12 @@ static void make_jobs(void)
 	jobs[2] = tl_job(3, 2, INA_D_INT32, 2, 4); /* under a parent PS */
 	jobs[2].outputs = INA_OUT_PS;
 	jobs[2].parent = (struct ina_peer){ .addr = tl_addr(950), .job = 3, .contributor = 0 };
+	jobs[3] = tl_job(4, 3, INA_D_INT32, 3, 8); /* an agent-ring member of 3: every step in one */
+	jobs[3].outputs = INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_ACK;
+	jobs[3].chain_steps = 5;
+	jobs[3].upstream_index = 2;
+	jobs[3].upstream_job = 4;
+	jobs[3].forward = (struct ina_peer){ .addr = tl_addr(960), .job = 4, .contributor = INA_CONTRIB_UPSTREAM };
 }
 
 /* One packet of the stream: mostly the slices members of job j would send
@@ -193,7 +199,7 @@ static void run(bool grouped, struct mock_sink *sink)
 		assert_int_equal(ina_job_install(ref, &jobs[j], NULL), 0);
 	}
 	struct tl_rng r = { grouped ? 7 : 11 };
-	uint32_t epoch[NJOBS] = { 5, 5, 5 };
+	uint32_t epoch[NJOBS] = { 5, 5, 5, 5 };
 	uint64_t now_ns = 1000000000ull, accepted = 0;
 	uint8_t buf[INA_HDR_LEN + 64 * 4 + 8];
 	for (unsigned step = 0; step < 300000; step++) {

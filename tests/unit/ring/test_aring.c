@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The agent-ring worker over the fake network: two INA racks (their ToRs
- * software aggregators running the plan's step jobs) and a host of a rack
+ * software aggregators running each member's one job) and a host of a rack
  * without INA (its own software member), exact int32 sums and bf16 sums
  * rounded once, under loss, duplication and reordering, over several
  * calls (the shadow sets carry over); a rank that never comes makes the
@@ -24,14 +24,14 @@
 #include "softsw.h"
 #include "testlib.h"
 
-enum { WORLD = 5, TOR0 = WORLD, TOR1, SOFT0, EPS = SOFT0 + WORLD };
-#define ELEMS 64
-#define SLOTS 4
+#define ELEMS	  64
+#define SLOTS	  4
+#define MAX_WORLD 40
 
 struct worker {
 	struct fake_hub *hub;
 	const struct aring_plan *plan;
-	unsigned rank, calls;
+	unsigned rank, calls, world;
 	size_t count;
 	int64_t timeout_ns;
 	int rc;
@@ -63,7 +63,7 @@ static void *worker_main(void *arg)
 					    sizeof(w->err));
 		for (size_t i = 0; w->rc == 0 && i < w->count; i++) {
 			uint32_t want = 0;
-			for (unsigned r = 0; r < WORLD; r++)
+			for (unsigned r = 0; r < w->world; r++)
 				want += (uint32_t)ival(r, call, i);
 			if ((uint32_t)out[i] != want) {
 				snprintf(w->err, sizeof(w->err), "call %u element %zu: %d != %d", call, i, out[i],
@@ -84,48 +84,59 @@ static struct ina_addr ep_addr(unsigned ep)
 	return (struct ina_addr){ .ip = a.sin_addr.s_addr, .port = a.sin_port };
 }
 
-/* The ring of the test's layout, every member's aggregator started:
- * ranks 0-1 behind ToR 0, ranks 2-3 behind ToR 1, rank 4 alone. */
-static void run(const struct fake_net *net, size_t count, int skip)
+/* A layout: `world` ranks, rank i in rack rack_of[i], racks whose bit is
+ * set in ina_mask behind an INA ToR.  Endpoints: the ranks 0..world-1,
+ * rack r's ToR world + r, rank i's software member 2 * world + i. */
+struct layout {
+	unsigned world, members;
+	const int *rack_of;
+	unsigned ina_mask;
+};
+
+/* The ring of the layout, every member's aggregator started; four calls
+ * (every rank but `skip`, if not -1). */
+static void run_layout(const struct layout *l, const struct fake_net *net, size_t count, int skip)
 {
-	struct fake_hub *hub = fake_hub_new(EPS, net);
-	struct plan_rank info[WORLD];
-	struct ina_addr soft[WORLD];
-	for (unsigned i = 0; i < WORLD; i++) {
-		info[i] = (struct plan_rank){ .ina = ep_addr(i), .rack = (int)i / 2 };
-		if (i < 4)
-			info[i].tor = ep_addr(i < 2 ? TOR0 : TOR1);
-		soft[i] = ep_addr(SOFT0 + i);
+	const unsigned W = l->world;
+	struct fake_hub *hub = fake_hub_new(3 * W, net);
+	struct plan_rank info[MAX_WORLD];
+	struct ina_addr soft[MAX_WORLD];
+	for (unsigned i = 0; i < W; i++) {
+		int rack = l->rack_of[i];
+		info[i] = (struct plan_rank){ .ina = ep_addr(i), .rack = rack };
+		if (l->ina_mask >> rack & 1)
+			info[i].tor = ep_addr(W + (unsigned)rack);
+		soft[i] = ep_addr(2 * W + i);
 	}
 	struct aring_plan plan;
 	char err[256];
-	if (aring_plan_build(info, soft, WORLD, 20, INA_D_INT32, SLOTS, ELEMS, &plan, err, sizeof(err)) < 0)
+	if (aring_plan_build(info, soft, W, 20, INA_D_INT32, SLOTS, ELEMS, &plan, err, sizeof(err)) < 0)
 		fail_msg("plan: %s", err);
-	assert_int_equal(plan.m, 3); /* two INA racks and one autonomous host */
-	struct softsw *agg[3];
-	struct ina_job_cfg jobs[2 * 3 - 1];
+	assert_int_equal(plan.m, l->members);
+	struct softsw *agg[MAX_WORLD];
 	for (unsigned k = 0; k < plan.m; k++) {
-		for (unsigned s = 0; s < aring_steps(&plan); s++)
-			aring_job(&plan, k, s, &jobs[s]);
+		struct ina_job_cfg job;
+		aring_job(&plan, k, &job);
 		struct dgram_transport t;
-		unsigned ep = plan.mem[k].ina ? (plan.mem[k].rack == 0 ? TOR0 : TOR1) : SOFT0 + 4;
-		fake_hub_endpoint(hub, ep, &t);
-		if (!(agg[k] = softsw_start_on(&t, jobs, aring_steps(&plan), err, sizeof(err))))
+		const struct aring_member *mb = &plan.mem[k];
+		fake_hub_endpoint(hub, mb->ina ? W + (unsigned)mb->rack : 2 * W + plan.worker_rank[mb->first], &t);
+		if (!(agg[k] = softsw_start_on(&t, &job, 1, err, sizeof(err))))
 			fail_msg("member %u: %s", k, err);
 	}
-	struct worker w[WORLD];
-	pthread_t th[WORLD];
-	for (unsigned i = 0; i < WORLD; i++) {
+	struct worker w[MAX_WORLD];
+	pthread_t th[MAX_WORLD];
+	for (unsigned i = 0; i < W; i++) {
 		w[i] = (struct worker){ .hub = hub,
 					.plan = &plan,
 					.rank = i,
 					.calls = 4,
+					.world = W,
 					.count = count,
 					.timeout_ns = skip >= 0 ? 400000000 : 20000000000 };
 		if ((int)i != skip)
 			pthread_create(&th[i], NULL, worker_main, &w[i]);
 	}
-	for (unsigned i = 0; i < WORLD; i++) {
+	for (unsigned i = 0; i < W; i++) {
 		if ((int)i == skip)
 			continue;
 		pthread_join(th[i], NULL);
@@ -146,6 +157,14 @@ static void run(const struct fake_net *net, size_t count, int skip)
 	fake_hub_free(hub);
 }
 
+/* ranks 0-1 behind ToR 0, ranks 2-3 behind ToR 1, rank 4 alone */
+static void run(const struct fake_net *net, size_t count, int skip)
+{
+	static const int racks[] = { 0, 0, 1, 1, 2 };
+	const struct layout l = { .world = 5, .members = 3, .rack_of = racks, .ina_mask = 0x3 };
+	run_layout(&l, net, count, skip);
+}
+
 static void test_clean(void **state)
 {
 	(void)state;
@@ -162,6 +181,22 @@ static void test_lossy(void **state)
 	run(&lossy, 25 * ELEMS + 9, -1);
 }
 
+/* 36 ranks: a rack of 4 behind INA and 32 autonomous hosts, 33 members,
+ * past the 16 the step-per-job plan held; a tensor shorter than the ring
+ * (padded) and one of many rounds, clean and lossy. */
+static void test_many_members(void **state)
+{
+	(void)state;
+	int racks[36];
+	for (unsigned i = 0; i < 36; i++)
+		racks[i] = i < 4 ? 0 : (int)i - 3;
+	const struct layout l = { .world = 36, .members = 33, .rack_of = racks, .ina_mask = 0x1 };
+	const struct fake_net clean = { .seed = 14 }, lossy = { .loss = 0.02, .reorder = 0.05, .seed = 15 };
+	run_layout(&l, &clean, 20, -1);
+	run_layout(&l, &clean, 100 * ELEMS + 5, -1);
+	run_layout(&l, &lossy, 70 * ELEMS + 3, -1);
+}
+
 static void test_dead_member(void **state)
 {
 	(void)state;
@@ -174,6 +209,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean),
 		cmocka_unit_test(test_lossy),
+		cmocka_unit_test(test_many_members),
 		cmocka_unit_test(test_dead_member),
 	};
 	return cmocka_run_group_tests_name("aring", tests, NULL, NULL);

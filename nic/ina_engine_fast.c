@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The engine's fast path: the common DATA packet decided on the wire
+ * bytes, everything else handed to the general path (ina_engine.c). */
+#include <string.h>
+
+#include "ina_engine_dp.h"
+#include "ina_kernels.h"
+
+static uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+
+static uint32_t be32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return __builtin_bswap32(v);
+}
+
+/* The packet nearly every one is: an int32 or fp32 slice from a member to
+ * a slot that collects that slice or is free for it.  Decided straight on
+ * the wire bytes, with the checks of ina_parse, dispatch and on_data
+ * reordered so that this case is cheap; it then takes the same steps as
+ * on_data.  Anything else (other types and dtypes, joins, refusals,
+ * re-sends, reclaims, a slot held for the other set) returns INA_R_MAX_
+ * with nothing changed, for the general path to decide.  Both must agree
+ * on every packet: test_engine_fast drives them side by side. */
+static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, size_t len, const struct ina_addr *src,
+				    struct ina_emits *out)
+{
+	if (len < INA_HDR_LEN || p[0] != INA_VERSION || p[1] != INA_T_DATA || (p[3] & ~INA_F_OVERFLOW) || p[22] ||
+	    p[23])
+		return INA_R_MAX_;
+	struct job *j = find_job(eng, be16(p + 4));
+	const uint16_t count = be16(p + 20), c = be16(p + 6);
+	const uint32_t slot = be32(p + 8), index = ina_slot_index(slot);
+	if (!j || p[2] != j->cfg.dtype || (p[2] != INA_D_INT32 && p[2] != INA_D_FP32) ||
+	    (j->cfg.outputs & INA_OUT_MISS) || count == 0 || count > j->cfg.elems_per_slot ||
+	    len - INA_HDR_LEN != (size_t)count * INA_ELEM_SIZE || index >= j->cfg.nslots || c >= j->cfg.fan_in ||
+	    (j->cfg.chain_steps && (int)c == j->cfg.upstream_index) || !addr_eq(src, &j->cfg.contributors[c]))
+		return INA_R_MAX_;
+	const uint32_t epoch = be32(p + 12), seq = be32(p + 16);
+	if ((int32_t)(epoch - j->epoch_hi) > INA_EPOCH_WINDOW)
+		return INA_R_MAX_;
+	const size_t m = ((size_t)j->base + index) * 2;
+	struct slot *s = slot_at(eng, m + ina_slot_set(slot)), *o = slot_at(eng, m + !ina_slot_set(slot));
+	if (bit_test(o, c) && unfinished(o))
+		return INA_R_MAX_;
+	bool fresh = s->state == SLOT_EMPTY;
+	if (s->state == SLOT_PARTIAL) {
+		/* the slice it collects, with elements added already */
+		if (s->epoch != epoch || s->seq != seq || s->nelem != count || bit_test(s, c) || !s->ndata)
+			return INA_R_MAX_;
+	} else if (s->state == SLOT_COMPLETE) {
+		/* a newer slice, every member gone on, and not idle (a reclaim) */
+		int32_t d = (int32_t)(epoch - s->epoch);
+		if (d < 0 || (d == 0 && (int32_t)(seq - s->seq) <= 0) || !bitmap_empty(s) ||
+		    eng->now_ms - s->touched_ms >= (j->cfg.reclaim_ms ? j->cfg.reclaim_ms : INA_RECLAIM_MS))
+			return INA_R_MAX_;
+		fresh = true;
+	} else if (!fresh) {
+		return INA_R_MAX_;
+	}
+
+	/* the context the general path's helpers read: for a new round and a
+	 * completion only (start_round, on_complete) */
+	struct ina_pkt pkt;
+	struct ctx x;
+	const bool last = (fresh ? 0u : s->count) + 1u == fan_in_of(&j->cfg, seq);
+	if (fresh || last) {
+		pkt.hdr.epoch = epoch;
+		pkt.hdr.seq = seq;
+		pkt.hdr.count = count;
+		x.eng = eng;
+		x.job = j;
+		x.pkt = &pkt;
+		x.out = out;
+		x.index = index;
+		x.set = ina_slot_set(slot);
+		x.slot = s;
+		x.other = o;
+		x.data = slot_data(s);
+		x.frames = 0;
+	}
+	out->n = 0;
+	eng->st.rx_packets++;
+	j->st.rx_packets++;
+	if (fresh)
+		ina_dp_start_round(&x);
+	bit_clear(o, c);
+	/* add_contribution's steps for elements of int32 or fp32 */
+	uint32_t *data = slot_data(s), ovf = 0;
+	const uint8_t *payload = p + INA_HDR_LEN;
+	if (s->ndata == 0) {
+		if (last)
+			memcpy(data, payload, (size_t)count * INA_ELEM_SIZE);
+		else
+			ina_k_load(data, payload, count);
+	} else if (p[2] == INA_D_FP32) {
+		(last ? ina_k_add_f32_final : ina_k_add_f32)(data, payload, count);
+	} else {
+		ovf = (last ? ina_k_add_i32_final : ina_k_add_i32)(data, payload, count);
+	}
+	if (ovf)
+		s->flags |= INA_F_OVERFLOW;
+	s->exponent = 0; /* int32 and fp32 carry none */
+	bit_set(s, c);
+	s->count++;
+	s->ndata++;
+	j->st.contributions++;
+	if (last)
+		ina_dp_on_complete(&x);
+	s->touched_ms = eng->now_ms;
+	eng->st.accepted++;
+	eng->fast_packets++;
+	if (last)
+		j->st.emits += x.frames;
+	return INA_OK;
+}
+
+enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t len, const struct ina_addr *src,
+			      struct ina_emits *out)
+{
+	struct ina_pkt pkt;
+	enum ina_reason r;
+
+	if (!eng->general_only && (r = rx_data_fast(eng, buf, len, src, out)) != INA_R_MAX_)
+		return r;
+	r = ina_parse(buf, len, &pkt);
+
+	if (r != INA_OK) {
+		out->n = 0;
+		eng->st.rx_packets++;
+		eng->st.drops[r]++;
+		return r;
+	}
+	return ina_engine_process(eng, &pkt, src, out);
+}
