@@ -23,7 +23,7 @@
  * All of it is one engine job per member (ina_job_cfg.chain_steps = S),
  * whose slots every step shares: a worker sends its slices in seq order,
  * slice q into slot q % slots, so a member holds `slots` slices in flight
- * whatever m is.  Every step with an upstream acknowledges it on
+ * (the slots asked for, times 2m - 1 up to 8) whatever m is.  Every step with an upstream acknowledges it on
  * completion; a forwarding step is finished for its workers when the
  * downstream's ACK comes back.  One member (m == 1) is plain SwitchML. */
 #ifndef ARING_PLAN_H
@@ -52,9 +52,11 @@ struct aring_plan {
 	unsigned *index_of;	      /* per rank: its contributor index in its member's job */
 	uint16_t job;		      /* every member's job id */
 	uint8_t dtype;
-	uint32_t slots; /* per member: slices in flight (at least 2) */
+	uint32_t slots; /* per member: slices in flight, the slots asked for x min(2m - 1, ARING_WINDOW_STEPS) */
 	uint16_t elems; /* per slice, at most (at least 2) */
 };
+
+#define ARING_WINDOW_STEPS 8
 
 /* ranks[i].tor.ip != 0 marks an INA rack (its ToR's address and MAC in
  * .tor); soft[i] is where rank i's software member listens (used when its

@@ -188,9 +188,9 @@ SimAlgos sim_aring_create(const SimCfg &c, SimNet &net)
 	for (unsigned k = 0; k < p->m; k++) {
 		const aring_member &m = p->mem[k];
 		SimAgg *a = m.ina ? SimAgg::Make(net, net.tors.Get((uint32_t)m.rack), net.tor_ip[(unsigned)m.rack],
-						 INA_UDP_PORT_MIN, c.ina_slots, (uint16_t)c.ina_elems)
+						 INA_UDP_PORT_MIN, p->slots, (uint16_t)c.ina_elems)
 				  : SimAgg::Make(net, net.hosts.Get(p->worker_rank[m.first]), 0, INA_PS_PORT,
-						 c.ina_slots, (uint16_t)c.ina_elems);
+						 p->slots, (uint16_t)c.ina_elems);
 		ina_job_cfg j;
 		aring_job(p.get(), k, &j);
 		a->Install(j);

@@ -16,8 +16,8 @@
 
 Writes DIR/<study>.csv, DIR/<study>.md (the tables) and PNG plots (gnuplot).
   testbed/sim/study.py [-o DIR] [--sim BIN] [--emulated results.json]
-                       [--hosts 64,256,1024] [--size 1M] [--rate 200M] [-j 2]
-                       [STUDY...]
+                       [--hosts 64,256,1024] [--size 1M] [--rate 200M]
+                       [--slots 8] [-j 2] [STUDY...]
 """
 import argparse
 import concurrent.futures
@@ -142,7 +142,7 @@ def scale(a, out):
         # a run that has not finished after 20 s of simulated time (a 1 MiB
         # call takes under 2 s even at 1024 hosts) has collapsed
         base = ["--racks=%d" % R, "--hostsPerRack=%d" % H, "--size=" + a.size, "--hostRate=" + a.rate,
-                "--uplinkBuffer=256K", "--limitS=20",
+                "--inaSlots=%d" % a.slots, "--uplinkBuffer=256K", "--limitS=20",
                 "--computeMs=10", "--jitter=normal:2", "--iterations=3", "--warmup=1"]
         ks = sorted({0, R // 4, R // 2, 3 * R // 4, R})
         cases = [("ring", ["--algorithm=ring"], None), ("hier", ["--algorithm=hier"], None)]
@@ -158,8 +158,8 @@ def scale(a, out):
                  if t[key].get("time_ms") and not t[key].get("error")]
         best_name, best = min(plain, key=lambda x: x[1]) if plain else ("none", None)
         md.append("")
-        md.append("**%d hosts** (%d racks of %d, %s, %s hosts; best without INA: %s, %s ms)" %
-                  (n, R, H, a.size, a.rate, best_name, fmt(best)))
+        md.append("**%d hosts** (%d racks of %d, %s, %s hosts, %d INA slots; best without INA: %s, %s ms)" %
+                  (n, R, H, a.size, a.rate, a.slots, best_name, fmt(best)))
         md.append("")
         md.append("| INA racks | " + " | ".join(("ps-ina (sharded PS)", "ps-ina (one PS)", "agent-ring")) + " |")
         md.append("|---|---|---|---|")
@@ -236,6 +236,7 @@ def main():
     ap.add_argument("--hosts", default="64,256,1024")
     ap.add_argument("--size", default="1M")
     ap.add_argument("--rate", default="200M", help="host links (scale), bit/s")
+    ap.add_argument("--slots", type=int, default=8, help="INA slices in flight per rank (scale)")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     a = ap.parse_args()
     for s in a.studies:

@@ -131,6 +131,8 @@ static void test_mixes(void **st)
 		assert_int_equal(aring_plan_build(r, soft, w, 10, INA_D_INT32, 8, 256, &p, err, sizeof(err)), 0);
 		assert_int_equal(p.m, cases[t].members);
 		assert_int_equal(aring_chain(&p), 2 * (p.m - 1));
+		/* a worker's window: 8 slots x (2m - 1) steps, up to 8 */
+		assert_int_equal(p.slots, 8 * (2 * p.m - 1 < ARING_WINDOW_STEPS ? 2 * p.m - 1 : ARING_WINDOW_STEPS));
 		/* every rank is a worker of the member of its rack, INA racks once */
 		for (unsigned i = 0; i < w; i++) {
 			const struct aring_member *mb = &p.mem[p.member_of[i]];
@@ -160,6 +162,7 @@ static void test_one_member_is_switchml(void **st)
 	assert_int_equal(aring_plan_build(r, soft, 4, 1, INA_D_FP32, 8, 256, &p, err, sizeof(err)), 0);
 	assert_int_equal(p.m, 1);
 	assert_int_equal(aring_steps(&p), 1);
+	assert_int_equal(p.slots, 8); /* no chain: the window asked for */
 	struct ina_job_cfg j;
 	aring_job(&p, 0, &j);
 	assert_int_equal(j.outputs, INA_OUT_MULTICAST);
