@@ -104,7 +104,7 @@ static void run_layout(const struct layout *l, const struct fake_net *net, size_
 	for (unsigned i = 0; i < W; i++) {
 		int rack = l->rack_of[i];
 		info[i] = (struct plan_rank){ .ina = ep_addr(i), .rack = rack };
-		if (l->ina_mask >> rack & 1)
+		if (rack < 32 && (l->ina_mask >> rack & 1))
 			info[i].tor = ep_addr(W + (unsigned)rack);
 		soft[i] = ep_addr(2 * W + i);
 	}
