@@ -615,7 +615,8 @@ static void ack_stale_upstream(struct ctx *x)
 	x->job->st.retransmits++;
 	emit_of(x, &key, x->index, 0, INA_T_ACK, &c->contributors[c->upstream_index], c->upstream_job,
 		INA_CONTRIB_UPSTREAM, 0);
-	x->out->e[x->out->n - 1].payload = NULL; /* bare: nothing points at the key */
+	static const uint8_t none[1];
+	x->out->e[x->out->n - 1].payload = none; /* bare, and nothing may point at the key */
 	chain_shift(x, -1);
 }
 
