@@ -90,6 +90,13 @@ struct aring_step {
 void aring_slice_of(const struct aring_plan *p, const struct aring_call *c, unsigned k, size_t q,
 		    struct aring_step *out);
 
+/* Of slice st's elements, how many are the tensor's (the rest, from
+ * c->count on, is padding). */
+static inline size_t aring_real(const struct aring_call *c, const struct aring_step *st)
+{
+	return st->hi <= c->count ? st->hi - st->lo : st->lo < c->count ? c->count - st->lo : 0;
+}
+
 /* Hops on the longest dependency chain of one slice (2(m-1)). */
 static inline unsigned aring_chain(const struct aring_plan *p) { return 2 * (p->m - 1); }
 

@@ -216,13 +216,13 @@ static void aring_report(struct hcl_comm *c, enum hcl_dtype dt, size_t count)
 		fprintf(stderr, "agent rack %d: no stats from the switch: %s\n", p->mem[k].rack, e2);
 		return;
 	}
-	unsigned long long sum[5] = { r.completions, r.contributions, r.retransmits, r.slots_busy, r.drops };
 	s->expect[d] += call.slices;
 	fprintf(stderr,
 		"agent rack %d: %s ring, %u steps: %llu of %llu slices complete in the switch, %llu contributions, "
 		"%llu re-sends answered, %llu slots busy, %llu refused\n",
-		p->mem[k].rack, d ? "int32" : "fp32", aring_steps(p), sum[0], s->expect[d], sum[1], sum[2], sum[3],
-		sum[4]);
+		p->mem[k].rack, d ? "int32" : "fp32", aring_steps(p), (unsigned long long)r.completions, s->expect[d],
+		(unsigned long long)r.contributions, (unsigned long long)r.retransmits,
+		(unsigned long long)r.slots_busy, (unsigned long long)r.drops);
 }
 
 static void aring_stats(const struct hcl_comm *c, struct hcl_comm_stats *out)

@@ -131,7 +131,7 @@ static size_t encode_slice(const struct hcl_aring *a, uint32_t slot, size_t q, b
 	ina_hdr_encode(&h, buf);
 	size_t len = INA_HDR_LEN, esz = ina_wire_elem_size(a->p->dtype);
 	if (!st.join) {
-		size_t real = st.hi <= a->call.count ? n : st.lo < a->call.count ? a->call.count - st.lo : 0;
+		size_t real = aring_real(&a->call, &st);
 		hcl_ina_swap_elems(buf + INA_HDR_LEN, a->src + st.lo * esz, real, esz);
 		memset(buf + INA_HDR_LEN + real * esz, 0, (n - real) * esz);
 		len += esz * n;
@@ -246,9 +246,7 @@ static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 		a->st.acks++;
 	} else {
 		size_t esz = ina_wire_elem_size(a->p->dtype);
-		size_t real = st.hi <= a->call.count  ? st.hi - st.lo
-			      : st.lo < a->call.count ? a->call.count - st.lo
-						      : 0;
+		size_t real = aring_real(&a->call, &st);
 		hcl_ina_swap_elems(dst + st.lo * esz, p.payload, real, esz); /* not the padding */
 		a->st.results++;
 		a->results_left--;

@@ -66,12 +66,6 @@ class ArRank : public SimInaClient
 		aring_slice_of(p, &call, member, q, &st);
 		return st;
 	}
-	/* of slice st's elements, those of the tensor (not its padding) */
-	size_t Real(const aring_step &st) const
-	{
-		return st.hi <= call.count ? st.hi - st.lo : st.lo < call.count ? call.count - st.lo : 0;
-	}
-
 	void StartSlice(size_t q)
 	{
 		uint32_t slot = (uint32_t)(q % p->slots);
@@ -98,7 +92,7 @@ class ArRank : public SimInaClient
 		ina_hdr_encode(&h, frame);
 		size_t len = INA_HDR_LEN;
 		if (!st.join) {
-			const size_t real = Real(st);
+			const size_t real = aring_real(&call, &st);
 			hcl_ina_swap_elems(frame + INA_HDR_LEN, &in[st.lo], real, 4);
 			memset(frame + INA_HDR_LEN + 4 * real, 0, 4 * (n - real));
 			len += 4 * n;
@@ -130,7 +124,7 @@ class ArRank : public SimInaClient
 			return;
 		o->got |= what;
 		if (what == GOT_RESULT)
-			hcl_ina_swap_elems(&data[st.lo], pk.payload, Real(st), 4);
+			hcl_ina_swap_elems(&data[st.lo], pk.payload, aring_real(&call, &st), 4);
 		if ((st.need_ack && !(o->got & GOT_ACK)) || (st.need_result && !(o->got & GOT_RESULT)))
 			return;
 		hcl_inaw_done(&win, o, sim_now_ns());
