@@ -72,6 +72,7 @@ int psina_plan(const struct plan_rank *r, unsigned world, const struct ina_addr 
 	 * leave swemu's fast path, and its windows of one slice per shard never
 	 * trigger one (docs/BENCHMARKS.md, "Loss") */
 	plan_job_init(&p->ps, job, dtype, slots, elems, INA_OUT_MULTICAST | INA_OUT_MISS);
+	p->ps.idle_miss_us = PSINA_IDLE_MISS_US;
 	for (unsigned t = 0; t < p->ntor; t++) {
 		p->tor[t].job.parent = (struct ina_peer){ .addr = *ps, .job = job, .contributor = p->ps.fan_in };
 		if (add_contributor(&p->ps, &r[p->tor[t].agent].tor, err, errlen) < 0)
@@ -107,6 +108,23 @@ uint32_t psina_shard_slots(const struct psina_plan *p, uint32_t slots, unsigned 
 		n = fit > 1 ? (uint32_t)fit : 1;
 	}
 	return n;
+}
+
+uint16_t psina_shard_elems(const struct psina_plan *p, uint32_t slots, unsigned shards, uint16_t elems)
+{
+	if (!p->use_ps || !p->ps.fan_in || psina_shard_slots(p, slots, shards, elems) >= PSINA_MIN_SHARD_SLOTS)
+		return elems;
+	/* the largest slice, in whole cache lines of elements, at which the
+	 * in-flight share or the two-slot window rule gives two */
+	const size_t per = (size_t)p->ps.fan_in * PSINA_MIN_SHARD_SLOTS * INA_ELEM_SIZE;
+	const size_t fits[2] = { PSINA_SHARD_INFLIGHT_BYTES / per, PSINA_SHARD_WINDOW_BYTES / per };
+	for (unsigned i = 0; i < 2; i++) {
+		size_t e = fits[i] / 16 * 16;
+		if (e >= PSINA_MIN_SLICE_ELEMS && e < elems &&
+		    psina_shard_slots(p, slots, shards, (uint16_t)e) >= PSINA_MIN_SHARD_SLOTS)
+			return (uint16_t)e;
+	}
+	return elems;
 }
 
 uint32_t psina_shard_spares(const struct psina_plan *p) { return p->use_ps && p->ntor == 0 ? PSINA_SPARE_SLOTS : 0; }

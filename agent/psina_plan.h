@@ -61,8 +61,8 @@ void psina_shard_job(const struct ina_job_cfg *plan_job, uint16_t id, const stru
  * two, RACK finds it from the shard's other slot (docs/BENCHMARKS.md,
  * "Loss"; three were no better there and slower loss-free at 4 MiB in
  * the simulator). */
-#define PSINA_MIN_SHARD_SLOTS	 2
-#define PSINA_SHARD_WINDOW_BYTES (256 * 1024)
+#define PSINA_MIN_SHARD_SLOTS	   2
+#define PSINA_SHARD_WINDOW_BYTES   (256 * 1024)
 /* And the windows of all of a shard's contributors together hold at most
  * PSINA_SHARD_INFLIGHT_BYTES (one slice each at the least): they all
  * arrive through the shard host's one link, whose switch port queues
@@ -74,6 +74,21 @@ void psina_shard_job(const struct ina_job_cfg *plan_job, uint16_t id, const stru
  * INA has no congestion control yet: this is the plan's static share. */
 #define PSINA_SHARD_INFLIGHT_BYTES (512 * 1024)
 uint32_t psina_shard_slots(const struct psina_plan *plan, uint32_t slots, unsigned shards, uint16_t elems);
+/* The elements a client's slice to a shard holds: elems, or fewer where
+ * that gives the shard's window two slices instead of one (the in-flight
+ * share above held 64 workers on one PS to one 8 KiB slice each).  With
+ * one slice in flight per worker every loss stops the shard's whole flow
+ * until its idle report or timer; with two the next slice goes on and its
+ * gap report finds the loss.  64 workers on one PS, 1 MiB, 200M links,
+ * 1% loss: about 0.5x the link bound with one slice of 8 KiB, 0.73x with two
+ * of 4 KiB (docs/SCALE.md).  Never below PSINA_MIN_SLICE_ELEMS (a
+ * header per KiB). */
+#define PSINA_MIN_SLICE_ELEMS 256
+uint16_t psina_shard_elems(const struct psina_plan *plan, uint32_t slots, unsigned shards, uint16_t elems);
+/* A software PS's jobs report silences to their contributors
+ * (ina_job_cfg.idle_miss_us): a silence is at least this long, in µs, and
+ * at least eight times the usual gap between its contributions. */
+#define PSINA_IDLE_MISS_US 1000
 /* Where no ToR aggregates, a shard's jobs have PSINA_SPARE_SLOTS slots
  * beyond the window: a slice that stalls (lost, re-sent, waiting) keeps
  * its slot while the next ones go on into these, so one loss no longer
@@ -82,7 +97,7 @@ uint32_t psina_shard_slots(const struct psina_plan *plan, uint32_t slots, unsign
  * on past two stalls; more gained nothing in the simulator.  Behind INA
  * ToRs the emulator measured no gain (ps-ina lossy 99 -> 113 ms, 12 runs
  * each; docs/BENCHMARKS.md, "Loss"), so there are none. */
-#define PSINA_SPARE_SLOTS 2
+#define PSINA_SPARE_SLOTS  2
 uint32_t psina_shard_spares(const struct psina_plan *plan);
 
 #endif

@@ -22,44 +22,60 @@ struct softsw {
 	uint8_t *tx; /* frames of one emit batch */
 };
 
+/* The engine's emits out (best effort: a result lost here is asked for
+ * again). */
+static void send_emits(struct softsw *ps)
+{
+	struct dgram_pkt out[INA_MAX_EMITS];
+	unsigned k = 0;
+	for (unsigned e = 0; e < ps->emits->n; e++) {
+		const struct ina_emit *em = &ps->emits->e[e];
+		uint8_t *f = ps->tx + (size_t)e * PKT;
+		ina_hdr_encode(&em->hdr, f);
+		memcpy(f + INA_HDR_LEN, em->payload, em->payload_len);
+		out[k++] = (struct dgram_pkt){
+			.buf = f,
+			.len = (uint32_t)(INA_HDR_LEN + em->payload_len),
+			.peer = { .sin_family = AF_INET, .sin_port = em->dst.port, .sin_addr.s_addr = em->dst.ip }
+		};
+	}
+	for (unsigned sent = 0; sent < k;) {
+		int r = ps->t.ops->send_batch(ps->t.ctx, out + sent, k - sent);
+		if (r <= 0 && ps->t.ops->wait_send(ps->t.ctx, 10000000) <= 0)
+			break;
+		if (r > 0)
+			sent += (unsigned)r;
+	}
+}
+
+static void set_time(struct softsw *ps)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ina_engine_set_time(ps->eng, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+}
+
 static void *serve(void *arg)
 {
 	struct softsw *ps = arg;
-	struct dgram_pkt in[BATCH], out[INA_MAX_EMITS];
+	struct dgram_pkt in[BATCH];
 
 	while (!atomic_load(&ps->stop)) {
 		for (int i = 0; i < BATCH; i++)
 			in[i] = (struct dgram_pkt){ .buf = ps->rx[i], .len = PKT };
-		/* a bounded wait, so that stop is seen within 50 ms */
-		int n = ps->t.ops->recv_batch(ps->t.ctx, in, BATCH, 50000000);
-		struct timespec now;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		ina_engine_set_time(ps->eng, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+		/* a bounded wait, so that stop is seen within 50 ms; shorter
+		 * when an idle report may come due (ina_job_cfg.idle_miss_us) */
+		const long idle_us = ina_engine_idle_wait(ps->eng);
+		const int64_t wait = idle_us >= 0 && idle_us < 50000 ? (idle_us + 100) * 1000 : 50000000;
+		int n = ps->t.ops->recv_batch(ps->t.ctx, in, BATCH, wait);
+		set_time(ps);
 		for (int i = 0; i < n; i++) {
 			struct ina_addr src = { .ip = in[i].peer.sin_addr.s_addr, .port = in[i].peer.sin_port };
-			if (ina_engine_rx(ps->eng, in[i].buf, in[i].len, &src, ps->emits) != INA_OK)
-				continue; /* counted by the engine */
-			unsigned k = 0;
-			for (unsigned e = 0; e < ps->emits->n; e++) {
-				const struct ina_emit *em = &ps->emits->e[e];
-				uint8_t *f = ps->tx + (size_t)e * PKT;
-				ina_hdr_encode(&em->hdr, f);
-				memcpy(f + INA_HDR_LEN, em->payload, em->payload_len);
-				out[k++] = (struct dgram_pkt){ .buf = f,
-							       .len = (uint32_t)(INA_HDR_LEN + em->payload_len),
-							       .peer = { .sin_family = AF_INET,
-									 .sin_port = em->dst.port,
-									 .sin_addr.s_addr = em->dst.ip } };
-			}
-			/* best effort: a result lost here is asked for again */
-			for (unsigned sent = 0; sent < k;) {
-				int r = ps->t.ops->send_batch(ps->t.ctx, out + sent, k - sent);
-				if (r <= 0 && ps->t.ops->wait_send(ps->t.ctx, 10000000) <= 0)
-					break;
-				if (r > 0)
-					sent += (unsigned)r;
-			}
+			if (ina_engine_rx(ps->eng, in[i].buf, in[i].len, &src, ps->emits) == INA_OK)
+				send_emits(ps); /* else counted by the engine */
 		}
+		ina_engine_poll(ps->eng, ps->emits);
+		send_emits(ps);
 	}
 	return NULL;
 }

@@ -9,8 +9,7 @@
 /* ACK, HAVE and MISS name a slice and carry none of it */
 static bool bare(uint8_t type) { return type == INA_T_ACK || type == INA_T_HAVE || type == INA_T_MISS; }
 
-/* An emit about (slot, set) `s` of the job's slot index `index`. */
-static void emit_of(struct ctx *x, const struct slot *s, uint32_t index, unsigned set, uint8_t type,
+void ina_dp_emit_of(struct ctx *x, const struct slot *s, uint32_t index, unsigned set, uint8_t type,
 		    const struct ina_addr *dst, uint16_t job, uint16_t contributor, uint8_t extra_flags)
 {
 	struct ina_emit *e = &x->out->e[x->out->n++];
@@ -40,7 +39,7 @@ static void emit_of(struct ctx *x, const struct slot *s, uint32_t index, unsigne
 static void emit(struct ctx *x, uint8_t type, const struct ina_addr *dst, uint16_t job, uint16_t contributor,
 		 uint8_t extra_flags)
 {
-	emit_of(x, x->slot, x->index, x->set, type, dst, job, contributor, extra_flags);
+	ina_dp_emit_of(x, x->slot, x->index, x->set, type, dst, job, contributor, extra_flags);
 }
 
 /* The same frame to every contributor but the upstream: the first emit
@@ -339,7 +338,7 @@ static struct slot *collecting(const struct ctx *x, uint32_t index, uint32_t epo
 static void emit_miss(struct ctx *x, unsigned c, const struct slot *s, uint32_t index, unsigned set)
 {
 	x->job->st.misses++;
-	emit_of(x, s, index, set, INA_T_MISS, &x->job->cfg.contributors[c], x->job->cfg.id, (uint16_t)c, 0);
+	ina_dp_emit_of(x, s, index, set, INA_T_MISS, &x->job->cfg.contributors[c], x->job->cfg.id, (uint16_t)c, 0);
 }
 
 /* INA_OUT_MISS: a member sends slice k to slot index i, then k + 1 to the
@@ -613,8 +612,8 @@ static void ack_stale_upstream(struct ctx *x)
 	const struct ina_job_cfg *c = &x->job->cfg;
 	struct slot key = { .epoch = x->pkt->hdr.epoch, .seq = x->pkt->hdr.seq, .nelem = x->pkt->hdr.count };
 	x->job->st.retransmits++;
-	emit_of(x, &key, x->index, 0, INA_T_ACK, &c->contributors[c->upstream_index], c->upstream_job,
-		INA_CONTRIB_UPSTREAM, 0);
+	ina_dp_emit_of(x, &key, x->index, 0, INA_T_ACK, &c->contributors[c->upstream_index], c->upstream_job,
+		       INA_CONTRIB_UPSTREAM, 0);
 	static const uint8_t none[1];
 	x->out->e[x->out->n - 1].payload = none; /* bare, and nothing may point at the key */
 	chain_shift(x, -1);
@@ -700,6 +699,8 @@ enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt 
 		return INA_R_UNKNOWN_JOB;
 	}
 	x.job->st.rx_packets++;
+	if (pkt->hdr.type == INA_T_DATA && x.job->cfg.idle_miss_us)
+		ina_dp_heard(eng, x.job);
 	r = dispatch(&x, src);
 	if (r != INA_OK) {
 		eng->st.drops[r]++;

@@ -89,7 +89,15 @@ struct ina_job_cfg {
 	 * the slice's key.  outputs must be multicast, forward and ack, the
 	 * upstream the last contributor. */
 	uint16_t chain_steps;
+	/* With INA_OUT_MISS, not in a chain: when no contribution reached the
+	 * job for this long (µs; 0: never), ina_engine_poll reports each slot
+	 * still collecting to its missing contributors (MISS, INA_F_IDLE), if
+	 * at most a quarter of its fan-in is missing.  The last one's loss is
+	 * otherwise found only by its sender's timer, after the wait for every
+	 * other worker (docs/ENGINE.md, "Idle reports").  A software PS's. */
+	uint32_t idle_miss_us;
 };
+#define INA_IDLE_MISS_MAX_US 60000000u
 
 struct ina_job_stats {
 	uint64_t rx_packets;
@@ -97,6 +105,7 @@ struct ina_job_stats {
 	uint64_t completions;	/* slots that reached fan_in */
 	uint64_t retransmits;	/* re-sends answered (from a stored slot, or HAVE) */
 	uint64_t misses;	/* gaps reported (INA_OUT_MISS) */
+	uint64_t idle_misses;	/* ... of them on silence (idle_miss_us) */
 	uint64_t emits;		/* packets emitted */
 	uint64_t overflows;	/* int32 completions that wrapped */
 	uint64_t reclaimed;	/* unfinished slots given up (a failed call, a wedge) */
@@ -167,6 +176,15 @@ const struct ina_engine_stats *ina_engine_stats(const struct ina_engine *eng);
  * burst, so the per-packet path reads no clock.  Until it is set, no slot
  * is ever idle (see ina_job_cfg.reclaim_ms). */
 void ina_engine_set_time(struct ina_engine *eng, uint64_t now_ns);
+
+/* The idle reports due now (ina_job_cfg.idle_miss_us; call it after
+ * ina_engine_set_time, every idle_miss_us or so while ina_engine_idle_wait
+ * says one may come): emits into out, as ina_engine_process does.  A job
+ * reports once per idle_miss_us of silence. */
+void ina_engine_poll(struct ina_engine *eng, struct ina_emits *out);
+/* µs until a report may be due: a job with idle_miss_us that has a slot
+ * collecting; -1: none (nothing to poll for). */
+long ina_engine_idle_wait(const struct ina_engine *eng);
 
 /* Off (the default): a multicast comes out as one emit per contributor.
  * On: as one emit with `group` set, which a sender that builds each

@@ -45,6 +45,32 @@ static inline unsigned outputs_of(const struct ina_job_cfg *c, uint32_t seq)
 	return INA_OUT_ACK | (s + 1u < c->chain_steps ? INA_OUT_FORWARD : 0) | (s + 1u >= m ? INA_OUT_MULTICAST : 0);
 }
 
+/* How long a silence is (idle reports, ina_engine_idle.c): at least
+ * idle_miss_us, and INA_IDLE_GAPS times the usual time between the job's
+ * DATA.  Where its contributors send only as the results reach them,
+ * that is a result's time on the aggregator's own link (330 µs per 8 KiB
+ * at 200 Mbit/s); where a shard's contributions share uplinks with other
+ * shards', they come in bursts.  Four gaps cost ps-ina with 6 of 8 racks
+ * INA 8% loss-free (a ToR's partial queued behind other shards' was
+ * re-sent), eight nothing; under 1% loss six to eight did as well. */
+#define INA_IDLE_GAPS 8u
+
+static inline uint32_t ina_dp_silence_us(const struct job *j)
+{
+	const uint32_t g = INA_IDLE_GAPS * j->gap_us;
+	return g > j->cfg.idle_miss_us ? g : j->cfg.idle_miss_us;
+}
+
+/* A DATA of job j (with idle_miss_us) arrived now: it is not idle.  A
+ * long silence (the compute between calls) counts in the mean gap as
+ * twice the silence it passed, so that the mean still grows from 0. */
+static inline void ina_dp_heard(const struct ina_engine *eng, struct job *j)
+{
+	const uint32_t since = eng->now_us - j->heard_us, most = 2 * ina_dp_silence_us(j);
+	j->gap_us += (uint32_t)(((int64_t)(since < most ? since : most) - j->gap_us) / 8);
+	j->heard_us = eng->now_us;
+}
+
 struct ctx {
 	struct ina_engine *eng;
 	struct job *job;
@@ -59,6 +85,9 @@ struct ctx {
 
 static inline bool unfinished(const struct slot *s) { return s->state == SLOT_PARTIAL || s->state == SLOT_WAIT_PARENT; }
 
+/* An emit about (slot, set) `s` of the job's slot index `index`. */
+void ina_dp_emit_of(struct ctx *x, const struct slot *s, uint32_t index, unsigned set, uint8_t type,
+		    const struct ina_addr *dst, uint16_t job, uint16_t contributor, uint8_t extra_flags);
 /* A new round of the slot for the packet's slice (x->slot, x->pkt). */
 void ina_dp_start_round(struct ctx *x);
 /* The slot just reached its fan-in: its data is in wire order; emits

@@ -39,7 +39,10 @@ struct job {
 	uint32_t base; /* first engine slot index */
 	struct ina_job_cfg cfg;
 	struct ina_job_stats st;
-	uint32_t epoch_hi; /* newest epoch a slot completed (0 at install) */
+	uint32_t epoch_hi;  /* newest epoch a slot completed (0 at install) */
+	uint32_t heard_us;  /* engine time of its last DATA (idle_miss_us) */
+	uint32_t polled_us; /* ... of its last idle report */
+	uint32_t gap_us;    /* mean time between its DATA while they flow */
 };
 
 #define SLOT_HDR 64
@@ -53,6 +56,7 @@ struct ina_engine {
 	struct job jobs[INA_MAX_JOBS];
 	struct ina_engine_stats st;
 	uint32_t now_ms;       /* ina_engine_set_time; wraps after 49 days, compared as a difference */
+	uint32_t now_us;       /* the same in µs: wraps after 71 minutes */
 	bool group_multicast;  /* ina_engine_group_multicast */
 	bool general_only;     /* tests: every packet through the general path */
 	uint64_t fast_packets; /* taken by the fast path (its test checks it is) */

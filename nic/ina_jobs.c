@@ -106,6 +106,10 @@ const char *ina_job_cfg_check(const struct ina_job_cfg *c, uint16_t max_elems)
 		return "outputs ps and forward exclude each other";
 	if ((c->outputs & INA_OUT_PS) && c->parent.job != c->id)
 		return "parent.job must equal the job id (its results come back under it)";
+	if (c->idle_miss_us && !(c->outputs & INA_OUT_MISS))
+		return "idle_miss_us goes with output \"miss\" (its members take MISS reports)";
+	if (c->idle_miss_us > INA_IDLE_MISS_MAX_US)
+		return "idle_miss_us must be at most 60 s";
 	if (c->upstream_index < -1 || c->upstream_index >= (int)c->fan_in)
 		return "upstream_index must be -1 or a contributor index";
 	if (c->chain_steps) {
@@ -252,6 +256,10 @@ void ina_engine_result_sink(struct ina_engine *eng, const struct ina_result_sink
 	eng->sink = sink ? *sink : (struct ina_result_sink){ 0 };
 }
 
-void ina_engine_set_time(struct ina_engine *eng, uint64_t now_ns) { eng->now_ms = (uint32_t)(now_ns / 1000000); }
+void ina_engine_set_time(struct ina_engine *eng, uint64_t now_ns)
+{
+	eng->now_ms = (uint32_t)(now_ns / 1000000);
+	eng->now_us = (uint32_t)(now_ns / 1000);
+}
 
 const struct ina_engine_stats *ina_engine_stats(const struct ina_engine *eng) { return &eng->st; }

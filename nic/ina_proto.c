@@ -130,7 +130,8 @@ enum ina_reason ina_parse(const void *buf, size_t len, struct ina_pkt *pkt)
 		return INA_R_BAD_TYPE;
 	if (h.type == INA_T_CONTROL ? h.dtype != INA_D_NONE : !is_element_dtype(h.dtype))
 		return INA_R_BAD_DTYPE;
-	if ((h.flags & ~INA_F_ALL_) || ((h.flags & INA_F_JOIN) && h.type != INA_T_DATA))
+	if ((h.flags & ~INA_F_ALL_) || ((h.flags & INA_F_JOIN) && h.type != INA_T_DATA) ||
+	    ((h.flags & INA_F_IDLE) && h.type != INA_T_MISS))
 		return INA_R_BAD_FLAGS;
 	if (p[23] != 0)
 		return INA_R_RESERVED_NONZERO;

@@ -63,7 +63,10 @@ enum ina_flag {
 	INA_F_RETX = 0x01,     /* sender's retransmission */
 	INA_F_OVERFLOW = 0x02, /* int32 sum wrapped (results only) */
 	INA_F_JOIN = 0x04,     /* DATA without elements: counts toward fan-in, adds nothing */
-	INA_F_ALL_ = 0x07,
+	/* MISS only: sent because the job heard nothing for a while with the
+	 * slice collecting, not because the sender's next slice came (a gap) */
+	INA_F_IDLE = 0x08,
+	INA_F_ALL_ = 0x0f,
 };
 
 /* Every reason a packet is refused: first the wire validation failures,

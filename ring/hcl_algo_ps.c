@@ -84,13 +84,21 @@ static unsigned shards(const struct hcl_comm *c)
 	return s->plan[0].use_ps ? c->env.ps_shards : 1;
 }
 
+/* A client's slice to a shard: fewer elements than a packet holds where
+ * that gives the shard's window two slices (agent/psina_plan.h). */
+static uint16_t shard_elems(const struct hcl_comm *c)
+{
+	const struct ps_state *s = c->algo_state;
+	return psina_shard_elems(&s->plan[0], c->env.ina_slots, shards(c), c->env.ina_elems);
+}
+
 /* A shard's window (agent/psina_plan.h: the rank's window dealt over the
  * shards; at least two where no ToR aggregates, so that RACK can find a
  * lost slice). */
 static uint32_t shard_window(const struct hcl_comm *c)
 {
 	const struct ps_state *s = c->algo_state;
-	return psina_shard_slots(&s->plan[0], c->env.ina_slots, shards(c), c->env.ina_elems);
+	return psina_shard_slots(&s->plan[0], c->env.ina_slots, shards(c), shard_elems(c));
 }
 
 /* A shard's slots: its window and the spares that let it go on past a
@@ -206,7 +214,7 @@ static int start_aggregators(struct hcl_comm *c, char *err, size_t errlen)
 					  .index = p->client[c->rank].index,
 					  .slots = shard_slots(c),
 					  .window = shard_window(c),
-					  .elems = c->env.ina_elems,
+					  .elems = shard_elems(c),
 					  .poll = hcl_comm_poll_xfer,
 					  .poll_ctx = c };
 		for (unsigned h = 0; h < n; h++) {

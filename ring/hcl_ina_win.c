@@ -130,10 +130,35 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 	}
 }
 
+/* An idle report (INA_F_IDLE): the aggregator heard nothing for a while
+ * with slice h->seq collecting and this sender's contribution not in it.
+ * Sent, it was lost; not sent, the sender's window is full of slices the
+ * aggregator has moved past, whose answers were lost: the oldest of those
+ * that no HAVE holds goes again (the aggregator answers it from the
+ * stored result). */
+static int idle_missed(const struct hcl_inaw *w, const struct ina_hdr *h)
+{
+	const uint32_t i = ina_slot_index(h->slot);
+	if (w->s[i].busy && w->s[i].slice == h->seq && w->s[i].sent_at)
+		return (int)i;
+	int oldest = -1;
+	for (uint32_t j = 0; j < w->slots; j++) {
+		const struct hcl_inaw_slot *o = &w->s[j];
+		if (o->busy && !o->held && o->sent_at && o->slice < h->seq &&
+		    (oldest < 0 || o->slice < w->s[oldest].slice))
+			oldest = (int)j;
+	}
+	return oldest;
+}
+
 int hcl_inaw_missed(const struct hcl_inaw *w, const struct ina_hdr *h, uint32_t epoch)
 {
 	const uint32_t i = ina_slot_index(h->slot);
-	if (h->epoch != epoch || i >= w->slots || w->slots < 2)
+	if (h->epoch != epoch || i >= w->slots)
+		return -1;
+	if (h->flags & INA_F_IDLE)
+		return idle_missed(w, h);
+	if (w->slots < 2)
 		return -1;
 	const struct hcl_inaw_slot *s = &w->s[i], *next = &w->s[i + 1 < w->slots ? i + 1 : 0];
 	/* what made the report went after this slot's latest send: the way

@@ -49,10 +49,10 @@ struct SimCfg {
 	std::string jitter = "normal:2", straggler;
 	uint64_t seed = 1;
 	unsigned ina_elems = 2048, ina_slots = 8, ps_shards = 0; /* 0: one per host, at most 16 */
-	unsigned ring_channels = 2; /* the trial's: a call of B bytes on min(B / 1 MiB, this) rings */
-	bool pace = false;	    /* the pacing layer's rule */
-	double limit_s = 600;	    /* simulated seconds before unfinished ranks are an error */
-	double rto_ms = 5.0;	    /* INA re-send floor, as the host library's */
+	unsigned ring_channels = 2;  /* the trial's: a call of B bytes on min(B / 1 MiB, this) rings */
+	bool pace = false;	     /* the pacing layer's rule */
+	double limit_s = 600;	     /* simulated seconds before unfinished ranks are an error */
+	double rto_ms = 5.0;	     /* INA re-send floor, as the host library's */
 	uint64_t background_bps = 0; /* another job: each host to its peer in the next rack, bit/s (sim_background.cc) */
 	/* racks of different sizes (a trial's hosts_per_rack = [3, 2, 3]):
 	 * rack r's hosts follow rack r - 1's; empty: hosts_per_rack each */
@@ -122,8 +122,13 @@ class SimAgg
       private:
 	SimAgg(SimNet &net, ns3::Ptr<ns3::Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems);
 	void Recv(ns3::Ptr<ns3::Socket> s);
+	void SendOut(); /* out's emits */
+	void SchedulePoll();
+	void Poll();
 	ina_engine *eng;
 	ina_emits *out;
+	ns3::EventId poll; /* the next idle report's check, at poll_at (ns) */
+	int64_t poll_at = 0;
 	std::vector<uint8_t> buf;
 	ns3::Ptr<ns3::Socket> sock;
 };

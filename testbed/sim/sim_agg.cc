@@ -30,6 +30,7 @@ SimAgg *SimAgg::Make(SimNet &net, Ptr<Node> node, uint32_t at, uint16_t port, ui
 
 SimAgg::~SimAgg()
 {
+	poll.Cancel();
 	ina_engine_destroy(eng);
 	delete out;
 }
@@ -70,8 +71,37 @@ void SimAgg::Recv(Ptr<Socket> s)
 		src.port = htons(a.GetPort());
 		if (ina_engine_rx(eng, buf.data(), len, &src, out) != INA_OK)
 			continue; /* counted by the engine */
-		for (unsigned i = 0; i < out->n; i++)
-			sim_send(sock, frame_of(out->e[i]),
-				 InetSocketAddress(sim_ipv4(out->e[i].dst.ip), ntohs(out->e[i].dst.port)));
+		SendOut();
 	}
+	SchedulePoll();
+}
+
+void SimAgg::SendOut()
+{
+	for (unsigned i = 0; i < out->n; i++)
+		sim_send(sock, frame_of(out->e[i]),
+			 InetSocketAddress(sim_ipv4(out->e[i].dst.ip), ntohs(out->e[i].dst.port)));
+}
+
+/* Idle reports (ina_job_cfg.idle_miss_us) are the engine's to decide;
+ * the simulator asks when the engine says one may be due. */
+void SimAgg::SchedulePoll()
+{
+	const long wait = ina_engine_idle_wait(eng);
+	if (wait < 0)
+		return;
+	const int64_t at = Simulator::Now().GetNanoSeconds() + (int64_t)wait * 1000 + 1000;
+	if (poll.IsRunning() && poll_at <= at)
+		return;
+	poll.Cancel();
+	poll_at = at;
+	poll = Simulator::Schedule(NanoSeconds(at - Simulator::Now().GetNanoSeconds()), &SimAgg::Poll, this);
+}
+
+void SimAgg::Poll()
+{
+	ina_engine_set_time(eng, (uint64_t)Simulator::Now().GetNanoSeconds());
+	ina_engine_poll(eng, out);
+	SendOut();
+	SchedulePoll();
 }

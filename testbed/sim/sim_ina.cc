@@ -29,9 +29,8 @@ class PsRank : public SimInaClient
 	};
 
 	PsRank(SimNet &net, Ptr<Node> node, unsigned rank, unsigned world, uint16_t index, std::vector<Shard> sh,
-	       uint32_t shard_slots, uint32_t spares, const SimCfg &c)
-	    : SimInaClient(net, node), rank(rank), world(world), index(index), shards(std::move(sh)),
-	      elems(c.ina_elems)
+	       uint32_t shard_slots, uint32_t spares, uint16_t slice_elems, const SimCfg &c)
+	    : SimInaClient(net, node), rank(rank), world(world), index(index), shards(std::move(sh)), elems(slice_elems)
 	{
 		Cut(c.size / 4);
 		const unsigned n = (unsigned)shards.size();
@@ -228,7 +227,8 @@ SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 		       err, sizeof(err)) < 0)
 		throw std::runtime_error(err);
 	const unsigned n = plan.use_ps ? shards : 1;
-	const uint32_t shard_slots = psina_shard_slots(&plan, c.ina_slots, n, (uint16_t)c.ina_elems);
+	const uint16_t elems = psina_shard_elems(&plan, c.ina_slots, n, (uint16_t)c.ina_elems);
+	const uint32_t shard_slots = psina_shard_slots(&plan, c.ina_slots, n, elems);
 	const uint32_t spares = psina_shard_spares(&plan), job_slots = shard_slots + spares; /* as ring/hcl_algo_ps.c */
 	/* the aggregators: owned by net (freed after the simulation) */
 	std::vector<SimAgg *> tor_agg(c.racks, nullptr);
@@ -261,7 +261,7 @@ SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 			sh[h].server = InetSocketAddress(sim_ipv4(a.ip), ntohs(a.port));
 		}
 		out.emplace_back(new PsRank(net, net.hosts.Get(i), i, world, plan.client[i].index, std::move(sh),
-					    shard_slots, spares, c));
+					    shard_slots, spares, elems, c));
 	}
 	psina_plan_free(&plan);
 	return out;

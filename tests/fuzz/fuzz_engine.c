@@ -104,6 +104,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		a.outputs = INA_OUT_MULTICAST;
 	if (mode >> 5 & 1) /* gap reports */
 		a.outputs |= INA_OUT_MISS;
+	if ((mode >> 7 & 1) && (a.outputs & INA_OUT_MISS)) /* idle reports too */
+		a.idle_miss_us = 1000;
 	a.upstream_index = (mode >> 4 & 1) ? (int)fan_in - 1 : -1;
 	a.forward.addr = addr_of(300);
 	for (unsigned i = 0; i < fan_in; i++)
@@ -115,15 +117,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	b.fan_in = (uint16_t)(fan_in < 3 ? fan_in : 3);
 	b.outputs = INA_OUT_PS | (mode >> 6 & 1 ? INA_OUT_MISS : 0);
 	b.upstream_index = -1;
+	b.idle_miss_us = 0;
 	b.parent = (struct ina_peer){ .addr = addr_of(200), .job = 2, .contributor = 0 };
 	CHECK(ina_job_install(eng, &b, NULL) == 0);
 
 	static uint64_t now_ns;
 	while (r.n) {
 		unsigned who = take(&r, 1), how = take(&r, 1);
-		if (who == 249) { /* time passes (up to 5 s): idle slots may be reclaimed */
-			now_ns += (uint64_t)how * 20000000u;
+		if (who == 248 || who == 249) {
+			/* time passes (up to 2.5 ms: idle reports may come due, or
+			 * 5 s: idle slots may be reclaimed) */
+			now_ns += (uint64_t)how * (who == 248 ? 10000u : 20000000u);
 			ina_engine_set_time(eng, now_ns);
+			ina_engine_poll(eng, &out);
+			check_emits();
+			for (unsigned i = 0; i < out.n; i++)
+				CHECK(out.e[i].hdr.type == INA_T_MISS && (out.e[i].hdr.flags & INA_F_IDLE));
 			continue;
 		}
 		struct ina_addr src = who < 250	   ? addr_of(who % (fan_in + 1))

@@ -24,10 +24,10 @@ for c in corpus corpus-frame corpus-ctrl; do cp -n "$top/tests/fuzz/$c"/* "$out/
 flags=(-g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
 build() {
 	case $1 in
-	engine) clang "${flags[@]}" -I"$top/nic" "$top"/nic/ina_proto.c "$top"/nic/ina_engine.c "$top"/nic/ina_engine_fast.c "$top"/nic/ina_jobs.c "$top"/nic/ina_kernels.c \
+	engine) clang "${flags[@]}" -I"$top/nic" "$top"/nic/ina_proto.c "$top"/nic/ina_engine.c "$top"/nic/ina_engine_fast.c "$top"/nic/ina_engine_idle.c "$top"/nic/ina_jobs.c "$top"/nic/ina_kernels.c \
 		"$top/tests/fuzz/fuzz_engine.c" -o "$out/fuzz_engine";;
 	frame) clang "${flags[@]}" -I"$top/swemu/datapath" "$top"/swemu/datapath/sw_frame.c "$top/tests/fuzz/fuzz_frame.c" -o "$out/fuzz_frame";;
-	ctrl) clang "${flags[@]}" -I"$top/nic" "$top"/nic/{ctl_msg,conf,conf_read,parse,ina_proto,ina_engine,ina_jobs,ina_kernels}.c \
+	ctrl) clang "${flags[@]}" -I"$top/nic" "$top"/nic/{ctl_msg,conf,conf_read,parse,ina_proto,ina_engine,ina_engine_idle,ina_jobs,ina_kernels}.c \
 		"$top/tests/fuzz/fuzz_ctrl.c" -o "$out/fuzz_ctrl" -lm -ldl;;
 	esac
 }

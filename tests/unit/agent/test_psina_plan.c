@@ -182,12 +182,16 @@ static void test_shard_slots(void **st)
 	assert_int_equal(psina_shard_slots(&p, 8, 2, 2048), 4);			    /* dealt: already more */
 	assert_int_equal(psina_shard_slots(&p, 8, 1, 2048), 8);
 	assert_int_equal(psina_shard_spares(&p), PSINA_SPARE_SLOTS); /* stalled slices step aside */
+	assert_int_equal(psina_shard_elems(&p, 8, 8, 2048), 2048);   /* two slots already */
 	psina_plan_free(&p);
 	ranks(r, 8, 4, 2); /* rack 1 INA: its ToR aggregates, the window stays dealt */
 	assert_int_equal(psina_plan(r, 8, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
 	assert_int_equal(p.ntor, 1);
 	assert_int_equal(psina_shard_slots(&p, 8, 8, 2048), 1);
-	assert_int_equal(psina_shard_spares(&p), 0); /* behind ToRs: none (docs/BENCHMARKS.md, "Loss") */
+	assert_int_equal(psina_shard_spares(&p), 0);		   /* behind ToRs: none (docs/BENCHMARKS.md, "Loss") */
+	assert_int_equal(psina_shard_elems(&p, 8, 8, 2048), 2048); /* no slice size gives two */
+	assert_int_equal(p.ps.idle_miss_us, PSINA_IDLE_MISS_US);   /* the software PS reports silences */
+	assert_int_equal(p.tor[0].job.idle_miss_us, 0);		   /* a switch does not */
 	psina_plan_free(&p);
 	ranks(r, 64, 8, 0); /* 64 contributors x 2 x 8 KiB = 1 MiB: over the budget */
 	assert_int_equal(psina_plan(r, 64, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
@@ -197,14 +201,23 @@ static void test_shard_slots(void **st)
 	 * once; held to the in-flight budget, 512 KiB: one each */
 	assert_int_equal(psina_shard_slots(&p, 8, 1, 2048), PSINA_SHARD_INFLIGHT_BYTES / (64 * 8192));
 	assert_int_equal(psina_shard_slots(&p, 8, 1, 2048), 1);
-	assert_int_equal(psina_shard_slots(&p, 8, 1, 512), 4);	/* 64 x 4 x 2 KiB */
-	assert_int_equal(psina_shard_slots(&p, 8, 1, 128), 8);	/* 64 x 8 x 512 B fits */
+	assert_int_equal(psina_shard_slots(&p, 8, 1, 512), 4); /* 64 x 4 x 2 KiB */
+	assert_int_equal(psina_shard_slots(&p, 8, 1, 128), 8); /* 64 x 8 x 512 B fits */
+	/* smaller slices where they give two: 4 KiB to one shard (the
+	 * in-flight share), 2 KiB to each of 16 (the two-slot window rule) */
+	assert_int_equal(psina_shard_elems(&p, 8, 1, 2048), 1024);
+	assert_int_equal(psina_shard_slots(&p, 8, 1, 1024), PSINA_MIN_SHARD_SLOTS);
+	assert_int_equal(psina_shard_elems(&p, 8, 16, 2048), 512);
+	assert_int_equal(psina_shard_slots(&p, 8, 16, 512), PSINA_MIN_SHARD_SLOTS);
+	assert_int_equal(psina_shard_elems(&p, 8, 1, 512), 512); /* never more than asked */
 	psina_plan_free(&p);
 	/* 200 contributors of 8 KiB: past the budget with one slice each, still one */
 	struct plan_rank big[200];
 	ranks(big, 200, 8, 0);
 	assert_int_equal(psina_plan(big, 200, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
 	assert_int_equal(psina_shard_slots(&p, 8, 1, 2048), 1);
+	assert_int_equal(psina_shard_elems(&p, 8, 1, 2048), 320);   /* 200 x 2 x 1280 B */
+	assert_int_equal(psina_shard_elems(&p, 8, 16, 2048), 2048); /* 256 B slices would: too small */
 	psina_plan_free(&p);
 }
 

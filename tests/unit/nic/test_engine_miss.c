@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The engine's gap reports (INA_OUT_MISS, docs/ENGINE.md "Gap reports"):
  * what a job reports to its members, and what a ToR does with its
- * parent's report. */
+ * parent's report; and its idle reports (idle_miss_us, "Idle reports"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <errno.h>
 #include <cmocka.h>
 
 #include "testlib.h"
@@ -133,11 +135,151 @@ static void test_miss_tor_resends_partial(void **state)
 	ina_engine_destroy(tor);
 }
 
+#define US 1000ull /* ns */
+
+/* Slice seq of a job of two slots (slot seq % 2, its sets taken in
+ * turn) from the members in `who` (a bit each), the clock at t_us. */
+static void contribute(struct ina_engine *eng, const struct ina_job_cfg *j, uint32_t seq, unsigned who, uint64_t t_us)
+{
+	uint32_t v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	ina_engine_set_time(eng, t_us * US);
+	for (unsigned m = 0; m < j->fan_in; m++)
+		if (who >> m & 1) {
+			const uint32_t slot = seq % 2 | (seq / 2 % 2 ? INA_SLOT_SET_BIT : 0);
+			struct ina_hdr h = tl_hdr(INA_T_DATA, INA_D_INT32, j->id, (uint16_t)m, slot, 1, seq, 8);
+			assert_int_equal(tl_send(eng, &j->contributors[m], &h, v), INA_OK);
+		}
+}
+
+/* The reports due at t_us: each a valid MISS flagged idle. */
+static unsigned poll_at(struct ina_engine *eng, uint64_t t_us)
+{
+	uint8_t f[INA_HDR_LEN];
+	struct ina_pkt p;
+	ina_engine_set_time(eng, t_us * US);
+	ina_engine_poll(eng, &tl_out);
+	for (unsigned i = 0; i < tl_out.n; i++) {
+		ina_hdr_encode(&tl_out.e[i].hdr, f);
+		assert_int_equal(ina_parse(f, sizeof(f), &p), INA_OK);
+		assert_int_equal(p.hdr.flags & INA_F_IDLE, INA_F_IDLE);
+	}
+	return tl_out.n;
+}
+
+/* The members in `who` of slice seq, one every step_us from *t_us on. */
+static void flow(struct ina_engine *eng, const struct ina_job_cfg *j, uint32_t seq, unsigned who, uint64_t *t_us,
+		 uint64_t step_us)
+{
+	for (unsigned m = 0; m < j->fan_in; m++)
+		if (who >> m & 1)
+			contribute(eng, j, seq, 1u << m, *t_us += step_us);
+}
+
+/* idle_miss_us: once the job heard nothing for that long, each slot that
+ * waits for at most a quarter of its members (at least one) is reported
+ * to those missing, once per silence; a contribution starts the silence
+ * over; a slot waiting for many (workers not started yet) is not
+ * reported, nor is a job without the setting. */
+static void test_idle_reports(void **state)
+{
+	(void)state;
+	struct ina_engine *eng = ina_engine_create(4, 8);
+	struct ina_job_cfg j = tl_job(5, 4, INA_D_INT32, 2, 8), plain = tl_job(6, 4, INA_D_INT32, 2, 8);
+	j.outputs |= INA_OUT_MISS;
+	plain.outputs |= INA_OUT_MISS;
+	j.idle_miss_us = 1000;
+	assert_int_equal(ina_job_install(eng, &j, NULL), 0);
+	assert_int_equal(ina_job_install(eng, &plain, NULL), 0);
+	assert_int_equal(ina_engine_idle_wait(eng), -1); /* nothing collects */
+
+	/* a flow of a contribution every 100 µs (eight of its gaps are less
+	 * than idle_miss_us), then slice 10 without member 3's: it was lost */
+	uint64_t t = 10000;
+	for (uint32_t seq = 0; seq < 10; seq++)
+		flow(eng, &j, seq, 0xf, &t, 100);
+	flow(eng, &j, 10, 0x7, &t, 100);
+	contribute(eng, &plain, 0, 0x7, t);
+	assert_true(ina_engine_idle_wait(eng) > 0 && ina_engine_idle_wait(eng) <= 1000);
+	assert_int_equal(poll_at(eng, t + 500), 0);
+	assert_int_equal(poll_at(eng, t + 1000), 1);
+	assert_miss(&tl_out.e[0], &j, 3, 0, 10);
+	assert_int_equal(poll_at(eng, t + 1500), 0); /* once per silence */
+	assert_int_equal(poll_at(eng, t + 2000), 1);
+	/* slice 11 has two of four (more than a quarter missing): not
+	 * reported; its contributions start the silence over */
+	t += 2000;
+	flow(eng, &j, 11, 0x3, &t, 100);
+	assert_int_equal(poll_at(eng, t + 500), 0);
+	assert_int_equal(poll_at(eng, t + 10000), 1); /* slice 10's again, not 11's */
+	assert_miss(&tl_out.e[0], &j, 3, 0, 10);
+	/* member 3's re-send completes slice 10: reported no more */
+	contribute(eng, &j, 10, 0x8, t + 10100);
+	assert_int_equal(tl_out.e[0].hdr.type, INA_T_RESULT);
+	assert_int_equal(poll_at(eng, t + 30000), 0);
+	assert_int_equal(ina_job_stats(eng, 5)->idle_misses, 3);
+	assert_int_equal(ina_job_stats(eng, 5)->misses, 3);
+	assert_int_equal(ina_job_stats(eng, 6)->misses, 0);
+
+	/* only with gap reports (the members must take MISS), at most 60 s */
+	const char *why = NULL;
+	struct ina_job_cfg bad = tl_job(7, 4, INA_D_INT32, 2, 8);
+	bad.idle_miss_us = 1000;
+	assert_int_equal(ina_job_install(eng, &bad, &why), -EINVAL);
+	assert_non_null(strstr(why, "idle_miss_us"));
+	bad.outputs |= INA_OUT_MISS;
+	bad.idle_miss_us = INA_IDLE_MISS_MAX_US + 1;
+	assert_int_equal(ina_job_install(eng, &bad, &why), -EINVAL);
+	ina_engine_destroy(eng);
+}
+
+/* A member counted in an older slice that still collects is held back
+ * by its window, not lost: slice 1 misses member 3, who is in slice 0,
+ * which waits for member 2: only member 2 is told, about slice 0. */
+static void test_idle_held_back(void **state)
+{
+	(void)state;
+	struct ina_engine *eng = ina_engine_create(2, 8);
+	struct ina_job_cfg j = tl_job(5, 4, INA_D_INT32, 2, 8);
+	j.outputs |= INA_OUT_MISS;
+	j.idle_miss_us = 1000;
+	assert_int_equal(ina_job_install(eng, &j, NULL), 0);
+	uint64_t t = 10000;
+	flow(eng, &j, 0, 0xb, &t, 100);
+	flow(eng, &j, 1, 0x7, &t, 100);
+	assert_int_equal(poll_at(eng, t + 5000), 1);
+	assert_miss(&tl_out.e[0], &j, 2, 0, 0);
+	ina_engine_destroy(eng);
+}
+
+/* A silence is at least eight times the usual gap between the job's
+ * contributions: members that send only as results reach them over the
+ * aggregator's own link arrive that far apart, and that is no silence. */
+static void test_idle_silence_follows_the_flow(void **state)
+{
+	(void)state;
+	struct ina_engine *eng = ina_engine_create(2, 8);
+	struct ina_job_cfg j = tl_job(5, 4, INA_D_INT32, 2, 8);
+	j.outputs |= INA_OUT_MISS;
+	j.idle_miss_us = 100;
+	assert_int_equal(ina_job_install(eng, &j, NULL), 0);
+	/* 40 slices, a contribution every 600 µs */
+	uint64_t t = 1000;
+	for (uint32_t seq = 0; seq < 40; seq++)
+		flow(eng, &j, seq, 0xf, &t, 600);
+	flow(eng, &j, 40, 0x7, &t, 600);
+	assert_int_equal(poll_at(eng, t + 4000), 0); /* 6.7 gaps */
+	assert_int_equal(poll_at(eng, t + 5000), 1); /* past 8 */
+	ina_engine_destroy(eng);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_miss_reports),
 		cmocka_unit_test(test_miss_tor_resends_partial),
+		cmocka_unit_test(test_idle_reports),
+		cmocka_unit_test(test_idle_held_back),
+		cmocka_unit_test(test_idle_silence_follows_the_flow),
 	};
 	return cmocka_run_group_tests_name("engine_miss", tests, NULL, NULL);
 }

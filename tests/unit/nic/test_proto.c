@@ -49,6 +49,7 @@ static void test_roundtrip(void **state)
 			h.exponent = (int8_t)tl_next(&rng);
 		if (h.type != INA_T_DATA)
 			h.flags &= (uint8_t)~INA_F_JOIN; /* a join is a DATA without elements */
+		h.flags &= (uint8_t)~INA_F_IDLE;	 /* a MISS's only */
 		bool data = (h.type == INA_T_DATA && !(h.flags & INA_F_JOIN)) || h.type == INA_T_RESULT;
 		uint32_t vals[16];
 		for (int i = 0; i < 16; i++)
@@ -128,7 +129,8 @@ static const struct bad_case bad_cases[] = {
 	BYTE("dtype 0 on data", INA_R_BAD_DTYPE, 2, 0),
 	BYTE("dtype 5", INA_R_BAD_DTYPE, 2, 5),
 	TC("control with int32", INA_R_BAD_DTYPE, INA_T_CONTROL, 0, 0, INA_D_INT32),
-	BYTE("flag 0x08", INA_R_BAD_FLAGS, 3, 0x08),
+	BYTE("idle flag on data", INA_R_BAD_FLAGS, 3, INA_F_IDLE),
+	BYTE("flag 0x10", INA_R_BAD_FLAGS, 3, 0x10),
 	BYTE("flag 0x80", INA_R_BAD_FLAGS, 3, 0x80),
 	BYTE("reserved byte", INA_R_RESERVED_NONZERO, 23, 1),
 	BYTE("exponent on int32", INA_R_BAD_EXPONENT, 22, 5),
