@@ -90,6 +90,7 @@ struct hcl_aring *hcl_aring_new(const struct aring_plan *p, unsigned rank, struc
 	if (hcl_inaw_init(&a->win, p->slots, HCL_ARING_RTO_FLOOR_NS, 500000000) < 0 || hcl_ina_rx_init(&a->rx) < 0 ||
 	    hcl_ina_tx_init(&a->txq) < 0)
 		goto nomem;
+	a->win.chain = true; /* slices wait for the chain to reach their step */
 	return a;
 nomem:
 	hcl_aring_free(a);

@@ -54,11 +54,21 @@ struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t s
 /* the least wait for an answer to a re-send (a scheduler's tick) */
 #define HCL_INAW_ANSWER_MIN_NS 500000
 
+/* A chain's slice waits at least this many smoothed round trips
+ * (hcl_inaw.chain) */
+#define HCL_INAW_CHAIN_SRTTS 3
+
 static int64_t timer(const struct hcl_inaw *w, const struct hcl_inaw_slot *s, int64_t floor_ns)
 {
 	int64_t rto = hcl_rtt_rto(&w->rtt, s->expiries);
+	const unsigned shift = s->expiries < 4 ? s->expiries : 4;
+	if (w->chain) {
+		int64_t c = (HCL_INAW_CHAIN_SRTTS * w->rtt.srtt) << shift;
+		c = c < w->rtt.cap ? c : w->rtt.cap;
+		rto = rto > c ? rto : c;
+	}
 	if (floor_ns) {
-		int64_t f = floor_ns << (s->expiries < 4 ? s->expiries : 4);
+		int64_t f = floor_ns << shift;
 		if (rto < f)
 			rto = f;
 	}

@@ -36,6 +36,7 @@ class ArRank : public SimInaClient
 		agg = InetSocketAddress(sim_ipv4(g.ip), ntohs(g.port));
 		if (hcl_inaw_init(&win, p->slots, HCL_ARING_RTO_FLOOR_NS, 500000000))
 			throw std::runtime_error("out of memory");
+		win.chain = true; /* as hcl_aring.c */
 		for (size_t i = 0; i < in.size(); i++)
 			in[i] = sim_input(rank, i);
 	}

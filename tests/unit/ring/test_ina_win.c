@@ -342,6 +342,34 @@ static void test_window_timer_scale(void **state)
 	hcl_inaw_free(&w);
 }
 
+/* A chain's window (agent-ring) waits at least three smoothed round
+ * trips before it re-sends a slice, where another re-sends at srtt +
+ * 4 rttvar: its sampled slices are the quick ones. */
+static void test_window_chain_timer(void **state)
+{
+	(void)state;
+	const int64_t ms = 1000000, t0 = 100 * ms;
+	for (int chain = 0; chain < 2; chain++) {
+		struct hcl_inaw w;
+		assert_int_equal(hcl_inaw_init(&w, 2, ms, 500 * ms), 0);
+		w.chain = chain;
+		for (int i = 0; i < 12; i++)
+			hcl_rtt_sample(&w.rtt, 2 * ms); /* srtt 2 ms, rttvar near 0 */
+		hcl_inaw_start(&w, 0, 0, t0, false);
+		uint32_t sends[2] = { 0 };
+		uint64_t resent = 0;
+		int64_t wake = INT64_MAX;
+		hcl_inaw_resend(&w, t0 + 3 * ms, 0, record_send, sends, &wake, &resent);
+		assert_int_equal(resent, chain ? 0 : 1);
+		if (chain) {
+			assert_int_equal(wake, t0 + 6 * ms);
+			hcl_inaw_resend(&w, t0 + 6 * ms, 0, record_send, sends, &wake, &resent);
+			assert_int_equal(resent, 1);
+		}
+		hcl_inaw_free(&w);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +383,7 @@ int main(void)
 		cmocka_unit_test(test_window_tail_probe),
 		cmocka_unit_test(test_window_tail_probe_without_rack),
 		cmocka_unit_test(test_window_timer_scale),
+		cmocka_unit_test(test_window_chain_timer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
