@@ -38,7 +38,9 @@ static bool held_back(const struct ina_engine *eng, const struct job *j, const s
 }
 
 /* Every reportable slot of job j to its missing contributors: false when
- * out has no room left (the rest at the next poll). */
+ * out has no room left (the job is reported again, whole, at the next
+ * poll: a member told twice re-sends once more, which the aggregator
+ * answers with HAVE). */
 static bool report_job(struct ina_engine *eng, struct job *j, struct ina_emits *out)
 {
 	struct ctx x = { .eng = eng, .job = j, .out = out };
