@@ -153,10 +153,9 @@ def scale(a, out):
             # 64 slots made 512 slices of 8 KiB per worker, and at 16 MiB,
             # 25G the 256K uplinks dropped 26 170 frames (516 ms a call
             # where 8 slots take 10.6)
-            cases.append(("agent-ring", ["--algorithm=agent-ring", "--inaRacks=%d" % k,
-                                         "--inaSlots=%d" % min(a.slots, 8)], k))
-        res = run_all(a.sim, [[x for x in base if not (x.startswith("--inaSlots") and "--inaSlots" in " ".join(c[1]))]
-                              + c[1] for c in cases], a.jobs)
+            cases.append(("agent-ring", ["--algorithm=agent-ring", "--inaRacks=%d" % k], k))
+        aring_base = [x if not x.startswith("--inaSlots") else "--inaSlots=%d" % min(a.slots, 8) for x in base]
+        res = run_all(a.sim, [(aring_base if c[0] == "agent-ring" else base) + c[1] for c in cases], a.jobs)
         t = {(c[0], c[2]): r for c, r in zip(cases, res)}
         # the best algorithm without INA: ring, hier, or the sharded PS with no INA rack (ps)
         plain = [(name, t[key].get("time_ms")) for name, key in

@@ -175,6 +175,17 @@ static void flow(struct ina_engine *eng, const struct ina_job_cfg *j, uint32_t s
 			contribute(eng, j, seq, 1u << m, *t_us += step_us);
 }
 
+/* Job 5 of four members and two slots in eng, reporting silences of
+ * idle_us at least. */
+static struct ina_job_cfg idle_job(struct ina_engine *eng, uint32_t idle_us)
+{
+	struct ina_job_cfg j = tl_job(5, 4, INA_D_INT32, 2, 8);
+	j.outputs |= INA_OUT_MISS;
+	j.idle_miss_us = idle_us;
+	assert_int_equal(ina_job_install(eng, &j, NULL), 0);
+	return j;
+}
+
 /* idle_miss_us: once the job heard nothing for that long, each slot that
  * waits for at most a quarter of its members (at least one) is reported
  * to those missing, once per silence; a contribution starts the silence
@@ -184,11 +195,9 @@ static void test_idle_reports(void **state)
 {
 	(void)state;
 	struct ina_engine *eng = ina_engine_create(4, 8);
-	struct ina_job_cfg j = tl_job(5, 4, INA_D_INT32, 2, 8), plain = tl_job(6, 4, INA_D_INT32, 2, 8);
-	j.outputs |= INA_OUT_MISS;
+	const struct ina_job_cfg j = idle_job(eng, 1000);
+	struct ina_job_cfg plain = tl_job(6, 4, INA_D_INT32, 2, 8);
 	plain.outputs |= INA_OUT_MISS;
-	j.idle_miss_us = 1000;
-	assert_int_equal(ina_job_install(eng, &j, NULL), 0);
 	assert_int_equal(ina_job_install(eng, &plain, NULL), 0);
 	assert_int_equal(ina_engine_idle_wait(eng), -1); /* nothing collects */
 
@@ -239,10 +248,7 @@ static void test_idle_held_back(void **state)
 {
 	(void)state;
 	struct ina_engine *eng = ina_engine_create(2, 8);
-	struct ina_job_cfg j = tl_job(5, 4, INA_D_INT32, 2, 8);
-	j.outputs |= INA_OUT_MISS;
-	j.idle_miss_us = 1000;
-	assert_int_equal(ina_job_install(eng, &j, NULL), 0);
+	const struct ina_job_cfg j = idle_job(eng, 1000);
 	uint64_t t = 10000;
 	flow(eng, &j, 0, 0xb, &t, 100);
 	flow(eng, &j, 1, 0x7, &t, 100);
@@ -258,10 +264,7 @@ static void test_idle_silence_follows_the_flow(void **state)
 {
 	(void)state;
 	struct ina_engine *eng = ina_engine_create(2, 8);
-	struct ina_job_cfg j = tl_job(5, 4, INA_D_INT32, 2, 8);
-	j.outputs |= INA_OUT_MISS;
-	j.idle_miss_us = 100;
-	assert_int_equal(ina_job_install(eng, &j, NULL), 0);
+	const struct ina_job_cfg j = idle_job(eng, 100);
 	/* 40 slices, a contribution every 600 µs */
 	uint64_t t = 1000;
 	for (uint32_t seq = 0; seq < 40; seq++)
