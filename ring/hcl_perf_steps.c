@@ -26,9 +26,11 @@ static int one_step(struct hcl_comm *c, const struct perf_steps *s, void *buf, i
 {
 	const struct hcl_workload *w = s->w;
 	const double base = (w->fwd_ms + w->bwd_ms) * s->scale;
-	const double f = (base > 0 ? hcl_noise_compute_ms(s->z) / base : 1) * s->scale; /* ms of the profile -> ms here */
+	const double f = (base > 0 ? hcl_noise_compute_ms(s->z) / base : 1) *
+			 s->scale; /* ms of the profile -> ms here */
 	const int64_t t0 = clock_now_ns();
 	int rc = 0;
+	hcl_iter_begin(c); /* the step is the timing layer's iteration and pacing's point */
 	for (unsigned b = 0; b < w->nbuckets && rc == 0; b++) {
 		sleep_until(t0 + (int64_t)(hcl_workload_ready(w, b, f) * 1e6));
 		int64_t tc = clock_now_ns();
@@ -36,6 +38,7 @@ static int one_step(struct hcl_comm *c, const struct perf_steps *s, void *buf, i
 		*call_s += (double)(clock_now_ns() - tc) / 1e9;
 	}
 	sleep_until(t0 + (int64_t)(hcl_workload_bwd_end(w, f) * 1e6)); /* the optimizer waits for the backward too */
+	hcl_iter_end(c);
 	*step_ns = clock_now_ns() - t0;
 	*compute_ns = (int64_t)(hcl_workload_bwd_end(w, f) * 1e6);
 	return rc;

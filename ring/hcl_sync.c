@@ -132,6 +132,8 @@ struct hcl_sync {
 	int64_t prev_end; /* end of the previous call (or creation) */
 	bool marked;	  /* the caller marks iterations */
 	bool in_iter;
+	unsigned it_ncalls; /* calls so far in the marked iteration */
+	bool point;	    /* the current call is a pacing point (paced_point) */
 	int64_t iter_start;
 	/* the current iteration's parts */
 	int64_t it_calls_ns, it_delay_ns, it_wait_ns, it_comm_ns;
@@ -289,6 +291,7 @@ void hcl_sync_iter_begin(struct hcl_sync *s)
 	if (!hcl_sync_on(s))
 		return;
 	s->marked = s->in_iter = true;
+	s->it_ncalls = 0;
 	s->iter_start = clock_now_ns();
 	s->it_calls_ns = s->it_delay_ns = s->it_wait_ns = s->it_comm_ns = 0;
 }
@@ -302,12 +305,21 @@ void hcl_sync_iter_end(struct hcl_sync *s)
 	push_iter(s, t, t - s->it_calls_ns);
 }
 
+/* Which calls the pacing rule learns from and delays: every call while
+ * the caller marks no iterations (each call is then an iteration); once it
+ * does, only an iteration's first call.  A training step's later buckets
+ * follow the first in order, each right after the one before: a rank is
+ * early at the step, not at those (docs/PACING.md, "Per step"). */
+static bool paced_point(const struct hcl_sync *s) { return !s->marked || (s->in_iter && s->it_ncalls == 0); }
+
 void hcl_sync_before(struct hcl_sync *s)
 {
 	if (!hcl_sync_on(s))
 		return;
 	s->ready = clock_now_ns();
-	s->delay = s->pace_on ? s->pace.delay_ns : 0;
+	s->point = paced_point(s);
+	s->it_ncalls++;
+	s->delay = s->pace_on && s->point ? s->pace.delay_ns : 0;
 	uint8_t b[20];
 	uint32_t seq = s->seq;
 	b[0] = (uint8_t)(seq >> 24), b[1] = (uint8_t)(seq >> 16), b[2] = (uint8_t)(seq >> 8), b[3] = (uint8_t)seq;
@@ -350,7 +362,7 @@ void hcl_sync_after(struct hcl_sync *s, size_t bytes)
 	if (complete) {
 		hcl_sync_derive(sl->rec, s->world, s->rank, &pt);
 		wait = pt.wait_ns < 0 ? 0 : pt.wait_ns < call_ns - delay ? pt.wait_ns : call_ns - delay;
-		if (s->pace_on)
+		if (s->pace_on && s->point)
 			hcl_pace_update(&s->pace, pt.early_ns, s->iters ? s->iter_sum_ns / (int64_t)s->iters : 0);
 		s->spread_sum_ns += (double)pt.spread_ns;
 	} else {

@@ -6,21 +6,22 @@
 # and ps-ina, paced and not, alone and beside another job (6.25 Gbit/s from
 # each host to its peer in the next rack: half of every uplink).  Two runs
 # at a time; about 6 minutes on two cores.  Prints ms per step, CV and the
-# calls paced.
+# calls paced.  STRAGGLER=F (2), RACKS=R and HOSTS=H (4, 4) change the
+# straggler's factor and the fabric.
 #   testbed/sim/pacing-steps.sh [OUTDIR]    (default /tmp/pacing-steps)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 sim=${SIM:-$top/build/testbed/sim/swemu-sim}
 out=${1:-/tmp/pacing-steps}
-[ "${1:-}" != --help ] || { sed -n '3,10p' "$0"; exit 0; }
+[ "${1:-}" != --help ] || { sed -n '3,12p' "$0"; exit 0; }
 [ -x "$sim" ] || { echo "pacing-steps: no $sim (build first)" >&2; exit 1; }
 mkdir -p "$out"
 one() { # NAME ARGS...
 	local n=$1
 	shift
-	"$sim" --racks=4 --hostsPerRack=4 --hostRate=25G --uplinkBuffer=256K \
-		--workload="$top/configs/workloads/resnet50.cfg" --jitter=normal:5 --straggler=3:2 --iterations=8 \
-		--warmup=2 --ringChannels=2 --inaRacks=4 "$@" >"$out/$n.json" 2>"$out/$n.err"
+	"$sim" --racks="${RACKS:-4}" --hostsPerRack="${HOSTS:-4}" --hostRate=25G --uplinkBuffer=256K \
+		--workload="$top/configs/workloads/resnet50.cfg" --jitter=normal:5 --straggler=3:"${STRAGGLER:-2}" \
+		--iterations=8 --warmup=2 --ringChannels=2 --inaRacks="${RACKS:-4}" "$@" >"$out/$n.json" 2>"$out/$n.err"
 }
 for a in ring ps-ina; do
 	for bg in 0 6250M; do

@@ -94,9 +94,11 @@ struct RankLoop {
 		Time at = iter_start + NanoSeconds((int64_t)(ms * 1e6));
 		return at > Simulator::Now() ? at - Simulator::Now() : Time(0);
 	}
-	/* A bucket's call, paced as the library paces every call: it waits
-	 * the rule's delay, learnt from how early this rank was for the last
-	 * buckets (ready->at holds every bucket of every step). */
+	/* A bucket's call, paced as the library paces a marked iteration
+	 * (ring/hcl_sync.c): the step's first bucket waits the rule's delay,
+	 * learnt from how early this rank was at the first bucket of the last
+	 * steps; the others follow in order (ready->at holds every bucket of
+	 * every step). */
 	void Bucket()
 	{
 		const Time now = Simulator::Now();
@@ -104,14 +106,14 @@ struct RankLoop {
 			start_at = ready_at = now;
 		bucket_ready = now;
 		ready->at[iter * wl->nbuckets + bucket][rank] = now.GetNanoSeconds();
-		const int64_t delay = paced ? pace.delay_ns : 0;
+		const int64_t delay = paced && bucket == 0 ? pace.delay_ns : 0;
 		paced_calls += delay > 0;
 		Simulator::Schedule(NanoSeconds(delay), &RankLoop::BucketCall, this);
 	}
 	void BucketCall() { algo->Start(wl->buckets[bucket].bytes, [this] { BucketDone(); }); }
 	void BucketDone()
 	{
-		if (paced) {
+		if (paced && bucket == 0) {
 			int64_t last = 0;
 			for (int64_t t : ready->at[iter * wl->nbuckets + bucket])
 				last = std::max(last, t);

@@ -63,8 +63,8 @@ def traces(d, nbytes, warmup, iters, k=1.0):
         lines = [real_units(json.loads(x), k) for x in open(f) if x.strip()]
         if not lines:
             continue
-        marked = any("iter" in x for x in lines) and sum("iter" in x for x in lines) <= iters + 1
-        if marked:  # iterations marked by the program: exactly the timed ones
+        marked = any("iter" in x for x in lines) and sum("iter" in x for x in lines) <= iters + warmup + 1
+        if marked:  # iterations marked by the program: the timed ones (a step's replay marks its warm-ups too)
             it = [x for x in lines if "iter" in x][-iters:]  # the warm-up calls come first
         else:  # every call an iteration: the timed calls of this size
             it = [x for x in lines if "call" in x and x["bytes"] == nbytes][warmup:warmup + iters]

@@ -4,7 +4,8 @@
  * on four ranks (threads over the fake transport, a ring all-reduce as
  * the collective) where one rank is always late: the clocks agree, every
  * point is complete, the late rank is named, the others' earliness is
- * measured and they are paced after a window. */
+ * measured and they are paced after a window; with iterations marked,
+ * only each iteration's first call is a pacing point. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -72,6 +73,7 @@ struct job {
 	struct fake_hub *hub;
 	const char *dir;
 	int rank, rc;
+	int buckets; /* 0: every call an iteration; else calls per marked iteration */
 	struct hcl_sync_summary sum;
 	char err[256];
 };
@@ -88,7 +90,10 @@ static void *rank_main(void *arg)
 	struct hcl_sync *s = x ? hcl_sync_new(&cfg, x, j->rank, NR, "ring", deadline, j->err, sizeof(j->err)) : NULL;
 	j->rc = s ? 0 : -1;
 	for (int k = 0; k < CALLS && j->rc == 0; k++) {
-		if (j->rank == LATE) { /* the straggler's longer compute */
+		bool first = !j->buckets || k % j->buckets == 0;
+		if (j->buckets && first)
+			hcl_sync_iter_begin(s);
+		if (j->rank == LATE && first) { /* the straggler's longer compute */
 			struct timespec ts = { 0, 40 * MS };
 			nanosleep(&ts, NULL);
 		}
@@ -100,6 +105,8 @@ static void *rank_main(void *arg)
 			j->rc = -2;
 		if (j->rc == 0)
 			hcl_sync_after(s, 4);
+		if (j->buckets && (k + 1) % j->buckets == 0)
+			hcl_sync_iter_end(s);
 	}
 	if (s)
 		hcl_sync_summary(s, &j->sum);
@@ -110,24 +117,33 @@ static void *rank_main(void *arg)
 	return NULL;
 }
 
+/* NR ranks, one thread each, CALLS calls: buckets 0 makes every call an
+ * iteration, else iterations of that many calls are marked. */
+static void run_ranks(struct job *jobs, const char *dir, int buckets)
+{
+	struct fake_net net = { .seed = 5 };
+	struct fake_hub *hub = fake_hub_new(NR, &net);
+	pthread_t th[NR];
+	for (int r = 0; r < NR; r++) {
+		jobs[r] = (struct job){ .hub = hub, .dir = dir, .rank = r, .buckets = buckets };
+		pthread_create(&th[r], NULL, rank_main, &jobs[r]);
+	}
+	for (int r = 0; r < NR; r++)
+		pthread_join(th[r], NULL);
+	fake_hub_free(hub);
+	for (int r = 0; r < NR; r++)
+		if (jobs[r].rc)
+			fail_msg("rank %d: %d %s", r, jobs[r].rc, jobs[r].err);
+}
+
 static void test_layer_on_fake_ranks(void **st)
 {
 	(void)st;
 	char dir[] = "/tmp/test_sync.XXXXXX";
 	assert_non_null(mkdtemp(dir));
-	struct fake_net net = { .seed = 5 };
-	struct fake_hub *hub = fake_hub_new(NR, &net);
 	struct job jobs[NR];
-	pthread_t th[NR];
+	run_ranks(jobs, dir, 0);
 	for (int r = 0; r < NR; r++) {
-		jobs[r] = (struct job){ .hub = hub, .dir = dir, .rank = r };
-		pthread_create(&th[r], NULL, rank_main, &jobs[r]);
-	}
-	for (int r = 0; r < NR; r++)
-		pthread_join(th[r], NULL);
-	for (int r = 0; r < NR; r++) {
-		if (jobs[r].rc)
-			fail_msg("rank %d: %d %s", r, jobs[r].rc, jobs[r].err);
 		assert_int_equal(jobs[r].sum.calls, CALLS);
 		assert_int_equal(jobs[r].sum.incomplete_calls, 0);
 		/* the straggler's 40 ms show as everyone's spread */
@@ -160,7 +176,23 @@ static void test_layer_on_fake_ranks(void **st)
 		unlink(path);
 	}
 	rmdir(dir);
-	fake_hub_free(hub);
+}
+
+/* Marked iterations of three calls, the straggler late before the first
+ * only (a training step's buckets): the rule learns from and delays only
+ * an iteration's first call, so the others are paced from the third
+ * iteration on (window 2), once per iteration.  Fed every call, it would
+ * never pace: the second and third calls of an iteration are not early. */
+static void test_layer_paces_per_iteration(void **st)
+{
+	(void)st;
+	struct job jobs[NR];
+	run_ranks(jobs, NULL, 3);
+	for (int r = 0; r < NR; r++) {
+		assert_int_equal(jobs[r].sum.calls, CALLS);
+		assert_int_equal(jobs[r].sum.iterations, CALLS / 3);
+		assert_int_equal(jobs[r].sum.paced_calls, r == LATE ? 0 : CALLS / 3 - 2);
+	}
 }
 
 int main(void)
@@ -169,6 +201,7 @@ int main(void)
 		cmocka_unit_test(test_derive),
 		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_layer_on_fake_ranks),
+		cmocka_unit_test(test_layer_paces_per_iteration),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
