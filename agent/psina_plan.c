@@ -100,7 +100,7 @@ uint32_t psina_shard_slots(const struct psina_plan *p, uint32_t slots, unsigned 
 	uint32_t n = (slots + shards - 1) / shards;
 	const size_t slice = (size_t)elems * INA_ELEM_SIZE;
 	size_t window = (size_t)p->ps.fan_in * PSINA_MIN_SHARD_SLOTS * slice;
-	if (p->use_ps && p->ntor == 0 && n < PSINA_MIN_SHARD_SLOTS && window <= PSINA_SHARD_WINDOW_BYTES)
+	if (p->use_ps && n < PSINA_MIN_SHARD_SLOTS && window <= PSINA_SHARD_WINDOW_BYTES)
 		n = PSINA_MIN_SHARD_SLOTS;
 	/* every contributor's window reaches the shard's one link at once */
 	if (p->use_ps && p->ps.fan_in && (size_t)p->ps.fan_in * n * slice > PSINA_SHARD_INFLIGHT_BYTES) {

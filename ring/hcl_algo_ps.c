@@ -93,7 +93,7 @@ static uint16_t shard_elems(const struct hcl_comm *c)
 }
 
 /* A shard's window (agent/psina_plan.h: the rank's window dealt over the
- * shards; at least two where no ToR aggregates, so that RACK can find a
+ * shards; at least two where they fit, so that RACK can find a
  * lost slice). */
 static uint32_t shard_window(const struct hcl_comm *c)
 {
