@@ -271,11 +271,21 @@ static void reclaim(struct ctx *x, struct slot *s)
 	memset(s, 0, sizeof(*s)); /* SLOT_EMPTY */
 }
 
-/* Whether this re-send upstream is its round's first: the workers time out
- * together, and a rack of H would send it H times on the scarce uplink. */
-static bool first_of_round(struct ctx *x)
+/* A re-send that finds the slot quiet this long (no packet taken since)
+ * goes upstream whatever the count of the round (first_of_round). */
+#define INA_UP_QUIET_MS 2
+
+/* Whether this re-send goes upstream: the round's first, for the workers
+ * time out together and a rack of H would send it H times on the scarce
+ * uplink; or the first after a quiet spell (quiet): then the one sent up
+ * was lost too, and the others have backed their timers off.  Counting
+ * alone, a lone worker's re-sends went up one in H: 64 hosts behind 8 INA
+ * ToRs at 1% loss waited 250 ms and more on a slice whose parent's answer
+ * was lost twice (docs/SCALE.md). */
+static bool first_of_round(struct ctx *x, bool quiet)
 {
-	return x->slot->resends++ % (x->job->cfg.fan_in - (x->job->cfg.upstream_index >= 0)) == 0;
+	const bool first = x->slot->resends++ % (x->job->cfg.fan_in - (x->job->cfg.upstream_index >= 0)) == 0;
+	return first || quiet;
 }
 
 /* A contributor re-sent a slice the slot has finished: send again what it
@@ -285,10 +295,11 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 	const struct ina_job_cfg *cfg = &x->job->cfg;
 	const unsigned outs = outputs_of(cfg, x->slot->seq);
 
+	const bool quiet = x->eng->now_ms - x->slot->touched_ms >= INA_UP_QUIET_MS;
 	x->job->st.retransmits++;
 	x->slot->touched_ms = x->eng->now_ms;	  /* a straggler still wants it */
 	if (x->slot->state == SLOT_WAIT_PARENT) { /* the partial or the parent's answer was lost */
-		if (first_of_round(x))
+		if (first_of_round(x, quiet))
 			emit_peer(x, &cfg->parent, INA_F_RETX);
 		/* held here until the parent answers: the sender waits on its timer */
 		if (answers_held(x, c))
@@ -308,7 +319,7 @@ static void answer_retransmission(struct ctx *x, unsigned c)
 			emit(x, INA_T_ACK, &cfg->contributors[c], cfg->id, (uint16_t)c, 0);
 			return;
 		}
-		if (first_of_round(x)) /* the forward or its ACK was lost */
+		if (first_of_round(x, quiet)) /* the forward or its ACK was lost */
 			emit_peer(x, &cfg->forward, INA_F_RETX);
 		return;
 	}

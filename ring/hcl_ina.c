@@ -300,7 +300,7 @@ static size_t take_batch(struct hcl_ina *a, const struct pass *ps, struct dgram_
 		if (p.hdr.type == INA_T_HAVE && p.hdr.epoch == a->epoch && (h = shard_of(a, &in[i], &p)) >= 0) {
 			struct hcl_inaw_slot *o = hcl_inaw_match(&a->win[h], &p.hdr, a->epoch);
 			if (o)
-				o->held = true; /* its result comes when the others' do */
+				hcl_inaw_held(o, clock_now_ns()); /* its result comes when the others' do */
 			continue;
 		}
 		if (p.hdr.type == INA_T_MISS && (h = shard_of(a, &in[i], &p)) >= 0) {

@@ -29,6 +29,7 @@ void hcl_inaw_reset(struct hcl_inaw *w)
 	for (uint32_t i = 0; i < w->slots; i++)
 		w->s[i].busy = false;
 	w->done_sent_at = 0;
+	w->done_at = 0;
 }
 
 int hcl_inaw_next_slot(const struct hcl_inaw *w, size_t next, size_t first)
@@ -75,6 +76,36 @@ static int64_t timer(const struct hcl_inaw *w, const struct hcl_inaw_slot *s, in
 	return rto;
 }
 
+/* the least reorder window: a scheduler's tick */
+#define HCL_INAW_REO_MIN_NS 200000
+
+/* When RACK counts slot s lost, or INT64_MAX: a slice sent before one
+ * that is done, a smoothed round trip and a quarter after its send; a held
+ * one (hcl_inaw_held) a quarter of the least round trip after a result
+ * that came after its HAVE; a tail slice (no later one can come back) a
+ * smoothed round trip and a quarter after its send. */
+static int64_t rack_lost_at(const struct hcl_inaw *w, const struct hcl_inaw_slot *s, int64_t floor_ns)
+{
+	if (floor_ns || !w->rtt.srtt || !s->sent_at)
+		return INT64_MAX;
+	int64_t at = INT64_MAX;
+	if (w->rack && s->sent_at < w->done_sent_at) {
+		const int64_t reo = w->rtt.srtt / 4 > HCL_INAW_REO_MIN_NS ? w->rtt.srtt / 4 : HCL_INAW_REO_MIN_NS;
+		at = s->sent_at + w->rtt.srtt + reo;
+	}
+	if (w->rack && s->held && w->done_at > s->held_at) {
+		const int64_t reo = w->min_rtt / 4 > HCL_INAW_REO_MIN_NS ? w->min_rtt / 4 : HCL_INAW_REO_MIN_NS,
+			      probe = w->done_at + reo;
+		at = probe < at ? probe : at;
+	}
+	if (s->tries == 0 && s->slice + w->window >= w->end) {
+		const int64_t reo = w->rtt.srtt / 4 > HCL_INAW_REO_MIN_NS ? w->rtt.srtt / 4 : HCL_INAW_REO_MIN_NS,
+			      tail = s->sent_at + w->rtt.srtt + reo;
+		at = tail < at ? tail : at;
+	}
+	return at;
+}
+
 /* When a re-sent slice that got no answer counts as lost (w->answers), or
  * INT64_MAX */
 static int64_t unanswered_at(const struct hcl_inaw *w, const struct hcl_inaw_slot *s)
@@ -108,10 +139,8 @@ void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*s
 			continue;
 		int64_t due = s->sent_at + timer(w, s, floor_ns);
 		bool rack = false;
-		if (!floor_ns && w->rtt.srtt && s->sent_at &&
-		    ((w->rack && s->sent_at < w->done_sent_at) || (s->tries == 0 && s->slice + w->window >= w->end))) {
-			int64_t reo = w->rtt.srtt / 4 > 200000 ? w->rtt.srtt / 4 : 200000,
-				lost_at = s->sent_at + w->rtt.srtt + reo;
+		const int64_t lost_at = rack_lost_at(w, s, floor_ns);
+		if (lost_at < INT64_MAX) {
 			rack = lost_at <= now;
 			if (lost_at < due)
 				due = lost_at;
@@ -180,6 +209,12 @@ int hcl_inaw_missed(const struct hcl_inaw *w, const struct ina_hdr *h, uint32_t 
 	return (int)i;
 }
 
+void hcl_inaw_held(struct hcl_inaw_slot *s, int64_t now)
+{
+	s->held = true;
+	s->held_at = now;
+}
+
 void hcl_inaw_resent(struct hcl_inaw *w, uint32_t slot, int64_t now) { note_resend(&w->s[slot], now, true); }
 
 struct hcl_inaw_slot *hcl_inaw_match(struct hcl_inaw *w, const struct ina_hdr *h, uint32_t epoch)
@@ -204,6 +239,7 @@ void hcl_inaw_done(struct hcl_inaw *w, struct hcl_inaw_slot *s, int64_t now)
 	int64_t at = s->tries && now - s->sent_at < w->min_rtt ? s->first_at : s->sent_at;
 	if (at > w->done_sent_at)
 		w->done_sent_at = at;
+	w->done_at = now;
 	s->set ^= 1;
 	s->busy = false;
 }

@@ -32,6 +32,7 @@ struct hcl_inaw_slot {
 	size_t slice;
 	int64_t sent_at;  /* 0: not sent yet (the socket was full): due at once */
 	int64_t first_at; /* the first send's sent_at */
+	int64_t held_at;  /* when the HAVE came (held) */
 };
 
 struct hcl_inaw {
@@ -41,6 +42,7 @@ struct hcl_inaw {
 	struct hcl_rtt rtt;
 	int64_t done_sent_at; /* the latest send among slices done (RACK) */
 	int64_t min_rtt;      /* the least round-trip sample; 0: none yet */
+	int64_t done_at;      /* when the latest slice was done */
 	bool rack;	      /* slices finish in the order they went: RACK may judge */
 	/* the aggregators answer every re-send at once, by the result or by
 	 * HAVE (nic/ina_engine.c): a re-send unanswered for two least round
@@ -97,7 +99,8 @@ struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t s
  * other worker's slice of the slot waited with it.  With w->answers, a
  * re-sent slice that got neither its result nor HAVE within two least
  * round trips (at least 0.5 ms) goes again at once, without an expiry;
- * one that got HAVE (held) waits for its result on the timer. */
+ * one that got HAVE (held) waits for its result on the timer, or goes
+ * again after a result that came after its HAVE (hcl_inaw_held). */
 void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*send)(void *ctx, uint32_t slot),
 		     void *ctx, int64_t *wake, uint64_t *resent);
 
@@ -116,6 +119,15 @@ int hcl_inaw_missed(const struct hcl_inaw *w, const struct ina_hdr *h, uint32_t 
 /* Slot `slot` went again now because its loss was seen: its timer is not
  * doubled. */
 void hcl_inaw_resent(struct hcl_inaw *w, uint32_t slot, int64_t now);
+/* The aggregator holds slot's re-sent contribution (HAVE): its result
+ * comes when the round completes.  If a result of the window comes after
+ * this, the held slice's may have been lost on its way (a round completes
+ * as the aggregator hears it, not in a client's order, so this is a
+ * guess): RACK re-sends it a reorder window later, and the aggregator
+ * answers it from the stored result or with another HAVE.  Waiting for
+ * the timer instead cost 200 ms and more at 64 hosts and 1% loss, a
+ * slice's smoothed round trip there being tens of ms (docs/SCALE.md). */
+void hcl_inaw_held(struct hcl_inaw_slot *s, int64_t now);
 
 /* The slot's slice is done: a round-trip sample if it went once and not
  * early; its next slice uses the other set.  RACK dates it by its latest

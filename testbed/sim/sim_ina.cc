@@ -161,7 +161,7 @@ class PsRank : public SimInaClient
 		if (!o)
 			return; /* a duplicate */
 		if (pk.hdr.type == INA_T_HAVE) {
-			o->held = true; /* as ring/hcl_ina.c takes it */
+			hcl_inaw_held(o, sim_now_ns()); /* as ring/hcl_ina.c takes it */
 			return;
 		}
 		const size_t k = o->slice, n = SliceLen(k);

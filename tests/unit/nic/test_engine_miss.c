@@ -135,6 +135,53 @@ static void test_miss_tor_resends_partial(void **state)
 	ina_engine_destroy(tor);
 }
 
+/* A ToR whose slot waits for its parent sends the partial up again on
+ * the first re-send of a round (the workers time out together), and on
+ * the first after a quiet spell of INA_UP_QUIET_MS (2 ms): the one sent up
+ * was lost as well, and a lone worker re-sending on its backed-off timer
+ * would otherwise wait for a whole round of re-sends. */
+static void test_tor_resends_partial_after_quiet(void **state)
+{
+	(void)state;
+	const uint64_t ms = 1000000;
+	struct ina_engine *tor = ina_engine_create(4, 8);
+	const struct ina_addr ps_addr = tl_addr(800);
+	struct ina_job_cfg rack = tl_job(12, 4, INA_D_INT32, 2, 8);
+	rack.outputs = INA_OUT_PS;
+	rack.parent = (struct ina_peer){ .addr = ps_addr, .job = 12, .contributor = 0 };
+	assert_int_equal(ina_job_install(tor, &rack, NULL), 0);
+	uint32_t v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct ina_hdr d = tl_hdr(INA_T_DATA, INA_D_INT32, 12, 0, 0, 1, 0, 8);
+	ina_engine_set_time(tor, 10 * ms);
+	for (unsigned c = 0; c < 4; c++) {
+		d.contributor = (uint16_t)c;
+		assert_int_equal(tl_send(tor, &rack.contributors[c], &d, v), INA_OK);
+	}
+	assert_int_equal(tl_out.n, 1); /* the partial up ("lost") */
+	d.flags = INA_F_RETX;
+	/* {worker re-sending, ms since the slot's last packet, goes up} */
+	static const struct {
+		unsigned c, at_ms;
+		bool up;
+	} steps[] = {
+		{ 1, 20, true },  /* the round's first */
+		{ 2, 20, false }, /* the same round */
+		{ 3, 21, false }, /* 1 ms quiet */
+		{ 3, 40, true },  /* 19 ms quiet: the partial went missing again */
+	};
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		ina_engine_set_time(tor, steps[i].at_ms * ms);
+		d.contributor = (uint16_t)steps[i].c;
+		assert_int_equal(tl_send(tor, &rack.contributors[steps[i].c], &d, v), INA_OK);
+		const struct ina_emit *last = &tl_out.e[tl_out.n - 1];
+		assert_int_equal(last->hdr.type, INA_T_HAVE); /* the worker is told, each time */
+		assert_int_equal(tl_out.n, steps[i].up ? 2 : 1);
+		if (steps[i].up)
+			assert_int_equal(tl_out.e[0].dst.ip, ps_addr.ip);
+	}
+	ina_engine_destroy(tor);
+}
+
 #define US 1000ull /* ns */
 
 /* Slice seq of a job of two slots (slot seq % 2, its sets taken in
@@ -280,6 +327,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_miss_reports),
 		cmocka_unit_test(test_miss_tor_resends_partial),
+		cmocka_unit_test(test_tor_resends_partial_after_quiet),
 		cmocka_unit_test(test_idle_reports),
 		cmocka_unit_test(test_idle_held_back),
 		cmocka_unit_test(test_idle_silence_follows_the_flow),

@@ -217,6 +217,43 @@ static void test_window_unanswered_resend(void **state)
 	hcl_inaw_free(&w);
 }
 
+/* A held slice (its re-send got HAVE) goes again a reorder window (a
+ * quarter of the least round trip) after a result of the window that came
+ * after its HAVE: its own result may have been lost on the way, and the
+ * aggregator answers the probe from the stored result.  Results before
+ * the HAVE say nothing; without one after it the slice waits its timer. */
+static void test_window_held_probe(void **state)
+{
+	(void)state;
+	struct hcl_inaw w;
+	assert_int_equal(hcl_inaw_init(&w, 2, 5000000, 500000000), 0);
+	w.rack = true;
+	w.answers = true;
+	const int64_t ms = 1000000, t0 = 100 * ms;
+	hcl_inaw_start(&w, 0, 0, t0 - 10 * ms, false);
+	hcl_inaw_done(&w, &w.s[0], t0 - 6 * ms); /* round trip 4 ms: reorder window 1 ms */
+	hcl_inaw_start(&w, 0, 2, t0, false);
+	hcl_inaw_start(&w, 1, 1, t0, false);
+	hcl_inaw_resent(&w, 0, t0 + ms); /* slice 2 went again (a gap report) */
+	hcl_inaw_held(&w.s[0], t0 + 2 * ms);
+	uint32_t sends[2] = { 0 };
+	uint64_t resent = 0;
+	int64_t wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + 3 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[0], 0);
+	assert_true(wake > t0 + 10 * ms);	 /* nothing after the HAVE: the timer */
+	hcl_inaw_done(&w, &w.s[1], t0 + 4 * ms); /* slice 1's result, after the HAVE */
+	wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + 4 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[0], 0);
+	assert_int_equal(wake, t0 + 5 * ms);
+	hcl_inaw_resend(&w, t0 + 5 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[0], 1);
+	assert_int_equal(w.s[0].expiries, 0); /* seen, not an expiry */
+	assert_false(w.s[0].held);
+	hcl_inaw_free(&w);
+}
+
 /* RACK after a re-send: an answer that comes sooner after the re-send
  * than the least round trip answers the first send (the slice was only
  * waiting, as a PS shard's wait for the slowest worker looks), so it dates
@@ -373,17 +410,12 @@ static void test_window_chain_timer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_window_spare_slots),
-		cmocka_unit_test(test_window_missed),
-		cmocka_unit_test(test_window_idle_missed),
-		cmocka_unit_test(test_window_rack),
-		cmocka_unit_test(test_window_rack_resend_keeps_timer),
-		cmocka_unit_test(test_window_unanswered_resend),
-		cmocka_unit_test(test_window_rack_after_resend),
-		cmocka_unit_test(test_window_tail_probe),
-		cmocka_unit_test(test_window_tail_probe_without_rack),
-		cmocka_unit_test(test_window_timer_scale),
-		cmocka_unit_test(test_window_chain_timer),
+		cmocka_unit_test(test_window_spare_slots),	 cmocka_unit_test(test_window_missed),
+		cmocka_unit_test(test_window_idle_missed),	 cmocka_unit_test(test_window_rack),
+		cmocka_unit_test(test_window_held_probe),	 cmocka_unit_test(test_window_rack_resend_keeps_timer),
+		cmocka_unit_test(test_window_unanswered_resend), cmocka_unit_test(test_window_rack_after_resend),
+		cmocka_unit_test(test_window_tail_probe),	 cmocka_unit_test(test_window_tail_probe_without_rack),
+		cmocka_unit_test(test_window_timer_scale),	 cmocka_unit_test(test_window_chain_timer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
