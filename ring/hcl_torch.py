@@ -13,8 +13,12 @@ HCL_MASTER_PORT, default MASTER_PORT + 1 (torch's store takes MASTER_PORT).
 Collectives: all_reduce (sum, avg) of float32, bfloat16, int32 and float16
 tensors (float16 summed in binary32 and rounded once, as bfloat16 is),
 broadcast and all_gather of any type, barrier; the rest raise
-NotImplementedError by name.  CPU tensors only: a CUDA tensor is refused
-with a message (copy it to the host first).
+NotImplementedError by name.  Tensors on the CPU or on a GPU: a GPU
+tensor is staged through pinned host memory, copied on the device's
+current stream (so after the kernels that wrote it) and copied back the
+same way (so before the kernels that read the result), and the call
+returns with the result in place, as Gloo's does; a GPU training script
+runs unchanged.
 
 It is a Python process group (torch's ProcessGroup subclassed, as
 torch/testing's Python process groups are), not a C++ extension: the data
@@ -42,11 +46,23 @@ def _done(result):
     return _create_work_from_future(fut)
 
 
-def _cpu(t, what):
-    if t.device.type != "cpu":
-        raise RuntimeError(f"hcl: {what}: tensors must be on the CPU (this one is on {t.device}); "
-                           "copy it to the host first")
-    return t
+def _host(t):
+    """t itself on the CPU; a tensor on a device (a GPU) copied into
+    pinned host memory.  The copy is queued on the device's current stream,
+    after the kernels that made t, and waited for: libhcl reads host
+    memory only."""
+    if t.device.type == "cpu":
+        return t
+    h = torch.empty(t.shape, dtype=t.dtype, pin_memory=t.device.type == "cuda")
+    h.copy_(t)
+    return h
+
+
+def _back(t, h):
+    """The result h into t where t lives on a device: on the current
+    stream, before anything queued after this call reads t."""
+    if h is not t:
+        t.copy_(h)
 
 
 def _op(opts):
@@ -82,24 +98,24 @@ class ProcessGroupHcl(dist.ProcessGroup):
     def allreduce(self, tensors, opts=None):
         op = _op(opts)
         for t in tensors:
-            _cpu(t, "all_reduce")
-            if t.dtype in _NATIVE and t.is_contiguous():
-                self.comm.allreduce(t, op=op)
-            elif t.dtype in _NATIVE + (torch.float16,):
-                wide = t.to(torch.float32 if t.dtype == torch.float16 else t.dtype).contiguous()
-                self.comm.allreduce(wide, op=op)
-                t.copy_(wide)
-            else:
+            if t.dtype not in _NATIVE + (torch.float16,):
                 raise NotImplementedError(f"hcl: all_reduce of {t.dtype}: float32, bfloat16, float16 and int32 "
                                           "are supported")
+            h = _host(t)
+            if h.dtype in _NATIVE and h.is_contiguous():
+                self.comm.allreduce(h, op=op)
+            else:
+                wide = h.to(torch.float32 if h.dtype == torch.float16 else h.dtype).contiguous()
+                self.comm.allreduce(wide, op=op)
+                h.copy_(wide)
+            _back(t, h)
         return _done(tensors)
 
     def broadcast(self, tensors, opts):
         # the root's bytes and every other rank's zeros, summed as int32
         # words: exact for any type, -0.0 and NaN included
         for t in tensors:
-            _cpu(t, "broadcast")
-            buf, n = _bytes_of(t)
+            buf, n = _bytes_of(_host(t))
             if self.rank() != opts.rootRank:
                 buf.zero_()
             self.comm.allreduce(buf.view(torch.int32))
@@ -110,8 +126,7 @@ class ProcessGroupHcl(dist.ProcessGroup):
         # each rank's bytes in its own stretch, zeros elsewhere, summed
         world, me = self.size(), self.rank()
         for outs, t in zip(output_tensors, input_tensors):
-            _cpu(t, "all_gather")
-            mine, n = _bytes_of(t)
+            mine, n = _bytes_of(_host(t))
             w = mine.numel()
             buf = torch.zeros(world * w, dtype=torch.uint8)
             buf[me * w:(me + 1) * w] = mine

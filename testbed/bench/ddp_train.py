@@ -13,6 +13,10 @@ on its own seeded batches.
 --backend hcl: no hook, but init_process_group("hcl") (ring/hcl_torch.py)
 with the algorithm of -a: DDP as an unchanged script would use it.
 
+--device cuda: the model, batches and gradients on GPU rank % (GPUs),
+through Gloo's CUDA all-reduce or the "hcl" backend (which stages them
+through pinned host memory); the reference stays on the CPU.
+
 --check: after every step the model is compared with a one-process
 reference that averages every rank's gradient itself, and at the end every
 rank must hold bit-identical parameters; exit status 1 otherwise.
@@ -47,11 +51,19 @@ ap.add_argument("--backend", choices=["gloo", "hcl"], default="gloo",
                 help="hcl: init_process_group(\"hcl\") (ring/hcl_torch.py) and DDP as it is, the algorithm "
                      "from -a, no hook; gloo (default): Gloo's group, with the hook unless -a gloo")
 ap.add_argument("--timeout-ms", type=int, default=60000)
+ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                help="where the model and its gradients live (default cpu)")
 args = ap.parse_args()
 if args.steps <= args.warmup:
     ap.error("--steps must be more than --warmup")
+if args.device == "cuda":
+    if not torch.cuda.is_available():
+        ap.error("--device cuda: this torch sees no GPU")
+    if args.algo != "gloo" and args.backend != "hcl":
+        ap.error("--device cuda: the DDP hook takes CPU buckets; use --backend hcl or -a gloo")
 
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+dev = torch.device(f"cuda:{rank % torch.cuda.device_count()}") if args.device == "cuda" else torch.device("cpu")
 if args.backend == "hcl":
     if args.algo == "gloo":
         ap.error("--backend hcl needs a libhcl algorithm (-a ring, ps-ina, ...)")
@@ -68,7 +80,9 @@ torch.manual_seed(0)
 w = args.width
 model = nn.Sequential(nn.Linear(32, w), nn.Tanh(), nn.Linear(w, w), nn.Tanh(), nn.Linear(w, 4))
 reference = copy.deepcopy(model) if args.check else None
-ddp = DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
+model.to(dev)
+ddp = DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb,
+                              device_ids=[dev.index] if dev.type == "cuda" else None)
 comm, calls = None, 0
 if args.algo != "gloo" and args.backend == "gloo":
     comm = hcl.Comm(algo=args.algo, timeout_ms=args.timeout_ms)
@@ -91,7 +105,7 @@ def batch(r, step):
 
 worst, timed, cpu, last_loss = 0.0, 0.0, 0.0, 0.0
 for step in range(args.steps):
-    x, y = batch(rank, step)
+    x, y = (v.to(dev) for v in batch(rank, step))
     t0, c0 = time.perf_counter(), time.process_time()
     opt.zero_grad()
     loss = loss_fn(ddp(x), y)
@@ -108,7 +122,7 @@ for step in range(args.steps):
         x, y = batch(r, step)
         (loss_fn(reference(x), y) / world).backward()
     ref_opt.step()
-    diff = max((p - q).abs().max().item() for p, q in zip(model.parameters(), reference.parameters()))
+    diff = max((p.cpu() - q).abs().max().item() for p, q in zip(model.parameters(), reference.parameters()))
     worst = max(worst, diff)
     # float sums in another order differ by rounding (1e-8 here); a wrong
     # or missing average, or a bucket left out, moves weights by 1e-3 and more

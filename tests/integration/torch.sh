@@ -80,6 +80,11 @@ dist.destroy_process_group()
 ' 2>&1) || fail "float16 / int64 / MAX through the backend: $out"
 echo "torch: $out"
 
+# the GPU check's launcher and comparison, on CPU tensors (loopback, no
+# swemu): the backend's ring against Gloo, last losses within 1e-6
+out=$(bash "$top/testbed/bench/gpu-check.sh" --device cpu 2>&1) || fail "gpu-check --device cpu: $out"
+echo "torch: $(tail -1 <<<"$out")"
+
 # the binding's errors: bad arguments before any rendezvous, a missing
 # peer within the deadline, the library's message in the exception
 out=$(in_host 0 env RANK=0 WORLD_SIZE=2 MASTER_ADDR=$sub.1 MASTER_PORT=29600 PYTHONPATH="$top/ring" $PY -c '
