@@ -110,7 +110,22 @@ uint32_t psina_shard_slots(const struct psina_plan *p, uint32_t slots, unsigned 
 	return n;
 }
 
-uint16_t psina_shard_elems(const struct psina_plan *p, uint32_t slots, unsigned shards, uint16_t elems)
+/* e, or smaller where two-slice shard windows would put more than the
+ * rank's own window (slots slices of elems) in flight over all shards */
+static uint16_t within_rank_window(const struct psina_plan *p, uint32_t slots, unsigned shards, uint16_t e,
+				   uint16_t elems)
+{
+	const uint32_t w = psina_shard_slots(p, slots, shards, e);
+	const size_t budget = (size_t)slots * elems;
+	if (w < PSINA_MIN_SHARD_SLOTS || (size_t)shards * w * e <= budget)
+		return e;
+	size_t fit = budget / ((size_t)shards * w) / 16 * 16;
+	if (fit < PSINA_MIN_SLICE_ELEMS)
+		fit = PSINA_MIN_SLICE_ELEMS;
+	return fit < e ? (uint16_t)fit : e;
+}
+
+static uint16_t two_slice_elems(const struct psina_plan *p, uint32_t slots, unsigned shards, uint16_t elems)
 {
 	if (!p->use_ps || !p->ps.fan_in || psina_shard_slots(p, slots, shards, elems) >= PSINA_MIN_SHARD_SLOTS)
 		return elems;
@@ -125,6 +140,11 @@ uint16_t psina_shard_elems(const struct psina_plan *p, uint32_t slots, unsigned 
 			return (uint16_t)e;
 	}
 	return elems;
+}
+
+uint16_t psina_shard_elems(const struct psina_plan *p, uint32_t slots, unsigned shards, uint16_t elems)
+{
+	return within_rank_window(p, slots, shards, two_slice_elems(p, slots, shards, elems), elems);
 }
 
 uint32_t psina_shard_spares(const struct psina_plan *p) { return p->use_ps && p->ntor == 0 ? PSINA_SPARE_SLOTS : 0; }

@@ -83,8 +83,13 @@ uint32_t psina_shard_slots(const struct psina_plan *plan, uint32_t slots, unsign
  * until its idle report or timer; with two the next slice goes on and its
  * gap report finds the loss.  64 workers on one PS, 1 MiB, 200M links,
  * 1% loss: about 0.5x the link bound with one slice of 8 KiB, 0.73x with two
- * of 4 KiB (docs/SCALE.md).  Never below PSINA_MIN_SLICE_ELEMS (a
- * header per KiB). */
+ * of 4 KiB (docs/SCALE.md).  And fewer where two-slice windows over all
+ * shards would hold more than the rank's own window, slots slices of
+ * elems: with 16 shards behind INA ToRs, 16 x 2 x 8 KiB queued 10 ms on
+ * a 200M host link and every re-send and result waited behind it (64
+ * hosts, 1% loss: 235-806 ms per 1 MiB call against 70 loss-free; with
+ * 2 KiB slices 109-136, loss-free 72).  Never below PSINA_MIN_SLICE_ELEMS
+ * (a header per KiB). */
 #define PSINA_MIN_SLICE_ELEMS 256
 uint16_t psina_shard_elems(const struct psina_plan *plan, uint32_t slots, unsigned shards, uint16_t elems);
 /* A software PS's jobs report silences to their contributors

@@ -168,7 +168,8 @@ static void test_shards(void **st)
 
 /* A shard's slots: the rank's window dealt over the shards, at least two
  * where every contributor's two slices fit the shard's window budget,
- * with or without ToRs aggregating. */
+ * with or without ToRs aggregating; and slices small enough that two per
+ * shard hold no more than the rank's own window (slots x elems). */
 static void test_shard_slots(void **st)
 {
 	(void)st;
@@ -182,14 +183,16 @@ static void test_shard_slots(void **st)
 	assert_int_equal(psina_shard_slots(&p, 8, 2, 2048), 4);			    /* dealt: already more */
 	assert_int_equal(psina_shard_slots(&p, 8, 1, 2048), 8);
 	assert_int_equal(psina_shard_spares(&p), PSINA_SPARE_SLOTS); /* stalled slices step aside */
-	assert_int_equal(psina_shard_elems(&p, 8, 8, 2048), 2048);   /* two slots already */
+	assert_int_equal(psina_shard_elems(&p, 8, 8, 2048), 1024);   /* 8 x 2 x 4 KiB: the rank's 8 x 8 KiB */
+	assert_int_equal(psina_shard_elems(&p, 8, 4, 2048), 2048);   /* 4 x 2 x 8 KiB */
+	assert_int_equal(psina_shard_elems(&p, 16, 8, 2048), 2048);  /* a larger window asked for */
 	psina_plan_free(&p);
 	ranks(r, 8, 4, 2); /* rack 1 INA: its ToR and rack 0's four ranks to the shards */
 	assert_int_equal(psina_plan(r, 8, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
 	assert_int_equal(p.ntor, 1);
 	assert_int_equal(psina_shard_slots(&p, 8, 8, 2048), PSINA_MIN_SHARD_SLOTS); /* behind a ToR too */
 	assert_int_equal(psina_shard_spares(&p), 0);		   /* behind ToRs: none (docs/BENCHMARKS.md, "Loss") */
-	assert_int_equal(psina_shard_elems(&p, 8, 8, 2048), 2048); /* two slots already */
+	assert_int_equal(psina_shard_elems(&p, 8, 8, 2048), 1024); /* behind a ToR too */
 	assert_int_equal(p.ps.idle_miss_us, PSINA_IDLE_MISS_US);   /* the software PS reports silences */
 	assert_int_equal(p.tor[0].job.idle_miss_us, 0);		   /* a switch does not */
 	psina_plan_free(&p);
@@ -210,6 +213,16 @@ static void test_shard_slots(void **st)
 	assert_int_equal(psina_shard_elems(&p, 8, 16, 2048), 512);
 	assert_int_equal(psina_shard_slots(&p, 8, 16, 512), PSINA_MIN_SHARD_SLOTS);
 	assert_int_equal(psina_shard_elems(&p, 8, 1, 512), 512); /* never more than asked */
+	psina_plan_free(&p);
+	/* every rack INA, 8 ToRs to each of 16 shards: two slices of 2 KiB
+	 * each, the rank's 64 KiB in flight, not 16 x 2 x 8 KiB (a 10 ms
+	 * queue on a 200M link: docs/SCALE.md) */
+	ranks(r, 64, 8, 0xff);
+	assert_int_equal(psina_plan(r, 64, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.ntor, 8);
+	assert_int_equal(psina_shard_elems(&p, 8, 16, 2048), 512);
+	assert_int_equal(psina_shard_slots(&p, 8, 16, 512), PSINA_MIN_SHARD_SLOTS);
+	assert_int_equal(psina_shard_elems(&p, 1, 16, 2048), PSINA_MIN_SLICE_ELEMS); /* never below */
 	psina_plan_free(&p);
 	/* 200 contributors of 8 KiB: past the budget with one slice each, still one */
 	struct plan_rank big[200];
