@@ -26,8 +26,8 @@ static int one_step(struct hcl_comm *c, const struct perf_steps *s, void *buf, i
 {
 	const struct hcl_workload *w = s->w;
 	const double base = (w->fwd_ms + w->bwd_ms) * s->scale;
-	const double f = (base > 0 ? hcl_noise_compute_ms(s->z) / base : 1) *
-			 s->scale; /* ms of the profile -> ms here */
+	/* ms of the profile -> ms here */
+	const double f = (base > 0 ? hcl_noise_compute_ms(s->z) / base : 1) * s->scale;
 	const int64_t t0 = clock_now_ns();
 	int rc = 0;
 	hcl_iter_begin(c); /* the step is the timing layer's iteration and pacing's point */

@@ -309,7 +309,8 @@ void hcl_sync_iter_end(struct hcl_sync *s)
  * the caller marks no iterations (each call is then an iteration); once it
  * does, only an iteration's first call.  A training step's later buckets
  * follow the first in order, each right after the one before: a rank is
- * early at the step, not at those (docs/PACING.md, "Per step"). */
+ * early at the step, not at those (docs/PACING.md, "Which calls are
+ * points"). */
 static bool paced_point(const struct hcl_sync *s) { return !s->marked || (s->in_iter && s->it_ncalls == 0); }
 
 void hcl_sync_before(struct hcl_sync *s)
