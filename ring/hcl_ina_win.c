@@ -76,32 +76,25 @@ static int64_t timer(const struct hcl_inaw *w, const struct hcl_inaw_slot *s, in
 	return rto;
 }
 
-/* the least reorder window: a scheduler's tick */
-#define HCL_INAW_REO_MIN_NS 200000
+/* RACK's reorder window after a round trip rtt: a quarter of it, at
+ * least a scheduler's tick */
+static int64_t reorder(int64_t rtt) { return rtt / 4 > 200000 ? rtt / 4 : 200000; }
 
-/* When RACK counts slot s lost, or INT64_MAX: a slice sent before one
- * that is done, a smoothed round trip and a quarter after its send; a held
- * one (hcl_inaw_held) a quarter of the least round trip after a result
- * that came after its HAVE; a tail slice (no later one can come back) a
- * smoothed round trip and a quarter after its send. */
+/* When RACK counts slot s lost, or INT64_MAX: a smoothed round trip and a
+ * reorder window after its send for a slice sent before one that is done,
+ * and for a tail slice (no later one can come back); for a held one
+ * (hcl_inaw_held), a reorder window of the least round trip after a
+ * result that came after its HAVE. */
 static int64_t rack_lost_at(const struct hcl_inaw *w, const struct hcl_inaw_slot *s, int64_t floor_ns)
 {
 	if (floor_ns || !w->rtt.srtt || !s->sent_at)
 		return INT64_MAX;
 	int64_t at = INT64_MAX;
-	if (w->rack && s->sent_at < w->done_sent_at) {
-		const int64_t reo = w->rtt.srtt / 4 > HCL_INAW_REO_MIN_NS ? w->rtt.srtt / 4 : HCL_INAW_REO_MIN_NS;
-		at = s->sent_at + w->rtt.srtt + reo;
-	}
+	if ((w->rack && s->sent_at < w->done_sent_at) || (s->tries == 0 && s->slice + w->window >= w->end))
+		at = s->sent_at + w->rtt.srtt + reorder(w->rtt.srtt);
 	if (w->rack && s->held && w->done_at > s->held_at) {
-		const int64_t reo = w->min_rtt / 4 > HCL_INAW_REO_MIN_NS ? w->min_rtt / 4 : HCL_INAW_REO_MIN_NS,
-			      probe = w->done_at + reo;
+		const int64_t probe = w->done_at + reorder(w->min_rtt);
 		at = probe < at ? probe : at;
-	}
-	if (s->tries == 0 && s->slice + w->window >= w->end) {
-		const int64_t reo = w->rtt.srtt / 4 > HCL_INAW_REO_MIN_NS ? w->rtt.srtt / 4 : HCL_INAW_REO_MIN_NS,
-			      tail = s->sent_at + w->rtt.srtt + reo;
-		at = tail < at ? tail : at;
 	}
 	return at;
 }
