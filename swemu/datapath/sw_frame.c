@@ -67,36 +67,8 @@ static inline uint64_t pseudo_native(const uint8_t *ip, uint16_t udp_len)
 	return sw_csum_words(ip + 12, 2) + be16_term(17) + be16_term(udp_len);
 }
 
-static void fill_view(const uint8_t *f, const uint8_t *ip, const uint8_t *udp, size_t ulen, struct sw_udp_view *v)
+enum sw_frame_err sw_frame_parse_udp_steps(const uint8_t *f, size_t len, unsigned verified, struct sw_udp_view *v)
 {
-	v->dst_mac = f;
-	v->src_mac = f + 6;
-	memcpy(&v->src_ip, ip + 12, 4);
-	memcpy(&v->dst_ip, ip + 16, 4);
-	memcpy(&v->src_port, udp, 2);
-	memcpy(&v->dst_port, udp + 2, 2);
-	v->payload = udp + SW_UDP_HLEN;
-	v->payload_len = ulen - SW_UDP_HLEN;
-}
-
-enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, unsigned verified, struct sw_udp_view *v)
-{
-	/* The shape of nearly every datagram to the switch, checked in one
-	 * pass: no IP options, not a fragment, UDP, lengths that agree, a UDP
-	 * checksum of 0 or one the device vouched for.  Anything else, good or
-	 * bad, is decided step by step below. */
-	if (len >= SW_UDP_PREFIX_LEN) {
-		const uint8_t *ip = f + SW_ETH_HLEN;
-		const size_t tot = rd16(ip + 2), ulen = rd16(ip + SW_IP_HLEN + 4);
-		if (rd16(f + 12) == SW_ETHERTYPE_IPV4 && ip[0] == 0x45 && !(rd16(ip + 6) & 0x3fff) && ip[9] == 17 &&
-		    ulen >= SW_UDP_HLEN && ulen + SW_IP_HLEN == tot && SW_ETH_HLEN + tot <= len &&
-		    ((verified & SW_CSUM_UDP_VERIFIED) || rd16(ip + SW_IP_HLEN + 6) == 0) &&
-		    ((verified & SW_CSUM_IP_VERIFIED) ||
-		     sw_csum_fold_native(sw_csum_words(ip, SW_IP_HLEN / 4)) == 0xffff)) {
-			fill_view(f, ip, ip + SW_IP_HLEN, ulen, v);
-			return SW_FRAME_OK;
-		}
-	}
 	if (len < SW_ETH_HLEN + SW_IP_HLEN)
 		return SW_FRAME_SHORT;
 	if (rd16(f + 12) != SW_ETHERTYPE_IPV4)
@@ -125,7 +97,7 @@ enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, unsigned veri
 	if (!(verified & SW_CSUM_UDP_VERIFIED) && rd16(udp + 6) != 0 &&
 	    sw_csum_fold_native(pseudo_native(ip, (uint16_t)ulen) + sum_bytes(udp, ulen)) != 0xffff)
 		return SW_FRAME_BAD_UDP_CSUM;
-	fill_view(f, ip, udp, ulen, v);
+	sw_frame_fill_view(f, ip, udp, ulen, v);
 	return SW_FRAME_OK;
 }
 

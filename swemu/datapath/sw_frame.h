@@ -56,10 +56,6 @@ static inline bool sw_frame_is_tpid(uint16_t et) { return et == 0x8100 || et == 
 #define SW_CSUM_IP_VERIFIED  1u
 #define SW_CSUM_UDP_VERIFIED 2u
 
-/* Checks an Ethernet/IPv4/UDP frame: the IP and (unless zero) the UDP
- * checksum, but not those that verified (SW_CSUM_*) names. */
-enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, unsigned verified, struct sw_udp_view *v);
-
 /* One's complement sum of a buffer, unfolded (for reuse across frames that
  * carry the same payload). */
 uint32_t sw_csum_partial(const void *buf, size_t len, uint32_t sum);
@@ -90,6 +86,49 @@ static inline uint16_t sw_csum_fold_native(uint64_t s)
 	s = (s & 0xffff) + (s >> 16);
 	s = (s & 0xffff) + (s >> 16);
 	return (uint16_t)s;
+}
+
+static inline uint16_t sw_be16_at(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+
+static inline void sw_frame_fill_view(const uint8_t *f, const uint8_t *ip, const uint8_t *udp, size_t ulen,
+				      struct sw_udp_view *v)
+{
+	v->dst_mac = f;
+	v->src_mac = f + 6;
+	memcpy(&v->src_ip, ip + 12, 4);
+	memcpy(&v->dst_ip, ip + 16, 4);
+	memcpy(&v->src_port, udp, 2);
+	memcpy(&v->dst_port, udp + 2, 2);
+	v->payload = udp + SW_UDP_HLEN;
+	v->payload_len = ulen - SW_UDP_HLEN;
+}
+
+/* sw_frame_parse_udp's every case, step by step (sw_frame.c). */
+enum sw_frame_err sw_frame_parse_udp_steps(const uint8_t *f, size_t len, unsigned verified, struct sw_udp_view *v);
+
+/* Checks an Ethernet/IPv4/UDP frame: the IP and (unless zero) the UDP
+ * checksum, but not those that verified (SW_CSUM_*) names.  The shape of
+ * nearly every datagram to the switch is checked here in one pass, inline
+ * in the INA path (the call and the view's stores were a tenth of an INA
+ * frame's instructions): no IP options, not a fragment, UDP, lengths that
+ * agree, a UDP checksum of 0 or one the device vouched for.  Anything
+ * else, good or bad, is decided step by step. */
+static inline enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len, unsigned verified,
+						   struct sw_udp_view *v)
+{
+	if (len >= SW_UDP_PREFIX_LEN) {
+		const uint8_t *ip = f + SW_ETH_HLEN;
+		const size_t tot = sw_be16_at(ip + 2), ulen = sw_be16_at(ip + SW_IP_HLEN + 4);
+		if (sw_be16_at(f + 12) == SW_ETHERTYPE_IPV4 && ip[0] == 0x45 && !(sw_be16_at(ip + 6) & 0x3fff) &&
+		    ip[9] == 17 && ulen >= SW_UDP_HLEN && ulen + SW_IP_HLEN == tot && SW_ETH_HLEN + tot <= len &&
+		    ((verified & SW_CSUM_UDP_VERIFIED) || sw_be16_at(ip + SW_IP_HLEN + 6) == 0) &&
+		    ((verified & SW_CSUM_IP_VERIFIED) ||
+		     sw_csum_fold_native(sw_csum_words(ip, SW_IP_HLEN / 4)) == 0xffff)) {
+			sw_frame_fill_view(f, ip, ip + SW_IP_HLEN, ulen, v);
+			return SW_FRAME_OK;
+		}
+	}
+	return sw_frame_parse_udp_steps(f, len, verified, v);
 }
 
 struct sw_udp_hdrs {
