@@ -54,6 +54,7 @@ struct SimCfg {
 	double limit_s = 600;	     /* simulated seconds before unfinished ranks are an error */
 	double rto_ms = 5.0;	     /* INA re-send floor, as the host library's */
 	uint64_t background_bps = 0; /* another job: each host to its peer in the next rack, bit/s (sim_background.cc) */
+	int64_t host_packet_ns = 0;  /* a host's CPU time per datagram it receives (sim_host_rx_delay); 0: none */
 	/* racks of different sizes (a trial's hosts_per_rack = [3, 2, 3]):
 	 * rack r's hosts follow rack r - 1's; empty: hosts_per_rack each */
 	std::vector<unsigned> rack_sizes;
@@ -97,7 +98,28 @@ struct SimNet {
 	std::vector<std::unique_ptr<SimAgg>> aggs; /* every engine, for its drop counters */
 	std::vector<std::shared_ptr<void>> flows;  /* another job's (sim_background.cc) */
 	std::vector<uint32_t> tor_ip; /* per rack: its ToR's INA address (its uplink's, else its first host link's) */
+	/* the host CPU model (sim_host_rx_delay): per node id, when its
+	 * receive path is free again (ns); empty: no cost */
+	int64_t host_packet_ns = 0;
+	std::vector<int64_t> rx_free_ns;
 };
+
+/* The host CPU model (--hostPacketNs): a host's receive path takes its
+ * datagrams one after another, host_packet_ns each (the system call, the
+ * copy, the sum on receive), so a datagram reaches the application only
+ * when its turn is done.  Switches pay nothing (swemu's cost is apart).
+ * Returns how long from now this datagram waits, or -1 when there is no
+ * cost and it is handled at once, as without the model. */
+inline int64_t sim_host_rx_delay(SimNet &net, const ns3::Ptr<ns3::Node> &node)
+{
+	const uint32_t id = node->GetId();
+	if (!net.host_packet_ns || id >= net.rx_free_ns.size() || net.rx_free_ns[id] < 0)
+		return -1;
+	const int64_t now = ns3::Simulator::Now().GetNanoSeconds();
+	int64_t &free_at = net.rx_free_ns[id];
+	free_at = (free_at > now ? free_at : now) + net.host_packet_ns;
+	return free_at - now;
+}
 
 /* sim_topo.cc: nodes, links (rate, delay, tail-drop buffer in bytes, loss),
  * addresses and routes.  Throws std::runtime_error on a bad setting. */
@@ -122,6 +144,7 @@ class SimAgg
       private:
 	SimAgg(SimNet &net, ns3::Ptr<ns3::Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems);
 	void Recv(ns3::Ptr<ns3::Socket> s);
+	void Handle(ns3::Ptr<ns3::Packet> p, const ns3::Address &from);
 	void SendOut(); /* out's emits */
 	void SchedulePoll();
 	void Poll();
@@ -131,6 +154,7 @@ class SimAgg
 	int64_t poll_at = 0;
 	std::vector<uint8_t> buf;
 	ns3::Ptr<ns3::Socket> sock;
+	SimNet *net;
 };
 
 /* A datagram out of s, as an event of its own: ns-3 delivers a send to the
@@ -195,6 +219,9 @@ class SimInaClient : public SimAlgo
       private:
 	static bool ResendTrampoline(void *ctx, uint32_t slot);
 	void Recv(ns3::Ptr<ns3::Socket> s);
+	void Handle(ns3::Ptr<ns3::Packet> p);
+	void AfterRecv();
+	SimNet *net;
 	ns3::Ptr<ns3::Socket> sock;
 	std::function<void()> done_cb;
 	ns3::EventId timer;

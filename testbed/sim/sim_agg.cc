@@ -11,7 +11,7 @@
 using namespace ns3;
 
 SimAgg::SimAgg(SimNet &net, Ptr<Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems)
-    : eng(ina_engine_create(nslots, elems)), out(new ina_emits), buf(INA_HDR_LEN + INA_MAX_PAYLOAD)
+    : eng(ina_engine_create(nslots, elems)), out(new ina_emits), buf(INA_HDR_LEN + INA_MAX_PAYLOAD), net(&net)
 {
 	if (!eng)
 		throw std::runtime_error("engine: bad size");
@@ -62,18 +62,30 @@ void SimAgg::Recv(Ptr<Socket> s)
 {
 	Address from;
 	Ptr<Packet> p;
-	ina_engine_set_time(eng, (uint64_t)Simulator::Now().GetNanoSeconds());
 	while ((p = s->RecvFrom(from))) {
-		uint32_t len = p->CopyData(buf.data(), (uint32_t)buf.size());
-		InetSocketAddress a = InetSocketAddress::ConvertFrom(from);
-		ina_addr src = {};
-		src.ip = htonl(a.GetIpv4().Get());
-		src.port = htons(a.GetPort());
-		if (ina_engine_rx(eng, buf.data(), len, &src, out) != INA_OK)
-			continue; /* counted by the engine */
-		SendOut();
+		const int64_t wait = sim_host_rx_delay(*net, s->GetNode()); /* a software PS's host */
+		if (wait < 0) {
+			Handle(p, from);
+			continue;
+		}
+		Simulator::Schedule(NanoSeconds(wait), [this, p, from] {
+			Handle(p, from);
+			SchedulePoll();
+		});
 	}
 	SchedulePoll();
+}
+
+void SimAgg::Handle(Ptr<Packet> p, const Address &from)
+{
+	ina_engine_set_time(eng, (uint64_t)Simulator::Now().GetNanoSeconds());
+	uint32_t len = p->CopyData(buf.data(), (uint32_t)buf.size());
+	InetSocketAddress a = InetSocketAddress::ConvertFrom(from);
+	ina_addr src = {};
+	src.ip = htonl(a.GetIpv4().Get());
+	src.port = htons(a.GetPort());
+	if (ina_engine_rx(eng, buf.data(), len, &src, out) == INA_OK) /* else counted by the engine */
+		SendOut();
 }
 
 void SimAgg::SendOut()

@@ -9,7 +9,7 @@
 
 using namespace ns3;
 
-SimInaClient::SimInaClient(SimNet &net, Ptr<Node> node)
+SimInaClient::SimInaClient(SimNet &net, Ptr<Node> node) : net(&net)
 {
 	sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
 	sock->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &net.drops.socket));
@@ -60,12 +60,31 @@ void SimInaClient::Recv(Ptr<Socket> s)
 {
 	Ptr<Packet> p;
 	Address from;
-	uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD + 64];
 	while ((p = s->RecvFrom(from))) {
-		uint32_t len = p->CopyData(frame, sizeof(frame));
-		if (active)
-			Take(frame, len);
+		const int64_t wait = sim_host_rx_delay(*net, s->GetNode());
+		if (wait < 0) {
+			Handle(p);
+			continue;
+		}
+		Simulator::Schedule(NanoSeconds(wait), [this, p] {
+			Handle(p);
+			AfterRecv();
+		});
 	}
+	AfterRecv();
+}
+
+void SimInaClient::Handle(Ptr<Packet> p)
+{
+	uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD + 64];
+	uint32_t len = p->CopyData(frame, sizeof(frame));
+	if (active)
+		Take(frame, len);
+}
+
+/* After datagrams were taken: the call's end, or the timer again. */
+void SimInaClient::AfterRecv()
+{
 	if (!active)
 		return; /* late duplicates of the last call's answers */
 	if (Complete()) {

@@ -284,6 +284,10 @@ static int run(int argc, char **argv)
 	cmd.AddValue("background", "another job's traffic: each host to its peer in the next rack, bit/s each (K, M, G)",
 		     background);
 	cmd.AddValue("limitS", "simulated seconds after which unfinished ranks are an error", c.limit_s);
+	cmd.AddValue("hostPacketNs",
+		     "a host's CPU time per datagram it receives, one at a time (0: none; docs/SCALE.md, "
+		     "\"The host's CPU\")",
+		     c.host_packet_ns);
 	std::string workload;
 	cmd.AddValue("workload", "training steps of this profile (configs/workloads/*.cfg) instead of --size and "
 				 "--computeMs",

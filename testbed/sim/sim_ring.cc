@@ -305,12 +305,14 @@ struct Pipe {
 	bool busy = false;
 	std::function<void()> on_done;
 	std::string *error = nullptr;
+	SimNet *net = nullptr;
 
-	void Open(SimNet &net, Ptr<Node> node, uint16_t port, uint64_t host_bps, std::string *err)
+	void Open(SimNet &n, Ptr<Node> node, uint16_t port, uint64_t host_bps, std::string *err)
 	{
+		net = &n;
 		error = err;
 		sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
-		sock->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &net.drops.socket));
+		sock->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &n.drops.socket));
 		if (sock->Bind(InetSocketAddress(Ipv4Address::GetAny(), port)) != 0)
 			throw std::runtime_error("ring: port in use");
 		sock->SetAttribute("RcvBufSize", UintegerValue(8u << 20)); /* as the library asks */
@@ -360,14 +362,26 @@ struct Pipe {
 		Ptr<Packet> p;
 		Address from;
 		while ((p = s->RecvFrom(from))) {
-			XferHeader h;
-			p->RemoveHeader(h);
-			if (h.type == XferHeader::ACK)
-				tx.Acked(h);
-			else
-				rx_total += rx.Take(h, p->GetSize(), from);
+			const int64_t wait = sim_host_rx_delay(*net, s->GetNode());
+			if (wait < 0) {
+				Handle(p, from);
+				continue;
+			}
+			Simulator::Schedule(NanoSeconds(wait), [this, p, from] {
+				Handle(p, from);
+				Advance();
+			});
 		}
 		Advance();
+	}
+	void Handle(Ptr<Packet> p, const Address &from)
+	{
+		XferHeader h;
+		p->RemoveHeader(h);
+		if (h.type == XferHeader::ACK)
+			tx.Acked(h);
+		else
+			rx_total += rx.Take(h, p->GetSize(), from);
 	}
 };
 

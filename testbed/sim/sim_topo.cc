@@ -159,6 +159,14 @@ void sim_build(const SimCfg &c, SimNet &n)
 		n.tor_ip[r] = htonl(ifs.GetAddress(0).Get());
 	}
 	Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+	if (c.host_packet_ns < 0)
+		throw std::runtime_error("hostPacketNs must be 0 or more");
+	n.host_packet_ns = c.host_packet_ns;
+	if (c.host_packet_ns) { /* hosts only: -1 marks a switch */
+		n.rx_free_ns.assign(NodeList::GetNNodes(), -1);
+		for (uint32_t h = 0; h < n.hosts.GetN(); h++)
+			n.rx_free_ns[n.hosts.Get(h)->GetId()] = 0;
+	}
 	/* with no queue discipline, a frame that finds its device queue
 	 * stopped (full) is dropped by the traffic control layer, not by the
 	 * queue; IP (no route, TTL) and ARP (its pending queue) drop too */

@@ -88,6 +88,19 @@ run bg --algorithm=ring --background=50M
 "$py" -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert b > 1.05 * a, (a, b)' \
 	"$(field ring time_ms)" "$(field bg time_ms)" || fail "background traffic did not slow the ring"
 
+# the host CPU model: 2 ms per datagram a host receives.  A ring rank
+# takes 6 steps of a 128 KiB chunk, 15 datagrams each, in order: at least
+# 90 x 2 ms; at most that plus its 48 ACKs' 2 ms on top of the time
+# without the model (the wire and the CPU overlap at most fully)
+run cpu --algorithm=ring --hostPacketNs=2000000
+[ -z "$(field cpu error)" ] || fail "host CPU model: $(field cpu error)"
+"$py" -c 'import sys; t0, t = float(sys.argv[1]), float(sys.argv[2]); assert 180 <= t <= t0 + 276, (t0, t)' \
+	"$(field ring time_ms)" "$(field cpu time_ms)" || fail "ring with 2 ms per datagram: $(field cpu time_ms) ms"
+run cpu-ina --algorithm=ps-ina --inaRacks=2 --hostPacketNs=2000000
+[ -z "$(field cpu-ina error)" ] || fail "host CPU model, ps-ina: $(field cpu-ina error)"
+"$py" -c 'import sys; assert float(sys.argv[2]) > 2 * float(sys.argv[1])' "$(field ps-ina time_ms)" \
+	"$(field cpu-ina time_ms)" || fail "ps-ina did not pay for its hosts' CPU"
+
 # a workload is paced per step, as the library paces a marked iteration:
 # rank 1 computing 4x as long leaves the others early by ~33 ms at the
 # step's first bucket (over the rule's threshold, a fifth of a ~130 ms
@@ -188,6 +201,7 @@ bad "inaRackList: '0' is not a rack" --algorithm=ps-ina --racks=2 --inaRackList=
 bad "not both" --algorithm=ps-ina --inaRacks=1 --inaRackList=0
 bad "hostRate: '20X'" --hostRate=20X
 bad "loss must be" --loss=0.9
+bad "hostPacketNs must be 0 or more" --hostPacketNs=-1
 bad "jitter:" --jitter=uniform:3
 bad "hostsPerRack lists 3 racks, racks is 2" --racks=2 --hostsPerRack=3,2,3
 bad "hostsPerRack: '3,0' is not" --racks=2 --hostsPerRack=3,0
