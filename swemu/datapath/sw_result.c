@@ -208,6 +208,36 @@ static inline struct rte_mbuf *reuse_spent(struct sw_lsw *sw, size_t len)
 	return m;
 }
 
+/* Result frame m of group g to member `contributor` at d (completed for
+ * the group's length): d's headers, the group's INA header with the
+ * member's id, and the payload copied in or the shared one chained on. */
+static inline __attribute__((always_inline)) void fill_result(struct rte_mbuf *m, struct emit_group *g,
+							      const struct sw_dst *d, unsigned contributor,
+							      uint16_t src_port)
+{
+	const size_t hlen = SW_UDP_PREFIX_LEN + INA_HDR_LEN, plen = g->first->payload_len;
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	memcpy(f, d->prefix, SW_UDP_PREFIX_LEN);
+	/* not in the UDP checksum (results carry none) nor the IPv4 one */
+	memcpy(f + SW_ETH_HLEN + SW_IP_HLEN, &src_port, 2);
+	memcpy(f + SW_UDP_PREFIX_LEN, g->head, INA_HDR_LEN);
+	f[SW_UDP_PREFIX_LEN + 6] = (uint8_t)(contributor >> 8);
+	f[SW_UDP_PREFIX_LEN + 7] = (uint8_t)contributor;
+	if (g->shared) { /* a reference of the group's, or one more */
+		if (g->credit)
+			g->credit--;
+		else
+			rte_mbuf_refcnt_update(g->shared, 1);
+		m->next = g->shared;
+		m->nb_segs = 2;
+		m->data_len = (uint16_t)hlen;
+	} else {
+		memcpy(f + hlen, g->first->payload, plen);
+		m->data_len = (uint16_t)(hlen + plen);
+	}
+	m->pkt_len = (uint32_t)(hlen + plen);
+}
+
 /* One result frame: the destination's headers (completed for this length
  * once), the group's INA header with the member's id, and the payload
  * copied in or the shared one chained on.  NULL when out of mbufs
@@ -225,31 +255,11 @@ static struct rte_mbuf *result_frame(struct sw_rt *rt, struct sw_port *in, struc
 		in->st.drops[SW_D_NO_MBUF]++;
 		return NULL;
 	}
-	if (g->shared) { /* a reference of the group's, or one more */
-		if (g->credit)
-			g->credit--;
-		else
-			rte_mbuf_refcnt_update(g->shared, 1);
-		m->next = g->shared;
-		m->nb_segs = 2;
-	}
 	if (d->ulen != g->ulen) {
 		sw_frame_udp_fill_len(d->prefix, d->ip_sum, g->ulen);
 		d->ulen = g->ulen;
 	}
-	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
-	memcpy(f, d->prefix, SW_UDP_PREFIX_LEN);
-	/* not in the UDP checksum (results carry none) nor the IPv4 one */
-	memcpy(f + SW_ETH_HLEN + SW_IP_HLEN, &src_port, 2);
-	memcpy(f + SW_UDP_PREFIX_LEN, g->head, INA_HDR_LEN);
-	f[SW_UDP_PREFIX_LEN + 6] = (uint8_t)(contributor >> 8);
-	f[SW_UDP_PREFIX_LEN + 7] = (uint8_t)contributor;
-	m->data_len = (uint16_t)hlen;
-	if (!g->shared) {
-		memcpy(f + hlen, g->first->payload, plen);
-		m->data_len = (uint16_t)(hlen + plen);
-	}
-	m->pkt_len = (uint32_t)(hlen + plen);
+	fill_result(m, g, d, contributor, src_port);
 	return m;
 }
 
@@ -295,7 +305,6 @@ static void send_group(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 		       const struct ina_job_cfg *c, uint16_t in_vlan, uint16_t src_port, uint64_t stamp)
 {
 	const size_t hlen = SW_UDP_PREFIX_LEN + INA_HDR_LEN, plen = g->first->payload_len, len = hlen + plen;
-	const uint8_t *payload = g->first->payload;
 	struct rte_mbuf *const shared = g->shared;
 	/* a long payload without its shared mbuf is result_frame's drop */
 	const bool fast = !sw->cap.f && (shared || plen <= SW_SHARE_MIN);
@@ -312,25 +321,7 @@ static void send_group(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 			send_frame(rt, sw, in, g, dst, (uint16_t)k, in_vlan, src_port, stamp);
 			continue;
 		}
-		uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
-		memcpy(f, d->prefix, SW_UDP_PREFIX_LEN);
-		memcpy(f + SW_ETH_HLEN + SW_IP_HLEN, &src_port, 2);
-		memcpy(f + SW_UDP_PREFIX_LEN, g->head, INA_HDR_LEN);
-		f[SW_UDP_PREFIX_LEN + 6] = (uint8_t)(k >> 8);
-		f[SW_UDP_PREFIX_LEN + 7] = (uint8_t)k;
-		if (shared) { /* a reference of the group's, or one more */
-			if (g->credit)
-				g->credit--;
-			else
-				rte_mbuf_refcnt_update(shared, 1);
-			m->next = shared;
-			m->nb_segs = 2;
-			m->data_len = (uint16_t)hlen;
-		} else {
-			memcpy(f + hlen, payload, plen);
-			m->data_len = (uint16_t)len;
-		}
-		m->pkt_len = (uint32_t)len;
+		fill_result(m, g, d, k, src_port);
 		sw->st.ina_emits++;
 		p->st.tx_packets++;
 		p->st.tx_bytes += len;
