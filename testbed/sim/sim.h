@@ -121,6 +121,23 @@ inline int64_t sim_host_rx_delay(SimNet &net, const ns3::Ptr<ns3::Node> &node)
 	return free_at - now;
 }
 
+/* A received datagram's handling (handle) on its host's receive path: at
+ * once without the CPU model, else when its turn is done, followed there
+ * by `then` (what the caller does after a batch it took at once). */
+template <class Handle, class Then>
+inline void sim_host_rx(SimNet &net, const ns3::Ptr<ns3::Node> &node, Handle handle, Then then)
+{
+	const int64_t wait = sim_host_rx_delay(net, node);
+	if (wait < 0) {
+		handle();
+		return;
+	}
+	ns3::Simulator::Schedule(ns3::NanoSeconds(wait), [handle, then] {
+		handle();
+		then();
+	});
+}
+
 /* sim_topo.cc: nodes, links (rate, delay, tail-drop buffer in bytes, loss),
  * addresses and routes.  Throws std::runtime_error on a bad setting. */
 void sim_build(const SimCfg &c, SimNet &net);

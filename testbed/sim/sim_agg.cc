@@ -62,17 +62,8 @@ void SimAgg::Recv(Ptr<Socket> s)
 {
 	Address from;
 	Ptr<Packet> p;
-	while ((p = s->RecvFrom(from))) {
-		const int64_t wait = sim_host_rx_delay(*net, s->GetNode()); /* a software PS's host */
-		if (wait < 0) {
-			Handle(p, from);
-			continue;
-		}
-		Simulator::Schedule(NanoSeconds(wait), [this, p, from] {
-			Handle(p, from);
-			SchedulePoll();
-		});
-	}
+	while ((p = s->RecvFrom(from))) /* a ToR pays nothing; a software PS's host does */
+		sim_host_rx(*net, s->GetNode(), [this, p, from] { Handle(p, from); }, [this] { SchedulePoll(); });
 	SchedulePoll();
 }
 

@@ -60,17 +60,8 @@ void SimInaClient::Recv(Ptr<Socket> s)
 {
 	Ptr<Packet> p;
 	Address from;
-	while ((p = s->RecvFrom(from))) {
-		const int64_t wait = sim_host_rx_delay(*net, s->GetNode());
-		if (wait < 0) {
-			Handle(p);
-			continue;
-		}
-		Simulator::Schedule(NanoSeconds(wait), [this, p] {
-			Handle(p);
-			AfterRecv();
-		});
-	}
+	while ((p = s->RecvFrom(from)))
+		sim_host_rx(*net, s->GetNode(), [this, p] { Handle(p); }, [this] { AfterRecv(); });
 	AfterRecv();
 }
 

@@ -361,17 +361,8 @@ struct Pipe {
 	{
 		Ptr<Packet> p;
 		Address from;
-		while ((p = s->RecvFrom(from))) {
-			const int64_t wait = sim_host_rx_delay(*net, s->GetNode());
-			if (wait < 0) {
-				Handle(p, from);
-				continue;
-			}
-			Simulator::Schedule(NanoSeconds(wait), [this, p, from] {
-				Handle(p, from);
-				Advance();
-			});
-		}
+		while ((p = s->RecvFrom(from)))
+			sim_host_rx(*net, s->GetNode(), [this, p, from] { Handle(p, from); }, [this] { Advance(); });
 		Advance();
 	}
 	void Handle(Ptr<Packet> p, const Address &from)
