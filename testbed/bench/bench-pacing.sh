@@ -86,7 +86,7 @@ run() { # label, extra perf args...: plain runs without the layer, paced ones tr
 		extra="  paced calls $(cat "$trace"/rank*.jsonl | grep -c '"paced":true' || true) (all ranks), layer's own cost $(grep -o "own cost [0-9.]*%" <<<"$out" | cut -d' ' -f3) (rank 0)"
 	fi
 	# mean, p99 (us), cv, iterations/s: of the iterations, or of the steps
-	local line
+	local line mean p99
 	if [ -n "$workload" ]; then
 		line=$(awk '/^# steps:/ {print $4, $9, $11, 1e6 / $4}' <<<"$out")
 	else
