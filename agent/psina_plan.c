@@ -139,7 +139,14 @@ static uint16_t two_slice_elems(const struct psina_plan *p, uint32_t slots, unsi
 		    psina_shard_slots(p, slots, shards, (uint16_t)e) >= PSINA_MIN_SHARD_SLOTS)
 			return (uint16_t)e;
 	}
-	return elems;
+	/* not two: then one slice each that all contributors' together (with
+	 * their frames' headers) fit the in-flight share, where that is a
+	 * slice at all; a larger one overflows the shard's queue every round
+	 * whatever the windows do (256 workers x 8 KiB into 512 KiB: no call
+	 * finished, docs/SCALE.md) */
+	const size_t share = PSINA_SHARD_INFLIGHT_BYTES / p->ps.fan_in;
+	size_t e = share > PSINA_FRAME_OVERHEAD ? (share - PSINA_FRAME_OVERHEAD) / INA_ELEM_SIZE / 16 * 16 : 0;
+	return e >= PSINA_MIN_SLICE_ELEMS && e < elems ? (uint16_t)e : elems;
 }
 
 uint16_t psina_shard_elems(const struct psina_plan *p, uint32_t slots, unsigned shards, uint16_t elems)

@@ -91,6 +91,9 @@ uint32_t psina_shard_slots(const struct psina_plan *plan, uint32_t slots, unsign
  * 2 KiB slices 109-136, loss-free 72).  Never below PSINA_MIN_SLICE_ELEMS
  * (a header per KiB). */
 #define PSINA_MIN_SLICE_ELEMS 256
+/* A contribution's bytes on the wire beyond its elements: the INA header,
+ * UDP, IPv4 and Ethernet with its preamble and gap. */
+#define PSINA_FRAME_OVERHEAD  (INA_HDR_LEN + 8 + 20 + 14 + 24)
 uint16_t psina_shard_elems(const struct psina_plan *plan, uint32_t slots, unsigned shards, uint16_t elems);
 /* A software PS's jobs report silences to their contributors
  * (ina_job_cfg.idle_miss_us): a silence is at least this long, in µs, and

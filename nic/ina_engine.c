@@ -187,6 +187,7 @@ static void add_contribution(struct ctx *x, unsigned c)
 			(dtype == INA_D_BF16 ? ina_k_to_wire_bf16 : ina_k_to_wire)(x->data, n);
 		else if (last)
 			memset(x->data, 0, (size_t)n * ina_wire_elem_size(dtype));
+		s->flags |= p->hdr.flags & INA_F_CE;
 		bit_set(s, c);
 		s->count++;
 		x->job->st.contributions++;
@@ -206,8 +207,7 @@ static void add_contribution(struct ctx *x, unsigned c)
 	} else {
 		ovf = (last ? ina_k_add_i32_final : ina_k_add_i32)(x->data, p->payload, n);
 	}
-	if (ovf)
-		s->flags |= INA_F_OVERFLOW;
+	s->flags |= (uint8_t)((ovf ? INA_F_OVERFLOW : 0) | (p->hdr.flags & INA_F_CE));
 	if (p->hdr.exponent > s->exponent || s->ndata == 0)
 		s->exponent = p->hdr.exponent;
 	bit_set(s, c);
@@ -494,7 +494,7 @@ static enum ina_reason on_parent_result(struct ctx *x, const struct ina_addr *sr
 	x->data = slot_data(s);
 	memcpy(x->data, x->pkt->payload, x->pkt->payload_len);
 	s->exponent = x->pkt->hdr.exponent;
-	s->flags |= x->pkt->hdr.flags & INA_F_OVERFLOW;
+	s->flags |= x->pkt->hdr.flags & (INA_F_OVERFLOW | INA_F_CE);
 	s->state = SLOT_COMPLETE;
 	emit_multicast(x);
 	return INA_OK;

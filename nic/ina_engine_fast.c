@@ -26,8 +26,8 @@ static uint32_t be32(const uint8_t *p)
 static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, size_t len, const struct ina_addr *src,
 				    struct ina_emits *out)
 {
-	if (len < INA_HDR_LEN || p[0] != INA_VERSION || p[1] != INA_T_DATA || (p[3] & ~INA_F_OVERFLOW) || p[22] ||
-	    p[23])
+	if (len < INA_HDR_LEN || p[0] != INA_VERSION || p[1] != INA_T_DATA || (p[3] & ~(INA_F_OVERFLOW | INA_F_CE)) ||
+	    p[22] || p[23])
 		return INA_R_MAX_;
 	struct job *j = find_job(eng, be16(p + 4));
 	const uint16_t count = be16(p + 20), c = be16(p + 6);
@@ -99,8 +99,7 @@ static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, si
 	} else {
 		ovf = (last ? ina_k_add_i32_final : ina_k_add_i32)(data, payload, count);
 	}
-	if (ovf)
-		s->flags |= INA_F_OVERFLOW;
+	s->flags |= (uint8_t)((ovf ? INA_F_OVERFLOW : 0) | (p[3] & INA_F_CE));
 	s->exponent = 0; /* int32 and fp32 carry none */
 	bit_set(s, c);
 	s->count++;

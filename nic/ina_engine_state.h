@@ -27,7 +27,7 @@ struct slot {
 	uint8_t state;
 	uint8_t acked;	 /* INA_OUT_ACK with FORWARD: the downstream acknowledged */
 	uint8_t resends; /* re-sends answered while waiting upstream (ACK, parent) */
-	uint8_t flags;	 /* INA_F_OVERFLOW */
+	uint8_t flags;	 /* INA_F_OVERFLOW, INA_F_CE: carried by what the slot emits */
 	int8_t exponent;
 	uint32_t touched_ms; /* engine time of the last packet it took */
 	uint8_t *held;	     /* the result sink's buffer holding its elements, or NULL */

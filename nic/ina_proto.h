@@ -66,7 +66,12 @@ enum ina_flag {
 	/* MISS only: sent because the job heard nothing for a while with the
 	 * slice collecting, not because the sender's next slice came (a gap) */
 	INA_F_IDLE = 0x08,
-	INA_F_ALL_ = 0x0f,
+	/* congestion experienced: a queue on the way marked this packet (the
+	 * IP header's ECN CE, which the receiving endpoint copies here), or,
+	 * on a RESULT or forwarded DATA, one of the slot's contributions (as
+	 * ATP does): the senders' windows shrink (ring/hcl_ina_win.h) */
+	INA_F_CE = 0x10,
+	INA_F_ALL_ = 0x1f,
 };
 
 /* Every reason a packet is refused: first the wire validation failures,

@@ -61,6 +61,7 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transpor
 			a->win[h].window = cfg->window;
 		a->win[h].rack = true;	  /* one aggregation per slice: they finish in order */
 		a->win[h].answers = true; /* every aggregator's engine answers re-sends */
+		a->win[h].cc.on = cfg->cc;
 	}
 	if (hcl_ina_rx_init(&a->rx) < 0 || hcl_ina_tx_init(&a->txq) < 0)
 		goto nomem;
@@ -339,6 +340,8 @@ static size_t take_batch(struct hcl_ina *a, const struct pass *ps, struct dgram_
 		a->st.results++;
 		done++;
 		a->progress_at[h] = clock_now_ns();
+		a->st.marked += !!(p.hdr.flags & INA_F_CE);
+		hcl_inaw_answer(w, p.hdr.flags & INA_F_CE, a->progress_at[h]);
 		hcl_inaw_done(w, o, a->progress_at[h]);
 		fill(a, ps, (unsigned)h, nslices);
 	}

@@ -41,7 +41,10 @@ struct hcl_ina_cfg {
 	 * slots beyond it take the next slices while others wait for a
 	 * re-send (agent/psina_plan.h, PSINA_SPARE_SLOTS) */
 	uint32_t window;
-	uint16_t elems;	    /* elements per packet (<= the job's elems) */
+	uint16_t elems; /* elements per packet (<= the job's elems) */
+	/* windows shrink on results marked INA_F_CE (ring/hcl_ina_cc.h); off
+	 * by default: it gained nothing where measured (docs/SCALE.md) */
+	bool cc;
 	uint32_t rto_us;    /* first resend timeout; 0 = 5000 */
 	double timer_scale; /* rto_us x this (time dilation); 0 = 1 */
 	/* an aggregator that answers nothing for this long while slices are
@@ -79,6 +82,7 @@ int hcl_ina_allreduce_bfp(struct hcl_ina *a, float *buf, size_t count, unsigned 
 struct hcl_ina_stats {
 	uint64_t sent, resent, results, duplicates, foreign;
 	uint64_t overflows; /* results flagged INA_F_OVERFLOW: the call fails -EOVERFLOW */
+	uint64_t marked;    /* results flagged INA_F_CE: a queue on the way was filling */
 };
 const struct hcl_ina_stats *hcl_ina_stats(const struct hcl_ina *a);
 

@@ -40,7 +40,7 @@ int hcl_inaw_next_slot(const struct hcl_inaw *w, size_t next, size_t first)
 	uint32_t flowing = 0;
 	for (uint32_t j = 0; j < w->slots; j++)
 		flowing += w->s[j].busy && !w->s[j].stalled;
-	return w->s[i].busy || flowing >= w->window ? -1 : (int)i;
+	return w->s[i].busy || flowing >= hcl_inacc_allowed(&w->cc, w->window) ? -1 : (int)i;
 }
 
 struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t slice, int64_t sent_at, bool early)
@@ -235,6 +235,11 @@ void hcl_inaw_done(struct hcl_inaw *w, struct hcl_inaw_slot *s, int64_t now)
 	w->done_at = now;
 	s->set ^= 1;
 	s->busy = false;
+}
+
+void hcl_inaw_answer(struct hcl_inaw *w, bool marked, int64_t now)
+{
+	hcl_inacc_answer(&w->cc, w->window, marked, now, w->rtt.srtt);
 }
 
 #define RXBUF (INA_HDR_LEN + INA_MAX_PAYLOAD + 64)

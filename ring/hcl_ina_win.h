@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "dgram.h"
+#include "hcl_ina_cc.h"
 #include "hcl_rtt.h"
 #include "ina_proto.h"
 
@@ -37,7 +38,8 @@ struct hcl_inaw_slot {
 
 struct hcl_inaw {
 	uint32_t slots;
-	uint32_t window; /* slices in flight that are not stalled (re-sent): hcl_inaw_next_slot */
+	uint32_t window;     /* slices in flight that are not stalled (re-sent): hcl_inaw_next_slot */
+	struct hcl_inacc cc; /* with cc.on, fewer while queues mark (hcl_inaw_answer) */
 	struct hcl_inaw_slot *s;
 	struct hcl_rtt rtt;
 	int64_t done_sent_at; /* the latest send among slices done (RACK) */
@@ -71,7 +73,8 @@ void hcl_inaw_reset(struct hcl_inaw *w);
 
 /* The slot that slice `next` takes now, slices going out in order from
  * `first`, slice k into slot (k - first) % slots: -1 when that slot is
- * still busy, when `window` slices are in flight that are not stalled,
+ * still busy, when `window` slices (fewer while congestion control holds
+ * it lower) are in flight that are not stalled,
  * or when next is past the pass's slices (end).  A slice whose loss was
  * seen is stalled: those after it go on into the other slots. */
 int hcl_inaw_next_slot(const struct hcl_inaw *w, size_t next, size_t first);
@@ -135,6 +138,11 @@ void hcl_inaw_held(struct hcl_inaw_slot *s, int64_t now);
  * the least round trip (so it answers the first send, and the slices sent
  * in between are not lost but waiting, as the slowest worker makes them). */
 void hcl_inaw_done(struct hcl_inaw *w, struct hcl_inaw_slot *s, int64_t now);
+
+/* An answer to one of the window's slices came (before hcl_inaw_done),
+ * marked INA_F_CE or not: with w->cc.on the window shrinks or grows
+ * (ring/hcl_ina_cc.h). */
+void hcl_inaw_answer(struct hcl_inaw *w, bool marked, int64_t now);
 
 /* The clients' receive buffers. */
 #define HCL_INA_BATCH 64

@@ -21,6 +21,8 @@ f.flags = ProtoField.uint8("ina.flags", "Flags", base.HEX)
 f.retx = ProtoField.bool("ina.flags.retx", "Retransmission", 8, nil, 0x01)
 f.overflow = ProtoField.bool("ina.flags.overflow", "int32 sum overflowed", 8, nil, 0x02)
 f.join = ProtoField.bool("ina.flags.join", "Join (counts toward fan-in, adds nothing)", 8, nil, 0x04)
+f.idle = ProtoField.bool("ina.flags.idle", "Idle report (MISS)", 8, nil, 0x08)
+f.ce = ProtoField.bool("ina.flags.ce", "Congestion experienced", 8, nil, 0x10)
 f.job = ProtoField.uint16("ina.job", "Job")
 f.contributor = ProtoField.uint16("ina.contributor", "Contributor (65535: the ring upstream)")
 f.slot = ProtoField.uint32("ina.slot", "Slot", base.HEX)
@@ -81,7 +83,8 @@ local function validate(buf)
 	if v ~= 1 then return "bad_version" end
 	if t == 0 or t > 8 then return "bad_type" end
 	if (t == 6 and dt ~= 0) or (t ~= 6 and (dt < 1 or dt > 4)) then return "bad_dtype" end
-	if bit.band(flags, bit.bnot(0x07)) ~= 0 or (bit.band(flags, 0x04) ~= 0 and t ~= 1) then return "bad_flags" end
+	if bit.band(flags, bit.bnot(0x1f)) ~= 0 or (bit.band(flags, 0x04) ~= 0 and t ~= 1) or
+	    (bit.band(flags, 0x08) ~= 0 and t ~= 8) then return "bad_flags" end
 	if res ~= 0 then return "reserved_nonzero" end
 	if exp ~= 0 and dt ~= 3 then return "bad_exponent" end
 	if count == 0 and (t == 1 or t == 2) then return "count_zero" end
@@ -113,6 +116,8 @@ function ina.dissector(buf, pinfo, root)
 	ft:add(f.retx, buf(3, 1))
 	ft:add(f.overflow, buf(3, 1))
 	ft:add(f.join, buf(3, 1))
+	ft:add(f.idle, buf(3, 1))
+	ft:add(f.ce, buf(3, 1))
 	tree:add(f.job, buf(4, 2))
 	tree:add(f.contributor, buf(6, 2))
 	local st = tree:add(f.slot, buf(8, 4))

@@ -55,6 +55,8 @@ struct SimCfg {
 	double rto_ms = 5.0;	     /* INA re-send floor, as the host library's */
 	uint64_t background_bps = 0; /* another job: each host to its peer in the next rack, bit/s (sim_background.cc) */
 	int64_t host_packet_ns = 0;  /* a host's CPU time per datagram it receives (sim_host_rx_delay); 0: none */
+	double ecn = 0.5;	     /* a switch queue marks CE past this share of its buffer (0: never) */
+	bool ina_cc = false;	     /* the INA windows follow the marks (ring/hcl_ina_cc.h) */
 	/* racks of different sizes (a trial's hosts_per_rack = [3, 2, 3]):
 	 * rack r's hosts follow rack r - 1's; empty: hosts_per_rack each */
 	std::vector<unsigned> rack_sizes;
@@ -85,8 +87,45 @@ struct SimDrops {
 	uint64_t loss = 0;   /* the emulated random loss */
 	uint64_t other = 0;  /* IP or ARP: never expected */
 	uint64_t socket = 0; /* a socket without receive buffer room */
+	uint64_t marks = 0;  /* not a drop: packets a queue marked CE (SimCeTag) */
 };
 void sim_count_drop(uint64_t *n, ns3::Ptr<const ns3::Packet>);
+
+/* ECN's congestion-experienced mark as the simulator carries it: a tag
+ * that a switch queue holding more than its threshold puts on what it
+ * takes (sim_topo.cc), which survives forwarding; an endpoint that
+ * receives it copies it into the INA header's INA_F_CE, as swemu and the
+ * hosts copy the IP header's CE (nothing in ns-3's path reads IP's ECN
+ * bits here). */
+class SimCeTag : public ns3::Tag
+{
+      public:
+	static ns3::TypeId GetTypeId()
+	{
+		static ns3::TypeId tid =
+			ns3::TypeId("SimCeTag").SetParent<ns3::Tag>().SetGroupName("swemu").AddConstructor<SimCeTag>();
+		return tid;
+	}
+	ns3::TypeId GetInstanceTypeId() const override { return GetTypeId(); }
+	uint32_t GetSerializedSize() const override { return 0; }
+	void Serialize(ns3::TagBuffer) const override {}
+	void Deserialize(ns3::TagBuffer) override {}
+	void Print(std::ostream &) const override {}
+};
+/* An INA datagram's header copied out of p: the queue's mark into its flags. */
+inline void sim_take_mark(const ns3::Ptr<ns3::Packet> &p, uint8_t *frame, uint32_t len)
+{
+	SimCeTag t;
+	if (len > 3 && p->PeekPacketTag(t))
+		frame[3] |= INA_F_CE;
+}
+
+/* A switch port's queue that marks (sim_topo.cc) */
+struct SimMarker {
+	ns3::Ptr<ns3::Queue<ns3::Packet>> q;
+	uint32_t threshold; /* bytes */
+	uint64_t *marks;
+};
 
 class SimAgg;
 /* The built network: hosts 0..N-1 (rack RackOf(i)), a ToR per
@@ -102,6 +141,7 @@ struct SimNet {
 	 * receive path is free again (ns); empty: no cost */
 	int64_t host_packet_ns = 0;
 	std::vector<int64_t> rx_free_ns;
+	std::vector<std::unique_ptr<SimMarker>> markers;
 };
 
 /* The host CPU model (--hostPacketNs): a host's receive path takes its

@@ -71,6 +71,7 @@ void SimAgg::Handle(Ptr<Packet> p, const Address &from)
 {
 	ina_engine_set_time(eng, (uint64_t)Simulator::Now().GetNanoSeconds());
 	uint32_t len = p->CopyData(buf.data(), (uint32_t)buf.size());
+	sim_take_mark(p, buf.data(), len);
 	InetSocketAddress a = InetSocketAddress::ConvertFrom(from);
 	ina_addr src = {};
 	src.ip = htonl(a.GetIpv4().Get());

@@ -69,6 +69,7 @@ void SimInaClient::Handle(Ptr<Packet> p)
 {
 	uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD + 64];
 	uint32_t len = p->CopyData(frame, sizeof(frame));
+	sim_take_mark(p, frame, len);
 	if (active)
 		Take(frame, len);
 }

@@ -42,6 +42,7 @@ class PsRank : public SimInaClient
 			shards[h].win.window = shard_slots;
 			shards[h].win.rack = true;
 			shards[h].win.answers = true;
+			shards[h].win.cc.on = c.ina_cc;
 		}
 	}
 	~PsRank() override
@@ -170,6 +171,7 @@ class PsRank : public SimInaClient
 			return;
 		}
 		hcl_ina_swap_elems(&data[k * elems], pk.payload, n, 4);
+		hcl_inaw_answer(&shards[h].win, pk.hdr.flags & INA_F_CE, sim_now_ns());
 		hcl_inaw_done(&shards[h].win, o, sim_now_ns());
 		done++;
 		Fill(h);

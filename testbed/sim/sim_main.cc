@@ -288,6 +288,10 @@ static int run(int argc, char **argv)
 		     "a host's CPU time per datagram it receives, one at a time (0: none; docs/SCALE.md, "
 		     "\"The host's CPU\")",
 		     c.host_packet_ns);
+	cmd.AddValue("ecn", "switch queues mark ECN CE past this share of their buffer (0: never; docs/SCALE.md, "
+			    "\"Congestion control\")",
+		     c.ecn);
+	cmd.AddValue("inaCc", "the INA windows shrink on marks (ring/hcl_ina_cc.h)", c.ina_cc);
 	std::string workload;
 	cmd.AddValue("workload", "training steps of this profile (configs/workloads/*.cfg) instead of --size and "
 				 "--computeMs",
@@ -420,9 +424,9 @@ static int run(int argc, char **argv)
 	       json_list(sum.iter_times_ms).c_str(), sum.spread_ms, sum.compute_ms, sum.delay_ms, sum.wait_ms,
 	       sum.comm_ms);
 	printf("\"tail_drops\": %llu, \"loss_drops\": %llu, \"other_drops\": %llu, \"socket_drops\": %llu, "
-	       "\"engine_drops\": %s, ",
+	       "\"ecn_marks\": %llu, \"engine_drops\": %s, ",
 	       (unsigned long long)net.drops.tail, (unsigned long long)net.drops.loss,
-	       (unsigned long long)net.drops.other, (unsigned long long)net.drops.socket, eng.c_str());
+	       (unsigned long long)net.drops.other, (unsigned long long)net.drops.socket, (unsigned long long)net.drops.marks, eng.c_str());
 	if (!workload.empty()) /* a step's compute, the mean over ranks and steps */
 		printf("\"workload\": {\"model\": \"%s\", \"buckets\": %u, \"bytes\": %llu, \"compute_ms\": %.3f}, ", wl.model,
 		       wl.nbuckets, (unsigned long long)wl.total_bytes, sum.calls ? sum.compute_ms / (double)sum.calls : 0);

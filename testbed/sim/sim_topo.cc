@@ -32,12 +32,25 @@ static void count_ip_drop(uint64_t *n, const Ipv4Header &, Ptr<const Packet>, Ip
 	++*n;
 }
 
+/* ECN at a switch port: what the queue takes while it holds more than
+ * its threshold goes on marked CE (once) */
+static void mark(SimMarker *m, Ptr<const Packet> p)
+{
+	SimCeTag t;
+	if (m->q->GetNBytes() > m->threshold && !p->PeekPacketTag(t)) {
+		p->AddPacketTag(t);
+		++*m->marks;
+	}
+}
+
 /* The two ends' device queues: a's egress, then b's.  Loss is the
  * trial's: on what a switch port sends (swemu's egress emulation), so on
- * a host link only towards the host (a_is_host). */
+ * a host link only towards the host (a_is_host); so is ECN marking, past
+ * ecn x the buffer (0: none). */
 static NetDeviceContainer link(Ptr<Node> a, Ptr<Node> b, uint64_t rate, double delay_us, uint64_t a_buf, uint64_t b_buf,
-			       bool a_is_host, double loss, Ptr<UniformRandomVariable> rng, SimDrops *drops)
+			       bool a_is_host, double loss, double ecn, Ptr<UniformRandomVariable> rng, SimNet &n)
 {
+	SimDrops *drops = &n.drops;
 	PointToPointHelper p2p;
 	p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(rate)));
 	p2p.SetDeviceAttribute("Mtu", UintegerValue(9000));
@@ -49,6 +62,11 @@ static NetDeviceContainer link(Ptr<Node> a, Ptr<Node> b, uint64_t rate, double d
 		dev->GetQueue()->SetAttribute("MaxSize", QueueSizeValue(QueueSize(bytes(buf[i]))));
 		dev->GetQueue()->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &drops->tail));
 		dev->TraceConnectWithoutContext("PhyRxDrop", MakeBoundCallback(&sim_count_drop, &drops->loss));
+		if (ecn > 0 && !(a_is_host && i == 0)) {
+			n.markers.emplace_back(new SimMarker{ dev->GetQueue(), (uint32_t)(ecn * (double)buf[i]), &drops->marks });
+			dev->GetQueue()->TraceConnectWithoutContext("Enqueue",
+								    MakeBoundCallback(&mark, n.markers.back().get()));
+		}
 		if (loss > 0 && !(a_is_host && i == 1)) {
 			Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
 			em->SetAttribute("ErrorUnit", EnumValue(RateErrorModel::ERROR_UNIT_PACKET));
@@ -112,6 +130,8 @@ void sim_build(const SimCfg &c, SimNet &n)
 					 " rates, racks is " + std::to_string(c.racks));
 	if (c.loss < 0 || c.loss > 0.5)
 		throw std::runtime_error("loss must be in 0..0.5");
+	if (c.ecn < 0 || c.ecn > 1)
+		throw std::runtime_error("ecn must be in 0..1 (a share of each switch queue; 0: no marks)");
 	/* a host's first sends go to several peers before ARP answers: the
 	 * default pending queue of 3 dropped the rest of them */
 	Config::SetDefault("ns3::ArpCache::PendingQueueSize", UintegerValue(4096));
@@ -140,7 +160,7 @@ void sim_build(const SimCfg &c, SimNet &n)
 	for (unsigned h = 0; h < c.hosts(); h++) {
 		unsigned r = c.RackOf(h);
 		NetDeviceContainer d = link(n.hosts.Get(h), n.tors.Get(r), c.host_rate, c.delay_us, HOST_TX_BYTES,
-					    c.host_buffer, true, c.loss, rng, &n.drops);
+					    c.host_buffer, true, c.loss, c.ecn, rng, n);
 		Ipv4InterfaceContainer ifs = addr.Assign(d);
 		tc.Uninstall(d);
 		addr.NewNetwork();
@@ -150,7 +170,7 @@ void sim_build(const SimCfg &c, SimNet &n)
 	}
 	for (unsigned r = 0; c.racks > 1 && r < c.racks; r++) {
 		NetDeviceContainer d = link(n.tors.Get(r), n.spine.Get(0), uplink(r), c.delay_us, c.uplink_buffer,
-					    c.uplink_buffer, false, c.loss, rng, &n.drops);
+					    c.uplink_buffer, false, c.loss, c.ecn, rng, n);
 		Ipv4InterfaceContainer ifs = addr.Assign(d);
 		tc.Uninstall(d);
 		addr.NewNetwork();

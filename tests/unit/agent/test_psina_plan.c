@@ -229,8 +229,12 @@ static void test_shard_slots(void **st)
 	ranks(big, 200, 8, 0);
 	assert_int_equal(psina_plan(big, 200, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
 	assert_int_equal(psina_shard_slots(&p, 8, 1, 2048), 1);
-	assert_int_equal(psina_shard_elems(&p, 8, 1, 2048), 320);   /* 200 x 2 x 1280 B */
-	assert_int_equal(psina_shard_elems(&p, 8, 16, 2048), 2048); /* 256 B slices would: too small */
+	assert_int_equal(psina_shard_elems(&p, 8, 1, 2048), 320); /* 200 x 2 x 1280 B */
+	/* two 256 B slices would give two: too small; one each, small
+	 * enough that 200 frames of it fit the share: 200 x (2496 + 90) B */
+	assert_int_equal(psina_shard_elems(&p, 8, 16, 2048), 624);
+	assert_true(200 * (624 * 4 + PSINA_FRAME_OVERHEAD) <= PSINA_SHARD_INFLIGHT_BYTES);
+	assert_int_equal(psina_shard_slots(&p, 8, 16, 624), 1);
 	psina_plan_free(&p);
 }
 

@@ -58,7 +58,7 @@ static size_t next_packet(struct tl_rng *r, const uint32_t *epoch, uint8_t *buf,
 	struct ina_hdr h = tl_hdr(type, c->dtype, c->id, who, index | (e & 1 ? INA_SLOT_SET_BIT : 0), e,
 				  index + (tl_below(r, 10) == 0), c->elems_per_slot);
 	if (tl_below(r, 8) == 0)
-		h.flags = (uint8_t)(1u << tl_below(r, 3)); /* RETX, OVERFLOW or JOIN */
+		h.flags = (const uint8_t[]){ INA_F_RETX, INA_F_OVERFLOW, INA_F_JOIN, INA_F_CE }[tl_below(r, 4)];
 	if (tl_below(r, 40) == 0)
 		h.dtype = c->dtype == INA_D_INT32 ? INA_D_FP32 : INA_D_INT32;
 	if (tl_below(r, 40) == 0)

@@ -292,6 +292,36 @@ static void test_int32_overflow(void **state)
 	ina_job_remove(eng1, 8);
 }
 
+/* A contribution a queue marked (INA_F_CE) marks the slot's result to
+ * every contributor, as ATP echoes ECN; the next slice, unmarked, is not. */
+static void test_congestion_mark_echoed(void **state)
+{
+	(void)state;
+	struct ina_job_cfg c = tl_job(8, 3, INA_D_INT32, 1, 2);
+	uint32_t a[2] = { 1, 2 };
+	assert_int_equal(ina_job_install(eng1, &c, NULL), 0);
+	struct ina_hdr h = tl_hdr(INA_T_DATA, INA_D_INT32, 8, 0, 0, 0, 0, 2);
+	for (uint16_t k = 0; k < 3; k++) {
+		h.contributor = k;
+		h.flags = k == 1 ? INA_F_CE : 0;
+		tl_send(eng1, &c.contributors[k], &h, a);
+	}
+	assert_int_equal(tl_out.n, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(tl_out.e[i].hdr.type, INA_T_RESULT);
+		assert_int_equal(tl_out.e[i].hdr.flags & INA_F_CE, INA_F_CE);
+		assert_int_equal(tl_elem(tl_out.e[i].payload, 1), 6);
+	}
+	h = tl_hdr(INA_T_DATA, INA_D_INT32, 8, 0, INA_SLOT_SET_BIT, 0, 1, 2);
+	for (uint16_t k = 0; k < 3; k++) {
+		h.contributor = k;
+		tl_send(eng1, &c.contributors[k], &h, a);
+	}
+	assert_int_equal(tl_out.n, 3);
+	assert_false(tl_out.e[0].hdr.flags & INA_F_CE);
+	ina_job_remove(eng1, 8);
+}
+
 /* Ring shape: the upstream member is a contributor addressed by the
  * reserved id; the aggregate goes downstream, results to the rack only. */
 static void test_forward_and_upstream(void **state)
@@ -752,11 +782,17 @@ static void test_stats_read_beside_installs(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_job_isolation),	   cmocka_unit_test(test_install_checks),
-		cmocka_unit_test(test_remove_frees_state), cmocka_unit_test(test_engine_reasons),
-		cmocka_unit_test(test_int32_overflow),	   cmocka_unit_test(test_forward_and_upstream),
-		cmocka_unit_test(test_ps_hierarchy),	   cmocka_unit_test(test_ring_ack),
-		cmocka_unit_test(test_slot_reclaim),	   cmocka_unit_test(test_stats_read_beside_installs),
+		cmocka_unit_test(test_job_isolation),
+		cmocka_unit_test(test_install_checks),
+		cmocka_unit_test(test_remove_frees_state),
+		cmocka_unit_test(test_engine_reasons),
+		cmocka_unit_test(test_int32_overflow),
+		cmocka_unit_test(test_congestion_mark_echoed),
+		cmocka_unit_test(test_forward_and_upstream),
+		cmocka_unit_test(test_ps_hierarchy),
+		cmocka_unit_test(test_ring_ack),
+		cmocka_unit_test(test_slot_reclaim),
+		cmocka_unit_test(test_stats_read_beside_installs),
 	};
 	return cmocka_run_group_tests_name("engine_jobs", tests, setup_eng, teardown_eng);
 }

@@ -130,7 +130,7 @@ static const struct bad_case bad_cases[] = {
 	BYTE("dtype 5", INA_R_BAD_DTYPE, 2, 5),
 	TC("control with int32", INA_R_BAD_DTYPE, INA_T_CONTROL, 0, 0, INA_D_INT32),
 	BYTE("idle flag on data", INA_R_BAD_FLAGS, 3, INA_F_IDLE),
-	BYTE("flag 0x10", INA_R_BAD_FLAGS, 3, 0x10),
+	BYTE("flag 0x20", INA_R_BAD_FLAGS, 3, 0x20),
 	BYTE("flag 0x80", INA_R_BAD_FLAGS, 3, 0x80),
 	BYTE("reserved byte", INA_R_RESERVED_NONZERO, 23, 1),
 	BYTE("exponent on int32", INA_R_BAD_EXPONENT, 22, 5),

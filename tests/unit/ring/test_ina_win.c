@@ -407,6 +407,53 @@ static void test_window_chain_timer(void **state)
 	}
 }
 
+/* Congestion control (ring/hcl_ina_cc.h): marked answers cut the window,
+ * at most once per round trip and by at most half, as deep as the share
+ * of marked answers says; never under one slice; unmarked ones grow it
+ * back to the cap; the window holds what goes out. */
+static void test_window_congestion(void **state)
+{
+	(void)state;
+	struct hcl_inaw w;
+	const int64_t ms = 1000000;
+	assert_int_equal(hcl_inaw_init(&w, 8, 5000000, 500000000), 0);
+	w.rtt.srtt = 2 * ms;
+	hcl_inaw_answer(&w, true, 1 * ms); /* off: nothing moves */
+	assert_int_equal(hcl_inacc_allowed(&w.cc, w.window), 8);
+	w.cc.on = true;
+	hcl_inaw_answer(&w, false, 1 * ms);
+	assert_int_equal(hcl_inacc_allowed(&w.cc, w.window), 8); /* at the cap */
+	hcl_inaw_answer(&w, true, 2 * ms);			 /* the first mark: a small cut */
+	assert_int_equal(w.cc.cuts, 1);
+	assert_int_equal(hcl_inacc_allowed(&w.cc, w.window), 7);
+	hcl_inaw_answer(&w, true, 3 * ms); /* within a round trip of the cut */
+	assert_int_equal(w.cc.cuts, 1);
+	/* every answer marked, for a while: the cuts deepen to halvings and
+	 * stop at one slice */
+	int64_t t = 3 * ms;
+	uint32_t before = w.cc.cwnd;
+	for (int i = 0; i < 400; i++) {
+		t += ms / 2;
+		before = w.cc.cwnd;
+		hcl_inaw_answer(&w, true, t);
+		assert_true(w.cc.cwnd >= before / 2);
+	}
+	assert_int_equal(hcl_inacc_allowed(&w.cc, w.window), 1);
+	assert_int_equal(w.cc.lowest, 1);
+	assert_int_equal(w.cc.marks, 402);
+	/* one slice flows, the next waits */
+	w.end = 100;
+	assert_int_equal(hcl_inaw_next_slot(&w, 0, 0), 0);
+	hcl_inaw_start(&w, 0, 0, t, false);
+	assert_int_equal(hcl_inaw_next_slot(&w, 1, 0), -1);
+	/* unmarked answers: a slice more per window of answers, up to the cap */
+	for (int i = 0; i < 200; i++)
+		hcl_inaw_answer(&w, false, t += ms);
+	assert_int_equal(hcl_inacc_allowed(&w.cc, w.window), 8);
+	assert_int_equal(hcl_inaw_next_slot(&w, 1, 0), 1);
+	hcl_inaw_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +463,7 @@ int main(void)
 		cmocka_unit_test(test_window_unanswered_resend), cmocka_unit_test(test_window_rack_after_resend),
 		cmocka_unit_test(test_window_tail_probe),	 cmocka_unit_test(test_window_tail_probe_without_rack),
 		cmocka_unit_test(test_window_timer_scale),	 cmocka_unit_test(test_window_chain_timer),
+		cmocka_unit_test(test_window_congestion),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
