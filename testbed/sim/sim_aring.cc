@@ -11,6 +11,7 @@
  * checked. */
 #include <arpa/inet.h>
 
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 
@@ -30,28 +31,21 @@ class ArRank : public SimInaClient
       public:
 	ArRank(SimNet &net, Ptr<Node> node, unsigned rank, std::shared_ptr<const aring_plan> plan, const SimCfg &c)
 	    : SimInaClient(net, node), plan(plan), p(plan.get()), rank(rank), member(p->member_of[rank]),
-	      index((uint16_t)p->index_of[rank]), in(c.size / 4), data(c.size / 4)
+	      index((uint16_t)p->index_of[rank]), pat(rank, p->world), count(c.size / 4)
 	{
 		const ina_addr &g = p->mem[member].agg;
 		agg = InetSocketAddress(sim_ipv4(g.ip), ntohs(g.port));
 		if (hcl_inaw_init(&win, p->slots, HCL_ARING_RTO_FLOOR_NS, 500000000))
 			throw std::runtime_error("out of memory");
 		win.chain = true; /* as hcl_aring.c */
-		for (size_t i = 0; i < in.size(); i++)
-			in[i] = sim_input(rank, i);
 	}
 	~ArRank() override { hcl_inaw_free(&win); }
 
 	void Start(size_t bytes, std::function<void()> cb) override
 	{
 		Begin(std::move(cb));
-		if (in.size() != bytes / 4) { /* this call's size (a workload's buckets differ) */
-			in.resize(bytes / 4);
-			data.resize(bytes / 4);
-			for (size_t i = 0; i < in.size(); i++)
-				in[i] = sim_input(rank, i);
-		}
-		aring_call_of(p, in.size(), &call);
+		count = bytes / 4; /* this call's size (a workload's buckets differ) */
+		aring_call_of(p, count, &call);
 		done = 0;
 		hcl_inaw_reset(&win);
 		win.end = call.slices; /* as hcl_aring.c */
@@ -94,7 +88,7 @@ class ArRank : public SimInaClient
 		size_t len = INA_HDR_LEN;
 		if (!st.join) {
 			const size_t real = aring_real(&call, &st);
-			hcl_ina_swap_elems(frame + INA_HDR_LEN, &in[st.lo], real, 4);
+			memcpy(frame + INA_HDR_LEN, pat.Input(st.lo), 4 * real);
 			memset(frame + INA_HDR_LEN + 4 * real, 0, 4 * (n - real));
 			len += 4 * n;
 		}
@@ -124,8 +118,8 @@ class ArRank : public SimInaClient
 		if (pk.hdr.count != st.hi - st.lo || !wanted || (o->got & what))
 			return;
 		o->got |= what;
-		if (what == GOT_RESULT)
-			hcl_ina_swap_elems(&data[st.lo], pk.payload, aring_real(&call, &st), 4);
+		if (what == GOT_RESULT && error.empty())
+			error = pat.Check(st.lo, pk.payload, aring_real(&call, &st));
 		if ((st.need_ack && !(o->got & GOT_ACK)) || (st.need_result && !(o->got & GOT_RESULT)))
 			return;
 		hcl_inaw_done(&win, o, sim_now_ns());
@@ -135,13 +129,14 @@ class ArRank : public SimInaClient
 	}
 
 	bool Complete() const override { return done == call.slices; }
-	void Finish() override { error = sim_check_sum(data, p->world, rank); }
+	void Finish() override {} /* each result was checked as it came (Take) */
 
 	std::shared_ptr<const aring_plan> plan; /* shared by every rank: the last one frees it */
 	const aring_plan *p;
 	unsigned rank, member;
 	uint16_t index;
-	std::vector<float> in, data;
+	SimPattern pat; /* the inputs sent and the sums checked */
+	size_t count;	/* elements in this call */
 	hcl_inaw win;
 	aring_call call = {};
 	size_t done = 0;

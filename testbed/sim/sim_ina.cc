@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "sim.h"
@@ -30,7 +31,8 @@ class PsRank : public SimInaClient
 
 	PsRank(SimNet &net, Ptr<Node> node, unsigned rank, unsigned world, uint16_t index, std::vector<Shard> sh,
 	       uint32_t shard_slots, uint32_t spares, uint16_t slice_elems, const SimCfg &c)
-	    : SimInaClient(net, node), rank(rank), world(world), index(index), shards(std::move(sh)), elems(slice_elems)
+	    : SimInaClient(net, node), rank(rank), world(world), index(index), shards(std::move(sh)), elems(slice_elems),
+	      pat(rank, world)
 	{
 		Cut(c.size / 4);
 		const unsigned n = (unsigned)shards.size();
@@ -55,10 +57,8 @@ class PsRank : public SimInaClient
 	{
 		Begin(std::move(cb));
 		done = 0;
-		if (data.size() != bytes / 4) /* this call's size (a workload's buckets differ) */
+		if (count != bytes / 4) /* this call's size (a workload's buckets differ) */
 			Cut(bytes / 4);
-		for (size_t i = 0; i < data.size(); i++)
-			data[i] = sim_input(rank, i);
 		for (auto &s : shards) {
 			hcl_inaw_reset(&s.win);
 			s.win.end = s.end;
@@ -75,12 +75,12 @@ class PsRank : public SimInaClient
 	}
 
       private:
-	size_t SliceLen(size_t k) const { return std::min((size_t)elems, data.size() - k * elems); }
+	size_t SliceLen(size_t k) const { return std::min((size_t)elems, count - k * elems); }
 
-	/* count elements in slices, dealt over the shards as ring/hcl_ina.c does */
-	void Cut(size_t count)
+	/* elems elements in slices, dealt over the shards as ring/hcl_ina.c does */
+	void Cut(size_t elements)
 	{
-		data.assign(count, 0);
+		count = elements;
 		nslices = (count + elems - 1) / elems;
 		const size_t n = shards.size();
 		for (size_t h = 0; h < n; h++) {
@@ -122,7 +122,7 @@ class PsRank : public SimInaClient
 		hd.count = (uint16_t)n;
 		uint8_t frame[INA_HDR_LEN + INA_MAX_PAYLOAD];
 		ina_hdr_encode(&hd, frame);
-		hcl_ina_swap_elems(frame + INA_HDR_LEN, &data[k * elems], n, 4);
+		memcpy(frame + INA_HDR_LEN, pat.Input(k * elems), n * 4);
 		Send(Create<Packet>(frame, (uint32_t)(INA_HDR_LEN + n * 4)), shards[h].server);
 	}
 
@@ -170,7 +170,8 @@ class PsRank : public SimInaClient
 			error = "a result of the wrong length";
 			return;
 		}
-		hcl_ina_swap_elems(&data[k * elems], pk.payload, n, 4);
+		if (error.empty())
+			error = pat.Check(k * elems, pk.payload, n);
 		hcl_inaw_answer(&shards[h].win, pk.hdr.flags & INA_F_CE, sim_now_ns());
 		hcl_inaw_done(&shards[h].win, o, sim_now_ns());
 		done++;
@@ -178,19 +179,15 @@ class PsRank : public SimInaClient
 	}
 
 	bool Complete() const override { return done == nslices; }
-	void Finish() override
-	{
-		if (error.empty())
-			error = sim_check_sum(data, world, rank);
-	}
+	void Finish() override {} /* each result was checked as it came (Take) */
 
 	unsigned rank, world;
 	uint16_t index;
 	std::vector<Shard> shards;
 	unsigned elems;
 	uint32_t slots = 0;
-	std::vector<float> data;
-	size_t nslices = 0, done = 0;
+	SimPattern pat;
+	size_t count = 0, nslices = 0, done = 0;
 };
 
 SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
