@@ -99,7 +99,8 @@ static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, si
 	} else {
 		ovf = (last ? ina_k_add_i32_final : ina_k_add_i32)(data, payload, count);
 	}
-	s->flags |= (uint8_t)((ovf ? INA_F_OVERFLOW : 0) | (p[3] & INA_F_CE));
+	if (ovf | (p[3] & INA_F_CE))
+		s->flags |= (uint8_t)((ovf ? INA_F_OVERFLOW : 0) | (p[3] & INA_F_CE));
 	s->exponent = 0; /* int32 and fp32 carry none */
 	bit_set(s, c);
 	s->count++;
@@ -115,15 +116,13 @@ static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, si
 	return INA_OK;
 }
 
-enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t len, const struct ina_addr *src,
-			      struct ina_emits *out)
+/* Apart from the fast path, so that its frame and saved registers are
+ * not paid by every packet */
+static __attribute__((noinline)) enum ina_reason rx_general(struct ina_engine *eng, const void *buf, size_t len,
+							    const struct ina_addr *src, struct ina_emits *out)
 {
 	struct ina_pkt pkt;
-	enum ina_reason r;
-
-	if (!eng->general_only && (r = rx_data_fast(eng, buf, len, src, out)) != INA_R_MAX_)
-		return r;
-	r = ina_parse(buf, len, &pkt);
+	enum ina_reason r = ina_parse(buf, len, &pkt);
 
 	if (r != INA_OK) {
 		out->n = 0;
@@ -132,4 +131,15 @@ enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t le
 		return r;
 	}
 	return ina_engine_process(eng, &pkt, src, out);
+}
+
+enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t len, const struct ina_addr *src,
+			      struct ina_emits *out)
+{
+	if (!eng->general_only) {
+		enum ina_reason r = rx_data_fast(eng, buf, len, src, out);
+		if (r != INA_R_MAX_)
+			return r;
+	}
+	return rx_general(eng, buf, len, src, out);
 }
