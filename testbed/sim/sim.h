@@ -127,6 +127,15 @@ struct SimMarker {
 	uint64_t *marks;
 };
 
+/* One direction of a link and what it sent (sim_topo.cc counts it): the
+ * busiest one's transmit time per iteration, beside the algorithm's time,
+ * says whether a run is link-bound or waits on something else. */
+struct SimLinkLoad {
+	std::string name; /* "tor0->host3" */
+	uint64_t rate;	  /* bit/s */
+	uint64_t bytes = 0;
+};
+
 class SimAgg;
 /* The built network: hosts 0..N-1 (rack RackOf(i)), a ToR per
  * rack, one spine; every address in network byte order. */
@@ -142,6 +151,7 @@ struct SimNet {
 	int64_t host_packet_ns = 0;
 	std::vector<int64_t> rx_free_ns;
 	std::vector<std::unique_ptr<SimMarker>> markers;
+	std::vector<std::unique_ptr<SimLinkLoad>> loads; /* every link direction */
 };
 
 /* The host CPU model (--hostPacketNs): a host's receive path takes its

@@ -425,6 +425,12 @@ static int run(int argc, char **argv)
 	for (const auto &d : eng_drops)
 		eng += (eng.size() > 1 ? ", \"" : "\"") + d.first + "\": " + std::to_string(d.second);
 	eng += "}";
+	/* the busiest link direction: its transmit time per iteration */
+	const SimLinkLoad *busiest = nullptr;
+	for (const auto &l : net.loads)
+		if (!busiest || (double)l->bytes / (double)l->rate > (double)busiest->bytes / (double)busiest->rate)
+			busiest = l.get();
+	const double per_iter = 1.0 / (c.warmup + c.iterations);
 	Simulator::Destroy();
 	printf("{\"algorithm\": \"%s\", \"hosts\": %u, \"racks\": %u, \"ina_racks\": %u, \"size\": %llu, "
 	       "\"host_rate\": %llu, \"loss\": %g, ",
@@ -445,6 +451,10 @@ static int run(int argc, char **argv)
 	if (!workload.empty()) /* a step's compute, the mean over ranks and steps */
 		printf("\"workload\": {\"model\": \"%s\", \"buckets\": %u, \"bytes\": %llu, \"compute_ms\": %.3f}, ", wl.model,
 		       wl.nbuckets, (unsigned long long)wl.total_bytes, sum.calls ? sum.compute_ms / (double)sum.calls : 0);
+	if (busiest) /* every call's, warm-ups and another job's traffic included */
+		printf("\"busiest_link\": {\"link\": \"%s\", \"mb_per_iteration\": %.3f, \"ms_per_iteration\": %.3f}, ",
+		       busiest->name.c_str(), (double)busiest->bytes * per_iter / 1e6,
+		       (double)busiest->bytes * 8 * per_iter / (double)busiest->rate * 1e3);
 	printf("\"simulated_s\": %.3f, \"wall_s\": %.2f, \"error\": \"%s\"}\n", sim_s, wall, err.c_str());
 	return err.empty() ? 0 : 1; /* algos, then net's engines, go after the simulator */
 }

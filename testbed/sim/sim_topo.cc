@@ -43,12 +43,15 @@ static void mark(SimMarker *m, Ptr<const Packet> p)
 	}
 }
 
+static void count_tx(SimLinkLoad *l, Ptr<const Packet> p) { l->bytes += p->GetSize(); }
+
 /* The two ends' device queues: a's egress, then b's.  Loss is the
  * trial's: on what a switch port sends (swemu's egress emulation), so on
  * a host link only towards the host (a_is_host); so is ECN marking, past
  * ecn x the buffer (0: none). */
-static NetDeviceContainer link(Ptr<Node> a, Ptr<Node> b, uint64_t rate, double delay_us, uint64_t a_buf, uint64_t b_buf,
-			       bool a_is_host, double loss, double ecn, Ptr<UniformRandomVariable> rng, SimNet &n)
+static NetDeviceContainer link(Ptr<Node> a, Ptr<Node> b, const std::string (&names)[2], uint64_t rate, double delay_us,
+			       uint64_t a_buf, uint64_t b_buf, bool a_is_host, double loss, double ecn,
+			       Ptr<UniformRandomVariable> rng, SimNet &n)
 {
 	SimDrops *drops = &n.drops;
 	PointToPointHelper p2p;
@@ -62,6 +65,8 @@ static NetDeviceContainer link(Ptr<Node> a, Ptr<Node> b, uint64_t rate, double d
 		dev->GetQueue()->SetAttribute("MaxSize", QueueSizeValue(QueueSize(bytes(buf[i]))));
 		dev->GetQueue()->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &drops->tail));
 		dev->TraceConnectWithoutContext("PhyRxDrop", MakeBoundCallback(&sim_count_drop, &drops->loss));
+		n.loads.emplace_back(new SimLinkLoad{ names[i] + "->" + names[!i], rate });
+		dev->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&count_tx, n.loads.back().get()));
 		if (ecn > 0 && !(a_is_host && i == 0)) {
 			n.markers.emplace_back(new SimMarker{ dev->GetQueue(), (uint32_t)(ecn * (double)buf[i]), &drops->marks });
 			dev->GetQueue()->TraceConnectWithoutContext("Enqueue",
@@ -159,7 +164,8 @@ void sim_build(const SimCfg &c, SimNet &n)
 	n.tor_ip.resize(c.racks);
 	for (unsigned h = 0; h < c.hosts(); h++) {
 		unsigned r = c.RackOf(h);
-		NetDeviceContainer d = link(n.hosts.Get(h), n.tors.Get(r), c.host_rate, c.delay_us, HOST_TX_BYTES,
+		const std::string names[2] = { "host" + std::to_string(h), "tor" + std::to_string(r) };
+		NetDeviceContainer d = link(n.hosts.Get(h), n.tors.Get(r), names, c.host_rate, c.delay_us, HOST_TX_BYTES,
 					    c.host_buffer, true, c.loss, c.ecn, rng, n);
 		Ipv4InterfaceContainer ifs = addr.Assign(d);
 		tc.Uninstall(d);
@@ -169,7 +175,8 @@ void sim_build(const SimCfg &c, SimNet &n)
 			n.tor_ip[r] = htonl(ifs.GetAddress(1).Get());
 	}
 	for (unsigned r = 0; c.racks > 1 && r < c.racks; r++) {
-		NetDeviceContainer d = link(n.tors.Get(r), n.spine.Get(0), uplink(r), c.delay_us, c.uplink_buffer,
+		const std::string names[2] = { "tor" + std::to_string(r), "spine" };
+		NetDeviceContainer d = link(n.tors.Get(r), n.spine.Get(0), names, uplink(r), c.delay_us, c.uplink_buffer,
 					    c.uplink_buffer, false, c.loss, c.ecn, rng, n);
 		Ipv4InterfaceContainer ifs = addr.Assign(d);
 		tc.Uninstall(d);

@@ -55,6 +55,14 @@ assert t["ps-ina"] < t["ps-ina1"] <= 1.02 * t["ps"], "INA racks 2 / 1 / 0: %.1f,
 # once each way, nothing else (the ToRs pass chunks along the ring)
 assert ina_b / 1.5 <= t["aring"] <= 1.6 * ina_b, "agent-ring %.1f ms against %.1f" % (t["aring"], ina_b / 1.5)
 assert t["aring"] < t["aring1"], "agent-ring INA racks 2 / 1: %.1f, %.1f ms" % (t["aring"], t["aring1"])
+# the busiest link's transmit time per call: at least the algorithm's link
+# bound (its data plus headers and ACKs), at most the call, and a host's
+# link for the ring and for agent-ring with every rack aggregating
+for n, b in (("ring", ring_b), ("aring", ina_b / 1.5)):
+    r = json.load(open(f"{d}/{n}"))
+    bl, cycle = r["busiest_link"], r["iteration_ms"]
+    assert b <= bl["ms_per_iteration"] <= min(t[n], cycle), "%s: busiest link %s, bound %.1f, call %.1f" % (n, bl, b, t[n])
+    assert "host" in bl["link"], "%s: busiest link %s" % (n, bl)
 PY
 
 # the INA racks named (a trial file's list): rack 1 alone, exact, and
