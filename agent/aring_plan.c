@@ -87,17 +87,9 @@ int aring_plan_build(const struct plan_rank *r, const struct ina_addr *soft, uns
 	/* A worker's window covers every step: as many slices in flight as
 	 * the plan of a job and a window per step had for up to 8 steps
 	 * (at m = 2, 3 x slots), and no more past that (its 2m - 1 windows
-	 * put 16 000 packets in flight at a 1024-member call's start) --
-	 * but at least ARING_SLICES_PER_STEP per step of the chain, or the
-	 * long chain of many members waits for the window. */
-	if (p->m > 1) {
-		const uint32_t steps = 2 * p->m - 1;
-		p->slots = slots * (steps < ARING_WINDOW_STEPS ? steps : ARING_WINDOW_STEPS);
-		uint32_t chain = ARING_SLICES_PER_STEP * steps;
-		chain = chain < ARING_CHAIN_WINDOW_MAX ? chain : ARING_CHAIN_WINDOW_MAX;
-		if (p->slots < chain)
-			p->slots = chain;
-	}
+	 * put 16 000 packets in flight at a 1024-member call's start). */
+	if (p->m > 1)
+		p->slots = slots * (2 * p->m - 1 < ARING_WINDOW_STEPS ? 2 * p->m - 1 : ARING_WINDOW_STEPS);
 	return 0;
 too_many:
 	snprintf(err, errlen, "agent-ring: more than %d ring members (racks with INA count once, other hosts each)",

@@ -23,7 +23,7 @@
  * All of it is one engine job per member (ina_job_cfg.chain_steps = S),
  * whose slots every step shares: a worker sends its slices in seq order,
  * slice q into slot q % slots, so a member holds `slots` slices in flight
- * (the slots asked for, times 2m - 1 up to 8; at least two per step).  Every step with an upstream acknowledges it on
+ * (the slots asked for, times 2m - 1 up to 8) whatever m is.  Every step with an upstream acknowledges it on
  * completion; a forwarding step is finished for its workers when the
  * downstream's ACK comes back.  One member (m == 1) is plain SwitchML. */
 #ifndef ARING_PLAN_H
@@ -52,30 +52,11 @@ struct aring_plan {
 	unsigned *index_of;	      /* per rank: its contributor index in its member's job */
 	uint16_t job;		      /* every member's job id */
 	uint8_t dtype;
-	/* per member: slices in flight, the slots asked for x min(2m - 1,
-	 * ARING_WINDOW_STEPS), at least ARING_SLICES_PER_STEP x (2m - 1) up
-	 * to ARING_CHAIN_WINDOW_MAX */
-	uint32_t slots;
+	uint32_t slots; /* per member: slices in flight, the slots asked for x min(2m - 1, ARING_WINDOW_STEPS) */
 	uint16_t elems; /* per slice, at most (at least 2) */
 };
 
-#define ARING_WINDOW_STEPS     8
-/* ... and at least this many slices per step of the chain: with fewer,
- * a chain of many members waits for the window, not for its links, and
- * a window of one slice per step keeps each slot on one step (slice q is
- * step q mod (2m - 1), in slot q mod slots).  swemu-sim, no compute
- * noise, 16 MiB at 25G: 64 host members, 8 x 8 slices 16.6 ms a call
- * against a busiest link of 10.7, one per step (127) 10.8; 256 hosts
- * with half the racks INA (136 members), 8 x 8 23.5 ms against 10.8,
- * 256 slices 11.2.  Two per step gained more at 64 host members and
- * 1 MiB, 200M (138 -> 95 ms) but lost with half the racks INA there
- * (102 -> 115-151 ms: the larger bursts overflowed the 256K queues and
- * re-sends followed); one per step: 127 and 100 ms (docs/SCALE.md) */
-#define ARING_SLICES_PER_STEP  1
-/* ... up to this many: each member's aggregator holds two sets of as many
- * slots (4 MiB of 8 KiB slices here), and in the simulator every host
- * member has an engine of its own (1024 of them at 1024 hosts) */
-#define ARING_CHAIN_WINDOW_MAX 256
+#define ARING_WINDOW_STEPS 8
 
 /* ranks[i].tor.ip != 0 marks an INA rack (its ToR's address and MAC in
  * .tor); soft[i] is where rank i's software member listens (used when its
