@@ -68,7 +68,8 @@ static NetDeviceContainer link(Ptr<Node> a, Ptr<Node> b, const std::string (&nam
 		n.loads.emplace_back(new SimLinkLoad{ names[i] + "->" + names[!i], rate });
 		dev->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&count_tx, n.loads.back().get()));
 		if (ecn > 0 && !(a_is_host && i == 0)) {
-			n.markers.emplace_back(new SimMarker{ dev->GetQueue(), (uint32_t)(ecn * (double)buf[i]), &drops->marks });
+			const uint32_t threshold = (uint32_t)(ecn * (double)buf[i]);
+			n.markers.emplace_back(new SimMarker{ dev->GetQueue(), threshold, &drops->marks });
 			dev->GetQueue()->TraceConnectWithoutContext("Enqueue",
 								    MakeBoundCallback(&mark, n.markers.back().get()));
 		}
