@@ -55,6 +55,12 @@ def fmt(x, f="%.1f"):
     return f % x if x is not None else "n/a"
 
 
+def link_note(r):
+    """The busiest link's transmit time per iteration (swemu-sim's busiest_link)."""
+    b = r.get("busiest_link") or {}
+    return "busiest link %s ms" % fmt(b.get("ms_per_iteration"))
+
+
 def plot(out, name, title, ylabel, xlabel, series, logx=False, ref=None):
     """series: [(label, [(x, y), ...])] as lines; PNG by gnuplot if present."""
     dat = os.path.join(out, name + ".dat")
@@ -166,6 +172,11 @@ def scale(a, out):
         md.append("**%d hosts** (%d racks of %d, %s, %s hosts, %d INA slots; best without INA: %s, %s ms)" %
                   (n, R, H, a.size, a.rate, a.slots, best_name, fmt(best)))
         md.append("")
+        md.append("ring %s ms (%s), hier %s ms (%s); each cell: speed-up, ms per call and the busiest "
+                  "link's transmit time per iteration (near the call's time: link-bound)" %
+                  (fmt(t[("ring", None)].get("time_ms")), link_note(t[("ring", None)]),
+                   fmt(t[("hier", None)].get("time_ms")), link_note(t[("hier", None)])))
+        md.append("")
         md.append("| INA racks | " + " | ".join(("ps-ina (sharded PS)", "ps-ina (one PS)", "agent-ring")) + " |")
         md.append("|---|---|---|---|")
         for name in ("ring", "hier"):
@@ -179,7 +190,7 @@ def scale(a, out):
                 r = t[(name, k)]
                 ms = r.get("time_ms") if not r.get("error") else None
                 sp = best / ms if best and ms else None
-                cells.append("%s× (%s ms)" % (fmt(sp, "%.2f"), fmt(ms)) if ms else
+                cells.append("%s× (%s ms; %s)" % (fmt(sp, "%.2f"), fmt(ms), link_note(r)) if ms else
                              "n/a: " + (r.get("error") or "no result")[:90])
                 csv.append("%d,%d,%d,%s,%s,%s,%s" % (n, R, k, name, fmt(ms, "%.2f"), fmt(sp, "%.3f"),
                                                      (r.get("error") or "").replace(",", ";")))
