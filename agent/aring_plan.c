@@ -87,9 +87,16 @@ int aring_plan_build(const struct plan_rank *r, const struct ina_addr *soft, uns
 	/* A worker's window covers every step: as many slices in flight as
 	 * the plan of a job and a window per step had for up to 8 steps
 	 * (at m = 2, 3 x slots), and no more past that (its 2m - 1 windows
-	 * put 16 000 packets in flight at a 1024-member call's start). */
-	if (p->m > 1)
-		p->slots = slots * (2 * p->m - 1 < ARING_WINDOW_STEPS ? 2 * p->m - 1 : ARING_WINDOW_STEPS);
+	 * put 16 000 packets in flight at a 1024-member call's start); the
+	 * job has a slot per step of a longer chain, which long calls fill
+	 * (aring_call_window) */
+	p->window = slots;
+	if (p->m > 1) {
+		const uint32_t steps = 2 * p->m - 1;
+		const uint32_t chain = steps < ARING_CHAIN_SLOTS_MAX ? steps : ARING_CHAIN_SLOTS_MAX;
+		p->window = slots * (steps < ARING_WINDOW_STEPS ? steps : ARING_WINDOW_STEPS);
+		p->slots = p->window > chain ? p->window : chain;
+	}
 	return 0;
 too_many:
 	snprintf(err, errlen, "agent-ring: more than %d ring members (racks with INA count once, other hosts each)",
@@ -142,6 +149,14 @@ void aring_job(const struct aring_plan *p, unsigned k, struct ina_job_cfg *c)
 	c->forward = (struct ina_peer){ .addr = p->mem[(k + 1) % p->m].agg,
 					.job = p->job,
 					.contributor = INA_CONTRIB_UPSTREAM };
+}
+
+uint32_t aring_call_window(const struct aring_plan *p, const struct aring_call *c)
+{
+	const size_t share = c->slices / ARING_CALL_SHARE;
+	if (share <= p->window)
+		return p->window;
+	return share < p->slots ? (uint32_t)share : p->slots;
 }
 
 void aring_call_of(const struct aring_plan *p, size_t count, struct aring_call *c)

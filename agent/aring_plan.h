@@ -52,11 +52,30 @@ struct aring_plan {
 	unsigned *index_of;	      /* per rank: its contributor index in its member's job */
 	uint16_t job;		      /* every member's job id */
 	uint8_t dtype;
-	uint32_t slots; /* per member: slices in flight, the slots asked for x min(2m - 1, ARING_WINDOW_STEPS) */
+	/* per member: the job's slots, slice q in slot q % slots: the
+	 * window, or one per step of the chain up to ARING_CHAIN_SLOTS_MAX */
+	uint32_t slots;
+	/* a worker's slices in flight at least: the slots asked for x
+	 * min(2m - 1, ARING_WINDOW_STEPS); more in a long call
+	 * (aring_call_window) */
+	uint32_t window;
 	uint16_t elems; /* per slice, at most (at least 2) */
 };
 
-#define ARING_WINDOW_STEPS 8
+#define ARING_WINDOW_STEPS    8
+/* A chain of many members waits for a window of ARING_WINDOW_STEPS steps'
+ * slices, not for its links: its job has a slot per step (up to this
+ * many), and a long call keeps up to a quarter of its slices in flight in them
+ * (aring_call_window).  swemu-sim, 16 MiB, 25G, no compute noise: 64 host
+ * members, 8 x 8 slices in flight 16.6 ms a call against a busiest link
+ * of 10.7; 127 (a slice per step), 10.8.  256 hosts, half the racks INA
+ * (136 members): 8 x 8, 23.5 against 10.8; 256, 11.2.  A slice per step
+ * in every call lost at 1 MiB on 200M links with 12 of 16 racks INA,
+ * 127.9 -> 217.4 ms: the whole message in flight overflowed the 256K
+ * queues.  The cap: each member's aggregator holds two sets of as many
+ * slots, and in the simulator every host member has an engine. */
+#define ARING_CHAIN_SLOTS_MAX 256
+#define ARING_CALL_SHARE      4
 
 /* ranks[i].tor.ip != 0 marks an INA rack (its ToR's address and MAC in
  * .tor); soft[i] is where rank i's software member listens (used when its
@@ -78,6 +97,15 @@ struct aring_call {
 	size_t count, padded, rounds, slices;
 };
 void aring_call_of(const struct aring_plan *p, size_t count, struct aring_call *out);
+/* The slices a worker keeps in flight in call c: the plan's window, or
+ * 1 / ARING_CALL_SHARE of the call's slices where that is more, at most
+ * the job's slots (with 1/2, 12 of 16 racks INA at 1 MiB and 200M had
+ * the whole message in flight again).
+ * Started in seq order, each into its slot once that is free; with two
+ * or more in flight the chain cannot deadlock (the lowest slice in
+ * flight anywhere has its upstream done and every worker able to send
+ * it and the next one). */
+uint32_t aring_call_window(const struct aring_plan *p, const struct aring_call *c);
 
 /* What a worker of member k does with its slice seq q of the call:
  * contribute elements [lo, hi) of the (padded) tensor (or only join), and

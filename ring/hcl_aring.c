@@ -26,7 +26,9 @@ struct hcl_aring {
 	 * downstream, a gather for the chain) */
 	struct hcl_inaw win;
 	struct aring_call call;
-	size_t done; /* slices of the call finished here */
+	size_t done;  /* slices of the call finished here */
+	size_t next;  /* the next slice to start */
+	uint32_t cap; /* slices in flight at most in this call (aring_call_window) */
 	uint32_t epoch;
 	const uint8_t *src; /* the call's input */
 	/* the input, when the call is in place: two buffers in turn, so the
@@ -158,6 +160,23 @@ static void start_slice(struct hcl_aring *a, size_t q)
 	a->st.sent++;
 }
 
+/* What starts after slice q finished (q: SIZE_MAX at the call's start).
+ * With every slot in use, the slot's next slice, q + slots, at once
+ * (slices finish out of order, and each slot goes on by itself); under a
+ * smaller cap, the next slices in order while fewer than the cap are in
+ * flight and the next one's slot is free. */
+static void fill(struct hcl_aring *a, size_t q)
+{
+	const uint32_t slots = a->p->slots;
+	if (a->cap >= slots && q != SIZE_MAX) {
+		if (q + slots < a->call.slices)
+			start_slice(a, q + slots);
+		return;
+	}
+	while (a->next < a->call.slices && a->next - a->done < a->cap && !a->win.s[a->next % slots].busy)
+		start_slice(a, a->next++);
+}
+
 static void describe_member(const struct aring_plan *p, unsigned k, char *b, size_t n)
 {
 	char ip[INET_ADDRSTRLEN];
@@ -257,8 +276,7 @@ static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 	/* this slice is finished here: the slot's next slice uses the other set */
 	hcl_inaw_done(&a->win, o, clock_now_ns());
 	a->done++;
-	if (o->slice + a->p->slots < a->call.slices)
-		start_slice(a, o->slice + a->p->slots);
+	fill(a, o->slice);
 	return 1;
 }
 
@@ -300,9 +318,11 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 	a->done = 0;
 	hcl_inaw_reset(&a->win);
 	a->win.end = a->call.slices; /* its tails get a probe */
+	a->cap = aring_call_window(a->p, &a->call);
+	a->win.window = a->cap;
+	a->next = 0;
 	size_t left = a->call.slices;
-	for (size_t q = 0; q < a->call.slices && q < a->p->slots; q++)
-		start_slice(a, q);
+	fill(a, SIZE_MAX);
 	int64_t progress_at = clock_now_ns();
 	while (left) {
 		int peer = a->poll ? a->poll(a->poll_ctx) : 0;

@@ -49,8 +49,10 @@ class ArRank : public SimInaClient
 		done = 0;
 		hcl_inaw_reset(&win);
 		win.end = call.slices; /* as hcl_aring.c */
-		for (size_t q = 0; q < call.slices && q < p->slots; q++)
-			StartSlice(q);
+		cap = aring_call_window(p, &call);
+		win.window = cap;
+		next = 0;
+		Fill(SIZE_MAX);
 		Rearm();
 	}
 
@@ -60,6 +62,19 @@ class ArRank : public SimInaClient
 		aring_step st;
 		aring_slice_of(p, &call, member, q, &st);
 		return st;
+	}
+	/* as hcl_aring.c's fill: after slice q (SIZE_MAX: the call's start),
+	 * with every slot in use the slot's next slice, else the next ones in
+	 * order while under the cap and their slot is free */
+	void Fill(size_t q)
+	{
+		if (cap >= p->slots && q != SIZE_MAX) {
+			if (q + p->slots < call.slices)
+				StartSlice(q + p->slots);
+			return;
+		}
+		while (next < call.slices && next - done < cap && !win.s[next % p->slots].busy)
+			StartSlice(next++);
 	}
 	void StartSlice(size_t q)
 	{
@@ -124,8 +139,7 @@ class ArRank : public SimInaClient
 			return;
 		hcl_inaw_done(&win, o, sim_now_ns());
 		done++;
-		if (o->slice + p->slots < call.slices)
-			StartSlice(o->slice + p->slots);
+		Fill(o->slice);
 	}
 
 	bool Complete() const override { return done == call.slices; }
@@ -139,7 +153,8 @@ class ArRank : public SimInaClient
 	size_t count;	/* elements in this call */
 	hcl_inaw win;
 	aring_call call = {};
-	size_t done = 0;
+	size_t done = 0, next = 0; /* slices finished here; the next to start */
+	uint32_t cap = 0;	   /* in flight at most in this call */
 	InetSocketAddress agg = InetSocketAddress(Ipv4Address::GetAny(), 0);
 };
 

@@ -133,8 +133,13 @@ static void test_mixes(void **st)
 		assert_int_equal(aring_plan_build(r, soft, w, 10, INA_D_INT32, 8, 256, &p, err, sizeof(err)), 0);
 		assert_int_equal(p.m, cases[t].members);
 		assert_int_equal(aring_chain(&p), 2 * (p.m - 1));
-		/* a worker's window: 8 slots x (2m - 1) steps, up to 8 */
-		assert_int_equal(p.slots, 8 * (2 * p.m - 1 < ARING_WINDOW_STEPS ? 2 * p.m - 1 : ARING_WINDOW_STEPS));
+		/* a worker's window: 8 slots x (2m - 1) steps, up to 8; the
+		 * job's slots as many (a slot per step is fewer here) */
+		assert_int_equal(p.window, 8 * (2 * p.m - 1 < ARING_WINDOW_STEPS ? 2 * p.m - 1 : ARING_WINDOW_STEPS));
+		assert_int_equal(p.slots, p.window);
+		struct aring_call c;
+		aring_call_of(&p, 1u << 20, &c); /* any call: the window */
+		assert_int_equal(aring_call_window(&p, &c), p.window);
 		/* every rank is a worker of the member of its rack, INA racks once */
 		for (unsigned i = 0; i < w; i++) {
 			const struct aring_member *mb = &p.mem[p.member_of[i]];
@@ -196,8 +201,43 @@ static void test_large(void **st)
 	unsigned w = layout(r, soft, sizes, RACKS, 0x11111111u);
 	assert_int_equal(aring_plan_build(r, soft, w, 7, INA_D_FP32, 16, 2048, &p, err, sizeof(err)), 0);
 	assert_int_equal(p.m, 8 + 24 * HOSTS);
+	/* a chain of 1551 steps: a slot per step up to the most, which
+	 * every call fills (a quarter of one round's 1551 slices is more) */
+	assert_int_equal(p.window, 16 * ARING_WINDOW_STEPS);
+	assert_int_equal(p.slots, ARING_CHAIN_SLOTS_MAX);
+	struct aring_call c;
+	aring_call_of(&p, 100, &c);
+	assert_int_equal(c.slices, 1551);
+	assert_int_equal(aring_call_window(&p, &c), ARING_CHAIN_SLOTS_MAX);
 	check_members(&p, 4u << 20, 97); /* members 0, 97, ... 679 (each runs every step) */
 	check_schedule(&p, 100);	 /* shorter than the ring: padded */
+	aring_plan_free(&p);
+}
+
+/* 64 host members, a chain of 127 steps: a slot per step, and a call
+ * keeps the plan's window of 8 x 8 in flight, or a quarter of its slices
+ * where that is more, up to the 127 slots. */
+static void test_window_grows_with_call(void **st)
+{
+	(void)st;
+	static const unsigned sizes[8] = { 8, 8, 8, 8, 8, 8, 8, 8 };
+	static struct plan_rank r[64];
+	static struct ina_addr soft[64];
+	struct aring_plan p;
+	struct aring_call c;
+	char err[200];
+	unsigned w = layout(r, soft, sizes, 8, 0);
+	assert_int_equal(aring_plan_build(r, soft, w, 7, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.m, 64);
+	assert_int_equal(p.window, 64);
+	assert_int_equal(p.slots, 127);
+	const size_t round = (size_t)64 * 2048; /* elements of one round */
+	aring_call_of(&p, 2 * round, &c);	/* 254 slices: a quarter is 63 */
+	assert_int_equal(aring_call_window(&p, &c), 64);
+	aring_call_of(&p, 3 * round, &c); /* 381: 95 */
+	assert_int_equal(aring_call_window(&p, &c), 95);
+	aring_call_of(&p, 32 * round, &c); /* 4064: the 127 slots */
+	assert_int_equal(aring_call_window(&p, &c), 127);
 	aring_plan_free(&p);
 }
 
@@ -221,9 +261,8 @@ static void test_refusals(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mixes),
-		cmocka_unit_test(test_one_member_is_switchml),
-		cmocka_unit_test(test_large),
+		cmocka_unit_test(test_mixes),	 cmocka_unit_test(test_one_member_is_switchml),
+		cmocka_unit_test(test_large),	 cmocka_unit_test(test_window_grows_with_call),
 		cmocka_unit_test(test_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
