@@ -26,9 +26,8 @@ struct hcl_aring {
 	 * downstream, a gather for the chain) */
 	struct hcl_inaw win;
 	struct aring_call call;
-	size_t done;  /* slices of the call finished here */
-	size_t next;  /* the next slice to start */
-	uint32_t cap; /* slices in flight at most in this call (aring_call_window) */
+	size_t done; /* slices of the call finished here */
+	size_t next; /* the next slice to start (hcl_aring_fill) */
 	uint32_t epoch;
 	const uint8_t *src; /* the call's input */
 	/* the input, when the call is in place: two buffers in turn, so the
@@ -160,21 +159,23 @@ static void start_slice(struct hcl_aring *a, size_t q)
 	a->st.sent++;
 }
 
-/* What starts after slice q finished (q: SIZE_MAX at the call's start).
- * With every slot in use, the slot's next slice, q + slots, at once
- * (slices finish out of order, and each slot goes on by itself); under a
- * smaller cap, the next slices in order while fewer than the cap are in
- * flight and the next one's slot is free. */
-static void fill(struct hcl_aring *a, size_t q)
+void hcl_aring_fill(const struct aring_plan *p, const struct aring_call *c, const struct hcl_inaw *w, size_t done,
+		    size_t *next, size_t q, void (*start)(void *ctx, size_t slice), void *ctx)
 {
-	const uint32_t slots = a->p->slots;
-	if (a->cap >= slots && q != SIZE_MAX) {
-		if (q + slots < a->call.slices)
-			start_slice(a, q + slots);
+	if (w->window >= p->slots && q != SIZE_MAX) {
+		if (q + p->slots < c->slices)
+			start(ctx, q + p->slots);
 		return;
 	}
-	while (a->next < a->call.slices && a->next - a->done < a->cap && !a->win.s[a->next % slots].busy)
-		start_slice(a, a->next++);
+	while (*next < c->slices && *next - done < w->window && !w->s[*next % p->slots].busy)
+		start(ctx, (*next)++);
+}
+
+static void start_one(void *a, size_t q) { start_slice(a, q); }
+
+static void fill(struct hcl_aring *a, size_t q)
+{
+	hcl_aring_fill(a->p, &a->call, &a->win, a->done, &a->next, q, start_one, a);
 }
 
 static void describe_member(const struct aring_plan *p, unsigned k, char *b, size_t n)
@@ -317,9 +318,8 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *vsrc, void *vdst, size_
 	a->results_left = a->call.rounds * a->p->m;
 	a->done = 0;
 	hcl_inaw_reset(&a->win);
-	a->win.end = a->call.slices; /* its tails get a probe */
-	a->cap = aring_call_window(a->p, &a->call);
-	a->win.window = a->cap;
+	a->win.end = a->call.slices;			   /* its tails get a probe */
+	a->win.window = aring_call_window(a->p, &a->call); /* the call's cap */
 	a->next = 0;
 	size_t left = a->call.slices;
 	fill(a, SIZE_MAX);

@@ -59,6 +59,18 @@ const void *hcl_aring_input(const struct hcl_aring *a);
 const void *hcl_aring_last_input(const struct hcl_aring *a, size_t *count);
 const void *hcl_aring_prev_input(const struct hcl_aring *a, size_t *count);
 
+/* The worker's rule for what starts after its slice q finished (q:
+ * SIZE_MAX at the call's start), each by start(ctx, slice); the
+ * simulator's worker runs it too.  w->window is the call's cap
+ * (aring_call_window); at the job's slots, the slot's next slice, q +
+ * slots, at once (slices finish out of order, and each slot goes on by
+ * itself); under a smaller cap, the next slices in order (*next) while
+ * fewer than the cap are in flight (done of them finished) and the next
+ * one's slot is free. */
+struct hcl_inaw;
+void hcl_aring_fill(const struct aring_plan *p, const struct aring_call *c, const struct hcl_inaw *w, size_t done,
+		    size_t *next, size_t q, void (*start)(void *ctx, size_t slice), void *ctx);
+
 /* What is still in flight (for HCL_DEBUG after a failed call). */
 void hcl_aring_dump(const struct hcl_aring *a, FILE *f);
 

@@ -29,9 +29,9 @@ static const uint8_t GOT_ACK = 1, GOT_RESULT = 2;
 class ArRank : public SimInaClient
 {
       public:
-	ArRank(SimNet &net, Ptr<Node> node, unsigned rank, std::shared_ptr<const aring_plan> plan, const SimCfg &c)
-	    : SimInaClient(net, node), plan(plan), p(plan.get()), rank(rank), member(p->member_of[rank]),
-	      index((uint16_t)p->index_of[rank]), pat(rank, p->world), count(c.size / 4)
+	ArRank(SimNet &net, Ptr<Node> node, unsigned rank, std::shared_ptr<const aring_plan> plan)
+	    : SimInaClient(net, node), plan(plan), p(plan.get()), member(p->member_of[rank]),
+	      index((uint16_t)p->index_of[rank]), pat(rank, p->world)
 	{
 		const ina_addr &g = p->mem[member].agg;
 		agg = InetSocketAddress(sim_ipv4(g.ip), ntohs(g.port));
@@ -44,13 +44,11 @@ class ArRank : public SimInaClient
 	void Start(size_t bytes, std::function<void()> cb) override
 	{
 		Begin(std::move(cb));
-		count = bytes / 4; /* this call's size (a workload's buckets differ) */
-		aring_call_of(p, count, &call);
+		aring_call_of(p, bytes / 4, &call); /* this call's size (a workload's buckets differ) */
 		done = 0;
 		hcl_inaw_reset(&win);
 		win.end = call.slices; /* as hcl_aring.c */
-		cap = aring_call_window(p, &call);
-		win.window = cap;
+		win.window = aring_call_window(p, &call);
 		next = 0;
 		Fill(SIZE_MAX);
 		Rearm();
@@ -63,18 +61,12 @@ class ArRank : public SimInaClient
 		aring_slice_of(p, &call, member, q, &st);
 		return st;
 	}
-	/* as hcl_aring.c's fill: after slice q (SIZE_MAX: the call's start),
-	 * with every slot in use the slot's next slice, else the next ones in
-	 * order while under the cap and their slot is free */
+	/* ring/hcl_aring.c's rule: after slice q (SIZE_MAX: the call's start) */
 	void Fill(size_t q)
 	{
-		if (cap >= p->slots && q != SIZE_MAX) {
-			if (q + p->slots < call.slices)
-				StartSlice(q + p->slots);
-			return;
-		}
-		while (next < call.slices && next - done < cap && !win.s[next % p->slots].busy)
-			StartSlice(next++);
+		hcl_aring_fill(
+			p, &call, &win, done, &next, q, [](void *me, size_t s) { static_cast<ArRank *>(me)->StartSlice(s); },
+			this);
 	}
 	void StartSlice(size_t q)
 	{
@@ -147,14 +139,12 @@ class ArRank : public SimInaClient
 
 	std::shared_ptr<const aring_plan> plan; /* shared by every rank: the last one frees it */
 	const aring_plan *p;
-	unsigned rank, member;
+	unsigned member;
 	uint16_t index;
 	SimPattern pat; /* the inputs sent and the sums checked */
-	size_t count;	/* elements in this call */
 	hcl_inaw win;
 	aring_call call = {};
 	size_t done = 0, next = 0; /* slices finished here; the next to start */
-	uint32_t cap = 0;	   /* in flight at most in this call */
 	InetSocketAddress agg = InetSocketAddress(Ipv4Address::GetAny(), 0);
 };
 
@@ -202,6 +192,6 @@ SimAlgos sim_aring_create(const SimCfg &c, SimNet &net)
 	}
 	SimAlgos out;
 	for (unsigned i = 0; i < world; i++)
-		out.emplace_back(new ArRank(net, net.hosts.Get(i), i, p, c));
+		out.emplace_back(new ArRank(net, net.hosts.Get(i), i, p));
 	return out;
 }

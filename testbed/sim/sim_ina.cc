@@ -31,8 +31,7 @@ class PsRank : public SimInaClient
 
 	PsRank(SimNet &net, Ptr<Node> node, unsigned rank, unsigned world, uint16_t index, std::vector<Shard> sh,
 	       uint32_t shard_slots, uint32_t spares, uint16_t slice_elems, const SimCfg &c)
-	    : SimInaClient(net, node), rank(rank), world(world), index(index), shards(std::move(sh)), elems(slice_elems),
-	      pat(rank, world)
+	    : SimInaClient(net, node), index(index), shards(std::move(sh)), elems(slice_elems), pat(rank, world)
 	{
 		Cut(c.size / 4);
 		const unsigned n = (unsigned)shards.size();
@@ -181,7 +180,6 @@ class PsRank : public SimInaClient
 	bool Complete() const override { return done == nslices; }
 	void Finish() override {} /* each result was checked as it came (Take) */
 
-	unsigned rank, world;
 	uint16_t index;
 	std::vector<Shard> shards;
 	unsigned elems;
