@@ -19,16 +19,49 @@ struct psina_tor {
 	struct ina_job_cfg job; /* contributors: the rack's ranks in rank order */
 };
 
+/* A plain rack's software aggregator (a rack aggregator): its ranks' sum
+ * goes up to the PS as one partial, as an INA ToR's does.  Shard h's runs
+ * on the rack's rank ranks[h % n] (psina_rackagg_host), so the shards
+ * spread over the rack's links. */
+struct psina_rackagg {
+	int rack;
+	unsigned n;		/* the rack's ranks */
+	int *ranks;		/* n, in rank order (owned by the plan) */
+	struct ina_job_cfg job; /* contributors: those ranks' INA sockets */
+};
+
+/* When plain racks get rack aggregators: where the PS would otherwise
+ * count more than INA_MAX_FANIN contributors (PAST_LIMIT), or also where
+ * the PS adds the partials of PSINA_RACKAGG_MIN_RACKS racks or more
+ * (MANY_RACKS), or wherever a plain rack of two or more sits beside
+ * another rack (ALWAYS), or never (NEVER: past the limit the plan is
+ * refused).  A rack aggregator sends its rack's sum up once, as an INA
+ * ToR does, but its host link carries the rack's slices in and results
+ * out: with two racks the uplinks were not the bound and it lost (2 x 8
+ * hosts, one INA rack, 1 MiB, 200M: 69 -> 89 ms), with three or more it
+ * won (3 x 4: 126 -> 90 ms; 8 x 8, none INA: 234 -> 115; docs/SCALE.md). */
+enum psina_rackagg_mode {
+	PSINA_RACKAGG_PAST_LIMIT,
+	PSINA_RACKAGG_MANY_RACKS,
+	PSINA_RACKAGG_ALWAYS,
+	PSINA_RACKAGG_NEVER
+};
+#define PSINA_RACKAGG_MIN_RACKS 3
+
 struct psina_plan {
+	unsigned world;
 	bool use_ps;	       /* a software PS at rank 0 */
-	struct ina_job_cfg ps; /* contributors: the INA ToRs, then every rank without one */
+	struct ina_job_cfg ps; /* contributors: the INA ToRs, the rack aggregators, then every other rank */
 	unsigned ntor;
 	struct psina_tor tor[PLAN_MAX_RACKS];
-	struct { /* per rank: where its client sends, as which index */
+	unsigned nrackagg;
+	struct psina_rackagg *rackagg; /* nrackagg, owned by the plan */
+	struct {		       /* per rank: where its client sends, as which index */
 		struct ina_addr server;
 		uint16_t index;
-		bool to_ps; /* server is the software PS (not the rack's ToR) */
-	} * client;	    /* world entries, owned by the plan */
+		bool to_ps;	 /* server is the software PS (not the rack's ToR) */
+		int16_t rackagg; /* its rack aggregator (server is per shard), or -1 */
+	} * client;		 /* world entries, owned by the plan */
 };
 
 /* job: the id on every aggregator (a PS and its children share it, as the
@@ -37,7 +70,25 @@ struct psina_plan {
  * contributors). */
 int psina_plan(const struct plan_rank *ranks, unsigned world, const struct ina_addr *ps, uint16_t job, uint8_t dtype,
 	       uint32_t slots, uint16_t elems, struct psina_plan *plan, char *err, size_t errlen);
+/* The same with rack aggregators as mode says (psina_plan: PAST_LIMIT). */
+int psina_plan_racks(const struct plan_rank *ranks, unsigned world, const struct ina_addr *ps, uint16_t job,
+		     uint8_t dtype, uint32_t slots, uint16_t elems, enum psina_rackagg_mode mode,
+		     struct psina_plan *plan, char *err, size_t errlen);
 void psina_plan_free(struct psina_plan *plan);
+/* Rack aggregator a's shard h of shards: the rank that hosts it, and its
+ * address: that rank's INA socket's IP at port base_port + the rank (host
+ * order in, network order out; one port per rank, so that ranks sharing
+ * an IP can each host one). */
+int psina_rackagg_host(const struct psina_plan *plan, unsigned a, unsigned h, unsigned shards);
+struct ina_addr psina_rackagg_addr(const struct psina_plan *plan, unsigned a, unsigned h, unsigned shards,
+				   uint16_t base_port);
+/* Where rank i's client sends shard h of shards: its ToR, its rack
+ * aggregator's shard h (psina_rackagg_addr), or PS shard h (ps[h]). */
+struct ina_addr psina_client_server(const struct psina_plan *plan, unsigned i, unsigned h, unsigned shards,
+				    const struct ina_addr *ps, uint16_t rack_base_port);
+/* The most contributors of one software aggregator (the PS's or a rack
+ * aggregator's job): what the in-flight rules below share a link among. */
+unsigned psina_soft_fan_in(const struct psina_plan *plan);
 
 /* A sharded PS (BytePS-style): the tensor cut into `shards` runs of
  * slices, shard h aggregated by its own PS job on the rank
@@ -50,6 +101,10 @@ void psina_plan_free(struct psina_plan *plan);
 int psina_shard_host(unsigned h, unsigned shards, unsigned world);
 void psina_shard_job(const struct ina_job_cfg *plan_job, uint16_t id, const struct ina_addr *ps,
 		     struct ina_job_cfg *out);
+/* The PS's job of shard h: psina_shard_job's, each rack aggregator a
+ * contributor at its shard h's address (psina_rackagg_addr). */
+void psina_shard_ps_job(const struct psina_plan *plan, unsigned h, unsigned shards, uint16_t id,
+			const struct ina_addr *ps, uint16_t rack_base_port, struct ina_job_cfg *out);
 /* Each client's window towards a shard (slices in flight that are not
  * stalled): the rank's `slots` dealt over the shards, so sharding
  * adds aggregators, not bytes in flight (a full window per shard

@@ -26,6 +26,9 @@ struct ps_state {
 	struct dgram_transport ina_t;		     /* this rank's INA socket */
 	struct hcl_ina *client[2];		     /* fp32 (the float wire), int32 */
 	struct softsw *ps;			     /* the PS shard this rank hosts, if any */
+	struct softsw *rack_agg;		     /* the rack aggregators' shards it hosts, if any */
+	bool with_tors;				     /* ps-ina (ps plans no switch) */
+	uint16_t rack_port;			     /* theirs: this + the hosting rank (host order) */
 	struct ina_addr ps_addr[HCL_INA_MAX_SHARDS]; /* each shard's PS socket */
 	struct psina_plan plan[2];		     /* fp32, int32 */
 	struct tor tor;				     /* this rank's ToR, if it is a rack's agent */
@@ -45,6 +48,7 @@ static int prepare(struct hcl_comm *c, struct dgram_udp_opts *o, bool with_tors,
 	if (!s)
 		return hcl_fail(-ENOMEM, err, errlen, "out of memory");
 	c->algo_state = s;
+	s->with_tors = with_tors;
 	hcl_ina_prepare(c, o);
 	if (!with_tors) /* ps announces no switch: its plan has none */
 		memset(&c->info[c->rank].tor, 0, sizeof(c->info[c->rank].tor));
@@ -61,19 +65,34 @@ static int ps_ina_prepare(struct hcl_comm *c, struct dgram_udp_opts *o, char *er
 	return prepare(c, o, true, err, errlen);
 }
 
-/* Every rank runs the same shard count: one that differs would send its
- * slices to other aggregators (the sums of the count and of its square
- * match world x and world x squared only if all counts are equal). */
+/* Every rank runs the same shard count and rack aggregator setting: one
+ * that differs would send its slices to other aggregators (the sums of a
+ * value and of its square match world x and world x squared only if all
+ * values are equal). */
 static int agree_shards(struct hcl_comm *c, int64_t deadline, char *err, size_t errlen)
 {
-	unsigned n = c->env.ps_shards;
-	int32_t v[2] = { (int32_t)n, (int32_t)(n * n) };
-	int rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, v, 2, HCL_INT32, ++c->epoch, deadline,
+	unsigned n = c->env.ps_shards, m = (unsigned)(c->env.ps_rack_agg + 2);
+	int32_t v[4] = { (int32_t)n, (int32_t)(n * n), (int32_t)m, (int32_t)(m * m) };
+	int rc = hcl_ring_allreduce(c->x, (unsigned)c->rank, (unsigned)c->world, v, 4, HCL_INT32, ++c->epoch, deadline,
 				    err, errlen);
 	if (rc == 0 && (int64_t)v[0] * v[0] != (int64_t)v[1] * c->world)
 		return hcl_fail(-EINVAL, err, errlen,
 				"ranks run different PS shard counts (HCL_PS_SHARDS; this rank %u)", n);
+	if (rc == 0 && (int64_t)v[2] * v[2] != (int64_t)v[3] * c->world)
+		return hcl_fail(-EINVAL, err, errlen, "ranks run different HCL_PS_RACK_AGG settings");
 	return rc;
+}
+
+/* The plan's rack aggregators: HCL_PS_RACK_AGG, or by default ps-ina's
+ * plain racks where three or more racks feed the PS (a rack's sum then
+ * crosses its uplink once, as behind an INA ToR: agent/psina_plan.h),
+ * ps's only past the PS's contributor limit (ps stays the flat PS). */
+static enum psina_rackagg_mode rack_agg_mode(const struct hcl_comm *c)
+{
+	if (c->env.ps_rack_agg >= 0)
+		return c->env.ps_rack_agg ? PSINA_RACKAGG_ALWAYS : PSINA_RACKAGG_NEVER;
+	const struct ps_state *s = c->algo_state;
+	return s->with_tors ? PSINA_RACKAGG_MANY_RACKS : PSINA_RACKAGG_PAST_LIMIT;
 }
 
 /* The shards the plan uses: one aggregator (a single INA rack holding
@@ -119,6 +138,16 @@ static void shard_job(const struct hcl_comm *c, const struct ina_job_cfg *j, uns
 	out->nslots = shard_slots(c);
 }
 
+/* The PS's job of shard h, data type d: the rack aggregators' addresses
+ * are shard h's. */
+static void shard_ps_job(const struct hcl_comm *c, unsigned h, unsigned d, struct ina_job_cfg *out)
+{
+	const struct ps_state *s = c->algo_state;
+	psina_shard_ps_job(&s->plan[d], h, shards(c), (uint16_t)(c->env.ina_job + 2 * h + d), &s->ps_addr[h],
+			   s->rack_port, out);
+	out->nslots = shard_slots(c);
+}
+
 /* This rank is the agent of INA rack t: (re)install the rack's jobs in its
  * ToR.  -ENOSPC: the ToR has no room, or another tenant holds an id;
  * nothing of the rack's stays installed and the rack can fall back to the
@@ -156,9 +185,9 @@ static int plan_and_install(struct hcl_comm *c, struct plan_rank *info, int64_t 
 	int rc = 0;
 	for (int round = 0;; round++) {
 		for (int d = 0; d < 2 && rc == 0; d++)
-			rc = psina_plan(info, (unsigned)c->world, &s->ps_addr[0], (uint16_t)(e->ina_job + d),
-					d ? INA_D_INT32 : e->float_wire, e->ina_slots, e->ina_elems, &s->plan[d], err,
-					errlen);
+			rc = psina_plan_racks(info, (unsigned)c->world, &s->ps_addr[0], (uint16_t)(e->ina_job + d),
+					      d ? INA_D_INT32 : e->float_wire, e->ina_slots, e->ina_elems,
+					      rack_agg_mode(c), &s->plan[d], err, errlen);
 		int32_t refused[PLAN_MAX_RACKS] = { 0 };
 		unsigned ntor = rc == 0 ? s->plan[0].ntor : 0;
 		for (unsigned t = 0; t < ntor && rc == 0; t++)
@@ -189,17 +218,48 @@ static int plan_and_install(struct hcl_comm *c, struct plan_rank *info, int64_t 
 	}
 }
 
-/* The software PS shards this rank hosts, and a client per data type. */
+/* The shards of rack aggregators this rank hosts, on one socket at
+ * rack_port.  0, or -errno. */
+static int start_rack_aggs(struct hcl_comm *c, char *err, size_t errlen)
+{
+	struct ps_state *s = c->algo_state;
+	const struct psina_plan *p = &s->plan[0];
+	const unsigned n = shards(c);
+	struct ina_job_cfg *jobs = calloc(2 * (size_t)n, sizeof(*jobs)); /* a rank is in one rack */
+	unsigned njobs = 0;
+	if (!jobs)
+		return hcl_fail(-ENOMEM, err, errlen, "out of memory");
+	for (unsigned a = 0; a < p->nrackagg; a++)
+		for (unsigned h = 0; h < n; h++)
+			for (unsigned d = 0; psina_rackagg_host(p, a, h, n) == c->rank && d < 2; d++)
+				shard_job(c, &s->plan[d].rackagg[a].job, h, d, &jobs[njobs++]);
+	int rc = 0;
+	if (njobs) {
+		struct sockaddr_in at = { .sin_family = AF_INET,
+					  .sin_addr.s_addr = c->info[c->rank].ina.ip,
+					  .sin_port = htons((uint16_t)(s->rack_port + c->rank)) };
+		if (!(s->rack_agg = softsw_start(&at, jobs, njobs, err, errlen)))
+			rc = -EADDRINUSE;
+	}
+	free(jobs);
+	return rc;
+}
+
+/* The software PS shards and rack aggregators this rank hosts, and a
+ * client per data type. */
 static int start_aggregators(struct hcl_comm *c, char *err, size_t errlen)
 {
 	struct ps_state *s = c->algo_state;
 	const unsigned n = shards(c);
+	int rc = start_rack_aggs(c, err, errlen);
+	if (rc < 0)
+		return rc;
 	for (unsigned h = 0; h < n; h++) {
 		if (!s->plan[0].use_ps || psina_shard_host(h, n, (unsigned)c->world) != c->rank)
 			continue;
 		struct ina_job_cfg jobs[2];
 		for (unsigned d = 0; d < 2; d++)
-			shard_job(c, &s->plan[d].ps, h, d, &jobs[d]);
+			shard_ps_job(c, h, d, &jobs[d]);
 		struct sockaddr_in at = { .sin_family = AF_INET,
 					  .sin_addr.s_addr = s->ps_addr[h].ip,
 					  .sin_port = s->ps_addr[h].port };
@@ -218,8 +278,9 @@ static int start_aggregators(struct hcl_comm *c, char *err, size_t errlen)
 					  .poll = hcl_comm_poll_xfer,
 					  .poll_ctx = c };
 		for (unsigned h = 0; h < n; h++) {
-			const struct ina_addr *a = p->client[c->rank].to_ps ? &s->ps_addr[h]
-									    : &p->client[c->rank].server;
+			const struct ina_addr at = psina_client_server(p, (unsigned)c->rank, h, n, s->ps_addr,
+								       s->rack_port);
+			const struct ina_addr *a = &at;
 			ic.job[h] = (uint16_t)(c->env.ina_job + 2 * h + d);
 			ic.sw[h] = (struct sockaddr_in){ .sin_family = AF_INET,
 							 .sin_addr.s_addr = a->ip,
@@ -257,6 +318,7 @@ static int ps_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t errl
 		s->ps_addr[h] = c->info[psina_shard_host(h, e->ps_shards, (unsigned)c->world)].ina;
 		s->ps_addr[h].port = htons((uint16_t)(e->ps_port + h));
 	}
+	s->rack_port = (uint16_t)(e->ps_port + e->ps_shards);
 	c->wire_bf16 = e->float_wire == INA_D_BF16;
 	rc = plan_and_install(c, info, deadline, err, errlen);
 	free(info);
@@ -326,8 +388,10 @@ static void ps_stats(const struct hcl_comm *c, struct hcl_comm_stats *out)
 			out->ina_stale += st->duplicates + st->foreign;
 		}
 	}
-	if (s)
+	if (s) {
 		hcl_softsw_stats(s->ps, out);
+		hcl_softsw_stats(s->rack_agg, out);
+	}
 }
 
 static void ps_teardown(struct hcl_comm *c)
@@ -341,6 +405,7 @@ static void ps_teardown(struct hcl_comm *c)
 		psina_plan_free(&s->plan[d]);
 	}
 	softsw_stop(s->ps);
+	softsw_stop(s->rack_agg);
 	dgram_close(&s->ina_t);
 	hcl_kept_free(&s->kept);
 	free(s);

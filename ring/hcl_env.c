@@ -220,6 +220,18 @@ static int ina_job_setting(const struct hcl_comm_cfg *k, long long *job, char *e
 	return int_setting(k->ina_job, "ina_job", "HCL_INA_JOB", 1, 65535, 0, job, err, errlen);
 }
 
+/* Plain racks' software aggregators under the PS (agent/psina_plan.h):
+ * "auto" (ps-ina where three or more racks feed the PS, ps past
+ * INA_MAX_FANIN contributors), "always", "never". */
+static int ps_rack_agg_setting(struct hcl_env *e, char *err, size_t errlen)
+{
+	const char *s = env("HCL_PS_RACK_AGG");
+	e->ps_rack_agg = !s || !strcmp(s, "auto") ? -1 : !strcmp(s, "never") ? 0 : !strcmp(s, "always") ? 1 : -2;
+	if (e->ps_rack_agg == -2)
+		return bad(err, errlen, "HCL_PS_RACK_AGG=%s: want auto, always or never", s);
+	return 0;
+}
+
 static int ina_settings(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err, size_t errlen)
 {
 	long long port, job, slots, elems, ps_port, shards;
@@ -245,10 +257,13 @@ static int ina_settings(const struct hcl_comm_cfg *k, struct hcl_env *e, char *e
 	e->ina_elems = (uint16_t)elems;
 	e->ps_port = (uint16_t)ps_port;
 	e->ps_shards = (unsigned)shards;
-	if (ps_port + shards - 1 > 65535)
-		return bad(err, errlen, "HCL_PS_PORT %lld: the %lld shards use it to +%lld, past 65535", ps_port,
-			   shards, shards - 1);
-	return 0;
+	/* the shards at + 0..shards - 1, rank r's rack aggregators at + shards + r */
+	if (ps_port + shards + e->world - 1 > 65535)
+		return bad(
+			err, errlen,
+			"HCL_PS_PORT %lld: the %lld shards and %d ranks' rack aggregators use it to +%lld, past 65535",
+			ps_port, shards, e->world, shards + e->world - 1);
+	return ps_rack_agg_setting(e, err, errlen);
 }
 
 /* How long an INA aggregator may answer nothing, with slices out, before

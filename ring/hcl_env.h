@@ -37,9 +37,10 @@ struct hcl_env {
 	uint16_t ina_elems;	    /* elements per INA packet (HCL_INA_ELEMS) */
 	int64_t ina_lost_ns;	    /* an aggregator silent this long is lost (HCL_INA_LOST_MS; 0: never) */
 	uint8_t float_wire;	    /* INA_D_FP32, INA_D_BFP32 or INA_D_BF16 (cfg.ina_bfp, HCL_INA_FP32) */
-	uint16_t ps_port;	    /* the software PS or ring member (HCL_PS_PORT; shard h: + h) */
-	unsigned ps_shards;	    /* 1..HCL_INA_MAX_SHARDS (HCL_PS_SHARDS) */
-	unsigned ring_channels;	    /* 1..HCL_RING_MAX_CHANNELS, 0: auto (HCL_RING_CHANNELS) */
+	uint16_t ps_port; /* the software PS or ring member (HCL_PS_PORT; shard h: + h; rank r's rack aggregators: + shards + r) */
+	unsigned ps_shards;	/* 1..HCL_INA_MAX_SHARDS (HCL_PS_SHARDS) */
+	int ps_rack_agg;	/* plain racks' aggregators (HCL_PS_RACK_AGG): -1 auto, 0 never, 1 always */
+	unsigned ring_channels; /* 1..HCL_RING_MAX_CHANNELS, 0: auto (HCL_RING_CHANNELS) */
 	uint32_t xfer_payload, xfer_window, xfer_local_queue; /* HCL_XFER_*; 0: the transfer's default */
 	struct hcl_sync_cfg sync;			      /* pacing and tracing (HCL_PACE*, HCL_TRACE) */
 	double timer_scale; /* HCL_TIMER_SCALE: the re-send timers' floors x this (a time-dilated trial) */

@@ -49,6 +49,7 @@ struct SimCfg {
 	std::string jitter = "normal:2", straggler;
 	uint64_t seed = 1;
 	unsigned ina_elems = 2048, ina_slots = 8, ps_shards = 0; /* 0: one per host, at most 16 */
+	std::string ps_rack_agg = "auto"; /* plain racks' software aggregators: auto, always, never (agent/psina_plan.h) */
 	unsigned ring_channels = 2;  /* the trial's: a call of B bytes on min(B / 1 MiB, this) rings */
 	bool pace = false;	     /* the pacing layer's rule */
 	double limit_s = 600;	     /* simulated seconds before unfinished ranks are an error */

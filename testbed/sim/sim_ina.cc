@@ -218,10 +218,18 @@ SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 		ps_addr[h].ip = net.host_ip[psina_shard_host(h, shards, world)];
 		ps_addr[h].port = htons((uint16_t)(INA_PS_PORT + h));
 	}
+	/* as ring/hcl_algo_ps.c: by default ps-ina's with three racks or more, ps's past the limit */
+	enum psina_rackagg_mode mode = c.ps_rack_agg == "always"  ? PSINA_RACKAGG_ALWAYS
+				       : c.ps_rack_agg == "never" ? PSINA_RACKAGG_NEVER
+				       : with_tors		  ? PSINA_RACKAGG_MANY_RACKS
+								  : PSINA_RACKAGG_PAST_LIMIT;
+	if (c.ps_rack_agg != "auto" && c.ps_rack_agg != "always" && c.ps_rack_agg != "never")
+		throw std::runtime_error("psRackAgg: auto, always or never, not " + c.ps_rack_agg);
+	const uint16_t rack_port = (uint16_t)(INA_PS_PORT + shards); /* + the host, as ring/hcl_algo_ps.c */
 	struct psina_plan plan;
 	char err[256];
-	if (psina_plan(ranks.data(), world, &ps_addr[0], job0, INA_D_FP32, c.ina_slots, (uint16_t)c.ina_elems, &plan,
-		       err, sizeof(err)) < 0)
+	if (psina_plan_racks(ranks.data(), world, &ps_addr[0], job0, INA_D_FP32, c.ina_slots, (uint16_t)c.ina_elems,
+			     mode, &plan, err, sizeof(err)) < 0)
 		throw std::runtime_error(err);
 	const unsigned n = plan.use_ps ? shards : 1;
 	const uint16_t elems = psina_shard_elems(&plan, c.ina_slots, n, (uint16_t)c.ina_elems);
@@ -245,15 +253,32 @@ SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 		auto *a = SimAgg::Make(net, net.hosts.Get(host), 0, ntohs(ps_addr[h].port), job_slots,
 				       (uint16_t)c.ina_elems);
 		ina_job_cfg j;
-		psina_shard_job(&plan.ps, (uint16_t)(job0 + 2 * h), &ps_addr[h], &j);
+		psina_shard_ps_job(&plan, h, n, (uint16_t)(job0 + 2 * h), &ps_addr[h], rack_port, &j);
 		j.nslots = job_slots;
 		a->Install(j);
+	}
+	/* the rack aggregators: one per host that runs any, with its shards' jobs */
+	std::vector<std::vector<ina_job_cfg>> rack_jobs(world);
+	for (unsigned a = 0; a < plan.nrackagg; a++)
+		for (unsigned h = 0; h < n; h++) {
+			ina_job_cfg j;
+			psina_shard_job(&plan.rackagg[a].job, (uint16_t)(job0 + 2 * h), &ps_addr[h], &j);
+			j.nslots = job_slots;
+			rack_jobs[(unsigned)psina_rackagg_host(&plan, a, h, n)].push_back(j);
+		}
+	for (unsigned host = 0; host < world; host++) {
+		if (rack_jobs[host].empty())
+			continue;
+		auto *a = SimAgg::Make(net, net.hosts.Get(host), 0, (uint16_t)(rack_port + host),
+				       job_slots * (uint32_t)rack_jobs[host].size(), (uint16_t)c.ina_elems);
+		for (auto &j : rack_jobs[host])
+			a->Install(j);
 	}
 	SimAlgos out;
 	for (unsigned i = 0; i < world; i++) {
 		std::vector<PsRank::Shard> sh(n);
 		for (unsigned h = 0; h < n; h++) {
-			const ina_addr &a = plan.client[i].to_ps ? ps_addr[h] : plan.client[i].server;
+			const ina_addr a = psina_client_server(&plan, i, h, n, ps_addr.data(), rack_port);
 			sh[h].job = (uint16_t)(job0 + 2 * h);
 			sh[h].server = InetSocketAddress(sim_ipv4(a.ip), ntohs(a.port));
 		}

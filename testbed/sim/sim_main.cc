@@ -296,6 +296,10 @@ static int run(int argc, char **argv)
 	cmd.AddValue("inaElems", "elements per INA packet", c.ina_elems);
 	cmd.AddValue("inaSlots", "INA packets in flight per rank (shared by the PS shards)", c.ina_slots);
 	cmd.AddValue("psShards", "software PS shards (0: one per host, at most 16)", c.ps_shards);
+	cmd.AddValue("psRackAgg",
+		     "ps, ps-ina: a software aggregator per plain rack under the PS: always, never, or auto "
+		     "(ps-ina with 3 racks or more, ps past 256 contributors)",
+		     c.ps_rack_agg);
 	cmd.AddValue("ringChannels", "rings a call of >= 2 MiB runs on", c.ring_channels);
 	cmd.AddValue("pace", "the pacing layer's rule (docs/PACING.md)", c.pace);
 	std::string background;

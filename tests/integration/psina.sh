@@ -20,6 +20,7 @@ run() { # run ARGS: every size exact, the avg line present
 	grep -q "^# Avg bus bandwidth" <<<"$out"
 }
 to_rank0() { stats_get 'd["switches"]["tor0"]["ports"]["h0"]["tx_bytes"]'; } # bytes swemu sent rank 0's host
+up_tx() { stats_get "d['switches']['$1']['ports']['up']['tx_bytes']"; } # bytes a ToR sent the spine
 jobs_left() { stats_get "sum(len(s['ina']['jobs']) for s in d['switches'].values() if 'ina' in s)"; }
 
 for loss in "" 0.05; do
@@ -51,7 +52,9 @@ for inaracks in 1 all; do
 	HCL_INA_FP32=bf16 run -b 16K -e 1M -f 8 -n 2 -w 0 --timeout 60000 -d bf16 ||
 		fail "ps-ina, 2 racks, INA racks $inaracks, bf16 over bf16 jobs"
 	# the PS in 8 shards, one per host: exact, and rank 0's host no longer
-	# takes every contribution (with one PS it gets all of each slice's)
+	# takes every contribution (with one PS it gets all of each slice's;
+	# plain rack 0 straight to the PS, whose shards are what this weighs)
+	export HCL_PS_RACK_AGG=never
 	t0=$(to_rank0)
 	run -b 512K -e 1M -f 2 -n 2 -w 0 --timeout 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, one PS (reference)"
 	t1=$(to_rank0)
@@ -60,11 +63,26 @@ for inaracks in 1 all; do
 	t2=$(to_rank0)
 	HCL_PS_SHARDS=8 run -b 512K -e 1M -f 2 -n 2 -w 0 --timeout 60000 || fail "ps-ina, 2 racks, INA racks $inaracks, 8 PS shards"
 	t3=$(to_rank0)
+	unset HCL_PS_RACK_AGG
 	((2 * (t3 - t2) < t1 - t0)) || fail "8 PS shards: $((t3 - t2)) bytes to rank 0's host vs $((t1 - t0)) with one PS"
 	echo "psina: INA racks $inaracks: bytes to rank 0's host for 512 KiB + 1 MiB calls, 8 PS shards / one PS = $((t3 - t2)) / $((t1 - t0))"
 	(($(stats_get 'd["switches"]["tor1"]["ina"]["accepted"]') > 0)) || fail "tor1 aggregated nothing"
 	if [ $inaracks = 1 ]; then
 		[ "$(stats_get '"ina" in d["switches"]["tor0"]')" = False ] || fail "tor0 should be a plain switch"
+		# plain rack 0 sums on its hosts (a rack aggregator per shard, the
+		# default) and sends one partial up, not its four ranks' slices:
+		# up go half the shards' contributions (their PS is in rack 1) and
+		# the other half's results to tor1, 2.5 S flat, S with them
+		export HCL_PS_SHARDS=8
+		u0=$(up_tx tor0)
+		run -b 512K -e 1M -f 2 -n 2 -w 0 --timeout 60000 || fail "ps-ina, plain rack 0 aggregated on a host"
+		u1=$(up_tx tor0)
+		HCL_PS_RACK_AGG=never run -b 512K -e 1M -f 2 -n 2 -w 0 --timeout 60000 -d int32 ||
+			fail "ps-ina, plain rack 0 straight to the PS (HCL_PS_RACK_AGG=never), int32"
+		u2=$(up_tx tor0)
+		unset HCL_PS_SHARDS
+		((2 * (u1 - u0) < u2 - u1)) || fail "rack aggregator: $((u1 - u0)) bytes up from rack 0, $((u2 - u1)) without"
+		echo "psina: bytes up from plain rack 0 for 512 KiB + 1 MiB calls, rack aggregator / none = $((u1 - u0)) / $((u2 - u1))"
 	else
 		(($(stats_get 'd["switches"]["tor0"]["ina"]["accepted"]') > 0)) || fail "tor0 aggregated nothing"
 	fi

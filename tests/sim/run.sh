@@ -65,6 +65,23 @@ for n, b in (("ring", ring_b), ("aring", ina_b / 1.5)):
     assert "host" in bl["link"], "%s: busiest link %s" % (n, bl)
 PY
 
+# three racks, one INA: the plain racks' hosts sum at a software rack
+# aggregator each (agent/psina_plan.h) and send one partial up, so the
+# uplinks no longer bind (flat, every host's slices cross them)
+run ragg --algorithm=ps-ina --racks=3 --inaRacks=1
+run ragg-flat --algorithm=ps-ina --racks=3 --inaRacks=1 --psRackAgg=never
+for r in ragg ragg-flat; do
+	[ -z "$(field $r error)" ] && [ "$(field $r tail_drops)" = 0 ] || fail "$r: $(field $r error), $(field $r tail_drops) tail drops"
+done
+"$py" - "$scratch" <<'PY' || fail "rack aggregators"
+import json, sys
+a, f = (json.load(open(f"{sys.argv[1]}/{n}")) for n in ("ragg", "ragg-flat"))
+print("# ps-ina, 3 racks of 2, one INA: %.1f ms with rack aggregators (busiest %s), %.1f flat (%s)"
+      % (a["time_ms"], a["busiest_link"]["link"], f["time_ms"], f["busiest_link"]["link"]))
+assert "spine" in f["busiest_link"]["link"] and "spine" not in a["busiest_link"]["link"]
+assert a["time_ms"] < 0.95 * f["time_ms"]
+PY
+
 # the INA racks named (a trial file's list): rack 1 alone, exact, and
 # counted as one INA rack
 run ps-ina-r1 --algorithm=ps-ina --inaRackList=1
@@ -243,4 +260,5 @@ bad "jitter:" --jitter=uniform:3
 bad "hostsPerRack lists 3 racks, racks is 2" --racks=2 --hostsPerRack=3,2,3
 bad "hostsPerRack: '3,0' is not" --racks=2 --hostsPerRack=3,0
 bad "uplinkRate lists 2 rates, racks is 3" --racks=3 --hostsPerRack=3,2,3 --uplinkRate=100M,200M
+bad "psRackAgg: auto, always or never, not sometimes" --algorithm=ps-ina --psRackAgg=sometimes
 echo "ok: swemu-sim exact and within its link bounds; bad arguments refused"

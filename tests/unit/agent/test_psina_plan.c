@@ -238,6 +238,90 @@ static void test_shard_slots(void **st)
 	psina_plan_free(&p);
 }
 
+/* Plain racks under the PS get a software aggregator each: past the PS's
+ * contributor limit by default, everywhere on request, never on request
+ * (then the limit is a named error). */
+static void test_rack_aggregators(void **st)
+{
+	(void)st;
+	static struct plan_rank r[300];
+	struct psina_plan p;
+	char err[200];
+	ranks(r, 300, 20, 0); /* 15 plain racks of 20: 300 contributors flat */
+	assert_int_equal(psina_plan(r, 300, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.nrackagg, 15);
+	assert_int_equal(p.ps.fan_in, 15);
+	assert_int_equal(psina_soft_fan_in(&p), 20);
+	for (unsigned a = 0; a < 15; a++) {
+		assert_int_equal(p.rackagg[a].job.fan_in, 20);
+		assert_int_equal(p.rackagg[a].job.outputs, INA_OUT_PS);
+		assert_int_equal(p.rackagg[a].job.parent.contributor, a);
+		assert_null(ina_job_cfg_check(&p.rackagg[a].job, 2048));
+	}
+	assert_int_equal(p.client[47].rackagg, 2);
+	assert_int_equal(p.client[47].index, 7);
+	/* 16 shards: a rack of 20 has 18 or 19 ranks that host no PS shard,
+	 * enough for one shard each (rack 0: PS hosts 0 and 18; rack 2: 56) */
+	assert_int_equal(psina_shard_host(1, 16, 300), 18);
+	assert_int_equal(psina_shard_host(3, 16, 300), 56);
+	assert_int_equal(psina_rackagg_host(&p, 0, 0, 16), 1);
+	assert_int_equal(psina_rackagg_host(&p, 0, 1, 16), 2);
+	assert_int_equal(psina_rackagg_host(&p, 0, 15, 16), 16);
+	assert_int_equal(psina_rackagg_host(&p, 2, 3, 16), 43);
+	assert_int_equal(psina_rackagg_host(&p, 2, 15, 16), 55);
+	/* 32 shards: not enough; dealt over the rack (h mod 20) but off PS
+	 * shard h's host (psina_shard_host(12, 32, 300) = 112, rack 5's 12th) */
+	assert_int_equal(psina_rackagg_host(&p, 0, 21, 32), 1);
+	assert_int_equal(psina_shard_host(12, 32, 300), 112);
+	assert_int_equal(psina_rackagg_host(&p, 5, 12, 32), 113);
+	assert_int_equal(psina_rackagg_host(&p, 5, 13, 32), 113);
+	assert_int_equal(psina_rackagg_host(&p, 0, 0, 32), 1);
+	/* at the hosting rank's own port: base + rank */
+	struct ina_addr at = psina_client_server(&p, 47, 3, 16, &ps, 9000);
+	assert_int_equal(at.ip, r[43].ina.ip);
+	assert_int_equal(at.port, htons(9043));
+	struct ina_job_cfg j;
+	psina_shard_ps_job(&p, 3, 16, 9, &ps, 9000, &j);
+	assert_int_equal(j.id, 9);
+	assert_int_equal(j.contributors[2].ip, r[43].ina.ip);
+	assert_int_equal(j.contributors[2].port, htons(9043));
+	psina_plan_free(&p);
+	assert_int_equal(
+		psina_plan_racks(r, 300, &ps, 5, INA_D_FP32, 8, 2048, PSINA_RACKAGG_NEVER, &p, err, sizeof(err)),
+		-EINVAL);
+	assert_non_null(strstr(err, "more than 256 contributors"));
+	/* within the limit by default none; on request one per plain rack of
+	 * two or more, the INA racks' ToRs and lone ranks as before */
+	ranks(r, 12, 4, 2);
+	r[11].rack = 9; /* a plain rack of one */
+	assert_int_equal(psina_plan(r, 12, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.nrackagg, 0);
+	assert_int_equal(p.ps.fan_in, 1 + 4 + 4);
+	psina_plan_free(&p);
+	assert_int_equal(
+		psina_plan_racks(r, 12, &ps, 5, INA_D_FP32, 8, 2048, PSINA_RACKAGG_ALWAYS, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.nrackagg, 2);
+	assert_int_equal(p.rackagg[0].n, 4);
+	assert_int_equal(p.rackagg[1].n, 3);
+	assert_int_equal(p.ps.fan_in, 1 + 2 + 1); /* the ToR, two rack aggregators, rank 11 */
+	assert_true(p.client[11].to_ps);
+	assert_int_equal(p.client[11].rackagg, -1);
+	assert_int_equal(p.client[11].index, 3);
+	assert_false(p.client[5].to_ps); /* behind its ToR */
+	assert_int_equal(p.client[5].rackagg, -1);
+	psina_plan_free(&p);
+	/* one plain rack alone: nothing to aggregate under */
+	ranks(r, 8, 8, 0);
+	assert_int_equal(
+		psina_plan_racks(r, 8, &ps, 5, INA_D_FP32, 8, 2048, PSINA_RACKAGG_ALWAYS, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.nrackagg, 0);
+	psina_plan_free(&p);
+	/* a plain rack past one aggregator's limit */
+	ranks(r, 300, 280, 0);
+	assert_int_equal(psina_plan(r, 300, &ps, 5, INA_D_FP32, 8, 2048, &p, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "rack 0 has 280 ranks"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_inconsistent_racks_refused),
 		cmocka_unit_test(test_shards),
 		cmocka_unit_test(test_shard_slots),
+		cmocka_unit_test(test_rack_aggregators),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -396,8 +396,9 @@ static void test_ps_bf16_wire(void **state)
 /* The software PS in shards (BytePS-style), one per rank or fewer: every
  * call exact, also one of 3 MiB + 28 bytes whose 1537 slices do not
  * divide by the shards, and the fp32 job as block floating point (two
- * passes, each sharded).  A rank with another count fails them all by
- * name; counts out of range are refused. */
+ * passes, each sharded); and under rack aggregators.  A rank with another
+ * count fails them all by name; counts and settings out of range are
+ * refused. */
 static void test_ps_shards(void **state)
 {
 	(void)state;
@@ -428,6 +429,25 @@ static void test_ps_shards(void **state)
 		if (!strstr(rks[i].err, "different PS shard counts"))
 			fail_msg("rank %d: %s", i, rks[i].err);
 	}
+	/* six ranks in racks of two under rack aggregators (agent/psina_plan.h),
+	 * all on one IP: each hosting rank at its own port; exact, one PS and
+	 * three shards */
+	setenv("HCL_PS_RACK_AGG", "always", 1);
+	for (int shards = 1; shards <= 3; shards += 2) {
+		struct rk six[16] = { 0 };
+		for (int i = 0; i < 6; i++) {
+			six[i].algo = HCL_ALGO_PS_INA;
+			six[i].ps_shards = shards;
+		}
+		run(6, six, free_port());
+		all_ok(6, six, "ps-ina, rack aggregators");
+	}
+	setenv("HCL_PS_RACK_AGG", "sometimes", 1);
+	struct rk one[16] = { { .algo = HCL_ALGO_PS } };
+	run(1, one, free_port());
+	unsetenv("HCL_PS_RACK_AGG");
+	assert_int_equal(one[0].rc, -EINVAL);
+	assert_non_null(strstr(one[0].err, "HCL_PS_RACK_AGG=sometimes"));
 	for (int bad = 0; bad < 3; bad++) {
 		struct rk one[16] = { 0 };
 		one[0].algo = HCL_ALGO_PS;

@@ -328,6 +328,88 @@ static void test_psina_plan_shards(void **state)
 	fake_hub_free(hub);
 }
 
+/* ps-ina with a rack aggregator (agent/psina_plan.h): plain rack 0's three
+ * ranks sum at a software aggregator (shard 0's on rank 1, shard 1's on
+ * rank 2: the ranks that host no PS shard; at the base port + the rank,
+ * which the fake network routes to endpoints RACK1 and RACK2) whose
+ * partials join a ToR's and a lone rank's at the PS shards; lossy, every
+ * result exact. */
+static void test_psina_rack_aggregator(void **state)
+{
+	(void)state;
+	enum { WORLD = 6, TOR1 = WORLD, PS0, PS1, RACK1, RACK2, EPS };
+	const unsigned shards = 2;
+	const struct fake_net lossy = { .loss = 0.03, .dup = 0.03, .reorder = 0.05, .seed = 9 };
+	struct fake_hub *hub = fake_hub_new(EPS, &lossy);
+	struct plan_rank info[WORLD];
+	for (unsigned i = 0; i < WORLD; i++) {
+		info[i] = (struct plan_rank){ .ina = ep_addr(i), .rack = i < 3 ? 0 : i < 5 ? 1 : 2 };
+		if (i == 3 || i == 4)
+			info[i].tor = ep_addr(TOR1);
+	}
+	const struct ina_addr ps_addr[2] = { ep_addr(PS0), ep_addr(PS1) };
+	const uint16_t rack_port = (uint16_t)(ntohs(ep_addr(RACK1).port) - 1);
+	struct psina_plan plan;
+	char err[256];
+	if (psina_plan_racks(info, WORLD, &ps_addr[0], 10, INA_D_INT32, SLOTS, ELEMS, PSINA_RACKAGG_ALWAYS, &plan, err,
+			     sizeof(err)) < 0)
+		fail_msg("plan: %s", err);
+	assert_int_equal(plan.nrackagg, 1);
+	assert_int_equal(plan.ps.fan_in, 3); /* the ToR, the rack aggregator, rank 5 */
+	assert_int_equal(psina_rackagg_host(&plan, 0, 0, shards), 1);
+	assert_int_equal(psina_rackagg_host(&plan, 0, 1, shards), 2);
+	struct ina_job_cfg tor_jobs[2], rack_jobs[2];
+	struct softsw *agg[5];
+	for (unsigned h = 0; h < shards; h++) {
+		psina_shard_job(&plan.tor[0].job, (uint16_t)(10 + h), &ps_addr[h], &tor_jobs[h]);
+		psina_shard_job(&plan.rackagg[0].job, (uint16_t)(10 + h), &ps_addr[h], &rack_jobs[h]);
+		tor_jobs[h].nslots = rack_jobs[h].nslots = SLOTS + PSINA_SPARE_SLOTS;
+		struct ina_job_cfg job;
+		psina_shard_ps_job(&plan, h, shards, (uint16_t)(10 + h), &ps_addr[h], rack_port, &job);
+		job.nslots = SLOTS + PSINA_SPARE_SLOTS;
+		agg[2 + h] = aggregator(hub, PS0 + h, &job, 1);
+	}
+	agg[0] = aggregator(hub, TOR1, tor_jobs, shards);
+	agg[1] = aggregator(hub, RACK1, &rack_jobs[0], 1);
+	agg[4] = aggregator(hub, RACK2, &rack_jobs[1], 1);
+	struct worker w[WORLD];
+	for (unsigned i = 0; i < WORLD; i++) {
+		w[i] = (struct worker){ .hub = hub,
+					.ep = i,
+					.dt = HCL_INT32,
+					.count = 9 * ELEMS + 5,
+					.calls = 3,
+					.world = WORLD,
+					.rank = i,
+					.timeout_ns = 10000000000,
+					.cfg = { .shards = shards,
+						 .index = plan.client[i].index,
+						 .slots = SLOTS + PSINA_SPARE_SLOTS,
+						 .window = SLOTS,
+						 .elems = ELEMS,
+						 .rto_us = 2000 } };
+		for (unsigned h = 0; h < shards; h++) {
+			struct ina_addr a = psina_client_server(&plan, i, h, shards, ps_addr, rack_port);
+			w[i].cfg.job[h] = (uint16_t)(10 + h);
+			w[i].cfg.sw[h] = (struct sockaddr_in){ .sin_family = AF_INET,
+							       .sin_addr.s_addr = a.ip,
+							       .sin_port = a.port };
+		}
+	}
+	run_workers(w, WORLD, -1);
+	for (unsigned i = 0; i < WORLD; i++)
+		if (w[i].rc)
+			fail_msg("rank %u: %s", i, w[i].err);
+	/* rack 0's three ranks summed at its aggregators: every slice's three
+	 * contributions (10 slices a call, 3 calls) */
+	assert_true(softsw_stats(agg[1])->accepted + softsw_stats(agg[4])->accepted >= 3 * 3 * 10);
+	assert_true(softsw_stats(agg[1])->accepted > 0 && softsw_stats(agg[4])->accepted > 0);
+	for (unsigned k = 0; k < 5; k++)
+		softsw_stop(agg[k]);
+	psina_plan_free(&plan);
+	fake_hub_free(hub);
+}
+
 /* A software aggregator's refusals reach hcl_comm_stats by reason: the
  * same contribution twice is one "duplicate", a stranger's slice one
  * "not_member" (the report shows them per reason). */
@@ -469,6 +551,7 @@ int main(void)
 		cmocka_unit_test(test_dead_member),
 		cmocka_unit_test(test_result_checks),
 		cmocka_unit_test(test_psina_plan_shards),
+		cmocka_unit_test(test_psina_rack_aggregator),
 		cmocka_unit_test(test_aggregator_drops_by_reason),
 		cmocka_unit_test(test_lost_aggregator),
 	};
