@@ -9,6 +9,9 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$checker" "$top/configs/trial.cfg" >/dev/null || { echo "FAIL: the default trial is refused"; exit 1; }
+for f in "$top"/configs/trial-*.cfg; do # every shipped trial file (trial-sim-1024's uplinks are 400G)
+	(cd "$top" && "$checker" "$f" >/dev/null) || { echo "FAIL: $f is refused"; exit 1; }
+done
 n=0
 # expect LINE PATTERN, then the file on stdin
 expect() {
