@@ -253,6 +253,41 @@ static void test_result_checks(void **state)
 	}
 }
 
+/* Every rank of the plan as a worker of 3 lossy int32 calls through its
+ * aggregators (job 10 + shard), run to the end; every result exact. */
+static void run_plan_workers(struct fake_hub *hub, const struct psina_plan *plan, unsigned world, unsigned shards,
+			     const struct ina_addr *ps_addr, uint16_t rack_port)
+{
+	struct worker w[MAXW];
+	for (unsigned i = 0; i < world; i++) {
+		w[i] = (struct worker){ .hub = hub,
+					.ep = i,
+					.dt = HCL_INT32,
+					.count = 9 * ELEMS + 5,
+					.calls = 3,
+					.world = world,
+					.rank = i,
+					.timeout_ns = 10000000000,
+					.cfg = { .shards = shards,
+						 .index = plan->client[i].index,
+						 .slots = SLOTS + PSINA_SPARE_SLOTS,
+						 .window = SLOTS,
+						 .elems = ELEMS,
+						 .rto_us = 2000 } };
+		for (unsigned h = 0; h < shards; h++) {
+			struct ina_addr a = psina_client_server(plan, i, h, shards, ps_addr, rack_port);
+			w[i].cfg.job[h] = (uint16_t)(10 + h);
+			w[i].cfg.sw[h] = (struct sockaddr_in){ .sin_family = AF_INET,
+							       .sin_addr.s_addr = a.ip,
+							       .sin_port = a.port };
+		}
+	}
+	run_workers(w, world, -1);
+	for (unsigned i = 0; i < world; i++)
+		if (w[i].rc)
+			fail_msg("rank %u: %s", i, w[i].err);
+}
+
 /* ps-ina as its plan lays it out: two racks behind ToRs (software here)
  * whose jobs forward to a PS cut in shards over two more endpoints, and a
  * rack-less rank straight at the PS; lossy. */
@@ -292,34 +327,7 @@ static void test_psina_plan_shards(void **state)
 		job.nslots = SLOTS + PSINA_SPARE_SLOTS;
 		agg[2 + h] = aggregator(hub, PS0 + h, &job, 1);
 	}
-	struct worker w[WORLD];
-	for (unsigned i = 0; i < WORLD; i++) {
-		w[i] = (struct worker){ .hub = hub,
-					.ep = i,
-					.dt = HCL_INT32,
-					.count = 9 * ELEMS + 5,
-					.calls = 3,
-					.world = WORLD,
-					.rank = i,
-					.timeout_ns = 10000000000,
-					.cfg = { .shards = shards,
-						 .index = plan.client[i].index,
-						 .slots = SLOTS + PSINA_SPARE_SLOTS,
-						 .window = SLOTS,
-						 .elems = ELEMS,
-						 .rto_us = 2000 } };
-		for (unsigned h = 0; h < shards; h++) {
-			struct ina_addr a = plan.client[i].to_ps ? ps_addr[h] : plan.client[i].server;
-			w[i].cfg.job[h] = (uint16_t)(10 + h);
-			w[i].cfg.sw[h] = (struct sockaddr_in){ .sin_family = AF_INET,
-							       .sin_addr.s_addr = a.ip,
-							       .sin_port = a.port };
-		}
-	}
-	run_workers(w, WORLD, -1);
-	for (unsigned i = 0; i < WORLD; i++)
-		if (w[i].rc)
-			fail_msg("rank %u: %s", i, w[i].err);
+	run_plan_workers(hub, &plan, WORLD, shards, ps_addr, 0);
 	/* the ToRs aggregated their racks (their PS jobs saw 2 contributors) */
 	assert_true(softsw_stats(agg[0])->accepted > 0 && softsw_stats(agg[1])->accepted > 0);
 	for (unsigned k = 0; k < 4; k++)
@@ -372,34 +380,7 @@ static void test_psina_rack_aggregator(void **state)
 	agg[0] = aggregator(hub, TOR1, tor_jobs, shards);
 	agg[1] = aggregator(hub, RACK1, &rack_jobs[0], 1);
 	agg[4] = aggregator(hub, RACK2, &rack_jobs[1], 1);
-	struct worker w[WORLD];
-	for (unsigned i = 0; i < WORLD; i++) {
-		w[i] = (struct worker){ .hub = hub,
-					.ep = i,
-					.dt = HCL_INT32,
-					.count = 9 * ELEMS + 5,
-					.calls = 3,
-					.world = WORLD,
-					.rank = i,
-					.timeout_ns = 10000000000,
-					.cfg = { .shards = shards,
-						 .index = plan.client[i].index,
-						 .slots = SLOTS + PSINA_SPARE_SLOTS,
-						 .window = SLOTS,
-						 .elems = ELEMS,
-						 .rto_us = 2000 } };
-		for (unsigned h = 0; h < shards; h++) {
-			struct ina_addr a = psina_client_server(&plan, i, h, shards, ps_addr, rack_port);
-			w[i].cfg.job[h] = (uint16_t)(10 + h);
-			w[i].cfg.sw[h] = (struct sockaddr_in){ .sin_family = AF_INET,
-							       .sin_addr.s_addr = a.ip,
-							       .sin_port = a.port };
-		}
-	}
-	run_workers(w, WORLD, -1);
-	for (unsigned i = 0; i < WORLD; i++)
-		if (w[i].rc)
-			fail_msg("rank %u: %s", i, w[i].err);
+	run_plan_workers(hub, &plan, WORLD, shards, ps_addr, rack_port);
 	/* rack 0's three ranks summed at its aggregators: every slice's three
 	 * contributions (10 slices a call, 3 calls) */
 	assert_true(softsw_stats(agg[1])->accepted + softsw_stats(agg[4])->accepted >= 3 * 3 * 10);
