@@ -69,16 +69,18 @@ for inaracks in 1 all; do
 	(($(stats_get 'd["switches"]["tor1"]["ina"]["accepted"]') > 0)) || fail "tor1 aggregated nothing"
 	if [ $inaracks = 1 ]; then
 		[ "$(stats_get '"ina" in d["switches"]["tor0"]')" = False ] || fail "tor0 should be a plain switch"
-		# plain rack 0 sums on its hosts (a rack aggregator per shard, the
-		# default) and sends one partial up, not its four ranks' slices:
-		# up go half the shards' contributions (their PS is in rack 1) and
-		# the other half's results to tor1, 2.5 S flat, S with them
+		# plain rack 0 sums on its hosts (a rack aggregator per shard,
+		# HCL_PS_RACK_AGG=always) and sends one partial up, not its four
+		# ranks' slices: up go half the shards' contributions (their PS
+		# is in rack 1) and the other half's results to tor1, 2.5 S flat,
+		# S with them.  With two racks the default (auto) stays flat.
 		export HCL_PS_SHARDS=8
 		u0=$(up_tx tor0)
-		run -b 512K -e 1M -f 2 -n 2 -w 0 --timeout 60000 || fail "ps-ina, plain rack 0 aggregated on a host"
+		HCL_PS_RACK_AGG=always run -b 512K -e 1M -f 2 -n 2 -w 0 --timeout 60000 ||
+			fail "ps-ina, plain rack 0 aggregated on a host"
 		u1=$(up_tx tor0)
-		HCL_PS_RACK_AGG=never run -b 512K -e 1M -f 2 -n 2 -w 0 --timeout 60000 -d int32 ||
-			fail "ps-ina, plain rack 0 straight to the PS (HCL_PS_RACK_AGG=never), int32"
+		run -b 512K -e 1M -f 2 -n 2 -w 0 --timeout 60000 -d int32 ||
+			fail "ps-ina, plain rack 0 straight to the PS (the default with two racks), int32"
 		u2=$(up_tx tor0)
 		unset HCL_PS_SHARDS
 		((2 * (u1 - u0) < u2 - u1)) || fail "rack aggregator: $((u1 - u0)) bytes up from rack 0, $((u2 - u1)) without"
