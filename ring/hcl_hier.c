@@ -148,12 +148,16 @@ static int rack_ring(struct hcl_xfer *x, const struct hier_plan *p, bool gather,
 		if (!whole)
 			pack(p, sc, buf, sbuf);
 		uint8_t *into = whole && gather ? buf + ro * ESZ : rbuf;
-		rc = hcl_xfer_exchange(x, tag0 + s, next, whole ? buf + so * ESZ : sbuf, part_len(p, sc) * ESZ, prev,
-				       into, part_len(p, rcv) * ESZ, deadline_ns, err, errlen);
+		/* in place, a step's send may trail into the next as the ring's
+		 * do (hcl_ring.c says why the part stays unwritten meanwhile);
+		 * packed, the next step packs into the same sbuf */
+		rc = (whole ? hcl_xfer_exchange_trailing : hcl_xfer_exchange_from)(
+			x, tag0 + s, next, whole ? buf + so * ESZ : sbuf, part_len(p, sc) * ESZ, prev, into, NULL,
+			part_len(p, rcv) * ESZ, HCL_XFER_COPY, deadline_ns, err, errlen);
 		if (rc == 0 && into == rbuf)
 			unpack(p, rcv, t, !gather, buf, rbuf);
 	}
-	return rc;
+	return rc ? rc : hcl_xfer_drain(x, deadline_ns, err, errlen);
 }
 
 int hcl_hier_allreduce(struct hcl_xfer *x, unsigned rank, unsigned nranks, const int *rack, void *buf, size_t count,

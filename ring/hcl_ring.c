@@ -76,6 +76,11 @@ int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsi
 	/* positions in the ring are member indices; the transfer speaks ranks */
 	int next = (int)members[(rank + 1) % nranks], prev = (int)members[(rank + nranks - 1) % nranks];
 	int rc = 0;
+	/* Each step's send trails into the next step (its ACKs awaited while
+	 * the next step's data goes, hcl_xfer_exchange_trailing): the chunk it
+	 * sent is written again only by AllGather's receive of it, N - 1 steps
+	 * later, and with two ranks the next step already: by the sum the peer
+	 * made once it had all of it, so a resend then is a duplicate there. */
 
 	/* ScatterReduce: at step s send chunk rank-s, receive chunk rank-s-1
 	 * and add it to this rank's own (as its packets arrive); after N-1
@@ -88,8 +93,9 @@ int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsi
 		size_t so, sl, ro, rl;
 		hcl_ring_chunk(count, nranks, sc, &so, &sl);
 		hcl_ring_chunk(count, nranks, rcv, &ro, &rl);
-		rc = hcl_xfer_exchange_from(x, tag0 + s, next, (s ? b : in) + so * esz, sl * esz, prev, b + ro * esz,
-					    src ? in + ro * esz : NULL, rl * esz, sum, deadline_ns, err, errlen);
+		rc = hcl_xfer_exchange_trailing(x, tag0 + s, next, (s ? b : in) + so * esz, sl * esz, prev,
+						b + ro * esz, src ? in + ro * esz : NULL, rl * esz, sum, deadline_ns,
+						err, errlen);
 	}
 	/* AllGather: pass the complete chunks around */
 	for (unsigned s = 0; s + 1 < nranks && rc == 0; s++) {
@@ -97,8 +103,9 @@ int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsi
 		size_t so, sl, ro, rl;
 		hcl_ring_chunk(count, nranks, sc, &so, &sl);
 		hcl_ring_chunk(count, nranks, rcv, &ro, &rl);
-		rc = hcl_xfer_exchange(x, tag0 + nranks - 1 + s, next, b + so * esz, sl * esz, prev, b + ro * esz,
-				       rl * esz, deadline_ns, err, errlen);
+		rc = hcl_xfer_exchange_trailing(x, tag0 + nranks - 1 + s, next, b + so * esz, sl * esz, prev,
+						b + ro * esz, NULL, rl * esz, HCL_XFER_COPY, deadline_ns, err, errlen);
 	}
-	return rc;
+	/* the caller may change buf once we return: the last send ends here */
+	return rc ? rc : hcl_xfer_drain(x, deadline_ns, err, errlen);
 }

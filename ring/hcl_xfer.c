@@ -28,6 +28,8 @@ struct hcl_xfer *hcl_xfer_new(const struct hcl_xfer_cfg *cfg, struct dgram_trans
 	struct hcl_xfer *x = calloc(1, sizeof(*x));
 	if (!x)
 		goto nomem;
+	x->tx = &x->txm[0];
+	x->trail = &x->txm[1];
 	x->cfg = *cfg;
 	x->t = t;
 	if (!x->cfg.payload)
@@ -83,10 +85,12 @@ void hcl_xfer_free(struct hcl_xfer *x)
 		return;
 	for (unsigned i = 0; i < x->rx_bufs; i++)
 		free(x->rxbuf[i]);
-	free(x->tx.acked);
-	free(x->tx.sent_at);
-	free(x->tx.tries);
-	free(x->tx.lost);
+	for (unsigned i = 0; i < 2; i++) {
+		free(x->txm[i].acked);
+		free(x->txm[i].sent_at);
+		free(x->txm[i].tries);
+		free(x->txm[i].lost);
+	}
 	free(x->cc);
 	free(x->refused);
 	free(x->heard);
@@ -213,28 +217,34 @@ static const char *addr_str(const struct sockaddr_in *a, char *b, size_t n)
 	return b;
 }
 
-/* Per-packet arrays for a message of n packets. */
+/* Per-packet arrays for a message of n packets: the send's (its pair
+ * may trail with arrays of its own) and the receive's. */
 static int reserve(struct hcl_xfer *x, size_t n)
 {
-	struct txs *t = &x->tx;
+	struct txs *t = x->tx;
 	struct rxs *r = &x->rx;
-	if (n <= x->cap_pk)
-		return 0;
-	void *a = realloc(t->acked, n), *s = realloc(t->sent_at, n * sizeof(int64_t)), *tr = realloc(t->tries, n),
-	     *l = realloc(t->lost, n), *g = realloc(r->got, n);
-	if (a)
-		t->acked = a;
-	if (s)
-		t->sent_at = s;
-	if (tr)
-		t->tries = tr;
-	if (l)
-		t->lost = l;
-	if (g)
+	if (n > t->cap) {
+		void *a = realloc(t->acked, n), *s = realloc(t->sent_at, n * sizeof(int64_t)),
+		     *tr = realloc(t->tries, n), *l = realloc(t->lost, n);
+		if (a)
+			t->acked = a;
+		if (s)
+			t->sent_at = s;
+		if (tr)
+			t->tries = tr;
+		if (l)
+			t->lost = l;
+		if (!a || !s || !tr || !l)
+			return -ENOMEM;
+		t->cap = n;
+	}
+	if (n > x->cap_pk) {
+		void *g = realloc(r->got, n);
+		if (!g)
+			return -ENOMEM;
 		r->got = g;
-	if (!a || !s || !tr || !l || !g)
-		return -ENOMEM;
-	x->cap_pk = n;
+		x->cap_pk = n;
+	}
 	return 0;
 }
 
@@ -278,7 +288,8 @@ static void adopt_stage(struct hcl_xfer *x, uint32_t tag, int from, void *rbuf, 
 
 static int timed_out(const struct hcl_xfer *x, uint32_t tag, char *err, size_t errlen)
 {
-	const struct txs *t = &x->tx;
+	/* the current send, or the trailing one this exchange waited for */
+	const struct txs *t = x->tx->active && x->tx->nacked < x->tx->total ? x->tx : x->trail;
 	const struct rxs *r = &x->rx;
 	char a[64];
 	const struct stage *st = NULL; /* what was held early, for the reader of the error */
@@ -294,7 +305,7 @@ static int timed_out(const struct hcl_xfer *x, uint32_t tag, char *err, size_t e
 			 st ? "from " : "none ", st ? st->from : -1, st ? st->tag : 0);
 	else
 		snprintf(err, errlen, "rank %d (%s) did not acknowledge: %u of %u packets of tag %u", t->to,
-			 addr_str(&x->peers[t->to], a, sizeof(a)), t->nacked, t->total, tag);
+			 addr_str(&x->peers[t->to], a, sizeof(a)), t->nacked, t->total, t->tag);
 	return -ETIMEDOUT;
 }
 
@@ -314,8 +325,10 @@ static int peer_gone(struct hcl_xfer *x, char *err, size_t errlen)
 		int k = -1;
 		if (x->rx.active && x->rx.ngot < x->rx.total && same_addr(&x->peers[x->rx.from], &a))
 			k = x->rx.from;
-		else if (x->tx.active && x->tx.nacked < x->tx.total && same_addr(&x->peers[x->tx.to], &a))
-			k = x->tx.to;
+		else if (x->tx->active && x->tx->nacked < x->tx->total && same_addr(&x->peers[x->tx->to], &a))
+			k = x->tx->to;
+		else if (x->trail->active && same_addr(&x->peers[x->trail->to], &a))
+			k = x->trail->to;
 		/* a rank this exchange does not wait on, or one never heard
 		 * from: not started yet (ranks start in any order), not gone */
 		if (k < 0 || !x->heard[k])
@@ -326,7 +339,7 @@ static int peer_gone(struct hcl_xfer *x, char *err, size_t errlen)
 			 * yet): ask again, and believe the answer to that */
 			if (!x->suspect_at[k]) {
 				x->suspect_at[k] = now;
-				xfer_send_flow(x, k, T_PING, x->rx.active ? x->rx.tag : x->tx.tag);
+				xfer_send_flow(x, k, T_PING, x->rx.active ? x->rx.tag : x->tx->tag);
 				x->stats.pings_sent++;
 			}
 			continue;
@@ -350,6 +363,15 @@ static void ping(struct hcl_xfer *x, int64_t now)
 	x->ping_at = now + PING_NS;
 }
 
+/* Best effort: a lost FIN costs the peer its linger. */
+static void send_fin(struct hcl_xfer *x, int to, uint32_t tag)
+{
+	uint8_t b[HCL_XFER_HDR] = { MAGIC, T_FIN, (uint8_t)(x->cfg.rank >> 8), (uint8_t)x->cfg.rank };
+	put32(b + 4, tag);
+	struct dgram_pkt p = { .buf = b, .len = sizeof(b), .peer = x->peers[to] };
+	x->t->ops->send_batch(x->t->ctx, &p, 1);
+}
+
 /* The exchange is complete: its receive is remembered (to acknowledge
  * again in full), its sender is told (FIN). */
 static void finish(struct hcl_xfer *x, uint32_t tag)
@@ -363,11 +385,17 @@ static void finish(struct hcl_xfer *x, uint32_t tag)
 								  .total = x->rx.total };
 		x->done_next++;
 	}
-	if (x->tx.active) { /* best effort: a lost FIN costs the peer its linger */
-		uint8_t b[HCL_XFER_HDR] = { MAGIC, T_FIN, (uint8_t)(x->cfg.rank >> 8), (uint8_t)x->cfg.rank };
-		put32(b + 4, tag);
-		struct dgram_pkt p = { .buf = b, .len = sizeof(b), .peer = x->peers[x->tx.to] };
-		x->t->ops->send_batch(x->t->ctx, &p, 1);
+	if (x->tx->active)
+		send_fin(x, x->tx->to, tag);
+}
+
+/* The trailing send, once all of it is acknowledged, is over: FIN. */
+static void trail_settle(struct hcl_xfer *x)
+{
+	struct txs *t = x->trail;
+	if (t->active && t->nacked == t->total) {
+		send_fin(x, t->to, t->tag);
+		t->active = false;
 	}
 }
 
@@ -383,9 +411,9 @@ int hcl_xfer_exchange_op(struct hcl_xfer *x, uint32_t tag, int to, const void *s
 	return hcl_xfer_exchange_from(x, tag, to, sbuf, slen, from, rbuf, NULL, rlen, op, deadline_ns, err, errlen);
 }
 
-int hcl_xfer_exchange_from(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from,
-			   void *rbuf, const void *rbase, size_t rlen, enum hcl_xfer_op op, int64_t deadline_ns,
-			   char *err, size_t errlen)
+/* Sets up the exchange's send and receive; 0 or -errno with err. */
+static int exchange_start(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from, void *rbuf,
+			  const void *rbase, size_t rlen, enum hcl_xfer_op op, char *err, size_t errlen)
 {
 	if ((to >= 0 && (unsigned)to >= x->cfg.nranks) || (from >= 0 && (unsigned)from >= x->cfg.nranks) ||
 	    (slen && !sbuf) || (rlen && !rbuf) || slen > UINT32_MAX || rlen > UINT32_MAX ||
@@ -394,7 +422,11 @@ int hcl_xfer_exchange_from(struct hcl_xfer *x, uint32_t tag, int to, const void 
 			 rlen, (int)op);
 		return -EINVAL;
 	}
-	struct txs *t = &x->tx;
+	if (x->trail->active && to >= 0 && x->trail->to == to && x->trail->tag == tag) {
+		snprintf(err, errlen, "xfer: tag %u to rank %d is still being sent", tag, to);
+		return -EINVAL;
+	}
+	struct txs *t = x->tx;
 	struct rxs *r = &x->rx;
 	uint32_t tn = to >= 0 ? npackets(x, slen) : 0, rn = from >= 0 ? npackets(x, rlen) : 0;
 	if (reserve(x, tn > rn ? tn : rn) < 0) {
@@ -411,6 +443,7 @@ int hcl_xfer_exchange_from(struct hcl_xfer *x, uint32_t tag, int to, const void 
 			   .total = tn,
 			   .buf = sbuf,
 			   .len = slen,
+			   .cap = t->cap,
 			   .acked = t->acked,
 			   .sent_at = t->sent_at,
 			   .tries = t->tries,
@@ -435,7 +468,6 @@ int hcl_xfer_exchange_from(struct hcl_xfer *x, uint32_t tag, int to, const void 
 	x->mismatch.valid = false;
 	if (rlen > x->rx_len_max)
 		x->rx_len_max = rlen;
-	int rc = 0;
 	x->ping_at = clock_now_ns() + PING_NS;
 	if (from >= 0)
 		adopt_stage(x, tag, from, rbuf, rlen);
@@ -443,7 +475,24 @@ int hcl_xfer_exchange_from(struct hcl_xfer *x, uint32_t tag, int to, const void 
 		x->refused[from].valid = false;
 		xfer_send_flow(x, from, T_READY, tag);
 	}
-	while (rc == 0 && ((t->active && t->nacked < t->total) || (r->active && r->ngot < r->total))) {
+	return 0;
+}
+
+/* Whether the current send holds the exchange: until all of it is
+ * acknowledged, or, when it may trail, until all of it went out once. */
+static bool send_pending(const struct txs *t, bool trailing)
+{
+	return t->active && (trailing ? t->next_new < t->total : t->nacked < t->total);
+}
+
+/* Runs the exchange (or, with nothing current, the trailing send) to its
+ * end or the deadline; the trailing send of the exchange before always
+ * ends first, so at most one trails. */
+static int exchange_wait(struct hcl_xfer *x, uint32_t tag, bool trailing, int64_t deadline_ns, char *err, size_t errlen)
+{
+	struct rxs *r = &x->rx;
+	int rc = 0;
+	while (rc == 0 && (send_pending(x->tx, trailing) || (r->active && r->ngot < r->total) || x->trail->active)) {
 		int64_t now = clock_now_ns();
 		if (now >= deadline_ns) {
 			rc = timed_out(x, tag, err, errlen);
@@ -464,11 +513,44 @@ int hcl_xfer_exchange_from(struct hcl_xfer *x, uint32_t tag, int to, const void 
 		} else {
 			ping(x, now);
 			rc = peer_gone(x, err, errlen);
+			trail_settle(x);
 		}
+	}
+	if (rc == 0 && trailing && x->tx->active && x->tx->nacked < x->tx->total) {
+		struct txs *t = x->tx; /* its ACKs are awaited from now on by whatever runs next */
+		x->tx = x->trail;
+		x->trail = t;
 	}
 	if (rc == 0)
 		finish(x, tag);
-	t->active = false;
+	else
+		x->trail->active = false; /* the call fails: its sends with it */
+	x->tx->active = false;
 	r->active = false;
 	return rc;
+}
+
+int hcl_xfer_exchange_from(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from,
+			   void *rbuf, const void *rbase, size_t rlen, enum hcl_xfer_op op, int64_t deadline_ns,
+			   char *err, size_t errlen)
+{
+	int rc = exchange_start(x, tag, to, sbuf, slen, from, rbuf, rbase, rlen, op, err, errlen);
+	return rc ? rc : exchange_wait(x, tag, false, deadline_ns, err, errlen);
+}
+
+int hcl_xfer_exchange_trailing(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from,
+			       void *rbuf, const void *rbase, size_t rlen, enum hcl_xfer_op op, int64_t deadline_ns,
+			       char *err, size_t errlen)
+{
+	int rc = exchange_start(x, tag, to, sbuf, slen, from, rbuf, rbase, rlen, op, err, errlen);
+	return rc ? rc : exchange_wait(x, tag, true, deadline_ns, err, errlen);
+}
+
+int hcl_xfer_drain(struct hcl_xfer *x, int64_t deadline_ns, char *err, size_t errlen)
+{
+	if (!x->trail->active)
+		return 0;
+	x->tx->active = false;
+	x->rx.active = false;
+	return exchange_wait(x, x->trail->tag, false, deadline_ns, err, errlen);
 }

@@ -110,6 +110,19 @@ int hcl_xfer_exchange_from(struct hcl_xfer *x, uint32_t tag, int to, const void 
 			   void *rbuf, const void *rbase, size_t rlen, enum hcl_xfer_op op, int64_t deadline_ns,
 			   char *err, size_t errlen);
 
+/* hcl_xfer_exchange_from that returns once the message is received and
+ * every packet of its send went out once: the send's ACKs (and resends)
+ * are awaited while the next exchange runs, which ends only after them,
+ * or by hcl_xfer_drain.  A pipelined ring's next step so goes without a
+ * round trip's wait.  sbuf must stay as it is until then; the exchange
+ * after it must not use the same (to, tag). */
+int hcl_xfer_exchange_trailing(struct hcl_xfer *x, uint32_t tag, int to, const void *sbuf, size_t slen, int from,
+			       void *rbuf, const void *rbase, size_t rlen, enum hcl_xfer_op op, int64_t deadline_ns,
+			       char *err, size_t errlen);
+/* Waits until a trailing send is acknowledged in full (0 at once when
+ * there is none); -ETIMEDOUT at deadline_ns, err naming the peer. */
+int hcl_xfer_drain(struct hcl_xfer *x, int64_t deadline_ns, char *err, size_t errlen);
+
 /* After the last exchange of a collective: keeps answering re-sent data
  * (our final ACK may have been lost, and the peer would otherwise wait to
  * its deadline) until every sender whose message completed since the last

@@ -54,6 +54,7 @@ struct txs {
 	uint32_t tag, total;
 	const uint8_t *buf;
 	size_t len;
+	size_t cap;	  /* the per-packet arrays hold this many */
 	uint8_t *acked;	  /* per packet */
 	int64_t *sent_at; /* 0 = not sent */
 	uint8_t *tries;
@@ -140,7 +141,14 @@ struct hcl_xfer {
 	struct hcl_xfer_cfg cfg;
 	struct sockaddr_in *peers;
 	struct dgram_transport *t;
-	struct txs tx;
+	/* The message being sent, and the one before it while its ACKs are
+	 * still due (a trailing send, hcl_xfer_exchange_trailing): a ring's
+	 * step waited a round trip for its last ACK before the next step's
+	 * data could go, and with a queue ahead of that ACK (the switch port
+	 * towards us holds the previous rank's data) 0.5-1 ms a step, 14 steps
+	 * a call.  Pointers into txm, swapped when a send starts trailing. */
+	struct txs txm[2];
+	struct txs *tx, *trail;
 	struct xfer_tx_batch txb;
 	struct rxs rx;
 	struct stage st[STAGE_DEPTH];
@@ -160,7 +168,7 @@ struct hcl_xfer {
 	unsigned rx_bufs; /* how many, of rx_buf_len bytes: few large ones for coalesced runs */
 	uint32_t rx_buf_len;
 	struct hcl_xfer_stats stats;
-	size_t cap_pk; /* per-packet arrays sized for this many */
+	size_t cap_pk; /* rx.got sized for this many packets */
 	void (*note_cb)(void *ctx, int src, const void *p, size_t len);
 	void *note_ctx;
 	uint32_t lost_call; /* the latest call a peer said it lost INA in (T_LOST), 0: none */
@@ -278,7 +286,8 @@ static inline struct stage *xfer_stage_of(struct hcl_xfer *x, int from, uint32_t
 
 /* hcl_xfer_tx.c */
 int64_t xfer_rto_ns(const struct hcl_xfer *x, uint8_t tries);
-/* Sends what is due; returns when to look again (the earliest expiry). */
+/* Sends what is due, the trailing send's resends first; returns when to
+ * look again (the earliest expiry). */
 int64_t xfer_pump_tx(struct hcl_xfer *x, int64_t now);
 void xfer_on_ack(struct hcl_xfer *x, int src, const uint8_t *p);
 /* A message starts going out. */

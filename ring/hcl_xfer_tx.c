@@ -49,10 +49,20 @@ void xfer_tx_start(struct hcl_xfer *x, int64_t now)
 	x->dr_bytes = 0;
 }
 
+/* The send (current or trailing) that a datagram of src about tag concerns, or NULL. */
+static struct txs *send_of(struct hcl_xfer *x, int src, uint32_t tag)
+{
+	struct txs *t = x->tx;
+	if (t->active && src == t->to && tag == t->tag)
+		return t;
+	t = x->trail;
+	return t->active && src == t->to && tag == t->tag ? t : NULL;
+}
+
 void xfer_on_ack(struct hcl_xfer *x, int src, const uint8_t *p)
 {
-	struct txs *t = &x->tx;
-	if (!t->active || src != t->to || get32(p + 4) != t->tag)
+	struct txs *t = send_of(x, src, get32(p + 4));
+	if (!t)
 		return; /* an ACK of an earlier exchange */
 	uint32_t cum = get32(p + 8), before = t->nacked;
 	uint64_t sack = get32(p + 16) | (uint64_t)get32(p + 20) << 32;
@@ -127,11 +137,10 @@ int64_t xfer_rto_ns(const struct hcl_xfer *x, uint8_t tries)
 	return r < cap ? r : cap;
 }
 
-/* The header of packet i of the current message; ack_hint: how many the
+/* The header of packet i of t's message; ack_hint: how many the
  * receiver may take before it acknowledges. */
-static void put_header(const struct hcl_xfer *x, uint32_t i, uint32_t ack_hint, uint8_t *h)
+static void put_header(const struct hcl_xfer *x, const struct txs *t, uint32_t i, uint32_t ack_hint, uint8_t *h)
 {
-	const struct txs *t = &x->tx;
 	h[0] = MAGIC;
 	h[1] = T_DATA;
 	h[2] = (uint8_t)(x->cfg.rank >> 8);
@@ -144,12 +153,11 @@ static void put_header(const struct hcl_xfer *x, uint32_t i, uint32_t ack_hint, 
 }
 
 /* Sends packet i alone (a probe); false when the socket is full. */
-static bool send_one(struct hcl_xfer *x, uint32_t i)
+static bool send_one(struct hcl_xfer *x, const struct txs *t, uint32_t i)
 {
-	const struct txs *t = &x->tx;
 	uint8_t h[HCL_XFER_HDR];
 	size_t dl = seg_len(x, t->len, i);
-	put_header(x, i, 0, h); /* a probe wants its answer at once */
+	put_header(x, t, i, 0, h); /* a probe wants its answer at once */
 	struct iovec iov[2] = { { h, sizeof(h) }, { (void *)(t->buf + (size_t)i * x->cfg.payload), dl } };
 	struct dgram_pkt p = {
 		.len = (uint32_t)(HCL_XFER_HDR + dl), .peer = x->peers[t->to], .iov = iov, .iovcnt = dl ? 2 : 1
@@ -168,9 +176,9 @@ static void flight_lost(struct txs *t)
 
 /* A loss was detected (packet sent at sent_at): halve the window, once per
  * round trip (RFC 6675's recovery point, by send time). */
-static void cc_loss(struct hcl_xfer *x, int64_t sent_at, int64_t now)
+static void cc_loss(struct hcl_xfer *x, const struct txs *t, int64_t sent_at, int64_t now)
 {
-	struct hcl_xfer_cc *c = &x->cc[x->tx.to];
+	struct hcl_xfer_cc *c = &x->cc[t->to];
 	if (sent_at <= c->recover_at)
 		return;
 	c->ssthresh = c->cwnd / 2 > 2 ? c->cwnd / 2 : 2;
@@ -228,9 +236,8 @@ static long local_queue_room(struct hcl_xfer *x, int64_t now, int64_t *wake)
 }
 
 /* The receiver said WAIT: a probe now and then, in case READY is lost. */
-static int64_t probe(struct hcl_xfer *x, int64_t now)
+static int64_t probe(struct hcl_xfer *x, struct txs *t, int64_t now)
 {
-	struct txs *t = &x->tx;
 	if (now < t->probe_at)
 		return t->probe_at;
 	/* the first packet refused, else the first unacknowledged (a probe
@@ -242,7 +249,7 @@ static int64_t probe(struct hcl_xfer *x, int64_t now)
 	if (i == t->next_new)
 		i = first;
 	if (i != UINT32_MAX) {
-		if (!send_one(x, i))
+		if (!send_one(x, t, i))
 			return now;
 		if (t->lost[i]) {
 			clear_lost(t, i);
@@ -262,9 +269,8 @@ static int64_t probe(struct hcl_xfer *x, int64_t now)
  * (or a lost last ACK) waited for the timer, 10 ms at least: at 1% loss
  * per port a ring of eight stalled so at most steps.  Returns the earlier
  * of next and when the probe is due. */
-static int64_t tail_probe(struct hcl_xfer *x, int64_t now, int64_t next)
+static int64_t tail_probe(struct hcl_xfer *x, struct txs *t, int64_t now, int64_t next)
 {
-	struct txs *t = &x->tx;
 	if (t->tlp_done || t->nlost || !t->inflight || !x->srtt_ns)
 		return next; /* (without a round trip measured the timer is all there is) */
 	int64_t pto = 2 * x->srtt_ns + ACK_DELAY_NS, due = t->last_sent_at + (pto > 1000000 ? pto : 1000000);
@@ -290,9 +296,8 @@ static int64_t tail_probe(struct hcl_xfer *x, int64_t now, int64_t next)
  * queued behind a burst are never declared lost this way.  "In the same
  * batch" matters since a batch leaves in one system call: one datagram
  * lost inside a run was otherwise found by the timer. */
-static int64_t detect_losses(struct hcl_xfer *x, int64_t now)
+static int64_t detect_losses(struct hcl_xfer *x, struct txs *t, int64_t now)
 {
-	struct txs *t = &x->tx;
 	struct hcl_xfer_cc *c = &x->cc[t->to];
 	int64_t reo = x->srtt_ns / 4 > 200000 ? x->srtt_ns / 4 : 200000, next = INT64_MAX;
 	bool timeout = false;
@@ -305,7 +310,7 @@ static int64_t detect_losses(struct hcl_xfer *x, int64_t now)
 			if (lost_at <= now) {
 				set_lost(t, i);
 				t->inflight--;
-				cc_loss(x, t->sent_at[i], now);
+				cc_loss(x, t, t->sent_at[i], now);
 				continue;
 			}
 			if (lost_at < next)
@@ -321,7 +326,7 @@ static int64_t detect_losses(struct hcl_xfer *x, int64_t now)
 			next = due;
 	}
 	if (!timeout)
-		next = tail_probe(x, now, next);
+		next = tail_probe(x, t, now, next);
 	if (timeout) {
 		/* as TCP: all that is out is presumed lost and goes again one
 		 * packet per round trip at first; resending the whole window at
@@ -341,13 +346,16 @@ static int64_t detect_losses(struct hcl_xfer *x, int64_t now)
 	return next;
 }
 
-/* Packets to send now: those declared lost first, then new ones, as the
- * congestion window, the batch and room bytes allow. */
-static unsigned pick(struct hcl_xfer *x, long room, uint32_t *idx, bool *room_full)
+/* Packets of t to send now: those declared lost first, then new ones, as
+ * the congestion window, the batch and room bytes allow.  The window
+ * towards a peer covers both sends to it, current and trailing. */
+static unsigned pick(struct hcl_xfer *x, struct txs *t, long room, uint32_t *idx, bool *room_full)
 {
-	struct txs *t = &x->tx;
 	const struct hcl_xfer_cc *c = &x->cc[t->to];
-	const uint32_t win = c->cwnd < x->cfg.window ? (uint32_t)c->cwnd : x->cfg.window;
+	const struct txs *o = t == x->tx ? x->trail : x->tx;
+	uint32_t win = c->cwnd < x->cfg.window ? (uint32_t)c->cwnd : x->cfg.window;
+	if (o->active && o->to == t->to)
+		win = o->inflight < win ? win - o->inflight : 0;
 	unsigned n = 0, lost_seen = 0;
 	long bytes = 0;
 	for (uint32_t i = t->snd_una; i < t->next_new && lost_seen < t->nlost; i++) {
@@ -373,9 +381,9 @@ static unsigned pick(struct hcl_xfer *x, long room, uint32_t *idx, bool *room_fu
  * transport sends each in one go, the kernel cutting it into datagrams);
  * run r carries idx[first[r] .. first[r + 1]).  Headers go to b->hdr,
  * data straight from the caller's buffer. */
-static unsigned make_runs(struct hcl_xfer *x, const uint32_t *idx, unsigned n, struct xfer_tx_batch *b)
+static unsigned make_runs(struct hcl_xfer *x, const struct txs *t, const uint32_t *idx, unsigned n,
+			  struct xfer_tx_batch *b)
 {
-	const struct txs *t = &x->tx;
 	const uint32_t full = HCL_XFER_HDR + x->cfg.payload;
 	unsigned most = dgram_max_segs(x->t), nruns = 0, niov = 0;
 	/* ACKs every quarter window: each costs the receiver a send and us a
@@ -393,7 +401,7 @@ static unsigned make_runs(struct hcl_xfer *x, const uint32_t *idx, unsigned n, s
 			r = &b->run[nruns++];
 			*r = (struct dgram_pkt){ .peer = x->peers[t->to], .iov = &b->iov[niov] };
 		}
-		put_header(x, i, hint, b->hdr[k]);
+		put_header(x, t, i, hint, b->hdr[k]);
 		b->iov[niov++] = (struct iovec){ b->hdr[k], HCL_XFER_HDR };
 		if (dl)
 			b->iov[niov++] = (struct iovec){ (void *)(t->buf + (size_t)i * x->cfg.payload), dl };
@@ -406,28 +414,27 @@ static unsigned make_runs(struct hcl_xfer *x, const uint32_t *idx, unsigned n, s
 	return nruns;
 }
 
-/* Sends what is due: packets declared lost first, then new ones, as the
- * congestion window allows, in one batch of runs.  Returns the earliest
- * time a packet in flight expires. */
-int64_t xfer_pump_tx(struct hcl_xfer *x, int64_t now)
+/* Sends what is due of t: packets declared lost first, then new ones, as
+ * the congestion window allows, in one batch of runs.  Returns the
+ * earliest time a packet in flight expires. */
+static int64_t pump(struct hcl_xfer *x, struct txs *t, int64_t now)
 {
-	struct txs *t = &x->tx;
 	if (!t->active || t->nacked == t->total)
 		return INT64_MAX;
 	if (t->peer_waits)
-		return probe(x, now);
-	int64_t next = detect_losses(x, now), wake = 0;
+		return probe(x, t, now);
+	int64_t next = detect_losses(x, t, now), wake = 0;
 	long room = local_queue_room(x, now, &wake);
 	if (!room)
 		return wake < next ? wake : next;
 	struct xfer_tx_batch *b = &x->txb;
 	bool room_full = false;
-	unsigned n = pick(x, room, b->idx, &room_full);
+	unsigned n = pick(x, t, room, b->idx, &room_full);
 	if (room_full && wake < next)
 		next = wake; /* more may go once the host's queue drains */
 	if (!n)
 		return next;
-	unsigned nruns = make_runs(x, b->idx, n, b);
+	unsigned nruns = make_runs(x, t, b->idx, n, b);
 	int r = x->t->ops->send_batch(x->t->ctx, b->run, nruns);
 	unsigned sent = r > 0 ? b->first[r] : 0;
 	if (r > 0)
@@ -454,12 +461,18 @@ int64_t xfer_pump_tx(struct hcl_xfer *x, int64_t now)
 	return sent < n ? now : next; /* socket full (or a run refused): again soon */
 }
 
+int64_t xfer_pump_tx(struct hcl_xfer *x, int64_t now)
+{
+	int64_t a = pump(x, x->trail, now), b = pump(x, x->tx, now);
+	return a < b ? a : b;
+}
+
 /* WAIT: what was sent is dropped (not lost to congestion: the window
  * stays); only probe until READY or an ACK.  READY: send it all again. */
 void xfer_on_flow(struct hcl_xfer *x, int src, uint8_t type, uint32_t tag)
 {
-	struct txs *t = &x->tx;
-	if (!t->active || src != t->to || tag != t->tag)
+	struct txs *t = send_of(x, src, tag);
+	if (!t)
 		return;
 	if (type == T_READY) {
 		t->peer_waits = false;
