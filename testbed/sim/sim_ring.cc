@@ -3,9 +3,10 @@
  * the library's own transfer (ring/hcl_xfer*): jumbo datagrams, a
  * congestion window (slow start, halving once per round trip on a loss,
  * back to one packet on a timeout), loss found by acknowledgements that
- * skip a packet three times or by the timer (the library's 10 ms floor),
- * acknowledgements for every second packet and at once on a gap or at a
- * message's end.  ns-3's TCP stood here before: it crashed at 64 hosts
+ * skip a packet three times, by the tail loss probe or by the timer (the
+ * library's 10 ms floor), acknowledgements for every second packet and at
+ * once on a gap or at a message's end, a step's send trailing into the
+ * next (hcl_xfer_exchange_trailing: no step waits for its last ACK).  ns-3's TCP stood here before: it crashed at 64 hosts
  * (TcpRateLinux::SkbSent) and judged ring and hier by another transport than
  * the one they run on.
  *  - ring: hcl_ring.c's schedule (reduce-scatter then all-gather, 2(N - 1)
@@ -96,7 +97,9 @@ struct XferSender {
 	uint32_t recover = 0; /* a loss of a packet sent before it is the same round trip's */
 	bool in_recovery = false;
 	int64_t srtt = 0, rttvar = 0, rto = XFER_RTO_FLOOR_NS, backoff = 1;
-	EventId timer, wake;
+	EventId timer, wake, probe;
+	int64_t last_sent = 0; /* of any data packet */
+	bool tlp_done = false; /* this tail's loss probe went */
 	/* the library's limit on its own data queued in the host (TCP Small
 	 * Queues'): data waits while more than max(64 KiB, 1 ms at the host's
 	 * rate) is in the host's NIC queue, or its ACKs and the peers' answers
@@ -126,10 +129,37 @@ struct XferSender {
 		h.last = g.last;
 		Ptr<Packet> p = Create<Packet>(g.len);
 		p->AddHeader(h);
-		g.sent_at = Simulator::Now().GetNanoSeconds();
+		g.sent_at = last_sent = Simulator::Now().GetNanoSeconds();
 		sock->SendTo(p, 0, to); /* at once: the host's queue must show it to the next look */
 		if (!timer.IsRunning())
 			Arm();
+		if (!probe.IsRunning() && srtt)
+			probe = Simulator::Schedule(NanoSeconds(ProbeDelay()), &XferSender::TailProbe, this);
+	}
+	/* The library's tail loss probe (hcl_xfer_tx.c, tail_probe): when
+	 * packets are out, none known lost, and the last went two round trips
+	 * (and an ACK delay) ago, at least 1 ms, it goes again, once per tail:
+	 * a lost last packet then costs a round trip, not the 10 ms timer. */
+	int64_t ProbeDelay() const { return std::max<int64_t>(2 * srtt + 500000, 1000000); }
+	void TailProbe()
+	{
+		const int64_t now = Simulator::Now().GetNanoSeconds(), due = last_sent + ProbeDelay();
+		if (due > now) {
+			probe = Simulator::Schedule(NanoSeconds(due - now), &XferSender::TailProbe, this);
+			return;
+		}
+		if (tlp_done || snd_nxt == snd_una)
+			return;
+		for (uint32_t s = snd_una; s < snd_nxt; s++)
+			if (At(s).lost)
+				return;
+		for (uint32_t s = snd_nxt; s-- > snd_una;)
+			if (!At(s).acked) {
+				At(s).lost = true;
+				break;
+			}
+		tlp_done = true;
+		Pump();
 	}
 	/* in flight: sent, neither acknowledged nor taken for lost */
 	uint32_t InFlight()
@@ -163,6 +193,7 @@ struct XferSender {
 				At(s).resent = true;
 				Emit(s);
 			} else if (snd_nxt - snd_una < segs.size()) {
+				tlp_done = false; /* new data: a new tail */
 				Emit(snd_nxt++);
 			} else {
 				return;
@@ -346,14 +377,20 @@ struct Pipe {
 			tx.Enqueue(steps[step].first);
 		rx_want += steps[step].second;
 	}
+	/* The next step goes once its data from prev is in, the send's ACKs
+	 * still due (the library's trailing sends); the call ends when the
+	 * last send is acknowledged too (its drain: the caller's buffer). */
 	void Advance()
 	{
 		while (busy && rx_total >= rx_want) {
-			if (++step == steps.size()) {
+			if (step + 1 == steps.size()) {
+				if (!tx.segs.empty())
+					return; /* an ACK calls again */
 				busy = false;
 				on_done();
 				return;
 			}
+			step++;
 			SendStep();
 		}
 	}
