@@ -76,13 +76,14 @@ int hcl_ring_allreduce_members(struct hcl_xfer *x, const unsigned *members, unsi
 	/* positions in the ring are member indices; the transfer speaks ranks */
 	int next = (int)members[(rank + 1) % nranks], prev = (int)members[(rank + nranks - 1) % nranks];
 	int rc = 0;
+
 	/* Each step's send trails into the next step (its ACKs awaited while
 	 * the next step's data goes, hcl_xfer_exchange_trailing): the chunk it
 	 * sent is written again only by AllGather's receive of it, N - 1 steps
 	 * later, and with two ranks the next step already: by the sum the peer
-	 * made once it had all of it, so a resend then is a duplicate there. */
-
-	/* ScatterReduce: at step s send chunk rank-s, receive chunk rank-s-1
+	 * made once it had all of it, so a resend then is a duplicate there.
+	 *
+	 * ScatterReduce: at step s send chunk rank-s, receive chunk rank-s-1
 	 * and add it to this rank's own (as its packets arrive); after N-1
 	 * steps chunk rank+1 is complete here.  Out of place, the own elements
 	 * are read from src: step 0 sends src's chunk, each receive writes buf

@@ -424,6 +424,8 @@ static int64_t pump(struct hcl_xfer *x, struct txs *t, int64_t now)
 	if (t->peer_waits)
 		return probe(x, t, now);
 	int64_t next = detect_losses(x, t, now), wake = 0;
+	if (!t->nlost && t->next_new == t->total)
+		return next; /* all sent, none to resend (a trailing send's usual state) */
 	long room = local_queue_room(x, now, &wake);
 	if (!room)
 		return wake < next ? wake : next;
