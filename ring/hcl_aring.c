@@ -49,6 +49,15 @@ struct hcl_aring {
 
 void hcl_aring_set_lost(struct hcl_aring *a, int64_t lost_ns) { a->lost_ns = lost_ns; }
 
+void hcl_aring_set_cc(struct hcl_aring *a, bool on) { a->win.cc.on = on; }
+
+void hcl_aring_cc(const struct hcl_aring *a, uint64_t *marks, uint64_t *cuts, uint32_t *lowest)
+{
+	*marks = a->win.cc.marks;
+	*cuts = a->win.cc.cuts;
+	*lowest = a->win.cc.lowest;
+}
+
 void hcl_aring_set_timer_scale(struct hcl_aring *a, double scale)
 {
 	int64_t floor_ns = (int64_t)(HCL_ARING_RTO_FLOOR_NS * (scale > 1 ? scale : 1));
@@ -159,15 +168,63 @@ static void start_slice(struct hcl_aring *a, size_t q)
 	a->st.sent++;
 }
 
+/* The slices a worker may keep in flight under a window that follows the
+ * marks: never under two (aring_call_window: with two the chain cannot
+ * deadlock), never over the call's cap. */
+static uint32_t marked_cap(const struct hcl_inaw *w)
+{
+	const uint32_t a = hcl_inacc_allowed(&w->cc, w->window);
+	return a >= 2 || w->window < 2 ? a : 2;
+}
+
+/* The eligible slice to start next under a window that follows the marks,
+ * or SIZE_MAX: a slot's next slice once its last one finished (a slot not
+ * yet used in this call: its first, *first_uses of them so far, in
+ * order), the oldest first; one only while fewer than marked_cap are in
+ * flight, or when at most one in flight is older: the lowest unfinished
+ * slice of the chain needs its own and the next one sent by every worker,
+ * and slices started out of order must not hold those back. */
+static size_t gated_next(const struct aring_plan *p, const struct aring_call *c, const struct hcl_inaw *w,
+			 size_t first_uses)
+{
+	size_t old1 = SIZE_MAX, old2 = SIZE_MAX, best = SIZE_MAX; /* the two oldest in flight */
+	uint32_t busy = 0;
+	for (uint32_t i = 0; i < p->slots; i++) {
+		const struct hcl_inaw_slot *s = &w->s[i];
+		if (s->busy) {
+			busy++;
+			if (s->slice < old1) {
+				old2 = old1;
+				old1 = s->slice;
+			} else if (s->slice < old2) {
+				old2 = s->slice;
+			}
+			continue;
+		}
+		const size_t q = i < first_uses ? s->slice + p->slots : i;
+		if (i <= first_uses && q < c->slices && q < best)
+			best = q;
+	}
+	return busy < marked_cap(w) || best < old2 ? best : SIZE_MAX;
+}
+
 void hcl_aring_fill(const struct aring_plan *p, const struct aring_call *c, const struct hcl_inaw *w, size_t done,
 		    size_t *next, size_t q, void (*start)(void *ctx, size_t slice), void *ctx)
 {
+	if (w->cc.on && w->window >= p->slots) { /* *next: the slots used so far */
+		for (size_t g; (g = gated_next(p, c, w, *next)) != SIZE_MAX;) {
+			*next += g < p->slots;
+			start(ctx, g);
+		}
+		return;
+	}
 	if (w->window >= p->slots && q != SIZE_MAX) {
 		if (q + p->slots < c->slices)
 			start(ctx, q + p->slots);
 		return;
 	}
-	while (*next < c->slices && *next - done < w->window && !w->s[*next % p->slots].busy)
+	const uint32_t cap = marked_cap(w); /* the window itself without cc */
+	while (*next < c->slices && *next - done < cap && !w->s[*next % p->slots].busy)
 		start(ctx, (*next)++);
 }
 
@@ -263,6 +320,7 @@ static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 		return 0;
 	}
 	o->got |= what;
+	hcl_inaw_answer(&a->win, p.hdr.flags & INA_F_CE, clock_now_ns()); /* with cc on: a queue marked it */
 	if (what == GOT_ACK) {
 		a->st.acks++;
 	} else {

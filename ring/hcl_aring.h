@@ -10,6 +10,7 @@
 #ifndef HCL_ARING_H
 #define HCL_ARING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +49,13 @@ int hcl_aring_allreduce(struct hcl_aring *a, const void *src, void *dst, size_t 
  * results and ACKs alike) ends -ENETDOWN; 0 (the default): only the
  * deadline ends it. */
 void hcl_aring_set_lost(struct hcl_aring *a, int64_t lost_ns);
+/* on: the worker's window follows ECN marks carried in its answers
+ * (INA_F_CE; ring/hcl_ina_cc.h), as the simulator's does with --inaCc;
+ * off (the default): the testbed's queues do not mark.  hcl_aring_cc: the
+ * answers that came marked, the window's cuts, the least it came to (in
+ * slices; 0: never cut). */
+void hcl_aring_set_cc(struct hcl_aring *a, bool on);
+void hcl_aring_cc(const struct hcl_aring *a, uint64_t *marks, uint64_t *cuts, uint32_t *lowest);
 /* The re-send timers' floor x scale (time dilation; see HCL_TIMER_SCALE). */
 void hcl_aring_set_timer_scale(struct hcl_aring *a, double scale);
 /* The last call's input, whole (src, or its copy when the call was in
@@ -66,7 +74,10 @@ const void *hcl_aring_prev_input(const struct hcl_aring *a, size_t *count);
  * slots, at once (slices finish out of order, and each slot goes on by
  * itself); under a smaller cap, the next slices in order (*next) while
  * fewer than the cap are in flight (done of them finished) and the next
- * one's slot is free. */
+ * one's slot is free.  With w->cc.on the cap is what the marks allow
+ * (hcl_inacc_allowed), and at the job's slots each slot still goes on by
+ * itself, the oldest waiting slice first, while fewer than that are in
+ * flight, or whenever it is older than all of them. */
 struct hcl_inaw;
 void hcl_aring_fill(const struct aring_plan *p, const struct aring_call *c, const struct hcl_inaw *w, size_t done,
 		    size_t *next, size_t q, void (*start)(void *ctx, size_t slice), void *ctx);

@@ -6,8 +6,9 @@
  * engine, and every rank runs ring/hcl_aring.c's worker as events: one
  * window of slots over all the call's slices in seq order, slice q in slot
  * q % slots, DATA (or a join) re-sent by hcl_ina_win's timer, with the
- * chain-wait floor until a slice has finished; a slice done when the ACK
- * and/or result its step promises has come.  Real fp32 data, every result
+ * chain-wait floor until a slice has finished, the window following the
+ * marks with --inaCc (hcl_aring_fill); a slice done when the ACK and/or
+ * result its step promises has come.  Real fp32 data, every result
  * checked. */
 #include <arpa/inet.h>
 
@@ -29,7 +30,7 @@ static const uint8_t GOT_ACK = 1, GOT_RESULT = 2;
 class ArRank : public SimInaClient
 {
       public:
-	ArRank(SimNet &net, Ptr<Node> node, unsigned rank, std::shared_ptr<const aring_plan> plan)
+	ArRank(SimNet &net, Ptr<Node> node, unsigned rank, std::shared_ptr<const aring_plan> plan, bool cc)
 	    : SimInaClient(net, node), plan(plan), p(plan.get()), member(p->member_of[rank]),
 	      index((uint16_t)p->index_of[rank]), pat(rank, p->world)
 	{
@@ -38,6 +39,7 @@ class ArRank : public SimInaClient
 		if (hcl_inaw_init(&win, p->slots, HCL_ARING_RTO_FLOOR_NS, 500000000))
 			throw std::runtime_error("out of memory");
 		win.chain = true; /* as hcl_aring.c */
+		win.cc.on = cc;
 	}
 	~ArRank() override { hcl_inaw_free(&win); }
 
@@ -125,6 +127,7 @@ class ArRank : public SimInaClient
 		if (pk.hdr.count != st.hi - st.lo || !wanted || (o->got & what))
 			return;
 		o->got |= what;
+		hcl_inaw_answer(&win, pk.hdr.flags & INA_F_CE, sim_now_ns());
 		if (what == GOT_RESULT && error.empty())
 			error = pat.Check(st.lo, pk.payload, aring_real(&call, &st));
 		if ((st.need_ack && !(o->got & GOT_ACK)) || (st.need_result && !(o->got & GOT_RESULT)))
@@ -192,6 +195,6 @@ SimAlgos sim_aring_create(const SimCfg &c, SimNet &net)
 	}
 	SimAlgos out;
 	for (unsigned i = 0; i < world; i++)
-		out.emplace_back(new ArRank(net, net.hosts.Get(i), i, p));
+		out.emplace_back(new ArRank(net, net.hosts.Get(i), i, p, c.ina_cc));
 	return out;
 }

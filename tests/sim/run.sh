@@ -211,6 +211,15 @@ done
 	fail "ECN marks: $(field bg-nomark ecn_marks) with --ecn=0, $(field bg-mark ecn_marks) by default"
 [ "$(field bg-cc tail_drops)" -lt "$(field bg-mark tail_drops)" ] ||
 	fail "--inaCc: $(field bg-cc tail_drops) tail drops, $(field bg-mark tail_drops) without"
+# agent-ring's window follows them too (hcl_aring_fill): beside 80M per
+# host its chain's forwards overflow the uplinks less; exact
+for m in "mark" "cc --inaCc=true"; do
+	"$sim" --algorithm=agent-ring --inaRacks=2 --uplinkBuffer=256K --iterations=5 --background=80M ${m#* } \
+		>"$scratch/abg-${m%% *}" 2>"$scratch/bg.err" || fail "agent-ring beside another job exited $?"
+	[ -z "$(field "abg-${m%% *}" error)" ] || fail "agent-ring beside another job: $(field "abg-${m%% *}" error)"
+done
+[ "$(field abg-cc tail_drops)" -lt "$(field abg-mark tail_drops)" ] ||
+	fail "agent-ring --inaCc: $(field abg-cc tail_drops) tail drops, $(field abg-mark tail_drops) without"
 run lossy-hier --algorithm=hier --loss=0.02
 [ -z "$(field lossy-hier error)" ] && [ "$(field lossy-hier loss_drops)" -gt 0 ] ||
 	fail "lossy hier: error '$(field lossy-hier error)', $(field lossy-hier loss_drops) lost"

@@ -145,6 +145,8 @@ static void send_one(struct fake_hub *h, struct fake_ep *e, const struct dgram_p
 		d->src = fake_addr(e->index);
 		d->len = len;
 		dgram_gather(p, off, len, d->data);
+		if (len > 3 && h->net.ce > 0 && uni(h) < h->net.ce)
+			d->data[3] |= 0x10; /* INA_F_CE; this file knows no INA header */
 		enqueue(h, &h->in[dst], d);
 	}
 }

@@ -36,6 +36,9 @@ struct fake_net {
 	/* nonzero: the datagrams with these numbers (1 = the first any
 	 * endpoint sends) are lost, whatever else happens to them */
 	uint64_t drop_nth[4];
+	/* the share of datagrams whose byte 3 (an INA header's flags) gets
+	 * INA_F_CE, as a switch carries a queue's ECN mark into it */
+	double ce;
 };
 
 struct fake_hub *fake_hub_new(unsigned endpoints, const struct fake_net *net);

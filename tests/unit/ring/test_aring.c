@@ -7,6 +7,7 @@
  * others fail within the deadline, naming the member they wait for. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -21,6 +22,7 @@
 #include "clock.h"
 #include "fake_transport.h"
 #include "hcl_aring.h"
+#include "hcl_ina_win.h"
 #include "softsw.h"
 #include "testlib.h"
 
@@ -34,8 +36,11 @@ struct worker {
 	unsigned rank, calls, world;
 	size_t count;
 	int64_t timeout_ns;
+	bool cc; /* the window follows the marks */
 	int rc;
 	char err[256];
+	uint64_t marks, cuts;
+	uint32_t lowest;
 };
 
 static int32_t ival(unsigned rank, unsigned call, size_t i)
@@ -53,6 +58,7 @@ static void *worker_main(void *arg)
 		w->rc = -ENOMEM;
 		return NULL;
 	}
+	hcl_aring_set_cc(a, w->cc);
 	int32_t *src = malloc(w->count * 4), *dst = malloc(w->count * 4);
 	for (unsigned call = 0; call < w->calls && w->rc == 0; call++) {
 		for (size_t i = 0; i < w->count; i++)
@@ -72,6 +78,7 @@ static void *worker_main(void *arg)
 			}
 		}
 	}
+	hcl_aring_cc(a, &w->marks, &w->cuts, &w->lowest);
 	free(src);
 	free(dst);
 	hcl_aring_free(a);
@@ -91,6 +98,7 @@ struct layout {
 	unsigned world, members;
 	const int *rack_of;
 	unsigned ina_mask;
+	bool cc; /* the workers' windows follow the marks */
 };
 
 /* The ring of the layout, every member's aggregator started; four calls
@@ -132,7 +140,8 @@ static void run_layout(const struct layout *l, const struct fake_net *net, size_
 					.calls = 4,
 					.world = W,
 					.count = count,
-					.timeout_ns = skip >= 0 ? 400000000 : 20000000000 };
+					.timeout_ns = skip >= 0 ? 400000000 : 20000000000,
+					.cc = l->cc };
 		if ((int)i != skip)
 			pthread_create(&th[i], NULL, worker_main, &w[i]);
 	}
@@ -151,6 +160,11 @@ static void run_layout(const struct layout *l, const struct fake_net *net, size_
 		    (w[i].rc != -ETIMEDOUT || !strstr(w[i].err, "waiting for") || !strstr(w[i].err, "member")))
 			fail_msg("rank %u without rank %d: rc %d '%s'", i, skip, w[i].rc, w[i].err);
 	}
+	uint64_t cuts = 0;
+	for (unsigned i = 0; i < W; i++)
+		cuts += (int)i != skip ? w[i].cuts : 0;
+	if (l->cc && net->ce > 0 && cuts == 0)
+		fail_msg("marks came and no window was cut");
 	for (unsigned k = 0; k < plan.m; k++)
 		softsw_stop(agg[k]);
 	aring_plan_free(&plan);
@@ -197,6 +211,119 @@ static void test_many_members(void **state)
 	run_layout(&l, &lossy, 70 * ELEMS + 3, -1);
 }
 
+/* Windows that follow the marks (hcl_aring_set_cc): a fifth of the
+ * datagrams marked CE cuts them to their floor of two and back, slices
+ * start out of order (a slot each at the job's slots: 3 members) or in
+ * order (under them: 33 members), with losses and reordering, and every
+ * sum stays exact and every call ends. */
+static void test_marked(void **state)
+{
+	(void)state;
+	static const int racks5[] = { 0, 0, 1, 1, 2 };
+	const struct layout few = { .world = 5, .members = 3, .rack_of = racks5, .ina_mask = 0x3, .cc = true };
+	const struct fake_net marked = { .ce = 0.2, .seed = 16 },
+			      lossy = { .ce = 0.2, .loss = 0.02, .reorder = 0.05, .seed = 17 };
+	run_layout(&few, &marked, 40 * ELEMS + 17, -1);
+	run_layout(&few, &lossy, 25 * ELEMS + 9, -1);
+	int racks36[36];
+	for (unsigned i = 0; i < 36; i++)
+		racks36[i] = i < 4 ? 0 : (int)i - 3;
+	const struct layout many = { .world = 36, .members = 33, .rack_of = racks36, .ina_mask = 0x1, .cc = true };
+	run_layout(&many, &lossy, 70 * ELEMS + 3, -1);
+}
+
+static void start_in(struct hcl_inaw *w, uint32_t slots, size_t q)
+{
+	hcl_inaw_start(w, (uint32_t)(q % slots), q, 1, false);
+}
+
+/* What hcl_aring_fill started, into the window as a worker does. */
+struct started {
+	struct hcl_inaw *w;
+	size_t q[8];
+	unsigned n;
+};
+
+static void record(void *ctx, size_t q)
+{
+	struct started *s = ctx;
+	start_in(s->w, s->w->slots, q);
+	if (s->n < 8)
+		s->q[s->n++] = q;
+}
+
+/* The rule under a cut window, on its own (hcl_aring_fill): the oldest
+ * waiting slice first, none past the window while two older ones are in
+ * flight, and one older than all but one in flight even past it. */
+static void test_marked_fill(void **state)
+{
+	(void)state;
+	static const int racks[] = { 0, 0, 1, 1, 2 };
+	struct plan_rank info[5];
+	struct ina_addr soft[5];
+	for (unsigned i = 0; i < 5; i++) {
+		info[i] = (struct plan_rank){ .ina = ep_addr(i), .rack = racks[i] };
+		if (racks[i] < 2)
+			info[i].tor = ep_addr(5 + (unsigned)racks[i]);
+		soft[i] = ep_addr(10 + i);
+	}
+	struct aring_plan p;
+	char err[256];
+	assert_int_equal(aring_plan_build(info, soft, 5, 20, INA_D_INT32, SLOTS, ELEMS, &p, err, sizeof(err)), 0);
+	struct aring_call c;
+	aring_call_of(&p, 40 * ELEMS * p.m, &c);
+	struct hcl_inaw w;
+	assert_int_equal(hcl_inaw_init(&w, p.slots, HCL_ARING_RTO_FLOOR_NS, 500000000), 0);
+	w.end = c.slices;
+	w.window = aring_call_window(&p, &c);
+	assert_true(w.window >= p.slots && c.slices > 3 * p.slots);
+	w.cc.on = true;
+	w.cc.cwnd = HCL_INACC_ONE; /* cut to one slice: the floor of two holds */
+	const uint32_t S = p.slots;
+	struct started st = { .w = &w, .n = 0 };
+	size_t next = 0;
+	hcl_aring_fill(&p, &c, &w, 0, &next, SIZE_MAX, record, &st);
+	assert_int_equal(st.n, 2); /* slices 0 and 1 */
+	assert_int_equal(st.q[0], 0);
+	assert_int_equal(st.q[1], 1);
+	/* every slot used once, slices 2 .. S - 1 done, 0 and 1 too: the
+	 * eligible are S .. 2S - 1, started oldest first, two at a time */
+	for (size_t q = 2; q < S; q++) {
+		start_in(&w, S, q); /* as if started while 0 and 1 were slow */
+		hcl_inaw_done(&w, &w.s[q], 2);
+	}
+	next = S;
+	hcl_inaw_done(&w, &w.s[0], 2);
+	hcl_inaw_done(&w, &w.s[1], 2);
+	st.n = 0;
+	hcl_aring_fill(&p, &c, &w, 0, &next, 1, record, &st);
+	assert_int_equal(st.n, 2);
+	assert_int_equal(st.q[0], S);
+	assert_int_equal(st.q[1], S + 1);
+	/* S + 1 done: S + 2 is next, and starts (one in flight) */
+	hcl_inaw_done(&w, &w.s[1], 3);
+	st.n = 0;
+	hcl_aring_fill(&p, &c, &w, 0, &next, S + 1, record, &st);
+	assert_int_equal(st.n, 1);
+	assert_int_equal(st.q[0], S + 2);
+	/* S, S + 2 in flight, the window full: S + 3 waits (one older than
+	 * it in flight is S, another S + 2) */
+	st.n = 0;
+	hcl_aring_fill(&p, &c, &w, 0, &next, SIZE_MAX - 1, record, &st);
+	assert_int_equal(st.n, 0);
+	/* S done and 2S + 1 (slot 1's next) started out of order meanwhile:
+	 * S + 2 and 2S + 1 in flight fill the window, yet S + 3 starts, older
+	 * than all but one of them (the chain's lowest slice needs it) */
+	hcl_inaw_done(&w, &w.s[0], 4);
+	start_in(&w, S, 2 * S + 1);
+	st.n = 0;
+	hcl_aring_fill(&p, &c, &w, 0, &next, S, record, &st);
+	assert_int_equal(st.n, 1);
+	assert_int_equal(st.q[0], S + 3);
+	hcl_inaw_free(&w);
+	aring_plan_free(&p);
+}
+
 static void test_dead_member(void **state)
 {
 	(void)state;
@@ -207,10 +334,8 @@ static void test_dead_member(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_clean),
-		cmocka_unit_test(test_lossy),
-		cmocka_unit_test(test_many_members),
-		cmocka_unit_test(test_dead_member),
+		cmocka_unit_test(test_clean),  cmocka_unit_test(test_lossy),	   cmocka_unit_test(test_many_members),
+		cmocka_unit_test(test_marked), cmocka_unit_test(test_marked_fill), cmocka_unit_test(test_dead_member),
 	};
 	return cmocka_run_group_tests_name("aring", tests, NULL, NULL);
 }
