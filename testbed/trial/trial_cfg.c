@@ -85,7 +85,7 @@ static const char *const known_keys[] = { "name",	 "engine",	    "seed",
 					  "costs",	 "delay_us",	    "jitter_us",
 					  "burst_loss",	 "rack_host_rates", "dilation",
 					  "cpu_share",	 "capture",	    "capture_snaplen",
-					  "workload" };
+					  "workload",	 "ina_cc" };
 
 /* Every setting of the group is one the runner knows: a misspelt one
  * would silently keep its default. */
@@ -126,7 +126,8 @@ static int check_dtype(struct trial *tr, const struct conf_node *d)
 	if (strcmp(tr->dtype, "float") && strcmp(tr->dtype, "int32") && strcmp(tr->dtype, "bf16"))
 		return trial_fail(tr, d, "dtype = \"%s\": want \"float\", \"bf16\" or \"int32\"", tr->dtype);
 	if (*tr->workload.path && !strcmp(tr->dtype, "bf16"))
-		return trial_fail(tr, d, "dtype = \"bf16\" and workload: a profile's buckets are fp32 gradients' bytes");
+		return trial_fail(tr, d,
+				  "dtype = \"bf16\" and workload: a profile's buckets are fp32 gradients' bytes");
 	return 0;
 }
 
@@ -154,6 +155,20 @@ static int sim_models(const struct conf_node *t, const struct trial *tr)
 	if (strcmp(tr->ina_wire, "fp32"))
 		return trial_fail(tr, conf_member(t, "ina_wire"), "ina_wire = \"%s\": %s (it sends fp32)", tr->ina_wire,
 				  why);
+	return 0;
+}
+
+/* pace, processes and ina_cc: true or false. */
+static int get_flags(const struct conf_node *t, struct trial *tr)
+{
+	if (conf_get_bool(&tr->rd, t, "pace", &tr->pace) < 0 ||
+	    conf_get_bool(&tr->rd, t, "processes", &tr->processes) < 0 ||
+	    conf_get_bool(&tr->rd, t, "ina_cc", &tr->ina_cc) < 0)
+		return -1;
+	/* swemu's link emulation marks nothing: the setting would do nothing */
+	if (tr->ina_cc && !tr->sim)
+		return trial_fail(tr, conf_member(t, "ina_cc"),
+				  "ina_cc = true: only the simulator's queues mark ECN (engine = \"sim\")");
 	return 0;
 }
 
@@ -206,8 +221,7 @@ static int load(const struct conf *cf, struct trial *tr)
 		tr->ps_shards = world < 16 ? world : 16;
 	if (check_jitter(tr, t, tr->jitter) < 0 || check_straggler(tr, t, tr->straggler, tr->world) < 0)
 		return -1;
-	if (conf_get_bool(&tr->rd, t, "pace", &tr->pace) < 0 ||
-	    conf_get_bool(&tr->rd, t, "processes", &tr->processes) < 0)
+	if (get_flags(t, tr) < 0)
 		return -1;
 	const struct conf_node *d;
 	if (trial_get_str(tr, t, "dtype", &tr->dtype, &d) < 0)
@@ -293,8 +307,8 @@ static void print_trial(const struct trial *tr, double k_given)
 	       tr->ina_elems, tr->ina_slots, tr->ps_shards, tr->timeout_ms, tr->repeats);
 	printf("T_SWEEP=%d\nT_SWEEP_ORDER='%s'\nT_DELAY_US=%d\nT_JITTER_US=%d\nT_BURST_LOSS='%s'\nT_RACK_RATES='%s'\n",
 	       tr->sweep, order, tr->delay_us, tr->jitter_us, tr->burst, tr->rack_rates);
-	printf("T_CAPTURE='%s'\nT_CAPTURE_SNAPLEN=%d\nT_PROCESSES=%d\n", tr->capture, tr->capture_snaplen,
-	       tr->processes);
+	printf("T_CAPTURE='%s'\nT_CAPTURE_SNAPLEN=%d\nT_PROCESSES=%d\nT_INA_CC=%d\n", tr->capture, tr->capture_snaplen,
+	       tr->processes, tr->ina_cc);
 	/* "auto" with no --dilation: the runner calibrates, then asks again */
 	if (k_given || tr->dilation)
 		printf("T_DILATION=%g\n", k_given ? k_given : tr->dilation);

@@ -38,6 +38,7 @@ one_run() {
 	# 0: the simulator's 1 us per link, what a real link and switch take at least
 	[ "$T_DELAY_US" != 0 ] && args+=(--delayUs="$T_DELAY_US")
 	((T_PACE)) && args+=(--pace=true)
+	((${T_INA_CC:-0})) && args+=(--inaCc=true)
 	printf '%q ' "$sim" "${args[@]}" > "$d/command"
 	run_waited "$sim" "${args[@]}" > "$d/sim.json" 2> "$d/sim.err" || rc=$?
 	echo $rc > "$d/rc"

@@ -28,6 +28,7 @@ trial = {
   iterations = 2;
   warmup = 1;
   repeats = 2;
+  ina_cc = true;
 };
 T
 "$top/testbed/trial/trial.sh" -c "$scratch/t.cfg" -o "$scratch/out" > "$scratch/log" 2>&1 ||
@@ -49,6 +50,8 @@ for a in algos:
     seeds = [re.search(r"--seed=(\d+)", open(os.path.join(out, "runs", d, "command")).read()).group(1)
              for d in ("%s-256K" % a, "%s-256K@2" % a)]
     assert seeds == ["1", "2"], (a, seeds)
+    # ina_cc = true: the INA windows follow the marks
+    assert "--inaCc=true" in open(os.path.join(out, "runs", "%s-256K" % a, "command")).read(), a
 # the sweep: no INA rack, then rack 1 alone (sweep_order), as the simulator ran them
 for k, want in ((0, 0), (1, 1)):
     for a in ("ps-ina", "agent-ring"):

@@ -342,6 +342,18 @@ trial = {
   dtype = "bf16";
 };
 E
+expect 3 'ina_cc = true: only the simulator' <<'E'
+trial = {
+  racks = 2; hosts_per_rack = 2;
+  ina_cc = true;
+};
+E
+expect 3 "'ina_cc' must be true or false" <<'E'
+trial = {
+  engine = "sim";
+  ina_cc = 1;
+};
+E
 expect 3 'burst_loss: the simulator' <<'E'
 trial = {
   engine = "sim";
@@ -400,7 +412,9 @@ done
 big=$tmp/big.cfg
 sed -e 's/^  engine = "emulator";/  engine = "sim";/' -e 's/^  racks = 2;/  racks = 32;/' -e 's/^  hosts_per_rack = 4;/  hosts_per_rack = 32;/' \
 	-e 's/^  sweep_order = \[1, 0\];//' "$top/configs/trial.cfg" > "$big"
+sed -i 's/^  ina_slots = 8;/  ina_slots = 8; ina_cc = true;/' "$big"
 vars=$("$checker" "$big") || { echo "FAIL: a 1024-host simulated trial is refused"; exit 1; }
+grep -qx 'T_INA_CC=1' <<<"$vars" || { echo "FAIL: ina_cc = true reads as: $(grep T_INA_CC <<<"$vars")"; exit 1; }
 grep -qx 'T_ENGINE=sim' <<<"$vars" && grep -qx 'T_WORLD=1024' <<<"$vars" &&
 	grep -qx "T_INA_RACKS=$(seq -s, 0 31)" <<<"$vars" ||
 	{ echo "FAIL: the 1024-host trial reads as: $(grep -E 'T_(ENGINE|WORLD|INA_RACKS)=' <<<"$vars")"; exit 1; }
