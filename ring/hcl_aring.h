@@ -77,7 +77,7 @@ const void *hcl_aring_prev_input(const struct hcl_aring *a, size_t *count);
  * one's slot is free.  With w->cc.on the cap is what the marks allow
  * (hcl_inacc_allowed), and at the job's slots each slot still goes on by
  * itself, the oldest waiting slice first, while fewer than that are in
- * flight, or whenever it is older than all of them. */
+ * flight, or whenever at most one of them is older. */
 struct hcl_inaw;
 void hcl_aring_fill(const struct aring_plan *p, const struct aring_call *c, const struct hcl_inaw *w, size_t done,
 		    size_t *next, size_t q, void (*start)(void *ctx, size_t slice), void *ctx);

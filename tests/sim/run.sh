@@ -213,7 +213,7 @@ done
 	fail "--inaCc: $(field bg-cc tail_drops) tail drops, $(field bg-mark tail_drops) without"
 # agent-ring's window follows them too (hcl_aring_fill): beside 80M per
 # host its chain's forwards overflow the uplinks less; exact
-for m in "mark" "cc --inaCc=true"; do
+for m in "mark --inaCc=false" "cc --inaCc=true"; do
 	"$sim" --algorithm=agent-ring --inaRacks=2 --uplinkBuffer=256K --iterations=5 --background=80M ${m#* } \
 		>"$scratch/abg-${m%% *}" 2>"$scratch/bg.err" || fail "agent-ring beside another job exited $?"
 	[ -z "$(field "abg-${m%% *}" error)" ] || fail "agent-ring beside another job: $(field "abg-${m%% *}" error)"
