@@ -46,6 +46,12 @@ def run_all(sim, arglists, jobs):
         return list(ex.map(lambda a: run(sim, a), arglists))
 
 
+def rate_bps(s):
+    """A rate as the simulator takes it ("200M", "25G") in bit/s."""
+    units = {"K": 1e3, "M": 1e6, "G": 1e9}
+    return float(s[:-1]) * units[s[-1].upper()] if s[-1:].upper() in units else float(s)
+
+
 def mean(xs):
     xs = [x for x in xs if x is not None]
     return sum(xs) / len(xs) if xs else None
@@ -158,9 +164,11 @@ def scale(a, out):
             # agent-ring's window is its slots times its steps (up to 8):
             # 64 slots made 512 slices of 8 KiB per worker, and at 16 MiB,
             # 25G the 256K uplinks dropped 26 170 frames (516 ms a call
-            # where 8 slots take 10.6)
+            # where 8 slots take 10.6); past 25G as many more as the rate
+            # is (at 100G, 16 MiB, 256 hosts 8 slots took 8.63 ms, 32 6.99)
             cases.append(("agent-ring", ["--algorithm=agent-ring", "--inaRacks=%d" % k], k))
-        aring_base = [x if not x.startswith("--inaSlots") else "--inaSlots=%d" % min(a.slots, 8) for x in base]
+        aring_slots = min(a.slots, int(8 * max(1.0, rate_bps(a.rate) / 25e9)))
+        aring_base = [x if not x.startswith("--inaSlots") else "--inaSlots=%d" % aring_slots for x in base]
         res = run_all(a.sim, [(aring_base if c[0] == "agent-ring" else base) + c[1] for c in cases], a.jobs)
         t = {(c[0], c[2]): r for c, r in zip(cases, res)}
         # the best algorithm without INA: ring, hier, or the sharded PS with no INA rack (ps)
@@ -169,8 +177,8 @@ def scale(a, out):
                  if t[key].get("time_ms") and not t[key].get("error")]
         best_name, best = min(plain, key=lambda x: x[1]) if plain else ("none", None)
         md.append("")
-        md.append("**%d hosts** (%d racks of %d, %s, %s hosts, %d INA slots; best without INA: %s, %s ms)" %
-                  (n, R, H, a.size, a.rate, a.slots, best_name, fmt(best)))
+        md.append("**%d hosts** (%d racks of %d, %s, %s hosts, %d INA slots, agent-ring %d; best without INA: %s, %s ms)" %
+                  (n, R, H, a.size, a.rate, a.slots, aring_slots, best_name, fmt(best)))
         md.append("")
         md.append("ring %s ms (%s), hier %s ms (%s); each cell: speed-up, ms per call and the busiest "
                   "link's transmit time per iteration (near the call's time: link-bound)" %
