@@ -251,6 +251,14 @@ unsigned psina_soft_fan_in(const struct psina_plan *p)
 
 int psina_shard_host(unsigned h, unsigned shards, unsigned world) { return (int)((size_t)h * world / shards); }
 
+unsigned psina_auto_shards(unsigned world, unsigned racks, bool rack_partials)
+{
+	size_t k = rack_partials ? (size_t)racks * PSINA_AUTO_SHARDS_PER_RACK : 0;
+	if (k < PSINA_AUTO_SHARDS_MIN)
+		k = PSINA_AUTO_SHARDS_MIN;
+	return k < world ? (unsigned)k : world;
+}
+
 uint32_t psina_shard_slots(const struct psina_plan *p, uint32_t slots, unsigned shards, uint16_t elems)
 {
 	uint32_t n = (slots + shards - 1) / shards;

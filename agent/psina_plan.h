@@ -99,6 +99,21 @@ unsigned psina_soft_fan_in(const struct psina_plan *plan);
  * jobs (a ToR's or the PS's) into shard h's: id `id`, a ToR job's parent
  * at ps with that id. */
 int psina_shard_host(unsigned h, unsigned shards, unsigned world);
+/* The shard count a trial's and the simulator's ps_shards = 0 gives: one
+ * per host up to PSINA_AUTO_SHARDS_MIN, and where every rack sends one
+ * partial per shard (rack_partials: ps-ina) up to
+ * PSINA_AUTO_SHARDS_PER_RACK per rack if that is more.  A shard's host
+ * link carries its own data and every rack's partial of its shard,
+ * S (1 + racks / K) each way: K = 4 x racks keeps that at 1.25 S, where
+ * 16 shards at 1024 hosts put 3 S on it (144 -> 64 ms a 1 MiB call,
+ * docs/SCALE.md); more shards gain little and cut the slices smaller.
+ * Where every rank sends to every shard (ps), a rank's slices to all
+ * shards leave at once (each shard has its own window): 136 workers, 256
+ * KiB, took 127 ms a call over 16 shards and 472 over 68 (the case of
+ * tests/sim/run.sh). */
+#define PSINA_AUTO_SHARDS_PER_RACK 4
+#define PSINA_AUTO_SHARDS_MIN	   16
+unsigned psina_auto_shards(unsigned world, unsigned racks, bool rack_partials);
 void psina_shard_job(const struct ina_job_cfg *plan_job, uint16_t id, const struct ina_addr *ps,
 		     struct ina_job_cfg *out);
 /* The PS's job of shard h: psina_shard_job's, each rack aggregator a

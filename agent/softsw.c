@@ -151,3 +151,8 @@ void softsw_stop(struct softsw *ps)
 }
 
 const struct ina_engine_stats *softsw_stats(const struct softsw *ps) { return ina_engine_stats(ps->eng); }
+
+const struct ina_job_stats *softsw_job_stats(const struct softsw *ps, uint16_t id)
+{
+	return ina_job_stats(ps->eng, id);
+}

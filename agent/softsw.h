@@ -27,5 +27,7 @@ struct softsw *softsw_start_on(struct dgram_transport *t, const struct ina_job_c
 /* Stops the thread and frees everything. */
 void softsw_stop(struct softsw *ps);
 const struct ina_engine_stats *softsw_stats(const struct softsw *ps);
+/* Job id's counters (read while it serves: a snapshot), or NULL. */
+const struct ina_job_stats *softsw_job_stats(const struct softsw *ps, uint16_t id);
 
 #endif

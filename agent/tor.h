@@ -15,7 +15,7 @@
 #include "ctl_auth.h"
 #include "ctl_msg.h"
 
-#define TOR_MAX_JOBS 64 /* a switch's engine holds INA_MAX_JOBS */
+#define TOR_MAX_JOBS INA_MAX_JOBS /* what a switch's engine holds */
 
 struct tor {
 	struct sockaddr_in from;   /* the agent's address: a mgmt source of the switch */

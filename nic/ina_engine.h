@@ -13,7 +13,10 @@
 #include "ina_proto.h"
 
 #define INA_MAX_FANIN	 256
-#define INA_MAX_JOBS	 64
+/* Job entries per engine: a ToR serving a PS sharded over every host of
+ * 1024 holds a job per shard and data type.  An entry's memory is taken
+ * when the table first needs it (ina_job_install), not at creation. */
+#define INA_MAX_JOBS	 2048
 #define INA_BITMAP_WORDS (INA_MAX_FANIN / 64)
 /* How far a DATA's epoch may run ahead of the job's newest completed
  * epoch: honest members are at most a call or two apart, so a slice much

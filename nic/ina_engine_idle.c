@@ -78,8 +78,8 @@ static bool any_reportable(const struct ina_engine *eng, const struct job *j)
 void ina_engine_poll(struct ina_engine *eng, struct ina_emits *out)
 {
 	out->n = 0;
-	for (unsigned i = 0; i < INA_MAX_JOBS; i++) {
-		struct job *j = &eng->jobs[i];
+	for (unsigned i = 0, n = ina_job_entries(eng); i < n; i++) {
+		struct job *j = eng->jobs[i];
 		if (!j->used || !j->cfg.idle_miss_us || !job_due(eng, j))
 			continue;
 		if (!report_job(eng, j, out))
@@ -91,8 +91,8 @@ void ina_engine_poll(struct ina_engine *eng, struct ina_emits *out)
 long ina_engine_idle_wait(const struct ina_engine *eng)
 {
 	long wait = -1;
-	for (unsigned i = 0; i < INA_MAX_JOBS; i++) {
-		const struct job *j = &eng->jobs[i];
+	for (unsigned i = 0, n = ina_job_entries(eng); i < n; i++) {
+		const struct job *j = eng->jobs[i];
 		if (!j->used || !j->cfg.idle_miss_us || !any_reportable(eng, j))
 			continue;
 		const uint32_t gap = ina_dp_silence_us(j), heard = eng->now_us - j->heard_us,

@@ -52,8 +52,9 @@ struct ina_engine {
 	uint16_t max_elems;
 	size_t block; /* bytes per (slot, set): header + elements, 64-byte multiple */
 	uint8_t *mem;
-	uint8_t job_of_id[65536]; /* jobs[] index + 1, 0 = none */
-	struct job jobs[INA_MAX_JOBS];
+	uint16_t job_of_id[65536]; /* jobs[] index + 1, 0 = none */
+	unsigned njobs;		   /* entries of jobs[] allocated (used or free); only grows */
+	struct job *jobs[INA_MAX_JOBS];
 	struct ina_engine_stats st;
 	uint32_t now_ms;       /* ina_engine_set_time; wraps after 49 days, compared as a difference */
 	uint32_t now_us;       /* the same in µs: wraps after 71 minutes */
@@ -98,7 +99,13 @@ static inline void slot_release(const struct ina_engine *eng, struct slot *s)
 static inline struct job *find_job(const struct ina_engine *eng, uint16_t id)
 {
 	unsigned i = eng->job_of_id[id];
-	return i ? (struct job *)&eng->jobs[i - 1] : NULL;
+	return i ? eng->jobs[i - 1] : NULL;
+}
+
+/* Entry i of the job table, i < ina_job_entries(eng) (NULL past it). */
+static inline unsigned ina_job_entries(const struct ina_engine *eng)
+{
+	return __atomic_load_n(&eng->njobs, __ATOMIC_ACQUIRE);
 }
 
 static inline bool addr_eq(const struct ina_addr *a, const struct ina_addr *b)

@@ -33,7 +33,7 @@ static bool job_range(const struct ina_engine *eng, uint16_t id, uint32_t *base,
 	unsigned i = __atomic_load_n(&eng->job_of_id[id], __ATOMIC_ACQUIRE);
 	if (!i)
 		return false;
-	const struct job *j = &eng->jobs[i - 1];
+	const struct job *j = eng->jobs[i - 1];
 	for (;;) {
 		uint32_t g = __atomic_load_n(&j->gen, __ATOMIC_ACQUIRE);
 		bool mine = __atomic_load_n(&j->used, __ATOMIC_RELAXED) &&
@@ -77,6 +77,8 @@ void ina_engine_destroy(struct ina_engine *eng)
 		return;
 	if (eng->mem)
 		clear_slots(eng, 0, eng->nslots);
+	for (unsigned i = 0; i < eng->njobs; i++)
+		free(eng->jobs[i]);
 	free(eng->mem);
 	free(eng);
 }
@@ -129,6 +131,16 @@ const char *ina_job_cfg_check(const struct ina_job_cfg *c, uint16_t max_elems)
 	return NULL;
 }
 
+/* One more entry in the job table; readers (ina_job_entries) see it
+ * whole.  Entries stay until the engine goes: a reader may hold one. */
+static int add_entry(struct ina_engine *eng)
+{
+	if (!(eng->jobs[eng->njobs] = calloc(1, sizeof(struct job))))
+		return -1;
+	__atomic_store_n(&eng->njobs, eng->njobs + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
 /* First fit over the ranges of the installed jobs. */
 static long find_slot_range(const struct ina_engine *eng, uint32_t n)
 {
@@ -136,8 +148,8 @@ static long find_slot_range(const struct ina_engine *eng, uint32_t n)
 
 	for (;;) {
 		bool moved = false;
-		for (unsigned i = 0; i < INA_MAX_JOBS; i++) {
-			const struct job *j = &eng->jobs[i];
+		for (unsigned i = 0; i < eng->njobs; i++) {
+			const struct job *j = eng->jobs[i];
 			if (!j->used)
 				continue;
 			uint64_t b = j->base, e = b + j->cfg.nslots;
@@ -168,11 +180,10 @@ int ina_job_install(struct ina_engine *eng, const struct ina_job_cfg *cfg, const
 		*why = "a job with this id is installed";
 		return -EEXIST;
 	}
-	struct job *j = NULL;
-	for (unsigned i = 0; i < INA_MAX_JOBS && !j; i++)
-		if (!eng->jobs[i].used)
-			j = &eng->jobs[i];
-	if (!j) {
+	unsigned at = 0;
+	while (at < eng->njobs && eng->jobs[at]->used)
+		at++;
+	if (at == INA_MAX_JOBS) {
 		*why = "job table full";
 		return -ENOSPC;
 	}
@@ -181,6 +192,11 @@ int ina_job_install(struct ina_engine *eng, const struct ina_job_cfg *cfg, const
 		*why = "not enough free slots";
 		return -ENOSPC;
 	}
+	if (at == eng->njobs && add_entry(eng) < 0) {
+		*why = "no memory for a job entry";
+		return -ENOMEM;
+	}
+	struct job *j = eng->jobs[at];
 
 	job_write_begin(j);
 	uint32_t gen = j->gen;
@@ -190,7 +206,7 @@ int ina_job_install(struct ina_engine *eng, const struct ina_job_cfg *cfg, const
 	j->base = (uint32_t)base;
 	j->used = true;
 	clear_slots(eng, j->base, cfg->nslots);
-	__atomic_store_n(&eng->job_of_id[cfg->id], (uint8_t)(j - eng->jobs + 1), __ATOMIC_RELEASE);
+	__atomic_store_n(&eng->job_of_id[cfg->id], (uint16_t)(at + 1), __ATOMIC_RELEASE);
 	job_write_end(j);
 	return 0;
 }

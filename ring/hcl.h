@@ -81,8 +81,8 @@ struct hcl_comm_cfg {
 	int ring_channels;
 	/* ps, ps-ina: the software parameter server cut into this many shards
 	 * (BytePS-style), shard h on rank h * world / shards with port
-	 * HCL_PS_PORT + h, each INA ToR feeding every shard; 1..16 and at most
-	 * the world size, the same on every rank; 0: HCL_PS_SHARDS, else 1
+	 * HCL_PS_PORT + h, each INA ToR feeding every shard; 1..1024 and at
+	 * most the world size, the same on every rank; 0: HCL_PS_SHARDS, else 1
 	 * (one PS on rank 0, ATP's fallback as published). */
 	int ps_shards;
 };

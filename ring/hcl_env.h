@@ -18,7 +18,9 @@
 #include "hcl_sync.h"
 #include "ina_engine.h"
 
-#define HCL_INA_MAX_SHARDS    16
+/* PS shards: up to one per host of the largest worlds the library is
+ * planned for (a shard per host spreads the PS's bytes over every link) */
+#define HCL_INA_MAX_SHARDS    1024
 #define HCL_RING_MAX_CHANNELS 4
 
 struct hcl_env {

@@ -38,7 +38,7 @@ struct hcl_ina *hcl_ina_new(const struct hcl_ina_cfg *cfg, struct dgram_transpor
 			 INA_MAX_ELEMS, HCL_INA_MAX_SHARDS);
 		return NULL;
 	}
-	for (unsigned h = 0; h < HCL_INA_MAX_SHARDS; h++)
+	for (unsigned h = 0; h < (cfg->shards ? cfg->shards : 1); h++)
 		if (cfg->ports[h] > INA_UDP_PORTS ||
 		    ntohs(cfg->sw[h].sin_port) + (cfg->ports[h] ? cfg->ports[h] : 1u) > 65536) {
 			snprintf(err, errlen, "ina: shard %u: %u ports from %u: at most %d, below 65536", h,
@@ -78,7 +78,7 @@ void hcl_ina_free(struct hcl_ina *a)
 		return;
 	hcl_ina_rx_free(&a->rx);
 	hcl_ina_tx_free(&a->txq);
-	for (unsigned h = 0; h < HCL_INA_MAX_SHARDS; h++)
+	for (unsigned h = 0; h < a->cfg.shards; h++)
 		hcl_inaw_free(&a->win[h]);
 	free(a);
 }
@@ -211,14 +211,24 @@ static void fill(struct hcl_ina *a, const struct pass *ps, unsigned h, size_t ns
 /* The shard whose aggregator sent p (its address and one of its ports),
  * or -1.  Any of the ports, not only the slot's: a gap report names a
  * slot but leaves from the port of the slice that revealed the gap. */
+static bool from_shard(const struct hcl_ina *a, unsigned h, const struct dgram_pkt *in, const struct ina_pkt *p)
+{
+	unsigned from = ntohs(in->peer.sin_port) - ntohs(a->cfg.sw[h].sin_port);
+	return a->cfg.job[h] == p->hdr.job && a->cfg.sw[h].sin_addr.s_addr == in->peer.sin_addr.s_addr &&
+	       from < (a->cfg.ports[h] ? a->cfg.ports[h] : 1u);
+}
+
 static int shard_of(const struct hcl_ina *a, const struct dgram_pkt *in, const struct ina_pkt *p)
 {
-	for (unsigned h = 0; h < a->cfg.shards; h++) {
-		unsigned from = ntohs(in->peer.sin_port) - ntohs(a->cfg.sw[h].sin_port);
-		if (a->cfg.job[h] == p->hdr.job && a->cfg.sw[h].sin_addr.s_addr == in->peer.sin_addr.s_addr &&
-		    from < (a->cfg.ports[h] ? a->cfg.ports[h] : 1u))
+	/* the plans number a pass's shards' jobs evenly (ring/hcl_algo_ps.c:
+	 * the first + 2h): the shard at once, where there are hundreds */
+	const unsigned n = a->cfg.shards, step = n > 1 ? (uint16_t)(a->cfg.job[1] - a->cfg.job[0]) : 0;
+	const unsigned guess = step ? (uint16_t)(p->hdr.job - a->cfg.job[0]) / step : 0;
+	if (guess < n && from_shard(a, guess, in, p))
+		return (int)guess;
+	for (unsigned h = 0; h < n; h++)
+		if (from_shard(a, h, in, p))
 			return (int)h;
-	}
 	return -1;
 }
 

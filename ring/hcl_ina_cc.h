@@ -10,8 +10,7 @@
  * like a queue (AIMD on the round trip made ps-ina at 8 hosts 100x
  * slower), and losses come too late (AIMD on bursts of losses still
  * collapsed a 256-worker PS).  Off unless asked for: where measured it
- * gained nothing or lost (docs/SCALE.md, "Congestion control for the INA
- * windows"). */
+ * gained nothing or lost (docs/CONGESTION.md). */
 #ifndef HCL_INA_CC_H
 #define HCL_INA_CC_H
 

@@ -8,6 +8,7 @@
  * counters the lcores write, as the JSON writer does. */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_ethdev.h>
@@ -219,8 +220,10 @@ static unsigned job_ids(const struct sw_lsw *sw, uint16_t ids[INA_MAX_JOBS])
 
 static void jobs_out(FILE *f, const struct sw_rt *rt)
 {
-	uint16_t ids[RTE_DIM(rt->sw)][INA_MAX_JOBS];
+	uint16_t(*ids)[INA_MAX_JOBS] = calloc((size_t)rt->nsw + 1, sizeof(*ids)); /* 4 KiB a switch: not on the stack */
 	unsigned n[RTE_DIM(rt->sw)];
+	if (!ids)
+		return;
 	for (int s = 0; s < rt->nsw; s++)
 		n[s] = job_ids(rt->sw[s], ids[s]);
 	for (size_t k = 0; k < RTE_DIM(job_counters); k++) {
@@ -247,6 +250,7 @@ static void jobs_out(FILE *f, const struct sw_rt *rt)
 				sample(f, "swemu_ina_job_drops_total", rt->sw[s], NULL, ids[s][i], ina_name(r),
 				       js->drops[r]);
 		}
+	free(ids);
 }
 
 static void workers_out(FILE *f, const struct sw_rt *rt)

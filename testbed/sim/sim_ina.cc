@@ -142,10 +142,9 @@ class PsRank : public SimInaClient
 		if (ina_parse(frame, len, &pk) != INA_OK ||
 		    (pk.hdr.type != INA_T_RESULT && pk.hdr.type != INA_T_HAVE && pk.hdr.type != INA_T_MISS))
 			return;
-		unsigned h = 0;
-		while (h < shards.size() && shards[h].job != pk.hdr.job)
-			h++;
-		if (h == shards.size())
+		/* shard h's job is the first's + 2h (sim_ps_create) */
+		const unsigned h = (unsigned)(pk.hdr.job - shards[0].job) / 2;
+		if (pk.hdr.job < shards[0].job || h >= shards.size() || shards[h].job != pk.hdr.job)
 			return;
 		if (pk.hdr.type == INA_T_MISS) { /* as ring/hcl_ina.c takes it */
 			int slot = hcl_inaw_missed(&shards[h].win, &pk.hdr, epoch);
@@ -190,9 +189,9 @@ class PsRank : public SimInaClient
 
 SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 {
-	/* 0: a shard per host, as the trial's ps_shards = 0, up to the library's limit */
+	/* 0: as a trial's ps_shards = 0 */
 	const unsigned world = c.hosts(),
-		       shards = c.ps_shards ? c.ps_shards : std::min(world, (unsigned)HCL_INA_MAX_SHARDS);
+		       shards = c.ps_shards ? c.ps_shards : psina_auto_shards(world, c.racks, with_tors);
 	const uint16_t job0 = 100;
 	if (shards > world || shards > HCL_INA_MAX_SHARDS)
 		throw std::runtime_error("ps_shards must be at most the hosts (and " +

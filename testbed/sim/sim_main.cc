@@ -295,7 +295,7 @@ static int run(int argc, char **argv)
 	cmd.AddValue("seed", "of the noise and the loss", c.seed);
 	cmd.AddValue("inaElems", "elements per INA packet", c.ina_elems);
 	cmd.AddValue("inaSlots", "INA packets in flight per rank (shared by the PS shards)", c.ina_slots);
-	cmd.AddValue("psShards", "software PS shards (0: one per host, at most 16)", c.ps_shards);
+	cmd.AddValue("psShards", "software PS shards, 1 to the hosts (0: one per host, at most 16)", c.ps_shards);
 	cmd.AddValue("psRackAgg",
 		     "ps, ps-ina: a software aggregator per plain rack under the PS: always, never, or auto "
 		     "(ps-ina with 3 racks or more, ps past 256 contributors)",

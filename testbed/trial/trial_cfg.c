@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hcl_env.h" /* HCL_INA_MAX_SHARDS */
 #include "hcl_noise.h"
+#include "psina_plan.h"
 #include "parse.h"
 #include "trial_cfg.h"
 
@@ -172,6 +174,23 @@ static int get_flags(const struct conf_node *t, struct trial *tr)
 	return 0;
 }
 
+/* ps_shards: 1..the hosts; 0 one per host up to 16, and for ps-ina up
+ * to 4 per rack where that is more (agent/psina_plan.h). */
+static int get_shards(const struct conf_node *t, struct trial *tr)
+{
+	if (trial_get_int(tr, t, "ps_shards", 0, HCL_INA_MAX_SHARDS, &tr->ps_shards) < 0)
+		return -1;
+	if (tr->ps_shards > tr->world)
+		return trial_fail(tr, conf_member(t, "ps_shards"), "ps_shards = %d: at most one per host (%d)",
+				  tr->ps_shards, tr->world);
+	tr->psina_shards = tr->ps_shards;
+	if (tr->ps_shards == 0) {
+		tr->ps_shards = (int)psina_auto_shards((unsigned)tr->world, (unsigned)tr->racks, false);
+		tr->psina_shards = (int)psina_auto_shards((unsigned)tr->world, (unsigned)tr->racks, true);
+	}
+	return 0;
+}
+
 static int load(const struct conf *cf, struct trial *tr)
 {
 	const struct conf_node *t = conf_member(cf->root, "trial");
@@ -209,16 +228,9 @@ static int load(const struct conf *cf, struct trial *tr)
 	    /* the testbed's ToRs take 2048 elements per packet; agent-ring's
 	     * 2m-1 step jobs of two ranges must fit their 2048 slots */
 	    trial_get_int(tr, t, "ina_elems", 1, 2048, &tr->ina_elems) < 0 ||
-	    trial_get_int(tr, t, "ina_slots", 1, 32, &tr->ina_slots) < 0 ||
-	    trial_get_int(tr, t, "ps_shards", 0, 16, &tr->ps_shards) < 0 || trial_get_workload(t, tr) < 0)
+	    trial_get_int(tr, t, "ina_slots", 1, 32, &tr->ina_slots) < 0 || get_shards(t, tr) < 0 ||
+	    trial_get_workload(t, tr) < 0)
 		return -1;
-	/* 0: one shard per host, as many as the library takes */
-	int world = tr->world;
-	if (tr->ps_shards > world)
-		return trial_fail(tr, conf_member(t, "ps_shards"), "ps_shards = %d: at most one per host (%d)",
-				  tr->ps_shards, world);
-	if (tr->ps_shards == 0)
-		tr->ps_shards = world < 16 ? world : 16;
 	if (check_jitter(tr, t, tr->jitter) < 0 || check_straggler(tr, t, tr->straggler, tr->world) < 0)
 		return -1;
 	if (get_flags(t, tr) < 0)
@@ -300,11 +312,11 @@ static void print_trial(const struct trial *tr, double k_given)
 	       "T_UPLINK_BUFFER=%s\nT_HOST_BUFFER=%s\nT_PMD=%s\nT_LOSS=%g\nT_COMPUTE_MS=%g\nT_JITTER=%s\nT_STRAGGLER=%"
 	       "s\nT_ALGOS='%s'\n"
 	       "T_SIZES='%s'\nT_ITERATIONS=%d\nT_WARMUP=%d\nT_PACE=%d\nT_DTYPE=%s\nT_INA_WIRE=%s\nT_INA_ELEMS=%d\n"
-	       "T_INA_SLOTS=%d\nT_PS_SHARDS=%d\nT_TIMEOUT_MS=%d\nT_REPEATS=%d\n",
+	       "T_INA_SLOTS=%d\nT_PS_SHARDS=%d\nT_PSINA_SHARDS=%d\nT_TIMEOUT_MS=%d\nT_REPEATS=%d\n",
 	       tr->name, tr->seed, tr->racks, tr->uneven ? sizes : hosts, *ina ? ina : "none", tr->host_rate,
 	       tr->uplinks, tr->uplink_buffer, tr->host_buffer, tr->pmd, tr->loss, tr->compute_ms, tr->jitter,
 	       tr->straggler, tr->algos, tr->sizes, tr->iterations, tr->warmup, tr->pace, tr->dtype, tr->ina_wire,
-	       tr->ina_elems, tr->ina_slots, tr->ps_shards, tr->timeout_ms, tr->repeats);
+	       tr->ina_elems, tr->ina_slots, tr->ps_shards, tr->psina_shards, tr->timeout_ms, tr->repeats);
 	printf("T_SWEEP=%d\nT_SWEEP_ORDER='%s'\nT_DELAY_US=%d\nT_JITTER_US=%d\nT_BURST_LOSS='%s'\nT_RACK_RATES='%s'\n",
 	       tr->sweep, order, tr->delay_us, tr->jitter_us, tr->burst, tr->rack_rates);
 	printf("T_CAPTURE='%s'\nT_CAPTURE_SNAPLEN=%d\nT_PROCESSES=%d\nT_INA_CC=%d\n", tr->capture, tr->capture_snaplen,

@@ -23,7 +23,7 @@ struct trial {
 	bool sim;			    /* engine = "sim": the trial runs in ns-3 (swemu-sim), not on the testbed */
 	int max_racks, max_world, max_rack; /* the engine's limits */
 	int seed, racks, iterations, warmup, timeout_ms, repeats;
-	int ina_elems, ina_slots, ps_shards;
+	int ina_elems, ina_slots, ps_shards, psina_shards; /* ps's and ps-ina's PS shards */
 	bool ina[TRIAL_MAX_RACKS];
 	bool sweep;		    /* ina_racks = "sweep": every deployment 0..racks, in sweep_order */
 	int order[TRIAL_MAX_RACKS]; /* racks in the order they get INA ToRs */

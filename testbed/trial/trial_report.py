@@ -502,6 +502,13 @@ def dilation(t):
     return float(v) if v not in ("", "auto") else 1.0
 
 
+def ps_shards_words(t):
+    """The PS shards: one count, or ps's and ps-ina's where the default gave
+    ps-ina more (one per rack's partial: agent/psina_plan.h)."""
+    ps, psina = t.get("T_PS_SHARDS", "1"), t.get("T_PSINA_SHARDS")
+    return ps if not psina or psina == ps else "%s (ps), %s (ps-ina)" % (ps, psina)
+
+
 def link_extras(t):
     """Per-rack host rates, and the emulated delay, jitter and bursty loss of
     every port, as words."""
@@ -729,7 +736,7 @@ def main():
               ", a swemu process per switch" if t.get("T_PROCESSES") == "1" else "", t["T_HOST_RATE"],
               " (buffer %s)" % t["T_HOST_BUFFER"] if t.get("T_HOST_BUFFER") else "", t["T_UPLINK_RATE"].replace(",", ", "),
               " (buffer %s)" % t["T_UPLINK_BUFFER"] if t["T_UPLINK_BUFFER"] else "", t["T_LOSS"] + link_extras(t), t["T_DTYPE"], t.get("T_INA_WIRE", "fp32"),
-              t.get("T_INA_ELEMS", "1024"), t.get("T_INA_SLOTS", "16"), t.get("T_PS_SHARDS", "1"), t.get("T_RING_CHANNELS", "1"),
+              t.get("T_INA_ELEMS", "1024"), t.get("T_INA_SLOTS", "16"), ps_shards_words(t), t.get("T_RING_CHANNELS", "1"),
               iters, warmup, "the workload's (%s)" % t["T_WORKLOAD_NAME"] if t.get("T_WORKLOAD") else t["T_COMPUTE_MS"] + " ms",
               ", jitter " + t["T_JITTER"] if t["T_JITTER"] else "",
               ", straggler " + t["T_STRAGGLER"] if t["T_STRAGGLER"] else "", "on" if t["T_PACE"] == "1" else "off",

@@ -82,6 +82,26 @@ assert "spine" in f["busiest_link"]["link"] and "spine" not in a["busiest_link"]
 assert a["time_ms"] < 0.95 * f["time_ms"]
 PY
 
+# a PS shard per host, past the old limits (16 shards, 64 jobs a ToR):
+# 16 INA racks of 5.  A shard host's link carries its own slices and each
+# ToR's partial of its shard, S (1 + 16/K) each way: 3 S with 8 shards,
+# 1.2 S with 80 (each ToR holding 80 jobs)
+run shards8 --algorithm=ps-ina --racks=16 --hostsPerRack=5 --inaRacks=16 --psShards=8
+run shards80 --algorithm=ps-ina --racks=16 --hostsPerRack=5 --inaRacks=16 --psShards=80
+for r in shards8 shards80; do
+	[ -z "$(field $r error)" ] && [ "$(field $r tail_drops)" = 0 ] || fail "$r: $(field $r error), $(field $r tail_drops) tail drops"
+done
+"$py" - "$scratch" <<'PY' || fail "PS shards"
+import json, sys
+a, b = (json.load(open(f"{sys.argv[1]}/{n}")) for n in ("shards8", "shards80"))
+s = 512 * 1024 / 1e6
+print("# ps-ina, 16 INA racks of 5: 8 shards %.1f ms (busiest %s), 80 shards %.1f ms (%s)"
+      % (a["time_ms"], a["busiest_link"], b["time_ms"], b["busiest_link"]))
+assert a["busiest_link"]["mb_per_iteration"] >= 3 * s
+assert 1.2 * s <= b["busiest_link"]["mb_per_iteration"] <= 1.6 * s
+assert b["time_ms"] < 0.6 * a["time_ms"]
+PY
+
 # the INA racks named (a trial file's list): rack 1 alone, exact, and
 # counted as one INA rack
 run ps-ina-r1 --algorithm=ps-ina --inaRackList=1

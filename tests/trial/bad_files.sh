@@ -92,6 +92,12 @@ trial = {
   ps_shards = 5;
 };
 E
+expect 3 'ps_shards' <<'E'
+trial = {
+  racks = 32; hosts_per_rack = 32; engine = "sim";
+  ps_shards = 1025;
+};
+E
 expect 2 'jitter' <<'E'
 trial = {
   jitter = "gauss:3";

@@ -164,6 +164,16 @@ static void test_shards(void **st)
 	for (unsigned i = 0; i < 8; i++)
 		assert_int_equal(p.client[i].to_ps, i < 4);
 	psina_plan_free(&p);
+	/* ps_shards = 0: one per host up to 16, and where racks send
+	 * partials (ps-ina) up to 4 per rack if that is more */
+	assert_int_equal(psina_auto_shards(8, 2, true), 8);
+	assert_int_equal(psina_auto_shards(20, 4, true), 16);
+	assert_int_equal(psina_auto_shards(64, 8, true), 32);
+	assert_int_equal(psina_auto_shards(256, 16, true), 64);
+	assert_int_equal(psina_auto_shards(1024, 32, true), 128);
+	assert_int_equal(psina_auto_shards(100, 100, true), 100);
+	assert_int_equal(psina_auto_shards(8, 2, false), 8);
+	assert_int_equal(psina_auto_shards(1024, 32, false), 16);
 }
 
 /* A shard's slots: the rank's window dealt over the shards, at least two

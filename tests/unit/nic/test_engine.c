@@ -544,10 +544,45 @@ static void test_shadow_sets_lossy(void **state)
 	}
 }
 
+/* The job table's INA_MAX_JOBS entries: every one takes a job, one more
+ * does not, and a removed one's entry and slot serve the next. */
+static void test_job_table(void **state)
+{
+	(void)state;
+	struct ina_engine *big = ina_engine_create(INA_MAX_JOBS + 1, 8);
+	struct ina_job_cfg c;
+	const char *why = NULL;
+	assert_non_null(big);
+	for (uint16_t id = 0; id < INA_MAX_JOBS; id++) {
+		c = tl_job(id, 1, INA_D_INT32, 1, 8);
+		c.contributors[0] = tl_addr(id);
+		assert_int_equal(ina_job_install(big, &c, &why), 0);
+	}
+	c = tl_job(60000, 2, INA_D_INT32, 1, 8);
+	assert_int_equal(ina_job_install(big, &c, &why), -ENOSPC);
+	assert_non_null(strstr(why, "job table"));
+	assert_int_equal(ina_job_remove(big, 700), 0);
+	assert_int_equal(ina_job_install(big, &c, &why), 0);
+	assert_int_equal(ina_job_slot_base(big, 60000), 700);
+	/* entry 700 (past what a byte indexes) aggregates as any other */
+	const uint32_t a[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, b[8] = { 10, 20, 30, 40, 50, 60, 70, 80 };
+	const uint32_t want[8] = { 11, 22, 33, 44, 55, 66, 77, 88 };
+	struct ina_hdr h = tl_hdr(INA_T_DATA, INA_D_INT32, 60000, 0, 0, 1, 0, 8);
+	assert_int_equal(tl_send(big, &c.contributors[0], &h, a), INA_OK);
+	h.contributor = 1;
+	assert_int_equal(tl_send(big, &c.contributors[1], &h, b), INA_OK);
+	tl_assert_results(&tl_out, &c, &h, want, 0);
+	for (uint32_t id = 0; id < INA_MAX_JOBS; id++)
+		assert_int_equal(ina_job_remove(big, (uint16_t)id), id == 700 ? -ENOENT : 0);
+	assert_int_equal(ina_job_remove(big, 60000), 0);
+	ina_engine_destroy(big);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reference_random),
+		cmocka_unit_test(test_job_table),
 		cmocka_unit_test(test_bfp_path),
 		cmocka_unit_test(test_bf16),
 		cmocka_unit_test(test_permutations_duplicates),

@@ -151,15 +151,6 @@ static void test_install_checks(void **state)
 	ina_job_remove(eng1, 2);
 	ina_job_remove(eng1, 3);
 
-	for (uint16_t id = 0; id < INA_MAX_JOBS; id++) {
-		c = tl_job(id, 1, INA_D_INT32, 1, 8);
-		c.contributors[0] = tl_addr(id);
-		expect_install(&c, 0, NULL);
-	}
-	c = tl_job(INA_MAX_JOBS, 1, INA_D_INT32, 1, 8);
-	expect_install(&c, -ENOSPC, "job table");
-	for (uint16_t id = 0; id < INA_MAX_JOBS; id++)
-		assert_int_equal(ina_job_remove(eng1, id), 0);
 	assert_null(ina_engine_create(0, 8));
 	assert_null(ina_engine_create(8, 0));
 	assert_null(ina_engine_create(8, INA_MAX_ELEMS + 1));

@@ -256,14 +256,14 @@ static void test_result_checks(void **state)
 /* Every rank of the plan as a worker of 3 lossy int32 calls through its
  * aggregators (job 10 + shard), run to the end; every result exact. */
 static void run_plan_workers(struct fake_hub *hub, const struct psina_plan *plan, unsigned world, unsigned shards,
-			     const struct ina_addr *ps_addr, uint16_t rack_port)
+			     const struct ina_addr *ps_addr, uint16_t rack_port, size_t count)
 {
 	struct worker w[MAXW];
 	for (unsigned i = 0; i < world; i++) {
 		w[i] = (struct worker){ .hub = hub,
 					.ep = i,
 					.dt = HCL_INT32,
-					.count = 9 * ELEMS + 5,
+					.count = count,
 					.calls = 3,
 					.world = world,
 					.rank = i,
@@ -327,10 +327,58 @@ static void test_psina_plan_shards(void **state)
 		job.nslots = SLOTS + PSINA_SPARE_SLOTS;
 		agg[2 + h] = aggregator(hub, PS0 + h, &job, 1);
 	}
-	run_plan_workers(hub, &plan, WORLD, shards, ps_addr, 0);
+	run_plan_workers(hub, &plan, WORLD, shards, ps_addr, 0, 9 * ELEMS + 5);
 	/* the ToRs aggregated their racks (their PS jobs saw 2 contributors) */
 	assert_true(softsw_stats(agg[0])->accepted > 0 && softsw_stats(agg[1])->accepted > 0);
 	for (unsigned k = 0; k < 4; k++)
+		softsw_stop(agg[k]);
+	psina_plan_free(&plan);
+	fake_hub_free(hub);
+}
+
+/* More PS shards than the engine once had job entries (64) and the
+ * library shards (16): 80, all on one software PS endpoint, behind two
+ * ToRs that each hold a job per shard; lossy, every result exact, and
+ * every shard's job at the ToRs took its rack's contributions. */
+static void test_psina_many_shards(void **state)
+{
+	(void)state;
+	enum { WORLD = 4, TOR0 = WORLD, TOR1, PS, EPS, SHARDS = 80 };
+	const struct fake_net lossy = { .loss = 0.02, .dup = 0.02, .reorder = 0.05, .seed = 9 };
+	struct fake_hub *hub = fake_hub_new(EPS, &lossy);
+	struct plan_rank info[WORLD];
+	for (unsigned i = 0; i < WORLD; i++)
+		info[i] = (struct plan_rank){ .ina = ep_addr(i), .rack = (int)i / 2, .tor = ep_addr(TOR0 + i / 2) };
+	struct ina_addr ps_addr[SHARDS];
+	for (unsigned h = 0; h < SHARDS; h++)
+		ps_addr[h] = ep_addr(PS);
+	struct psina_plan plan;
+	char err[256];
+	if (psina_plan(info, WORLD, &ps_addr[0], 10, INA_D_INT32, SLOTS, ELEMS, &plan, err, sizeof(err)) < 0)
+		fail_msg("plan: %s", err);
+	assert_true(plan.use_ps);
+	static struct ina_job_cfg jobs[SHARDS]; /* 2 KiB each: off the stack */
+	struct softsw *agg[3];
+	for (unsigned t = 0; t < 2; t++) {
+		for (unsigned h = 0; h < SHARDS; h++) {
+			psina_shard_job(&plan.tor[t].job, (uint16_t)(10 + h), &ps_addr[h], &jobs[h]);
+			jobs[h].nslots = SLOTS + PSINA_SPARE_SLOTS;
+		}
+		agg[t] = aggregator(hub, TOR0 + t, jobs, SHARDS);
+	}
+	for (unsigned h = 0; h < SHARDS; h++) {
+		psina_shard_job(&plan.ps, (uint16_t)(10 + h), &ps_addr[h], &jobs[h]);
+		jobs[h].nslots = SLOTS + PSINA_SPARE_SLOTS;
+	}
+	agg[2] = aggregator(hub, PS, jobs, SHARDS);
+	run_plan_workers(hub, &plan, WORLD, SHARDS, ps_addr, 0, 3 * SHARDS * ELEMS + 5);
+	for (unsigned t = 0; t < 2; t++)
+		for (unsigned h = 0; h < SHARDS; h++) {
+			const struct ina_job_stats *js = softsw_job_stats(agg[t], (uint16_t)(10 + h));
+			assert_non_null(js);
+			assert_true(js->contributions >= 3 * 3 * 2); /* 3 calls x 3 slices x 2 ranks */
+		}
+	for (unsigned k = 0; k < 3; k++)
 		softsw_stop(agg[k]);
 	psina_plan_free(&plan);
 	fake_hub_free(hub);
@@ -380,7 +428,7 @@ static void test_psina_rack_aggregator(void **state)
 	agg[0] = aggregator(hub, TOR1, tor_jobs, shards);
 	agg[1] = aggregator(hub, RACK1, &rack_jobs[0], 1);
 	agg[4] = aggregator(hub, RACK2, &rack_jobs[1], 1);
-	run_plan_workers(hub, &plan, WORLD, shards, ps_addr, rack_port);
+	run_plan_workers(hub, &plan, WORLD, shards, ps_addr, rack_port, 9 * ELEMS + 5);
 	/* rack 0's three ranks summed at its aggregators: every slice's three
 	 * contributions (10 slices a call, 3 calls) */
 	assert_true(softsw_stats(agg[1])->accepted + softsw_stats(agg[4])->accepted >= 3 * 3 * 10);
@@ -532,6 +580,7 @@ int main(void)
 		cmocka_unit_test(test_dead_member),
 		cmocka_unit_test(test_result_checks),
 		cmocka_unit_test(test_psina_plan_shards),
+		cmocka_unit_test(test_psina_many_shards),
 		cmocka_unit_test(test_psina_rack_aggregator),
 		cmocka_unit_test(test_aggregator_drops_by_reason),
 		cmocka_unit_test(test_lost_aggregator),
