@@ -102,7 +102,8 @@ static inline struct job *find_job(const struct ina_engine *eng, uint16_t id)
 	return i ? eng->jobs[i - 1] : NULL;
 }
 
-/* Entry i of the job table, i < ina_job_entries(eng) (NULL past it). */
+/* How many entries the job table has allocated, each used or free (for
+ * another thread's loop over eng->jobs[]: those past it are NULL). */
 static inline unsigned ina_job_entries(const struct ina_engine *eng)
 {
 	return __atomic_load_n(&eng->njobs, __ATOMIC_ACQUIRE);

@@ -77,7 +77,10 @@ perf_run() {
 	# a workload's steps, at the trial's time dilation (its size names the model)
 	[ -z "${T_WORKLOAD:-}" ] || [ "$size" != "$T_WORKLOAD_NAME" ] ||
 		what=(--workload "$T_WORKLOAD" --time-scale "$T_DILATION")
-	run_waited env "${wire[@]}" HCL_TIMER_SCALE="$T_DILATION" "$top/testbed/topo/launch.sh" $name -- "$perf" --only in --algo "$algo" -d "$T_DTYPE" "${what[@]}" \
+	# ps-ina's PS shards may be more than ps's (trial_cfg: T_PSINA_SHARDS)
+	local shards=${T_PS_SHARDS:-1}
+	[ "$algo" != ps-ina ] || shards=${T_PSINA_SHARDS:-$shards}
+	run_waited env "${wire[@]}" HCL_PS_SHARDS="$shards" HCL_TIMER_SCALE="$T_DILATION" "$top/testbed/topo/launch.sh" $name -- "$perf" --only in --algo "$algo" -d "$T_DTYPE" "${what[@]}" \
 		--timeout "$T_TIMEOUT_MS" --trace "$d/trace" "$@" > "$d/perf.out" 2>&1 || rc=$?
 	echo "$cpu0 $(cpu_ticks)" > "$d/cpu"
 	echo $rc > "$d/rc"
@@ -181,7 +184,7 @@ engine_up() {
 	bfp) wire=(HCL_INA_FP32=bfp) ;;
 	bf16) wire=(HCL_INA_FP32=bf16) ;;
 	esac
-	wire+=(HCL_INA_ELEMS="${T_INA_ELEMS:-2048}" HCL_INA_SLOTS="${T_INA_SLOTS:-8}" HCL_PS_SHARDS="${T_PS_SHARDS:-1}")
+	wire+=(HCL_INA_ELEMS="${T_INA_ELEMS:-2048}" HCL_INA_SLOTS="${T_INA_SLOTS:-8}")
 	wire+=(HCL_RING_CHANNELS="$ring_channels")
 	if [ "$T_DILATION" = auto ]; then
 		calibrate
