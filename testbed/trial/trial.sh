@@ -69,6 +69,11 @@ printf "T_RACK_BPS='%s'\n" "${rack_bps% }" >> "$out/trial.env"
 # up to its deadline: runs go in the background (run_pid)
 run_pid=""
 trap '[ -z "$run_pid" ] || kill -TERM "$run_pid" 2>/dev/null; exit 130' INT TERM
+# The PS shards of algorithm $1: ps-ina's may be more than ps's
+# (swemu-trial-cfg's T_PSINA_SHARDS)
+ps_shards_of() {
+	if [ "$1" = ps-ina ]; then echo "${T_PSINA_SHARDS:-${T_PS_SHARDS:-1}}"; else echo "${T_PS_SHARDS:-1}"; fi
+}
 # A run's command in the background, waited for; its exit status (the
 # caller's redirections apply to it)
 run_waited() {

@@ -77,10 +77,7 @@ perf_run() {
 	# a workload's steps, at the trial's time dilation (its size names the model)
 	[ -z "${T_WORKLOAD:-}" ] || [ "$size" != "$T_WORKLOAD_NAME" ] ||
 		what=(--workload "$T_WORKLOAD" --time-scale "$T_DILATION")
-	# ps-ina's PS shards may be more than ps's (trial_cfg: T_PSINA_SHARDS)
-	local shards=${T_PS_SHARDS:-1}
-	[ "$algo" != ps-ina ] || shards=${T_PSINA_SHARDS:-$shards}
-	run_waited env "${wire[@]}" HCL_PS_SHARDS="$shards" HCL_TIMER_SCALE="$T_DILATION" "$top/testbed/topo/launch.sh" $name -- "$perf" --only in --algo "$algo" -d "$T_DTYPE" "${what[@]}" \
+	run_waited env "${wire[@]}" HCL_PS_SHARDS="$(ps_shards_of "$algo")" HCL_TIMER_SCALE="$T_DILATION" "$top/testbed/topo/launch.sh" $name -- "$perf" --only in --algo "$algo" -d "$T_DTYPE" "${what[@]}" \
 		--timeout "$T_TIMEOUT_MS" --trace "$d/trace" "$@" > "$d/perf.out" 2>&1 || rc=$?
 	echo "$cpu0 $(cpu_ticks)" > "$d/cpu"
 	echo $rc > "$d/rc"

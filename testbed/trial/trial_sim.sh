@@ -25,7 +25,7 @@ one_run() {
 		--iterations="$T_ITERATIONS" --warmup="$T_WARMUP" --jitter="${T_JITTER:-none}"
 		--seed=$((T_SEED + rep - 1)) --inaElems="$T_INA_ELEMS" --inaSlots="$T_INA_SLOTS"
 		--ringChannels="$ring_channels"
-		--psShards="$([ "$algo" = ps-ina ] && echo "${T_PSINA_SHARDS:-$T_PS_SHARDS}" || echo "$T_PS_SHARDS")"
+		--psShards="$(ps_shards_of "$algo")"
 		--limitS=$(((T_WARMUP + T_ITERATIONS) * T_TIMEOUT_MS / 1000)))
 	# a workload's steps (its size names the model), or calls of one size after compute
 	if [ -n "${T_WORKLOAD:-}" ] && [ "$size" = "$T_WORKLOAD_NAME" ]; then

@@ -12,6 +12,13 @@ trap 'rm -rf "$tmp"' EXIT
 for f in "$top"/configs/trial-*.cfg; do # every shipped trial file (trial-sim-1024's uplinks are 400G)
 	(cd "$top" && "$checker" "$f" >/dev/null) || { echo "FAIL: $f is refused"; exit 1; }
 done
+# ps_shards: past the library's old 16 up to the hosts; 0 gives ps-ina up
+# to 4 per rack and ps 16 (trial-sim-1024: 32 racks of 32)
+printf 'trial = {\n  racks = 8; hosts_per_rack = 8; engine = "sim";\n  ps_shards = 64;\n};\n' > "$tmp/shards.cfg"
+grep -qx 'T_PSINA_SHARDS=64' <<<"$("$checker" "$tmp/shards.cfg")" || { echo "FAIL: ps_shards = 64 of 64 hosts"; exit 1; }
+vars=$(cd "$top" && "$checker" configs/trial-sim-1024.cfg)
+grep -qx 'T_PS_SHARDS=16' <<<"$vars" && grep -qx 'T_PSINA_SHARDS=128' <<<"$vars" ||
+	{ echo "FAIL: trial-sim-1024's default shards: $(grep SHARDS <<<"$vars")"; exit 1; }
 n=0
 # expect LINE PATTERN, then the file on stdin
 expect() {
