@@ -101,7 +101,8 @@ struct hcl_inaw_slot *hcl_inaw_start(struct hcl_inaw *w, uint32_t slot, size_t s
  * doubling made a contribution lost twice wait 4-16 timers while every
  * other worker's slice of the slot waited with it.  With w->answers, a
  * re-sent slice that got neither its result nor HAVE within two least
- * round trips (at least 0.5 ms) goes again at once, without an expiry;
+ * round trips (at least 0.5 ms; doubled for each re-send of it in a row,
+ * up to 64 times) goes again at once, without an expiry;
  * one that got HAVE (held) waits for its result on the timer, or goes
  * again after a result that came after its HAVE (hcl_inaw_held). */
 void hcl_inaw_resend(struct hcl_inaw *w, int64_t now, int64_t floor_ns, bool (*send)(void *ctx, uint32_t slot),

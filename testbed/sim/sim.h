@@ -8,11 +8,15 @@
 #ifndef SWEMU_SIM_H
 #define SWEMU_SIM_H
 
+#include <arpa/inet.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <ns3/core-module.h>
@@ -86,8 +90,7 @@ struct SimCfg {
 struct SimDrops {
 	uint64_t tail = 0;   /* a device queue (the trial's buffer) was full */
 	uint64_t loss = 0;   /* the emulated random loss */
-	uint64_t other = 0;  /* IP or ARP: never expected */
-	uint64_t socket = 0; /* a socket without receive buffer room */
+	uint64_t other = 0;  /* no route, or no port bound (sim_datapath.cc): never expected */
 	uint64_t marks = 0;  /* not a drop: packets a queue marked CE (SimCeTag) */
 };
 void sim_count_drop(uint64_t *n, ns3::Ptr<const ns3::Packet>);
@@ -138,6 +141,7 @@ struct SimLinkLoad {
 };
 
 class SimAgg;
+class SimDatapath;
 /* The built network: hosts 0..N-1 (rack RackOf(i)), a ToR per
  * rack, one spine; every address in network byte order. */
 struct SimNet {
@@ -153,6 +157,9 @@ struct SimNet {
 	std::vector<int64_t> rx_free_ns;
 	std::vector<std::unique_ptr<SimMarker>> markers;
 	std::vector<std::unique_ptr<SimLinkLoad>> loads; /* every link direction */
+	std::vector<std::unique_ptr<SimDatapath>> datapaths; /* every node's (sim_datapath.cc) */
+	SimDatapath *DatapathOf(const ns3::Ptr<ns3::Node> &node) const { return datapath_of.at(node->GetId()); }
+	std::vector<SimDatapath *> datapath_of; /* per node id */
 };
 
 /* The host CPU model (--hostPacketNs): a host's receive path takes its
@@ -189,15 +196,64 @@ inline void sim_host_rx(SimNet &net, const ns3::Ptr<ns3::Node> &node, Handle han
 	});
 }
 
+/* sim_datapath.cc: a node's datapath in place of ns-3's IP stack (which
+ * no node has): a switch's table from IPv4 destination to port, a host's
+ * one link, and what is bound to the node's addresses' UDP ports, as
+ * sockets would be.  Addresses in network order, UDP ports in host order. */
+class SimDatapath
+{
+      public:
+	/* a datagram's payload, and where it came from */
+	using Rx = std::function<void(ns3::Ptr<ns3::Packet>, uint32_t src_ip, uint16_t src_port)>;
+	SimDatapath(SimNet &net, ns3::Ptr<ns3::Node> node, bool forwards);
+	/* dev's frames come here; own_ip is the node's address on it (the
+	 * first one given is its address, Ip()) */
+	unsigned AddPort(ns3::Ptr<ns3::NetDevice> dev, uint32_t own_ip);
+	void Route(uint32_t dst_ip, unsigned port) { routes[dst_ip] = port; }
+	void RouteRest(unsigned port) { rest = (int)port; } /* what has no route */
+	/* at 0: Ip().  Throws when the address is not the node's or the port is taken. */
+	void Bind(uint32_t at, uint16_t port, Rx rx);
+	/* A datagram from src_ip (0: Ip()):src_port, at once, as a socket's
+	 * send (to the node's own address: delivered inside it); SendLater in
+	 * an event of its own, for a sender that must not be re-entered (a
+	 * worker and its host's software aggregator, while it walks its window) */
+	void Send(uint32_t src_ip, uint16_t src_port, uint32_t dst_ip, uint16_t dst_port, ns3::Ptr<ns3::Packet> payload);
+	void SendLater(uint32_t src_ip, uint16_t src_port, uint32_t dst_ip, uint16_t dst_port,
+		       ns3::Ptr<ns3::Packet> payload);
+	uint32_t Ip() const { return ip; }
+	ns3::Ptr<ns3::NetDevice> Nic() const { return ports.empty() ? nullptr : ports[0].dev; } /* a host's link */
+	ns3::Ptr<ns3::Node> GetNode() const { return node; }
+
+      private:
+	struct Port {
+		ns3::Ptr<ns3::NetDevice> dev;
+		ns3::Ptr<ns3::NetDeviceQueue> txq;
+	};
+	static uint64_t Key(uint32_t ip, uint16_t port) { return (uint64_t)ip << 16 | port; }
+	void Receive(ns3::Ptr<ns3::NetDevice>, ns3::Ptr<const ns3::Packet>, uint16_t, const ns3::Address &,
+		     const ns3::Address &, ns3::NetDevice::PacketType);
+	void Deliver(ns3::Ptr<ns3::Packet> p);
+	void Forward(ns3::Ptr<ns3::Packet> p, uint32_t dst_ip);
+	SimNet *net;
+	ns3::Ptr<ns3::Node> node;
+	bool forwards;
+	uint32_t ip = 0;
+	std::vector<Port> ports;
+	std::unordered_map<uint32_t, unsigned> routes;
+	int rest = -1;
+	std::unordered_set<uint32_t> local;
+	std::unordered_map<uint64_t, Rx> bound;
+};
+
 /* sim_topo.cc: nodes, links (rate, delay, tail-drop buffer in bytes, loss),
  * addresses and routes.  Throws std::runtime_error on a bad setting. */
 void sim_build(const SimCfg &c, SimNet &net);
 /* c.ina from ina_racks or ina_rack_list; throws on a rack that is not one */
 void sim_ina_racks(SimCfg &c);
 
-/* sim_agg.cc: nic/'s engine behind a UDP socket on node, answering from
+/* sim_agg.cc: nic/'s engine bound to a UDP port of node, answering from
  * address `at` (network order; a ToR has one per link and a parent's job
- * names one; 0: the node's only one).  Lives as long as the simulation;
+ * names one; 0: the node's first).  Lives as long as the simulation;
  * made by Make, which hands it to net.aggs to own. */
 class SimAgg
 {
@@ -211,8 +267,7 @@ class SimAgg
 
       private:
 	SimAgg(SimNet &net, ns3::Ptr<ns3::Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems);
-	void Recv(ns3::Ptr<ns3::Socket> s);
-	void Handle(ns3::Ptr<ns3::Packet> p, const ns3::Address &from);
+	void Handle(ns3::Ptr<ns3::Packet> p, uint32_t from_ip, uint16_t from_port); /* ip network order, port host */
 	void SendOut(); /* out's emits */
 	void SchedulePoll();
 	void Poll();
@@ -221,17 +276,12 @@ class SimAgg
 	ns3::EventId poll; /* the next idle report's check, at poll_at (ns) */
 	int64_t poll_at = 0;
 	std::vector<uint8_t> buf;
-	ns3::Ptr<ns3::Socket> sock;
+	SimDatapath *dp;
+	ns3::Ptr<ns3::Node> node;
+	uint32_t at;
+	uint16_t port;
 	SimNet *net;
 };
-
-/* A datagram out of s, as an event of its own: ns-3 delivers a send to the
- * node's own address inside SendTo, which re-entered the sender (a worker
- * and its host's software aggregator) while it walked its window. */
-inline void sim_send(ns3::Ptr<ns3::Socket> s, ns3::Ptr<ns3::Packet> p, const ns3::InetSocketAddress &to)
-{
-	ns3::Simulator::ScheduleNow([s, p, to] { s->SendTo(p, 0, to); });
-}
 
 /* hcl_inaw reads sent_at 0 as "not sent": simulated time, which starts at
  * 0, shifted by a second. */
@@ -291,7 +341,10 @@ class SimInaClient : public SimAlgo
 	void Begin(std::function<void()> cb);
 	void Rearm();
 	void ResendWindow(hcl_inaw *win, unsigned w, int64_t now, int64_t floor_ns, int64_t *wake);
-	void Send(ns3::Ptr<ns3::Packet> p, const ns3::InetSocketAddress &to) { sim_send(sock, p, to); }
+	void Send(ns3::Ptr<ns3::Packet> p, const ns3::InetSocketAddress &to)
+	{
+		dp->SendLater(0, INA_HOST_PORT, htonl(to.GetIpv4().Get()), to.GetPort(), p);
+	}
 	virtual void ResendDue(int64_t now, int64_t *wake) = 0;
 	virtual void ResendSlot(unsigned w, uint32_t slot) = 0;
 	virtual void Take(const uint8_t *buf, uint32_t len) = 0;
@@ -302,11 +355,12 @@ class SimInaClient : public SimAlgo
 
       private:
 	static bool ResendTrampoline(void *ctx, uint32_t slot);
-	void Recv(ns3::Ptr<ns3::Socket> s);
+	void Recv(ns3::Ptr<ns3::Packet> p);
 	void Handle(ns3::Ptr<ns3::Packet> p);
 	void AfterRecv();
 	SimNet *net;
-	ns3::Ptr<ns3::Socket> sock;
+	SimDatapath *dp;
+	ns3::Ptr<ns3::Node> node;
 	std::function<void()> done_cb;
 	ns3::EventId timer;
 	int64_t timer_at = 0;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* nic/'s engine behind a UDP socket: what swemu's INA endpoint and
- * agent/softsw do with a datagram, minus the frames. */
+/* nic/'s engine bound to a UDP port of a host (a software aggregator) or
+ * of a ToR's INA address (sim_datapath.cc): what agent/softsw and swemu's
+ * INA endpoint do with a datagram, minus the frames. */
 #include <arpa/inet.h>
 
 #include <cstring>
@@ -11,15 +12,25 @@
 using namespace ns3;
 
 SimAgg::SimAgg(SimNet &net, Ptr<Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems)
-    : eng(ina_engine_create(nslots, elems)), out(new ina_emits), buf(INA_HDR_LEN + INA_MAX_PAYLOAD), net(&net)
+    : eng(ina_engine_create(nslots, elems)), out(new ina_emits), buf(INA_HDR_LEN + INA_MAX_PAYLOAD),
+      dp(net.DatapathOf(node)), node(node), at(at), port(port), net(&net)
 {
 	if (!eng)
 		throw std::runtime_error("engine: bad size");
-	sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
-	sock->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &net.drops.socket));
-	if (sock->Bind(InetSocketAddress(at ? sim_ipv4(at) : Ipv4Address::GetAny(), port)) != 0)
-		throw std::runtime_error("aggregator: port in use");
-	sock->SetRecvCallback(MakeCallback(&SimAgg::Recv, this));
+	/* a ToR pays nothing per datagram; a software PS's host does */
+	auto rx = [this](Ptr<Packet> p, uint32_t ip, uint16_t from_port) {
+		sim_host_rx(
+			*this->net, this->node, [this, p, ip, from_port] { Handle(p, ip, from_port); },
+			[this] { SchedulePoll(); });
+		SchedulePoll();
+	};
+	try {
+		dp->Bind(at, port, rx);
+	} catch (...) {
+		ina_engine_destroy(eng);
+		delete out;
+		throw;
+	}
 }
 
 SimAgg *SimAgg::Make(SimNet &net, Ptr<Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems)
@@ -58,33 +69,24 @@ static Ptr<Packet> frame_of(const ina_emit &e)
 	return Create<Packet>(frame, (uint32_t)(INA_HDR_LEN + e.payload_len));
 }
 
-void SimAgg::Recv(Ptr<Socket> s)
-{
-	Address from;
-	Ptr<Packet> p;
-	while ((p = s->RecvFrom(from))) /* a ToR pays nothing; a software PS's host does */
-		sim_host_rx(*net, s->GetNode(), [this, p, from] { Handle(p, from); }, [this] { SchedulePoll(); });
-	SchedulePoll();
-}
-
-void SimAgg::Handle(Ptr<Packet> p, const Address &from)
+void SimAgg::Handle(Ptr<Packet> p, uint32_t from_ip, uint16_t from_port)
 {
 	ina_engine_set_time(eng, (uint64_t)Simulator::Now().GetNanoSeconds());
 	uint32_t len = p->CopyData(buf.data(), (uint32_t)buf.size());
 	sim_take_mark(p, buf.data(), len);
-	InetSocketAddress a = InetSocketAddress::ConvertFrom(from);
 	ina_addr src = {};
-	src.ip = htonl(a.GetIpv4().Get());
-	src.port = htons(a.GetPort());
+	src.ip = from_ip;
+	src.port = htons(from_port);
 	if (ina_engine_rx(eng, buf.data(), len, &src, out) == INA_OK) /* else counted by the engine */
 		SendOut();
 }
 
 void SimAgg::SendOut()
 {
-	for (unsigned i = 0; i < out->n; i++)
-		sim_send(sock, frame_of(out->e[i]),
-			 InetSocketAddress(sim_ipv4(out->e[i].dst.ip), ntohs(out->e[i].dst.port)));
+	for (unsigned i = 0; i < out->n; i++) {
+		const ina_emit &e = out->e[i];
+		dp->SendLater(at, port, e.dst.ip, ntohs(e.dst.port), frame_of(e));
+	}
 }
 
 /* Idle reports (ina_job_cfg.idle_miss_us) are the engine's to decide;

@@ -4,7 +4,7 @@
  * jumbo frame's payload at a constant rate, from the start to the end of
  * the run.  It crosses both racks' uplinks (a rack's hosts x the rate
  * each) and the receivers' host links, where the job under test meets it;
- * the receiver drops it into a socket that reads nothing back.
+ * the receiver's port throws it away.
  * What pacing is said to need (docs/PACING.md): contention that an early
  * rank's traffic adds to. */
 #include <stdexcept>
@@ -19,18 +19,13 @@ static const uint32_t BG_PAYLOAD = 8948;
 namespace
 {
 struct BgFlow {
-	Ptr<Socket> tx, rx;
-	InetSocketAddress to = InetSocketAddress(Ipv4Address::GetAny(), BG_PORT);
+	SimDatapath *tx;
+	uint32_t to;
 	Time gap;
 	void Send()
 	{
-		tx->SendTo(Create<Packet>(BG_PAYLOAD), 0, to);
+		tx->Send(0, BG_PORT, to, BG_PORT, Create<Packet>(BG_PAYLOAD));
 		Simulator::Schedule(gap, &BgFlow::Send, this);
-	}
-	static void Drain(Ptr<Socket> s)
-	{
-		while (s->Recv())
-			;
 	}
 };
 } // namespace
@@ -45,12 +40,9 @@ void sim_background(const SimCfg &c, SimNet &net)
 			continue;
 		auto f = std::make_shared<BgFlow>();
 		const unsigned from = h, to = c.RackFirst(n) + i;
-		f->tx = Socket::CreateSocket(net.hosts.Get(from), UdpSocketFactory::GetTypeId());
-		f->rx = Socket::CreateSocket(net.hosts.Get(to), UdpSocketFactory::GetTypeId());
-		if (f->rx->Bind(InetSocketAddress(Ipv4Address::GetAny(), BG_PORT)) != 0)
-			throw std::runtime_error("background: port in use");
-		f->rx->SetRecvCallback(MakeCallback(&BgFlow::Drain));
-		f->to = InetSocketAddress(sim_ipv4(net.host_ip[to]), BG_PORT);
+		f->tx = net.DatapathOf(net.hosts.Get(from));
+		net.DatapathOf(net.hosts.Get(to))->Bind(0, BG_PORT, [](Ptr<Packet>, uint32_t, uint16_t) {});
+		f->to = net.host_ip[to];
 		f->gap = NanoSeconds((int64_t)((BG_PAYLOAD + 28) * 8 * 1e9 / (double)c.background_bps));
 		Simulator::Schedule(NanoSeconds(997 * h), &BgFlow::Send, f.get()); /* not all in one instant */
 		net.flows.push_back(f);

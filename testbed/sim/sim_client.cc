@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* What the simulated INA clients (ps/ps-ina, agent-ring) share: one UDP
- * socket on the host's INA port, a call that runs until the algorithm has
+/* What the simulated INA clients (ps/ps-ina, agent-ring) share: the
+ * host's INA port, a call that runs until the algorithm has
  * all its answers, and one timer that re-sends what the windows say is due
  * and sleeps until their next expiry. */
 #include <stdexcept>
@@ -9,13 +9,9 @@
 
 using namespace ns3;
 
-SimInaClient::SimInaClient(SimNet &net, Ptr<Node> node) : net(&net)
+SimInaClient::SimInaClient(SimNet &net, Ptr<Node> node) : net(&net), dp(net.DatapathOf(node)), node(node)
 {
-	sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
-	sock->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &net.drops.socket));
-	if (sock->Bind(InetSocketAddress(Ipv4Address::GetAny(), INA_HOST_PORT)) != 0)
-		throw std::runtime_error("INA client: port in use");
-	sock->SetRecvCallback(MakeCallback(&SimInaClient::Recv, this));
+	dp->Bind(0, INA_HOST_PORT, [this](Ptr<Packet> p, uint32_t, uint16_t) { Recv(p); });
 }
 
 void SimInaClient::Begin(std::function<void()> cb)
@@ -56,12 +52,9 @@ void SimInaClient::Rearm()
 	timer = Simulator::Schedule(NanoSeconds(wake - now), &SimInaClient::Rearm, this);
 }
 
-void SimInaClient::Recv(Ptr<Socket> s)
+void SimInaClient::Recv(Ptr<Packet> p)
 {
-	Ptr<Packet> p;
-	Address from;
-	while ((p = s->RecvFrom(from)))
-		sim_host_rx(*net, s->GetNode(), [this, p] { Handle(p); }, [this] { AfterRecv(); });
+	sim_host_rx(*net, node, [this, p] { Handle(p); }, [this] { AfterRecv(); });
 	AfterRecv();
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ps and ps-ina in the simulator.  The plan is the host library's
  * (agent/psina_plan: which ToRs aggregate, the software PS cut in shards
- * over the hosts), every aggregator is nic/'s engine behind a UDP socket
+ * over the hosts), every aggregator is nic/'s engine on a UDP port
  * (a ToR's, or a host's PS shard as agent/softsw runs it), and every
  * rank's client keeps ring/hcl_ina_win's window per shard: shard h's
  * slices go out in order, slice k into slot (k - first) % slots, as many

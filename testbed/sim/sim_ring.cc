@@ -89,8 +89,10 @@ struct XferSender {
 		int64_t sent_at = 0;
 		bool acked = false, lost = false, resent = false, last = false;
 	};
-	Ptr<Socket> sock;
-	InetSocketAddress to{ Ipv4Address::GetAny(), 0 };
+	SimDatapath *dp = nullptr;
+	uint16_t port = 0;			    /* ours */
+	uint32_t to_ip = 0;			    /* the next rank's (network order) */
+	uint16_t to_port = 0;
 	std::deque<Seg> segs; /* snd_una onwards: sent, then not yet sent */
 	uint32_t snd_una = 0, snd_nxt = 0;
 	double cwnd = HCL_XFER_INITIAL_CWND, ssthresh = 1e9;
@@ -130,7 +132,7 @@ struct XferSender {
 		Ptr<Packet> p = Create<Packet>(g.len);
 		p->AddHeader(h);
 		g.sent_at = last_sent = Simulator::Now().GetNanoSeconds();
-		sock->SendTo(p, 0, to); /* at once: the host's queue must show it to the next look */
+		dp->Send(0, port, to_ip, to_port, p); /* at once: the host's queue must show it to the next look */
 		if (!timer.IsRunning())
 			Arm();
 		if (!probe.IsRunning() && srtt)
@@ -286,14 +288,15 @@ struct XferSender {
 };
 
 struct XferReceiver {
-	Ptr<Socket> sock;
+	SimDatapath *dp = nullptr;
+	uint16_t port = 0;
 	uint32_t cum = 0;		    /* every packet before it arrived */
 	std::map<uint32_t, uint32_t> ahead; /* arrived after a hole: seq -> bytes */
 	unsigned unacked = 0;
 
 	/* The bytes that became in order with this packet (0 for a copy or one
 	 * after a hole). */
-	uint64_t Take(const XferHeader &h, uint32_t len, const Address &from)
+	uint64_t Take(const XferHeader &h, uint32_t len, uint32_t from_ip, uint16_t from_port)
 	{
 		uint64_t in_order = 0;
 		bool now = h.last || h.seq != cum;
@@ -305,10 +308,10 @@ struct XferReceiver {
 			}
 		}
 		if (now || ++unacked >= 2)
-			Ack(from);
+			Ack(from_ip, from_port);
 		return in_order;
 	}
-	void Ack(const Address &from)
+	void Ack(uint32_t to_ip, uint16_t to_port)
 	{
 		XferHeader a;
 		a.type = XferHeader::ACK;
@@ -318,16 +321,15 @@ struct XferReceiver {
 				a.sack |= 1ull << (s - cum - 1);
 		Ptr<Packet> p = Create<Packet>(0);
 		p->AddHeader(a);
-		sock->SendTo(p, 0, InetSocketAddress::ConvertFrom(from));
+		dp->Send(0, port, to_ip, to_port, p);
 		unacked = 0;
 	}
 };
 
 /* A rank's place in one ring: a stream to the next rank, one from the
- * previous, on one UDP socket, and a list of steps, each sending some bytes
+ * previous, on one UDP port, and a list of steps, each sending some bytes
  * and waiting for some from the previous rank before the next step goes. */
 struct Pipe {
-	Ptr<Socket> sock;
 	XferSender tx;
 	XferReceiver rx;
 	uint64_t rx_total = 0, rx_want = 0;		  /* bytes from prev: so far, and by the end of this step */
@@ -342,21 +344,21 @@ struct Pipe {
 	{
 		net = &n;
 		error = err;
-		sock = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
-		sock->TraceConnectWithoutContext("Drop", MakeBoundCallback(&sim_count_drop, &n.drops.socket));
-		if (sock->Bind(InetSocketAddress(Ipv4Address::GetAny(), port)) != 0)
-			throw std::runtime_error("ring: port in use");
-		sock->SetAttribute("RcvBufSize", UintegerValue(8u << 20)); /* as the library asks */
-		sock->SetRecvCallback(MakeCallback(&Pipe::Recv, this));
-		tx.sock = rx.sock = sock;
-		/* a host has one NIC (device 0 is the loopback) */
-		Ptr<PointToPointNetDevice> nic = DynamicCast<PointToPointNetDevice>(node->GetDevice(1));
+		SimDatapath *dp = n.DatapathOf(node);
+		dp->Bind(0, port, [this](Ptr<Packet> p, uint32_t ip, uint16_t from) { Recv(p, ip, from); });
+		tx.dp = rx.dp = dp;
+		tx.port = rx.port = port;
+		Ptr<PointToPointNetDevice> nic = DynamicCast<PointToPointNetDevice>(dp->Nic());
 		if (nic) {
 			tx.nicq = nic->GetQueue();
 			tx.nic_bps = host_bps;
 		}
 	}
-	void Connect(uint32_t ip, uint16_t port) { tx.to = InetSocketAddress(sim_ipv4(ip), port); }
+	void Connect(uint32_t ip, uint16_t port)
+	{
+		tx.to_ip = ip;
+		tx.to_port = port;
+	}
 	void Run(std::vector<std::pair<uint64_t, uint64_t>> st, std::function<void()> done)
 	{
 		steps = std::move(st);
@@ -394,22 +396,19 @@ struct Pipe {
 			SendStep();
 		}
 	}
-	void Recv(Ptr<Socket> s)
+	void Recv(Ptr<Packet> p, uint32_t ip, uint16_t from)
 	{
-		Ptr<Packet> p;
-		Address from;
-		while ((p = s->RecvFrom(from)))
-			sim_host_rx(*net, s->GetNode(), [this, p, from] { Handle(p, from); }, [this] { Advance(); });
+		sim_host_rx(*net, tx.dp->GetNode(), [this, p, ip, from] { Handle(p, ip, from); }, [this] { Advance(); });
 		Advance();
 	}
-	void Handle(Ptr<Packet> p, const Address &from)
+	void Handle(Ptr<Packet> p, uint32_t ip, uint16_t from)
 	{
 		XferHeader h;
 		p->RemoveHeader(h);
 		if (h.type == XferHeader::ACK)
 			tx.Acked(h);
 		else
-			rx_total += rx.Take(h, p->GetSize(), from);
+			rx_total += rx.Take(h, p->GetSize(), ip, from);
 	}
 };
 

@@ -26,12 +26,6 @@ static std::string bytes(uint64_t b) { return std::to_string(b) + "B"; }
 
 void sim_count_drop(uint64_t *n, Ptr<const Packet>) { ++*n; }
 
-static void count_ip_drop(uint64_t *n, const Ipv4Header &, Ptr<const Packet>, Ipv4L3Protocol::DropReason, Ptr<Ipv4>,
-			  uint32_t)
-{
-	++*n;
-}
-
 /* ECN at a switch port: what the queue takes while it holds more than
  * its threshold goes on marked CE (once) */
 static void mark(SimMarker *m, Ptr<const Packet> p)
@@ -138,16 +132,18 @@ void sim_build(const SimCfg &c, SimNet &n)
 		throw std::runtime_error("loss must be in 0..0.5");
 	if (c.ecn < 0 || c.ecn > 1)
 		throw std::runtime_error("ecn must be in 0..1 (a share of each switch queue; 0: no marks)");
-	/* a host's first sends go to several peers before ARP answers: the
-	 * default pending queue of 3 dropped the rest of them */
-	Config::SetDefault("ns3::ArpCache::PendingQueueSize", UintegerValue(4096));
 	n.hosts.Create(c.hosts());
 	n.tors.Create(c.racks);
 	n.spine.Create(1);
-	InternetStackHelper stack;
-	stack.Install(n.hosts);
-	stack.Install(n.tors);
-	stack.Install(n.spine);
+	/* every node's datapath (sim_datapath.cc): the ToRs' first, then the
+	 * spine's, then the hosts' */
+	n.datapath_of.assign(NodeList::GetNNodes(), nullptr);
+	for (uint32_t i = 0; i < c.racks + 1 + c.hosts(); i++) {
+		Ptr<Node> node = i < c.racks ? n.tors.Get(i) : i == c.racks ? n.spine.Get(0) : n.hosts.Get(i - c.racks - 1);
+		n.datapaths.emplace_back(new SimDatapath(n, node, i <= c.racks));
+		n.datapath_of[node->GetId()] = n.datapaths.back().get();
+	}
+	SimDatapath &spine = *n.datapaths[c.racks];
 
 	/* a rack's uplink: the one given, else what its hosts send, divided */
 	auto uplink = [&c](unsigned r) {
@@ -158,9 +154,9 @@ void sim_build(const SimCfg &c, SimNet &n)
 	};
 	Ptr<UniformRandomVariable> rng = CreateObject<UniformRandomVariable>();
 	rng->SetStream((int64_t)c.seed);
+	/* a /30 per link: .1 the lower end (host, or ToR on an uplink), .2 the upper */
 	Ipv4AddressHelper addr;
 	addr.SetBase("10.0.0.0", "255.255.255.252");
-	TrafficControlHelper tc;
 	n.host_ip.resize(c.hosts());
 	n.tor_ip.resize(c.racks);
 	for (unsigned h = 0; h < c.hosts(); h++) {
@@ -168,25 +164,31 @@ void sim_build(const SimCfg &c, SimNet &n)
 		const std::string names[2] = { "host" + std::to_string(h), "tor" + std::to_string(r) };
 		NetDeviceContainer d = link(n.hosts.Get(h), n.tors.Get(r), names, c.host_rate, c.delay_us, HOST_TX_BYTES,
 					    c.host_buffer, true, c.loss, c.ecn, rng, n);
-		Ipv4InterfaceContainer ifs = addr.Assign(d);
-		tc.Uninstall(d);
+		const Ipv4Address host_side = addr.NewAddress(), tor_side = addr.NewAddress();
 		addr.NewNetwork();
-		n.host_ip[h] = htonl(ifs.GetAddress(0).Get());
+		n.host_ip[h] = htonl(host_side.Get());
+		SimDatapath &host = *n.DatapathOf(n.hosts.Get(h));
+		host.RouteRest(host.AddPort(d.Get(0), n.host_ip[h]));
+		SimDatapath &tor = *n.datapaths[r];
+		tor.Route(n.host_ip[h], tor.AddPort(d.Get(1), htonl(tor_side.Get())));
 		if (h == c.RackFirst(r))
-			n.tor_ip[r] = htonl(ifs.GetAddress(1).Get());
+			n.tor_ip[r] = htonl(tor_side.Get());
 	}
 	for (unsigned r = 0; c.racks > 1 && r < c.racks; r++) {
 		const std::string names[2] = { "tor" + std::to_string(r), "spine" };
 		NetDeviceContainer d = link(n.tors.Get(r), n.spine.Get(0), names, uplink(r), c.delay_us, c.uplink_buffer,
 					    c.uplink_buffer, false, c.loss, c.ecn, rng, n);
-		Ipv4InterfaceContainer ifs = addr.Assign(d);
-		tc.Uninstall(d);
+		const Ipv4Address tor_side = addr.NewAddress(), spine_side = addr.NewAddress();
 		addr.NewNetwork();
 		/* the address its INA frames to a parent leave from, which the
 		 * parent's job names: the ToR's INA address */
-		n.tor_ip[r] = htonl(ifs.GetAddress(0).Get());
+		n.tor_ip[r] = htonl(tor_side.Get());
+		n.datapaths[r]->RouteRest(n.datapaths[r]->AddPort(d.Get(0), n.tor_ip[r]));
+		const unsigned down = spine.AddPort(d.Get(1), htonl(spine_side.Get()));
+		spine.Route(n.tor_ip[r], down);
+		for (unsigned h = c.RackFirst(r); h < c.RackFirst(r) + c.RackSize(r); h++)
+			spine.Route(n.host_ip[h], down);
 	}
-	Ipv4GlobalRoutingHelper::PopulateRoutingTables();
 	if (c.host_packet_ns < 0)
 		throw std::runtime_error("hostPacketNs must be 0 or more");
 	n.host_packet_ns = c.host_packet_ns;
@@ -194,18 +196,5 @@ void sim_build(const SimCfg &c, SimNet &n)
 		n.rx_free_ns.assign(NodeList::GetNNodes(), -1);
 		for (uint32_t h = 0; h < n.hosts.GetN(); h++)
 			n.rx_free_ns[n.hosts.Get(h)->GetId()] = 0;
-	}
-	/* with no queue discipline, a frame that finds its device queue
-	 * stopped (full) is dropped by the traffic control layer, not by the
-	 * queue; IP (no route, TTL) and ARP (its pending queue) drop too */
-	NodeContainer all = NodeContainer::GetGlobal();
-	for (uint32_t i = 0; i < all.GetN(); i++) {
-		Ptr<TrafficControlLayer> tcl = all.Get(i)->GetObject<TrafficControlLayer>();
-		if (tcl)
-			tcl->TraceConnectWithoutContext("TcDrop", MakeBoundCallback(&sim_count_drop, &n.drops.tail));
-		all.Get(i)->GetObject<Ipv4L3Protocol>()->TraceConnectWithoutContext(
-			"Drop", MakeBoundCallback(&count_ip_drop, &n.drops.other));
-		all.Get(i)->GetObject<ArpL3Protocol>()->TraceConnectWithoutContext(
-			"Drop", MakeBoundCallback(&sim_count_drop, &n.drops.other));
 	}
 }

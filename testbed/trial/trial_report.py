@@ -109,7 +109,7 @@ def distribution(times):
 
 
 SIM_DROPS = (("tail_drops", "fabric: a queue was full"), ("loss_drops", "fabric: random loss"),
-             ("other_drops", "fabric: IP or ARP"), ("socket_drops", "hosts: a socket buffer was full"))
+             ("other_drops", "fabric: no route or port"))
 
 
 def run_rc(d):

@@ -102,6 +102,23 @@ assert 1.2 * s <= b["busiest_link"]["mb_per_iteration"] <= 1.6 * s
 assert b["time_ms"] < 0.6 * a["time_ms"]
 PY
 
+# one INA ToR for 4 hosts, the seed's jitter starting one rank's second
+# call early: the re-sends of its slices waiting for the others queued
+# at its own link, each went again two round trips later, and its host
+# sent 119 MB a call for 1 MiB (4.3 and 9.9 s where 45 ms do).  With
+# the wait doubling for each re-send in a row (ring/hcl_ina_win.c): a
+# call within 5x the host link's time for 1 MiB, its data under 3x
+run early --algorithm=ps-ina --racks=1 --hostsPerRack=4 --inaRacks=1 --size=1M --computeMs=2 --jitter=normal:2 --seed=1
+[ -z "$(field early error)" ] || fail "early rank: $(field early error)"
+"$py" - "$scratch" <<'PY' || fail "early rank's re-sends"
+import json, sys
+r = json.load(open(f"{sys.argv[1]}/early"))
+bound = 2**20 * 8 / 200e6 * 1e3
+print("# ps-ina, one INA ToR, a rank early: calls %s ms (bound %.1f), busiest %s" % (r["iteration_times_ms"], bound, r["busiest_link"]))
+assert max(r["iteration_times_ms"]) < 5 * bound
+assert r["busiest_link"]["mb_per_iteration"] < 3 * 2**20 / 1e6
+PY
+
 # the INA racks named (a trial file's list): rack 1 alone, exact, and
 # counted as one INA rack
 run ps-ina-r1 --algorithm=ps-ina --inaRackList=1
@@ -192,7 +209,8 @@ assert b / t >= 0.7, "%.0f ms against a bound of %.0f" % (t, b)' "$(field ps64 t
 	# and at 1% loss on every switch port, at half its bound at least:
 	# with one slice in flight per worker and nothing to report a loss
 	# but its timer, no call finished in 60 s; the PS's idle reports and
-	# two smaller slices each make it 0.73x (agent/psina_plan.h)
+	# two smaller slices each make it 0.73x (agent/psina_plan.h), and the
+	# wait for a re-send's answer doubling in a row 0.79x (hcl_ina_win.c)
 	"$sim" --algorithm=ps --psShards=1 --racks=8 --hostsPerRack=8 --size=1M --uplinkBuffer=256K --limitS=30 \
 		--computeMs=10 --jitter=normal:2 --iterations=3 --warmup=1 --loss=0.01 >"$scratch/ps64l" 2>"$scratch/ps64l.err" ||
 		fail "ps, 64 workers on one shard, 1% loss, exited $? ($(tail -1 "$scratch/ps64l.err"))"

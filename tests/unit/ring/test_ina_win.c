@@ -208,12 +208,24 @@ static void test_window_unanswered_resend(void **state)
 	hcl_inaw_resend(&w, t0 + 7 * ms, 0, record_send, sends, &wake, &resent);
 	assert_int_equal(sends[0], 2);
 	assert_int_equal(w.s[0].expiries, 1); /* not an expiry */
-	w.s[0].held = true;		      /* a HAVE came */
+	/* a second re-send in a row waits twice as long for its answer, a
+	 * third four times: a burst of them queued behind each other at
+	 * the sender must not go again before it has left */
+	assert_int_equal(wake, t0 + 11 * ms);
 	wake = INT64_MAX;
 	hcl_inaw_resend(&w, t0 + 10 * ms, 0, record_send, sends, &wake, &resent);
 	assert_int_equal(sends[0], 2);
+	hcl_inaw_resend(&w, t0 + 11 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[0], 3);
+	wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + 11 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(wake, t0 + 19 * ms);
+	w.s[0].held = true; /* a HAVE came */
+	wake = INT64_MAX;
+	hcl_inaw_resend(&w, t0 + 12 * ms, 0, record_send, sends, &wake, &resent);
+	assert_int_equal(sends[0], 3);
 	/* one expiry: doubled for the slice and kept once by the window */
-	assert_int_equal(wake, t0 + 7 * ms + 20 * ms);
+	assert_int_equal(wake, t0 + 11 * ms + 20 * ms);
 	hcl_inaw_free(&w);
 }
 
