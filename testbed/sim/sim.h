@@ -277,7 +277,6 @@ class SimAgg
 	int64_t poll_at = 0;
 	std::vector<uint8_t> buf;
 	SimDatapath *dp;
-	ns3::Ptr<ns3::Node> node;
 	uint32_t at;
 	uint16_t port;
 	SimNet *net;
@@ -341,9 +340,9 @@ class SimInaClient : public SimAlgo
 	void Begin(std::function<void()> cb);
 	void Rearm();
 	void ResendWindow(hcl_inaw *win, unsigned w, int64_t now, int64_t floor_ns, int64_t *wake);
-	void Send(ns3::Ptr<ns3::Packet> p, const ns3::InetSocketAddress &to)
+	void Send(ns3::Ptr<ns3::Packet> p, const ina_addr &to) /* to: network order */
 	{
-		dp->SendLater(0, INA_HOST_PORT, htonl(to.GetIpv4().Get()), to.GetPort(), p);
+		dp->SendLater(0, INA_HOST_PORT, to.ip, ntohs(to.port), p);
 	}
 	virtual void ResendDue(int64_t now, int64_t *wake) = 0;
 	virtual void ResendSlot(unsigned w, uint32_t slot) = 0;
@@ -360,7 +359,6 @@ class SimInaClient : public SimAlgo
 	void AfterRecv();
 	SimNet *net;
 	SimDatapath *dp;
-	ns3::Ptr<ns3::Node> node;
 	std::function<void()> done_cb;
 	ns3::EventId timer;
 	int64_t timer_at = 0;

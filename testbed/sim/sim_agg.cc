@@ -13,14 +13,14 @@ using namespace ns3;
 
 SimAgg::SimAgg(SimNet &net, Ptr<Node> node, uint32_t at, uint16_t port, uint32_t nslots, uint16_t elems)
     : eng(ina_engine_create(nslots, elems)), out(new ina_emits), buf(INA_HDR_LEN + INA_MAX_PAYLOAD),
-      dp(net.DatapathOf(node)), node(node), at(at), port(port), net(&net)
+      dp(net.DatapathOf(node)), at(at), port(port), net(&net)
 {
 	if (!eng)
 		throw std::runtime_error("engine: bad size");
 	/* a ToR pays nothing per datagram; a software PS's host does */
 	auto rx = [this](Ptr<Packet> p, uint32_t ip, uint16_t from_port) {
 		sim_host_rx(
-			*this->net, this->node, [this, p, ip, from_port] { Handle(p, ip, from_port); },
+			*this->net, dp->GetNode(), [this, p, ip, from_port] { Handle(p, ip, from_port); },
 			[this] { SchedulePoll(); });
 		SchedulePoll();
 	};

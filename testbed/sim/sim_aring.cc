@@ -34,8 +34,7 @@ class ArRank : public SimInaClient
 	    : SimInaClient(net, node), plan(plan), p(plan.get()), member(p->member_of[rank]),
 	      index((uint16_t)p->index_of[rank]), pat(rank, p->world)
 	{
-		const ina_addr &g = p->mem[member].agg;
-		agg = InetSocketAddress(sim_ipv4(g.ip), ntohs(g.port));
+		agg = p->mem[member].agg;
 		if (hcl_inaw_init(&win, p->slots, HCL_ARING_RTO_FLOOR_NS, 500000000))
 			throw std::runtime_error("out of memory");
 		win.chain = true; /* as hcl_aring.c */
@@ -148,7 +147,7 @@ class ArRank : public SimInaClient
 	hcl_inaw win;
 	aring_call call = {};
 	size_t done = 0, next = 0; /* slices finished here; the next to start */
-	InetSocketAddress agg = InetSocketAddress(Ipv4Address::GetAny(), 0);
+	ina_addr agg = {};
 };
 
 SimAlgos sim_aring_create(const SimCfg &c, SimNet &net)

@@ -9,7 +9,7 @@
 
 using namespace ns3;
 
-SimInaClient::SimInaClient(SimNet &net, Ptr<Node> node) : net(&net), dp(net.DatapathOf(node)), node(node)
+SimInaClient::SimInaClient(SimNet &net, Ptr<Node> node) : net(&net), dp(net.DatapathOf(node))
 {
 	dp->Bind(0, INA_HOST_PORT, [this](Ptr<Packet> p, uint32_t, uint16_t) { Recv(p); });
 }
@@ -54,7 +54,7 @@ void SimInaClient::Rearm()
 
 void SimInaClient::Recv(Ptr<Packet> p)
 {
-	sim_host_rx(*net, node, [this, p] { Handle(p); }, [this] { AfterRecv(); });
+	sim_host_rx(*net, dp->GetNode(), [this, p] { Handle(p); }, [this] { AfterRecv(); });
 	AfterRecv();
 }
 

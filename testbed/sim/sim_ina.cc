@@ -24,7 +24,7 @@ class PsRank : public SimInaClient
       public:
 	struct Shard {
 		uint16_t job;
-		InetSocketAddress server = InetSocketAddress(Ipv4Address::GetAny(), 0);
+		ina_addr server = {};
 		size_t first, end, next; /* its slices; the next to start */
 		hcl_inaw win;
 	};
@@ -277,9 +277,8 @@ SimAlgos sim_ps_create(const SimCfg &c, SimNet &net, bool with_tors)
 	for (unsigned i = 0; i < world; i++) {
 		std::vector<PsRank::Shard> sh(n);
 		for (unsigned h = 0; h < n; h++) {
-			const ina_addr a = psina_client_server(&plan, i, h, n, ps_addr.data(), rack_port);
 			sh[h].job = (uint16_t)(job0 + 2 * h);
-			sh[h].server = InetSocketAddress(sim_ipv4(a.ip), ntohs(a.port));
+			sh[h].server = psina_client_server(&plan, i, h, n, ps_addr.data(), rack_port);
 		}
 		out.emplace_back(new PsRank(net, net.hosts.Get(i), i, world, plan.client[i].index, std::move(sh),
 					    shard_slots, spares, elems, c));
