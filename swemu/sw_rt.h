@@ -243,6 +243,30 @@ static inline unsigned sw_dst_slot(uint32_t ip, uint16_t port)
 	return (ip >> 24 ^ ip ^ (uint32_t)(port >> 8 ^ port)) & (SW_DST_CACHE - 1);
 }
 
+/* A multicast's frames to one job's members, worked out once from the
+ * destination cache (sw_result.c): per member but the upstream, its
+ * headers completed for the group's UDP length and the port it leaves by,
+ * every one a device port that takes the frame as it is.  Good while the
+ * stamp, the trigger's VLAN, the length and the switch's plan_gen (link
+ * emulation set, a job installed or removed) are those it was made for. */
+#define SW_PLAN_MEMBERS 64
+#define SW_PLANS	4 /* per switch, by job */
+struct sw_plan_member {
+	uint8_t prefix[SW_UDP_PREFIX_LEN];
+	uint16_t k; /* its index among the job's contributors */
+	struct sw_port *p;
+};
+struct sw_plan {
+	const struct ina_job_cfg *job; /* NULL: none */
+	uint64_t stamp;
+	uint32_t gen;
+	uint16_t vlan, ulen;
+	bool shared; /* for a payload chained to every frame */
+	bool ok;     /* false: a member goes another way (kept so as not to try again) */
+	uint16_t n;
+	struct sw_plan_member m[SW_PLAN_MEMBERS];
+};
+
 struct sw_lsw {
 	int index;
 	const struct sw_switch_cfg *cfg;
@@ -264,6 +288,8 @@ struct sw_lsw {
 	struct ina_engine *eng; /* NULL when INA is off */
 	struct ina_emits *emits;
 	struct sw_dst dst_cache[SW_DST_CACHE];
+	struct sw_plan *plans; /* SW_PLANS (INA switches) */
+	uint32_t plan_gen;
 	/* control commands: SW_CTRL_QUEUE requests, those not in flight on
 	 * the lcore's stack; to the control thread and back by SP/SC rings */
 	struct sw_ctrl_req *ctrl_reqs;

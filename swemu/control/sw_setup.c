@@ -306,7 +306,8 @@ static int lsw_build(struct sw_rt *rt, int idx, int part, char *err, size_t errl
 	if (c->ina) {
 		sw->eng = ina_engine_create(c->slots, c->max_elems);
 		sw->emits = malloc(sizeof(*sw->emits));
-		if (!sw->eng || !sw->emits || (!part && !c->nmgmt && ctrl_queues(sw) < 0)) {
+		sw->plans = calloc(SW_PLANS, sizeof(*sw->plans));
+		if (!sw->eng || !sw->emits || !sw->plans || (!part && !c->nmgmt && ctrl_queues(sw) < 0)) {
 			snprintf(err, errlen, "switch '%s': no memory for %u slots of %u elements", c->name, c->slots,
 				 c->max_elems);
 			return -ENOMEM;
@@ -501,6 +502,7 @@ void sw_rt_teardown(struct sw_rt *rt)
 		sw_capture_close(&sw->cap);
 		ina_engine_destroy(sw->eng);
 		free(sw->emits);
+		free(sw->plans);
 		free(sw->ctrl_reqs);
 		rte_free(sw->ctrl_in);
 		rte_free(sw->ctrl_out);

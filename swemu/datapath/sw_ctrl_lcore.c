@@ -106,6 +106,14 @@ static bool owns(struct sw_lsw *sw, uint16_t id, uint64_t owner)
 	return false;
 }
 
+/* Multicast plans made before a job or a link emulation changed are made
+ * again (sw_result.c), on every partition (held still by apply). */
+static void plans_stale(struct sw_lsw *sw)
+{
+	for (int k = 0; k < sw->cfg->partitions; k++)
+		sw->parts[k]->plan_gen++;
+}
+
 /* An install: an id of the switch's choosing for "auto", never over
  * another owner's job.  0 or a negative errno with why. */
 static int install(struct sw_lsw *sw, struct ctl_cmd *cmd, const char **why)
@@ -138,6 +146,8 @@ static int install(struct sw_lsw *sw, struct ctl_cmd *cmd, const char **why)
 		if ((rc = ina_job_install(sw->parts[k]->eng, &cmd->job, why)) < 0)
 			for (int j = 0; j < k; j++)
 				ina_job_remove(sw->parts[j]->eng, cmd->job.id);
+	if (rc == 0)
+		plans_stale(sw);
 	return rc;
 }
 
@@ -195,9 +205,14 @@ static void apply_one(struct sw_lsw *sw, struct sw_ctrl_req *q)
 		rc = ina_job_remove(sw->eng, cmd->id);
 		for (int k = 1; rc == 0 && k < sw->cfg->partitions; k++)
 			ina_job_remove(sw->parts[k]->eng, cmd->id);
+		if (rc == 0)
+			plans_stale(sw);
 		why = "no job with this id";
 		break;
-	case CTL_EMU: sw_netem_set(&sw->ports[q->port].netem, &cmd->netem, sw->now_ns); break;
+	case CTL_EMU:
+		sw_netem_set(&sw->ports[q->port].netem, &cmd->netem, sw->now_ns);
+		plans_stale(sw); /* an emulating port takes its frames one by one */
+		break;
 	case CTL_CAPTURE:
 		if (!sw->cap.f) {
 			rc = -ENOENT;

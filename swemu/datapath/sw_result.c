@@ -208,16 +208,16 @@ static inline struct rte_mbuf *reuse_spent(struct sw_lsw *sw, size_t len)
 	return m;
 }
 
-/* Result frame m of group g to member `contributor` at d (completed for
- * the group's length): d's headers, the group's INA header with the
+/* Result frame m of group g to member `contributor`: its headers (prefix,
+ * completed for the group's length), the group's INA header with the
  * member's id, and the payload copied in or the shared one chained on. */
 static inline __attribute__((always_inline)) void fill_result(struct rte_mbuf *m, struct emit_group *g,
-							      const struct sw_dst *d, unsigned contributor,
+							      const uint8_t *prefix, unsigned contributor,
 							      uint16_t src_port)
 {
 	const size_t hlen = SW_UDP_PREFIX_LEN + INA_HDR_LEN, plen = g->first->payload_len;
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
-	memcpy(f, d->prefix, SW_UDP_PREFIX_LEN);
+	memcpy(f, prefix, SW_UDP_PREFIX_LEN);
 	/* not in the UDP checksum (results carry none) nor the IPv4 one */
 	memcpy(f + SW_ETH_HLEN + SW_IP_HLEN, &src_port, 2);
 	memcpy(f + SW_UDP_PREFIX_LEN, g->head, INA_HDR_LEN);
@@ -259,7 +259,7 @@ static struct rte_mbuf *result_frame(struct sw_rt *rt, struct sw_port *in, struc
 		sw_frame_udp_fill_len(d->prefix, d->ip_sum, g->ulen);
 		d->ulen = g->ulen;
 	}
-	fill_result(m, g, d, contributor, src_port);
+	fill_result(m, g, d->prefix, contributor, src_port);
 	return m;
 }
 
@@ -294,6 +294,61 @@ static inline void send_frame(struct sw_rt *rt, struct sw_lsw *sw, struct sw_por
 		sw_send_port(rt, &sw->ports[d->out], m, d->vlan);
 }
 
+/* Plan pl for job c's multicast of group g, from the destination cache:
+ * NULL (nothing kept) while a member's entry is not made under this
+ * stamp (the usual way makes it), and not ok when a member's port does not
+ * take the frames as they are. */
+static __attribute__((noinline)) const struct sw_plan *plan_make(struct sw_lsw *sw, struct sw_plan *pl,
+								 const struct emit_group *g,
+								 const struct ina_job_cfg *c, uint16_t in_vlan,
+								 uint64_t stamp)
+{
+	pl->job = NULL;
+	if (c->fan_in > SW_PLAN_MEMBERS)
+		return NULL;
+	unsigned n = 0;
+	bool ok = true;
+	for (unsigned k = 0; k < c->fan_in; k++) {
+		if ((int)k == c->upstream_index)
+			continue;
+		const struct ina_addr *dst = &c->contributors[k];
+		const struct sw_dst *d = &sw->dst_cache[sw_dst_slot(dst->ip, dst->port)];
+		if (!dst_cached(d, dst, in_vlan, stamp))
+			return NULL;
+		struct sw_port *p = &sw->ports[d->out];
+		if (!p->ext || (g->shared && !p->tx_multi_seg) || (p->tagged && d->vlan != p->cfg->vlan) ||
+		    sw_netem_active(&p->netem)) {
+			ok = false;
+			break;
+		}
+		struct sw_plan_member *pm = &pl->m[n++];
+		memcpy(pm->prefix, d->prefix, SW_UDP_PREFIX_LEN);
+		sw_frame_udp_fill_len(pm->prefix, d->ip_sum, g->ulen);
+		pm->k = (uint16_t)k;
+		pm->p = p;
+	}
+	pl->job = c;
+	pl->stamp = stamp;
+	pl->gen = sw->plan_gen;
+	pl->vlan = in_vlan;
+	pl->ulen = g->ulen;
+	pl->shared = g->shared != NULL;
+	pl->ok = ok;
+	pl->n = (uint16_t)n;
+	return ok ? pl : NULL;
+}
+
+/* Job c's plan for group g, made when there is none; NULL: the usual way. */
+static inline const struct sw_plan *plan_of(struct sw_lsw *sw, const struct emit_group *g, const struct ina_job_cfg *c,
+					    uint16_t in_vlan, uint64_t stamp)
+{
+	struct sw_plan *pl = &sw->plans[((uintptr_t)c >> 6) % SW_PLANS];
+	if (pl->job == c && pl->stamp == stamp && pl->gen == sw->plan_gen && pl->vlan == in_vlan &&
+	    pl->ulen == g->ulen && pl->shared == (g->shared != NULL))
+		return pl->ok ? pl : NULL;
+	return plan_make(sw, pl, g, c, in_vlan, stamp);
+}
+
 /* Every member's frame of a multicast group but the upstream's.  The
  * usual one (a cached destination completed for this length, a device
  * port that neither tags nor emulates nor captures and takes chains where
@@ -308,6 +363,25 @@ static void send_group(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 	struct rte_mbuf *const shared = g->shared;
 	/* a long payload without its shared mbuf is result_frame's drop */
 	const bool fast = !sw->cap.f && (shared || plen <= SW_SHARE_MIN);
+	const struct sw_plan *pl = fast ? plan_of(sw, g, c, in_vlan, stamp) : NULL;
+	if (pl) { /* the usual multicast: each member's frame from its plan */
+		unsigned sent = 0;
+		for (unsigned i = 0; i < pl->n; i++) {
+			const struct sw_plan_member *pm = &pl->m[i];
+			struct rte_mbuf *m = reuse_spent(sw, shared ? hlen : len);
+			if (!m) { /* counted there */
+				send_frame(rt, sw, in, g, &c->contributors[pm->k], pm->k, in_vlan, src_port, stamp);
+				continue;
+			}
+			fill_result(m, g, pm->prefix, pm->k, src_port);
+			pm->p->st.tx_packets++;
+			pm->p->st.tx_bytes += len;
+			rte_eth_tx_buffer(pm->p->dev, pm->p->queue, pm->p->txb, m); /* failures: tx_full callback */
+			sent++;
+		}
+		sw->st.ina_emits += sent;
+		return;
+	}
 	for (unsigned k = 0; k < c->fan_in; k++) {
 		if ((int)k == c->upstream_index)
 			continue;
@@ -321,7 +395,7 @@ static void send_group(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 			send_frame(rt, sw, in, g, dst, (uint16_t)k, in_vlan, src_port, stamp);
 			continue;
 		}
-		fill_result(m, g, d, k, src_port);
+		fill_result(m, g, d->prefix, k, src_port);
 		sw->st.ina_emits++;
 		p->st.tx_packets++;
 		p->st.tx_bytes += len;

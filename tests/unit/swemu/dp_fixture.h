@@ -190,8 +190,9 @@ static inline struct rte_mbuf *udp_to_switch(struct fixture *fx, unsigned h, uin
 }
 
 /* Host h's contribution of slice seq (its values value(h, seq, e)) to
- * slot field `slot` (index and set bit). */
-static inline struct rte_mbuf *slice(struct fixture *fx, unsigned h, uint32_t slot, unsigned seq, unsigned count)
+ * slot field `slot` (index and set bit), as the job's member `member`. */
+static inline struct rte_mbuf *slice_as(struct fixture *fx, unsigned h, unsigned member, uint32_t slot, unsigned seq,
+					unsigned count)
 {
 	static uint8_t payload[MAX_ELEMS * 4];
 	for (unsigned e = 0; e < count; e++) {
@@ -202,7 +203,7 @@ static inline struct rte_mbuf *slice(struct fixture *fx, unsigned h, uint32_t sl
 			      .type = INA_T_DATA,
 			      .dtype = INA_D_INT32,
 			      .job = 1,
-			      .contributor = (uint16_t)h,
+			      .contributor = (uint16_t)member,
 			      .slot = slot,
 			      .epoch = 1,
 			      .seq = seq,
@@ -210,6 +211,12 @@ static inline struct rte_mbuf *slice(struct fixture *fx, unsigned h, uint32_t sl
 	uint8_t head[INA_HDR_LEN];
 	ina_hdr_encode(&ih, head);
 	return udp_to_switch(fx, h, INA_UDP_PORT_MIN, head, sizeof(head), payload, (size_t)count * 4);
+}
+
+/* Slice seq of host h, as the job's member h, to the slot field `slot`. */
+static inline struct rte_mbuf *slice(struct fixture *fx, unsigned h, uint32_t slot, unsigned seq, unsigned count)
+{
+	return slice_as(fx, h, h, slot, seq, count);
 }
 
 /* Slice `slot` of host h to slot index `slot`, set 0. */

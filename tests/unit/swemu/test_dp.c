@@ -219,6 +219,66 @@ static void test_results_follow_a_move(void **state)
 	assert_int_equal(received(fx, (unsigned)!at, frames, len, 4), at == 0 ? 0 : 1);
 }
 
+/* A parsed command applied on the switch's lcore as the control thread
+ * hands it over (sw_ctrl_apply), from host 0; its answer, drained. */
+static void apply_cmd(struct fixture *fx, const struct ctl_cmd *cmd, const char *want)
+{
+	struct sw_lsw *sw = fx->rt.sw[0];
+	assert_true(sw->ctrl_nidle > 0);
+	struct sw_ctrl_req *q = sw->ctrl_idle[--sw->ctrl_nidle];
+	q->in = &sw->ports[0];
+	q->vlan = sw->ports[0].cfg->vlan;
+	q->src_ip = host_ip(0);
+	q->src_port = q->dst_port = rte_cpu_to_be_16(sw->cfg->ctrl_port);
+	host_mac(0, q->src_mac);
+	q->drop = 0;
+	q->cmd = *cmd;
+	assert_int_equal(rte_ring_enqueue(sw->ctrl_out, q), 0);
+	sw_ctrl_apply(&fx->rt, sw);
+	sw_dp_flush(&fx->rt);
+	assert_string_equal(q->answer, want);
+	static uint8_t frames[1][9100];
+	size_t len[1];
+	assert_int_equal(received(fx, 0, frames, len, 1), 1);
+}
+
+/* The job removed and installed again under its id, its members' indices
+ * swapped: the engine's entry (and the address of its config) is the old
+ * one's, and the second most likely the same, yet the next results follow
+ * the new job: each host gets its new index, none the plan made for the
+ * old job (sw_result.c's plans go with every job change). */
+static void test_results_after_job_change(void **state)
+{
+	struct fixture *fx = *state;
+	const struct ina_job_cfg *before = ina_job_config(fx->rt.sw[0]->eng, 1);
+	for (unsigned slot = 0; slot < 2; slot++) { /* the second's results by the plan the first made */
+		for (unsigned h = 0; h < NHOSTS; h++)
+			send_and_poll(fx, h, contribution(fx, h, slot, 64));
+		for (unsigned h = 0; h < NHOSTS; h++)
+			expect_result(fx, h, slot, slot, 64);
+	}
+	apply_cmd(fx, &(struct ctl_cmd){ .op = CTL_REMOVE, .id = 1 }, "ok\n");
+	struct ctl_cmd install = { .op = CTL_INSTALL, .job = fx->job };
+	install.job.contributors[0] = fx->job.contributors[1];
+	install.job.contributors[1] = fx->job.contributors[0];
+	apply_cmd(fx, &install, "ok\n");
+	assert_ptr_equal(ina_job_config(fx->rt.sw[0]->eng, 1), before);
+	for (unsigned h = 0; h < NHOSTS; h++)
+		send_and_poll(fx, h, slice_as(fx, h, NHOSTS - 1 - h, 2, 2, 64));
+	for (unsigned h = 0; h < NHOSTS; h++) {
+		static uint8_t frames[4][9100];
+		size_t len[4];
+		struct sw_udp_view v;
+		struct ina_pkt pkt;
+		assert_int_equal(received(fx, h, frames, len, 4), 1);
+		assert_int_equal(sw_frame_parse_udp(frames[0], len[0], 0, &v), SW_FRAME_OK);
+		assert_int_equal(v.dst_ip, host_ip(h));
+		assert_int_equal(ina_parse(v.payload, v.payload_len, &pkt), INA_OK);
+		assert_int_equal(pkt.hdr.contributor, NHOSTS - 1 - h);
+		assert_sum(&pkt, 2, h);
+	}
+}
+
 /* Trunk port p1 (10 and 20 tagged, no native) beside access port p0 in
  * VLAN 10: a frame from p0 leaves p1 tagged 10, byte for byte; a tagged 10
  * frame from p1 leaves p0 untagged; VLAN 20 does not reach p0; VLAN 30,
@@ -628,6 +688,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_multicast_results, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sum_in_flight_keeps_its_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_results_follow_a_move, setup_learn, teardown),
+		cmocka_unit_test_setup_teardown(test_results_after_job_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_checksum_verdict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trunk, setup_trunk, teardown),
 		cmocka_unit_test_setup_teardown(test_vlan_hopping, setup_trunk, teardown),
