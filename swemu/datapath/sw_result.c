@@ -294,6 +294,26 @@ static inline void send_frame(struct sw_rt *rt, struct sw_lsw *sw, struct sw_por
 		sw_send_port(rt, &sw->ports[d->out], m, d->vlan);
 }
 
+/* Whether port p sends a result frame to d as it is, straight from its
+ * transmit buffer: a device that neither tags it nor emulates, and takes
+ * chains where the payload is shared. */
+static inline bool sends_as_is(const struct sw_port *p, const struct sw_dst *d, bool chained)
+{
+	return p->ext && (!chained || p->tx_multi_seg) && !(p->tagged && d->vlan != p->cfg->vlan) &&
+	       !sw_netem_active(&p->netem);
+}
+
+/* Result frame m (a consumed frame) of group g to member k, its headers
+ * prefix, into p's transmit buffer. */
+static inline void push_result(struct sw_port *p, struct rte_mbuf *m, struct emit_group *g, const uint8_t *prefix,
+			       unsigned k, uint16_t src_port)
+{
+	fill_result(m, g, prefix, k, src_port);
+	p->st.tx_packets++;
+	p->st.tx_bytes += m->pkt_len;
+	rte_eth_tx_buffer(p->dev, p->queue, p->txb, m); /* failures: tx_full callback */
+}
+
 /* Plan pl for job c's multicast of group g, from the destination cache:
  * NULL (nothing kept) while a member's entry is not made under this
  * stamp (the usual way makes it), and not ok when a member's port does not
@@ -316,8 +336,7 @@ static __attribute__((noinline)) const struct sw_plan *plan_make(struct sw_lsw *
 		if (!dst_cached(d, dst, in_vlan, stamp))
 			return NULL;
 		struct sw_port *p = &sw->ports[d->out];
-		if (!p->ext || (g->shared && !p->tx_multi_seg) || (p->tagged && d->vlan != p->cfg->vlan) ||
-		    sw_netem_active(&p->netem)) {
+		if (!sends_as_is(p, d, g->shared)) {
 			ok = false;
 			break;
 		}
@@ -373,10 +392,7 @@ static void send_group(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 				send_frame(rt, sw, in, g, &c->contributors[pm->k], pm->k, in_vlan, src_port, stamp);
 				continue;
 			}
-			fill_result(m, g, pm->prefix, pm->k, src_port);
-			pm->p->st.tx_packets++;
-			pm->p->st.tx_bytes += len;
-			rte_eth_tx_buffer(pm->p->dev, pm->p->queue, pm->p->txb, m); /* failures: tx_full callback */
+			push_result(pm->p, m, g, pm->prefix, pm->k, src_port);
 			sent++;
 		}
 		sw->st.ina_emits += sent;
@@ -389,17 +405,13 @@ static void send_group(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 		struct sw_dst *d = &sw->dst_cache[sw_dst_slot(dst->ip, dst->port)];
 		struct sw_port *p = &sw->ports[d->out];
 		struct rte_mbuf *m;
-		if (!fast || !dst_cached(d, dst, in_vlan, stamp) || d->ulen != g->ulen || !p->ext ||
-		    (shared && !p->tx_multi_seg) || (p->tagged && d->vlan != p->cfg->vlan) ||
-		    sw_netem_active(&p->netem) || !(m = reuse_spent(sw, shared ? hlen : len))) {
+		if (!fast || !dst_cached(d, dst, in_vlan, stamp) || d->ulen != g->ulen || !sends_as_is(p, d, shared) ||
+		    !(m = reuse_spent(sw, shared ? hlen : len))) {
 			send_frame(rt, sw, in, g, dst, (uint16_t)k, in_vlan, src_port, stamp);
 			continue;
 		}
-		fill_result(m, g, d->prefix, k, src_port);
+		push_result(p, m, g, d->prefix, k, src_port);
 		sw->st.ina_emits++;
-		p->st.tx_packets++;
-		p->st.tx_bytes += len;
-		rte_eth_tx_buffer(p->dev, p->queue, p->txb, m); /* failures: tx_full callback */
 	}
 }
 
