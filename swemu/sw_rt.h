@@ -118,12 +118,18 @@ static inline unsigned sw_flow_bucket(uint64_t head, uint64_t tail)
 }
 
 /* An INA member (address, MAC, VLAN) bound to a port, under stamp;
- * direct-mapped by the address's last octet. */
-#define SW_MEMBER_SEEN 64 /* a power of two */
+ * direct-mapped by the address's last octet.  Beside it, the headers its
+ * frames repeat (sw_dp.c, member_frame): bytes 0-39 of one that passed
+ * every check of the switch's endpoint on an access port, as words under
+ * sw_dp.c's member_mask, kept while head_stamp (sw_tables_stamp) holds. */
+#define SW_MEMBER_SEEN	64 /* a power of two */
+#define SW_MEMBER_WORDS 5
 struct sw_member_seen {
 	uint64_t mac_vlan; /* sw_src_key */
 	uint64_t stamp;	   /* 0: none */
 	uint32_t ip;
+	uint64_t head_stamp; /* 0: none */
+	uint64_t head[SW_MEMBER_WORDS];
 };
 
 struct sw_port {
@@ -184,6 +190,7 @@ struct sw_lsw_stats {
 	uint64_t flooded; /* frames sent to every other port */
 	uint64_t arp_replies;
 	uint64_t ina_packets; /* handed to the engine */
+	uint64_t ina_repeats; /* ... of which: with a member's checked headers (sw_dp.c, member_frame) */
 	uint64_t ina_emits;   /* packets built from emits */
 	uint64_t ina_nacks;   /* NACKs sent for DATA to a job the switch does not have */
 	uint64_t ctrl_ok;
@@ -311,6 +318,14 @@ struct sw_lsw {
 	struct sw_lsw_stats st;
 	struct sw_capture cap; /* f NULL: not capturing */
 };
+
+/* Changes with the second and with a change of the FDB or the neighbour
+ * table (both only count up): what was looked up under another stamp is
+ * looked up again.  Never 0. */
+static inline uint64_t sw_tables_stamp(const struct sw_lsw *sw)
+{
+	return (uint64_t)(sw->now_s + 1) << 32 | (uint32_t)(sw->fdb.changes + sw->neigh.changes);
+}
 
 /* One lcore's share of the fabric: whole logical switches (their ports,
  * FDB, engine, emulators), so nothing but link queues is shared. */

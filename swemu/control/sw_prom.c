@@ -187,6 +187,8 @@ static void engine_out(FILE *f, const struct sw_rt *rt)
 		{ "swemu_ina_accepted_total", "INA packets the engine took." },
 		{ "swemu_ina_emits_sent_total", "Frames built from the engine's emits." },
 		{ "swemu_ina_nacks_sent_total", "NACKs sent for DATA of a job the switch does not have." },
+		{ "swemu_ina_repeated_headers_total",
+		  "INA packets whose headers repeated their member's last checked ones (checked in one compare)." },
 	};
 	for (size_t k = 0; k < RTE_DIM(totals); k++) {
 		family(f, totals[k].name, "counter", totals[k].help);
@@ -195,7 +197,8 @@ static void engine_out(FILE *f, const struct sw_rt *rt)
 			if (!sw->eng)
 				continue;
 			const struct ina_engine_stats *es = ina_engine_stats(sw->eng);
-			const uint64_t v[] = { es->rx_packets, es->accepted, sw->st.ina_emits, sw->st.ina_nacks };
+			const uint64_t v[] = { es->rx_packets, es->accepted, sw->st.ina_emits, sw->st.ina_nacks,
+					       sw->st.ina_repeats };
 			sample(f, totals[k].name, sw, NULL, -1, NULL, v[k]);
 		}
 	}

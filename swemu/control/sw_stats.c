@@ -83,6 +83,7 @@ static json_t *ina_json(const struct sw_lsw *sw)
 	json_object_set_new(o, "accepted", json_integer((json_int_t)es->accepted));
 	json_object_set_new(o, "emits_sent", json_integer((json_int_t)sw->st.ina_emits));
 	json_object_set_new(o, "nacks_sent", json_integer((json_int_t)sw->st.ina_nacks));
+	json_object_set_new(o, "repeated_headers", json_integer((json_int_t)sw->st.ina_repeats));
 	json_object_set_new(o, "drops", drops_json(es->drops, INA_R_MAX_, ina_name));
 	for (unsigned id = 0; id < 65536; id++) {
 		const struct ina_job_stats *js = ina_job_stats(sw->eng, (uint16_t)id);
@@ -314,6 +315,7 @@ static int tel_ina(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "accepted", es->accepted);
 	rte_tel_data_add_dict_u64(d, "emits_sent", sw->st.ina_emits);
 	rte_tel_data_add_dict_u64(d, "nacks_sent", sw->st.ina_nacks);
+	rte_tel_data_add_dict_u64(d, "repeated_headers", sw->st.ina_repeats);
 	add_nonzero_drops(d, es->drops, INA_R_MAX_, ina_name);
 	return 0;
 }

@@ -132,13 +132,6 @@ static uint64_t mac_vlan(const uint8_t *mac, uint16_t vlan)
 	return v | (uint64_t)vlan << 48;
 }
 
-/* Changes with the second and with either table: a cached destination
- * made under another stamp is resolved again. */
-static uint64_t dst_stamp(const struct sw_lsw *sw)
-{
-	return (uint64_t)(sw->now_s + 1) << 32 | (uint32_t)(sw->fdb.changes + sw->neigh.changes);
-}
-
 /* Where a frame to dst leaves, and its headers, into d.  The switch's
  * endpoint is in every VLAN: a result goes out in the one its destination
  * spoke from, else the trigger's.  A member the job knows by address only
@@ -180,7 +173,7 @@ static bool dst_resolve(struct sw_lsw *sw, struct sw_port *in, const struct ina_
 	d->out = (uint16_t)out;
 	d->key = dst_key(dst);
 	d->mac_vlan = mac_vlan(dst->mac, in_vlan);
-	d->stamp = dst_stamp(sw);
+	d->stamp = sw_tables_stamp(sw);
 	return true;
 }
 
@@ -423,7 +416,7 @@ void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint
 	g.shared = NULL;
 	g.credit = 0;
 	g.own = false;
-	const uint64_t stamp = dst_stamp(sw);
+	const uint64_t stamp = sw_tables_stamp(sw);
 
 	for (unsigned i = 0; i < em->n; i++) {
 		const struct ina_emit *e = &em->e[i];

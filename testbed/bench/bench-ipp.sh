@@ -9,10 +9,12 @@
 # Per input frame, inside the switch's poll and flush calls only (the
 # generator and the freeing of sent frames are the NIC's part): io (the bare
 # rx -> tx loop), l2 (forwarding), ina (aggregation, results included), add
-# (the bare add of the same payload, loop included); and the goals' ratios
-# of issue 19 in instructions: g1 = (l2 + add) / ina, g3 = l2 / io.
+# (the bare add of the same payload, loop included), chk (swemu-bench -F's
+# checked floor: the least an INA switch with a switch's checks does); and
+# the goals' ratios in instructions: g1 = (l2 + add) / ina, g3 = l2 / io,
+# x = ina / chk.
 set -euo pipefail
-usage() { sed -n 3,13p "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n 3,15p "$0" | sed 's/^# \{0,1\}//'; }
 elems=64,256 fanins=4,32 rounds=100
 while getopts "e:n:c:h" o; do
 	case $o in
@@ -54,7 +56,7 @@ count() { # MODE ELEMS FANIN FUNCTION...
 }
 
 echo "# instructions per input frame (callgrind; $rounds rounds of 64 slots, senders' UDP checksums 0)"
-printf "# %6s %5s | %7s %7s %7s %7s | %5s %5s\n" elems fanin io l2 ina add g1 g3
+printf "# %6s %5s | %7s %7s %7s %7s %7s | %5s %5s %5s\n" elems fanin io l2 ina add chk g1 g3 x
 for n in ${fanins//,/ }; do
 	for e in ${elems//,/ }; do
 		pk=$((rounds * 64 * n))
@@ -62,8 +64,10 @@ for n in ${fanins//,/ }; do
 		l2=$(count l2 "$e" "$n" sw_dp_poll_worker sw_dp_flush_worker)
 		ina=$(count ina "$e" "$n" sw_dp_poll_worker sw_dp_flush_worker)
 		add=$(count ina "$e" "$n" bare_add_ns)
-		awk -v e="$e" -v n="$n" -v pk=$pk -v io="$io" -v l2="$l2" -v ina="$ina" -v add="$add" 'BEGIN {
-			io /= pk; l2 /= pk; ina /= pk; add /= pk
-			printf "  %6d %5d | %7.0f %7.0f %7.0f %7.0f | %5.2f %5.2f\n", e, n, io, l2, ina, add, (l2 + add) / ina, l2 / io }'
+		chk=$(count checked "$e" "$n" bench_floor_ina)
+		awk -v e="$e" -v n="$n" -v pk=$pk -v io="$io" -v l2="$l2" -v ina="$ina" -v add="$add" -v chk="$chk" 'BEGIN {
+			io /= pk; l2 /= pk; ina /= pk; add /= pk; chk /= pk
+			printf "  %6d %5d | %7.0f %7.0f %7.0f %7.0f %7.0f | %5.2f %5.2f %5.2f\n", e, n, io, l2, ina, add, chk,
+				(l2 + add) / ina, l2 / io, ina / chk }'
 	done
 done

@@ -559,7 +559,8 @@ static void usage(FILE *f)
 		"           (default 1, at most 15)\n"
 		"  -e LIST  elements per packet (default 64,256,1024,2048)\n"
 		"  -n LIST  fan-in (default 4,32)\n"
-		"  -m MODE  io, l2 or ina only (for profiling; default all three)\n"
+		"  -m MODE  io, l2, ina or checked (the checked floor, with -z) only, for\n"
+		"           profiling; default io, l2 and ina\n"
 		"  -F       also the floors, each under its row: the least work per frame of a\n"
 		"           forwarding switch and of an INA switch without and with checks, on the\n"
 		"           same ports and frames (needs -z, one lane, no -m)\n"
@@ -609,10 +610,11 @@ int main(int argc, char **argv)
 		case 'F': floors = true; break;
 		case 'o': nic = true; break;
 		case 'm':
-			only = !strcmp(optarg, "l2")	? M_L2
-			       : !strcmp(optarg, "ina") ? M_INA
-			       : !strcmp(optarg, "io")	? M_IO
-							: -2;
+			only = !strcmp(optarg, "l2")	    ? M_L2
+			       : !strcmp(optarg, "ina")	    ? M_INA
+			       : !strcmp(optarg, "io")	    ? M_IO
+			       : !strcmp(optarg, "checked") ? M_FLOOR_CHECKED
+							    : -2;
 			break;
 		case 's': seconds = atof(optarg); break;
 		case 'r': rounds = atoi(optarg); break;
@@ -627,7 +629,7 @@ int main(int argc, char **argv)
 	}
 	if (ne <= 0 || nf <= 0 || seconds <= 0 || seconds > 60 || only < -1 || rounds < 1 || fixed < 0 ||
 	    fixed > 1000000 || rounds > MAX_ROUNDS || lanes < 1 || lanes > 2 || (one && lanes != 2) ||
-	    (floors && (lanes != 1 || !zero || only >= 0))) {
+	    (floors && (lanes != 1 || !zero || only >= 0)) || (only == M_FLOOR_CHECKED && (lanes != 1 || !zero))) {
 		usage(stderr);
 		return 2;
 	}
@@ -693,7 +695,7 @@ int main(int argc, char **argv)
 			b.fan_in = fanins[f];
 			b.elems = elems[e];
 			double ns[M_MODES_][MAX_ROUNDS], add[MAX_ROUNDS];
-			const int nmodes = floors ? M_MODES_ : M_FLOOR_L2;
+			const int nmodes = floors || only >= M_FLOOR_L2 ? M_MODES_ : M_FLOOR_L2;
 			uint64_t drops = 0;
 			/* the modes take turns, so a slow spell of the machine hits all */
 			for (int r = 0; r < rounds; r++) {

@@ -80,7 +80,8 @@ def main():
             continue
         pairs = [("swemu_ina_rx_packets_total", {}, ina["rx_packets"]), ("swemu_ina_accepted_total", {}, ina["accepted"]),
                  ("swemu_ina_emits_sent_total", {}, ina["emits_sent"]),
-                 ("swemu_ina_nacks_sent_total", {}, ina["nacks_sent"])]
+                 ("swemu_ina_nacks_sent_total", {}, ina["nacks_sent"]),
+                 ("swemu_ina_repeated_headers_total", {}, ina["repeated_headers"])]
         pairs += [("swemu_ina_drops_total", {"reason": r}, v) for r, v in ina["drops"].items() if r != "ok"]
         for job, j in ina["jobs"].items():
             for k in ("rx_packets", "contributions", "completions", "retransmits", "misses", "emits", "overflows", "reclaimed"):

@@ -4,7 +4,8 @@
  * frame by frame, and the two must not be told apart from outside: every
  * frame leaves in the order it came, counted once; an FDB change inside a
  * burst (a station that moves) redirects the frames after it, though the
- * port had cached the old answer. */
+ * port had cached the old answer.  INA frames of a member whose headers the
+ * switch checked take a shorter way to the engine, with the same answers. */
 #include "dp_fixture.h"
 
 /* Host h's frame to dst, IPv4 by its ethertype unless raw (0x88b5, which
@@ -213,6 +214,105 @@ static void test_access_to_trunk(void **state)
 	expect_frames(fx, 1, want, want_len, 4);
 }
 
+/* Host h's slice seq (16 elements) to slot index seq: to the switch's UDP
+ * port dport with the UDP checksum 0 (as the library's INA hosts send),
+ * or checksummed to the first INA port. */
+static struct rte_mbuf *member_slice(struct fixture *fx, unsigned h, unsigned seq, uint16_t dport, bool checksummed)
+{
+	struct rte_mbuf *m = slice(fx, h, seq, seq, 16);
+	uint8_t *udp = rte_pktmbuf_mtod(m, uint8_t *) + SW_ETH_HLEN + SW_IP_HLEN;
+	if (checksummed) {
+		assert_int_equal(dport, INA_UDP_PORT_MIN);
+		return m;
+	}
+	udp[2] = (uint8_t)(dport >> 8);
+	udp[3] = (uint8_t)dport;
+	udp[6] = udp[7] = 0;
+	return m;
+}
+
+/* Each host got the result of slice seq, and its first element is the sum. */
+static void expect_results(struct fixture *fx, unsigned seq)
+{
+	static uint8_t frames[4][9100];
+	size_t len[4];
+	for (unsigned h = 0; h < NHOSTS; h++) {
+		assert_int_equal(received(fx, h, frames, len, 4), 1);
+		struct sw_udp_view v;
+		struct ina_pkt pkt;
+		assert_int_equal(sw_frame_parse_udp(frames[0], len[0], 0, &v), SW_FRAME_OK);
+		assert_int_equal(ina_parse(v.payload, v.payload_len, &pkt), INA_OK);
+		assert_int_equal(pkt.hdr.seq, seq);
+		uint32_t w;
+		memcpy(&w, pkt.payload, 4);
+		assert_int_equal((int32_t)rte_be_to_cpu_32(w), value(0, seq, 0) + value(1, seq, 0));
+	}
+}
+
+/* A member's frames that repeat the headers of its last one the switch
+ * checked whole take one compare (member_frame, counted repeated_headers)
+ * and aggregate as the others do; a repeat that fails a check done per
+ * frame, one with other headers (a spoofed MAC, a UDP checksum to verify)
+ * and any after an FDB change take the whole path, with its drops. */
+static void test_member_frames(void **state)
+{
+	struct fixture *fx = *state;
+	struct sw_lsw *sw = fx->rt.sw[0];
+	const unsigned ip_bad = SW_D_FRAME_BASE + SW_FRAME_BAD_IP_CSUM;
+	const uint16_t port0 = INA_UDP_PORT_MIN;
+	struct rte_mbuf *m, *ms[2];
+	/* slice 0 of each checked whole; binding host 1 changed the tables
+	 * after host 0's frame, so host 0's next one is checked whole too */
+	for (unsigned seq = 0; seq < 2; seq++)
+		for (unsigned h = 0; h < NHOSTS; h++) {
+			m = member_slice(fx, h, seq, port0, false);
+			burst_from(fx, h, &m, 1);
+		}
+	assert_int_equal(sw->st.ina_repeats, 1);
+	drain(fx, 0), drain(fx, 1);
+	/* then they repeat: a burst of two, one to another INA port */
+	ms[0] = member_slice(fx, 0, 2, port0, false);
+	ms[1] = member_slice(fx, 0, 3, port0 + 1, false);
+	burst_from(fx, 0, ms, 2);
+	for (unsigned seq = 2; seq < 4; seq++) {
+		m = member_slice(fx, 1, seq, port0, false);
+		burst_from(fx, 1, &m, 1);
+		expect_results(fx, seq);
+	}
+	assert_int_equal(sw->st.ina_repeats, 5);
+
+	/* the same headers but the IPv4 id, its checksum left: dropped */
+	m = member_slice(fx, 1, 4, port0, false);
+	rte_pktmbuf_mtod(m, uint8_t *)[SW_ETH_HLEN + 4] ^= 1;
+	burst_from(fx, 1, &m, 1);
+	assert_int_equal(port_stats(fx, 1)->drops[ip_bad], 1);
+	/* a UDP checksum: verified, the whole way */
+	m = member_slice(fx, 1, 4, port0, true);
+	burst_from(fx, 1, &m, 1);
+	m = member_slice(fx, 0, 4, port0, false);
+	burst_from(fx, 0, &m, 1);
+	expect_results(fx, 4);
+	assert_int_equal(sw->st.ina_repeats, 6);
+
+	/* host 1's address from another MAC on its port: the guard's drop;
+	 * the FDB learned that MAC, so the next frame of each host is
+	 * checked whole again, then they repeat */
+	m = member_slice(fx, 1, 5, port0, false);
+	rte_pktmbuf_mtod(m, uint8_t *)[11] = 0x77;
+	burst_from(fx, 1, &m, 1);
+	assert_int_equal(port_stats(fx, 1)->drops[SW_D_SOURCE_GUARD], 1);
+	for (unsigned seq = 5; seq < 7; seq++) {
+		for (unsigned h = 0; h < NHOSTS; h++) {
+			m = member_slice(fx, h, seq, port0, false);
+			burst_from(fx, h, &m, 1);
+		}
+		expect_results(fx, seq);
+	}
+	assert_int_equal(sw->st.ina_repeats, 8);
+	assert_int_equal(ina_job_stats(sw->eng, 1)->completions, 7);
+	assert_int_equal(sw->st.ina_packets, 14);
+}
+
 int main(void)
 {
 	if (dp_eal_start("test_dp_burst", "0") < 0)
@@ -223,6 +323,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_same_port_claims, setup_learn, teardown),
 		cmocka_unit_test_setup_teardown(test_known_flow_and_runt, setup_learn, teardown),
 		cmocka_unit_test_setup_teardown(test_access_to_trunk, setup_trunk, teardown),
+		cmocka_unit_test_setup_teardown(test_member_frames, setup_learn, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	sw_eal_cleanup();
