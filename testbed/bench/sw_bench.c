@@ -720,6 +720,8 @@ int main(int argc, char **argv)
 			       b.fan_in, io, l2, ina, ad, ina > 0 ? b.elems * 32.0 / ina : 0,
 			       ina > 0 ? (l2 + ad) / ina : 0, ina > 0 ? ad / ina : 0, io > 0 ? l2 / io : 0,
 			       drops ? "DROPS" : "ok");
+			if (only == M_FLOOR_CHECKED)
+				printf("  %12s | checked %5.1f\n", "floor", bench_median(ns[M_FLOOR_CHECKED], rounds));
 			if (floors) {
 				double fl2 = bench_median(ns[M_FLOOR_L2], rounds),
 				       fina = bench_median(ns[M_FLOOR_INA], rounds),
