@@ -118,13 +118,14 @@ static inline uint64_t member_word(const uint8_t *f, unsigned w)
  * this stamp, with lengths, ports and checksums a datagram to the engine
  * has: every check of to_switch_ipv4 and the staged path (the source
  * learned and bound here this second) answered as for that frame, in one
- * compare of five words (the checked floor's way, testbed/bench).  Ports
- * that mark checksums, and every other frame, take the full path. */
-static inline bool member_frame(const struct sw_lsw *sw, struct sw_port *in, const struct rte_mbuf *m, const uint8_t *f)
+ * compare of five words (the checked floor's way, testbed/bench).
+ * verified: the checksums the device vouched for (rx_csum_verdict). */
+static inline __attribute__((always_inline)) bool member_frame_as(const struct sw_lsw *sw, struct sw_port *in,
+								  const struct rte_mbuf *m, const uint8_t *f,
+								  unsigned verified)
 {
 	const uint32_t len = rte_pktmbuf_data_len(m);
-	if (len < SW_UDP_PREFIX_LEN || len > SW_ETH_HLEN + SW_MTU ||
-	    (m->ol_flags & (RTE_MBUF_F_RX_IP_CKSUM_MASK | RTE_MBUF_F_RX_L4_CKSUM_MASK)))
+	if (len < SW_UDP_PREFIX_LEN || len > SW_ETH_HLEN + SW_MTU)
 		return false;
 	uint32_t src_ip;
 	memcpy(&src_ip, f + SW_ETH_HLEN + 12, 4);
@@ -138,10 +139,29 @@ static inline bool member_frame(const struct sw_lsw *sw, struct sw_port *in, con
 	const unsigned tot = sw_be16_at(ip + 2), ulen = sw_be16_at(ip + SW_IP_HLEN + 4);
 	const int dport = sw_be16_at(ip + SW_IP_HLEN + 2);
 	return ulen >= SW_UDP_HLEN && ulen + SW_IP_HLEN == tot && SW_ETH_HLEN + tot <= len &&
-	       sw_be16_at(ip + SW_IP_HLEN + 6) == 0 && dport >= INA_UDP_PORT_MIN && dport <= INA_UDP_PORT_MAX &&
+	       (sw_be16_at(ip + SW_IP_HLEN + 6) == 0 || (verified & SW_CSUM_UDP_VERIFIED)) &&
+	       dport >= INA_UDP_PORT_MIN && dport <= INA_UDP_PORT_MAX &&
 	       (dport != sw->cfg->ctrl_port || !sw->ctrl_in) &&
 	       (sw->cfg->partitions <= 1 || (dport - INA_UDP_PORT_MIN) % sw->cfg->partitions == sw->part) &&
-	       sw_csum_fold_native(sw_csum_words(ip, SW_IP_HLEN / 4)) == 0xffff;
+	       ((verified & SW_CSUM_IP_VERIFIED) || sw_csum_fold_native(sw_csum_words(ip, SW_IP_HLEN / 4)) == 0xffff);
+}
+
+/* A frame a device marked (a NIC's receive checksums): a good verdict is
+ * not checked again, a bad one takes the full path (its drop).  Out of
+ * line: ring, af_packet and af_xdp ports mark nothing. */
+static __attribute__((noinline)) bool member_frame_marked(const struct sw_lsw *sw, struct sw_port *in,
+							  const struct rte_mbuf *m, const uint8_t *f)
+{
+	enum sw_frame_err bad = SW_FRAME_OK;
+	const unsigned verified = rx_csum_verdict(m, &bad);
+	return bad == SW_FRAME_OK && member_frame_as(sw, in, m, f, verified);
+}
+
+static inline bool member_frame(const struct sw_lsw *sw, struct sw_port *in, const struct rte_mbuf *m, const uint8_t *f)
+{
+	if (unlikely(m->ol_flags & (RTE_MBUF_F_RX_IP_CKSUM_MASK | RTE_MBUF_F_RX_L4_CKSUM_MASK)))
+		return member_frame_marked(sw, in, m, f);
+	return member_frame_as(sw, in, m, f, 0);
 }
 
 /* The headers of a frame from a bound member that the engine took, for its

@@ -252,8 +252,9 @@ static void expect_results(struct fixture *fx, unsigned seq)
 /* A member's frames that repeat the headers of its last one the switch
  * checked whole take one compare (member_frame, counted repeated_headers)
  * and aggregate as the others do; a repeat that fails a check done per
- * frame, one with other headers (a spoofed MAC, a UDP checksum to verify)
- * and any after an FDB change take the whole path, with its drops. */
+ * frame or that a device marked bad, one with other headers (a spoofed
+ * MAC, a UDP checksum to verify) and any after an FDB change take the
+ * whole path, with its drops; a device's good verdict is trusted. */
 static void test_member_frames(void **state)
 {
 	struct fixture *fx = *state;
@@ -294,23 +295,37 @@ static void test_member_frames(void **state)
 	expect_results(fx, 4);
 	assert_int_equal(sw->st.ina_repeats, 6);
 
+	/* a device's verdict (a NIC's): a bad one is that drop, a good one
+	 * spares the checksums, a UDP one included */
+	m = member_slice(fx, 1, 5, port0, false);
+	m->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_BAD;
+	burst_from(fx, 1, &m, 1);
+	assert_int_equal(port_stats(fx, 1)->drops[SW_D_FRAME_BASE + SW_FRAME_BAD_UDP_CSUM], 1);
+	m = member_slice(fx, 1, 5, port0, true);
+	m->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+	burst_from(fx, 1, &m, 1);
+	m = member_slice(fx, 0, 5, port0, false);
+	burst_from(fx, 0, &m, 1);
+	expect_results(fx, 5);
+	assert_int_equal(sw->st.ina_repeats, 8);
+
 	/* host 1's address from another MAC on its port: the guard's drop;
 	 * the FDB learned that MAC, so the next frame of each host is
 	 * checked whole again, then they repeat */
-	m = member_slice(fx, 1, 5, port0, false);
+	m = member_slice(fx, 1, 6, port0, false);
 	rte_pktmbuf_mtod(m, uint8_t *)[11] = 0x77;
 	burst_from(fx, 1, &m, 1);
 	assert_int_equal(port_stats(fx, 1)->drops[SW_D_SOURCE_GUARD], 1);
-	for (unsigned seq = 5; seq < 7; seq++) {
+	for (unsigned seq = 6; seq < 8; seq++) {
 		for (unsigned h = 0; h < NHOSTS; h++) {
 			m = member_slice(fx, h, seq, port0, false);
 			burst_from(fx, h, &m, 1);
 		}
 		expect_results(fx, seq);
 	}
-	assert_int_equal(sw->st.ina_repeats, 8);
-	assert_int_equal(ina_job_stats(sw->eng, 1)->completions, 7);
-	assert_int_equal(sw->st.ina_packets, 14);
+	assert_int_equal(sw->st.ina_repeats, 10);
+	assert_int_equal(ina_job_stats(sw->eng, 1)->completions, 8);
+	assert_int_equal(sw->st.ina_packets, 16);
 }
 
 int main(void)
