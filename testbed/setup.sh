@@ -2,6 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installs every Debian 12 package the project needs (idempotent: apt runs
 # only when something is missing) and builds the project into build/.
+# Elsewhere (Ubuntu 22.04/24.04: untested) it takes the same packages where
+# apt has them, the clang runtime of the distribution's clang, and skips
+# optional ones apt lacks, naming them.
 #   testbed/setup.sh [--no-build] [--peers] [--tests] [--sim]
 # --peers also installs the benchmark peers (Gloo through python3-torch,
 # Open MPI): large, and needed only by testbed/bench/bench-peers.sh.
@@ -9,7 +12,7 @@
 # --sim installs ns-3 (libns3-dev) for swemu-sim (docs/SCALE.md).
 # With CI set in the environment, warnings are errors.
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 3,10p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+case "${1:-}" in -h|--help) sed -n 3,13p "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
 build=1
 for a in "$@"; do
 	case $a in
@@ -21,6 +24,18 @@ for a in "$@"; do
 	esac
 done
 top=$(cd "$(dirname "$0")/.." && pwd)
+# the one system this is tested on; elsewhere package names are looked up
+debian12=0
+if [ -r /etc/os-release ]; then
+	. /etc/os-release
+	[ "${ID:-}" = debian ] && [ "${VERSION_ID:-}" = 12 ] && debian12=1
+fi
+((debian12)) || echo "setup: ${PRETTY_NAME:-this system} is not Debian 12, the system this is tested on" >&2
+# libFuzzer and the sanitizers' runtime: Debian 12's clang is 14
+clang_rt=()
+((debian12)) && clang_rt=(libclang-rt-14-dev)
+# what the tests and benchmarks can do without (they skip or say so)
+optional=" python3-torch openmpi-bin libopenmpi-dev tshark libns3-dev libgsl-dev "
 
 packages=(
 	# build
@@ -30,7 +45,7 @@ packages=(
 	# HMAC of control commands (nic/ctl_auth.c)
 	libssl-dev
 	# libFuzzer and sanitizers
-	clang libclang-rt-14-dev
+	clang "${clang_rt[@]}"
 	# AF_XDP ports and the namespace testbed
 	libxdp-dev libbpf-dev iproute2 ethtool iputils-ping python3
 	# benchmarks; the trial report's plots
@@ -49,18 +64,45 @@ if [ -n "${tests:-}" ] || [ -n "${sim:-}" ]; then
 	# files name GSL's libraries too
 	packages+=(libns3-dev libgsl-dev g++)
 fi
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 missing=()
 for p in "${packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	installed "$p" || missing+=("$p")
 done
-if ((${#missing[@]})); then
+if ((${#missing[@]})) || ! ((debian12)); then
 	if [ "$(id -u)" != 0 ]; then
-		echo "setup: missing packages (${missing[*]}); run as root to install them" >&2
-		exit 1
+		if ((${#missing[@]})); then
+			echo "setup: missing packages (${missing[*]}); run as root to install them" >&2
+			exit 1
+		fi
+	else
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -q
 	fi
+fi
+if ! ((debian12)) && [ "$(id -u)" = 0 ]; then
+	# the runtime of the clang this distribution calls clang, where it is
+	# a package of its own (clang 18's on Ubuntu 24.04; Ubuntu 22.04's
+	# clang 14 carries it)
+	n=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9]*\)$/\1/p' | head -1)
+	if [ -n "$n" ] && apt-cache show "libclang-rt-$n-dev" >/dev/null 2>&1 && ! installed "libclang-rt-$n-dev"; then
+		missing+=("libclang-rt-$n-dev")
+	fi
+	known=()
+	for p in "${missing[@]}"; do
+		if apt-cache show "$p" >/dev/null 2>&1; then
+			known+=("$p")
+		elif [[ $optional == *" $p "* ]]; then
+			echo "setup: apt has no $p here: what needs it is skipped" >&2
+		else
+			echo "setup: apt has no $p here, which the build needs" >&2
+			exit 1
+		fi
+	done
+	missing=("${known[@]}")
+fi
+if ((${#missing[@]})); then
 	echo "setup: installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -q
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 

@@ -12,8 +12,17 @@
 #include <jansson.h>
 #include <rte_ethdev.h>
 #include <rte_telemetry.h>
+#include <rte_version.h>
 
 #include "sw_rt.h"
+
+/* DPDK 23.03 named it _uint; the old name is deprecated from 23.11 and
+ * gone from 25.11, the new one missing before 23.03 (Debian 12 has 22.11) */
+#if RTE_VERSION >= RTE_VERSION_NUM(23, 3, 0, 0)
+#define tel_dict_u64 rte_tel_data_add_dict_uint
+#else
+#define tel_dict_u64 rte_tel_data_add_dict_u64
+#endif
 
 static json_t *drops_json(const uint64_t *d, unsigned n, const char *(*name)(unsigned))
 {
@@ -263,7 +272,7 @@ static void add_nonzero_drops(struct rte_tel_data *d, const uint64_t *v, unsigne
 {
 	for (unsigned i = 0; i < n; i++)
 		if (v[i])
-			rte_tel_data_add_dict_u64(d, name(i), v[i]);
+			tel_dict_u64(d, name(i), v[i]);
 }
 
 /* Parameters "SWITCH.REST": the switch, and REST in *rest (inside buf). */
@@ -292,10 +301,10 @@ static int tel_port(const char *cmd, const char *params, struct rte_tel_data *d)
 		if (strcmp(p->cfg->name, name))
 			continue;
 		rte_tel_data_start_dict(d);
-		rte_tel_data_add_dict_u64(d, "rx_packets", p->st.rx_packets);
-		rte_tel_data_add_dict_u64(d, "rx_bytes", p->st.rx_bytes);
-		rte_tel_data_add_dict_u64(d, "tx_packets", p->st.tx_packets);
-		rte_tel_data_add_dict_u64(d, "tx_bytes", p->st.tx_bytes);
+		tel_dict_u64(d, "rx_packets", p->st.rx_packets);
+		tel_dict_u64(d, "rx_bytes", p->st.rx_bytes);
+		tel_dict_u64(d, "tx_packets", p->st.tx_packets);
+		tel_dict_u64(d, "tx_bytes", p->st.tx_bytes);
 		add_nonzero_drops(d, p->st.drops, SW_D_MAX_, sw_drop_name);
 		return 0;
 	}
@@ -311,11 +320,11 @@ static int tel_ina(const char *cmd, const char *params, struct rte_tel_data *d)
 		return -1;
 	const struct ina_engine_stats *es = ina_engine_stats(sw->eng);
 	rte_tel_data_start_dict(d);
-	rte_tel_data_add_dict_u64(d, "rx_packets", es->rx_packets);
-	rte_tel_data_add_dict_u64(d, "accepted", es->accepted);
-	rte_tel_data_add_dict_u64(d, "emits_sent", sw->st.ina_emits);
-	rte_tel_data_add_dict_u64(d, "nacks_sent", sw->st.ina_nacks);
-	rte_tel_data_add_dict_u64(d, "repeated_headers", sw->st.ina_repeats);
+	tel_dict_u64(d, "rx_packets", es->rx_packets);
+	tel_dict_u64(d, "accepted", es->accepted);
+	tel_dict_u64(d, "emits_sent", sw->st.ina_emits);
+	tel_dict_u64(d, "nacks_sent", sw->st.ina_nacks);
+	tel_dict_u64(d, "repeated_headers", sw->st.ina_repeats);
 	add_nonzero_drops(d, es->drops, INA_R_MAX_, ina_name);
 	return 0;
 }
@@ -335,15 +344,15 @@ static int tel_job(const char *cmd, const char *params, struct rte_tel_data *d)
 	if (!js)
 		return -1;
 	rte_tel_data_start_dict(d);
-	rte_tel_data_add_dict_u64(d, "slots_busy", ina_job_slots_busy(sw->eng, (uint16_t)id));
-	rte_tel_data_add_dict_u64(d, "rx_packets", js->rx_packets);
-	rte_tel_data_add_dict_u64(d, "contributions", js->contributions);
-	rte_tel_data_add_dict_u64(d, "completions", js->completions);
-	rte_tel_data_add_dict_u64(d, "retransmits", js->retransmits);
-	rte_tel_data_add_dict_u64(d, "misses", js->misses);
-	rte_tel_data_add_dict_u64(d, "emits", js->emits);
-	rte_tel_data_add_dict_u64(d, "overflows", js->overflows);
-	rte_tel_data_add_dict_u64(d, "reclaimed", js->reclaimed);
+	tel_dict_u64(d, "slots_busy", ina_job_slots_busy(sw->eng, (uint16_t)id));
+	tel_dict_u64(d, "rx_packets", js->rx_packets);
+	tel_dict_u64(d, "contributions", js->contributions);
+	tel_dict_u64(d, "completions", js->completions);
+	tel_dict_u64(d, "retransmits", js->retransmits);
+	tel_dict_u64(d, "misses", js->misses);
+	tel_dict_u64(d, "emits", js->emits);
+	tel_dict_u64(d, "overflows", js->overflows);
+	tel_dict_u64(d, "reclaimed", js->reclaimed);
 	add_nonzero_drops(d, js->drops, INA_R_MAX_, ina_name);
 	return 0;
 }
@@ -365,9 +374,9 @@ static int tel_capture(const char *cmd, const char *params, struct rte_tel_data 
 		sw_capture_run((struct sw_capture *)&sw->cap, !strcmp(act, "start"));
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "file", sw->cfg->capture.file);
-	rte_tel_data_add_dict_u64(d, "running", __atomic_load_n(&sw->cap.running, __ATOMIC_RELAXED));
-	rte_tel_data_add_dict_u64(d, "packets", sw->cap.packets);
-	rte_tel_data_add_dict_u64(d, "left_out", sw->cap.left_out);
+	tel_dict_u64(d, "running", __atomic_load_n(&sw->cap.running, __ATOMIC_RELAXED));
+	tel_dict_u64(d, "packets", sw->cap.packets);
+	tel_dict_u64(d, "left_out", sw->cap.left_out);
 	return 0;
 }
 
