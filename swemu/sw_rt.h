@@ -119,9 +119,10 @@ static inline unsigned sw_flow_bucket(uint64_t head, uint64_t tail)
 
 /* An INA member (address, MAC, VLAN) bound to a port, under stamp;
  * direct-mapped by the address's last octet.  Beside it, the headers its
- * frames repeat (sw_dp.c, member_frame): bytes 0-39 of one that passed
- * every check of the switch's endpoint on an access port, as words under
- * sw_dp.c's member_mask, kept while head_stamp (sw_tables_stamp) holds. */
+ * frames repeat (sw_dp.c, member_frame; read on access ports only): bytes
+ * 0-39 of its last frame that passed every check of the switch's
+ * endpoint, as words under sw_dp.c's member_mask, kept while head_stamp
+ * (sw_tables_stamp) holds. */
 #define SW_MEMBER_SEEN	64 /* a power of two */
 #define SW_MEMBER_WORDS 5
 struct sw_member_seen {
