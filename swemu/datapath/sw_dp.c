@@ -395,9 +395,13 @@ static void input_frame(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m
 static inline void prefetch_frame(const struct rte_mbuf *m)
 {
 	const char *d = rte_pktmbuf_mtod(m, const char *);
-	uint32_t len = RTE_MIN(rte_pktmbuf_data_len(m), (uint32_t)SW_PREFETCH_MAX);
-	for (uint32_t off = RTE_CACHE_LINE_SIZE; off < len; off += RTE_CACHE_LINE_SIZE) /* line 0: two ahead */
-		rte_prefetch0(d + off);
+	const char *end = d + RTE_MIN(rte_pktmbuf_data_len(m), (uint32_t)SW_PREFETCH_MAX);
+	/* line 0: two ahead.  Two lines a turn (the last may be past the
+	 * frame, in its buffer: a prefetch never faults) */
+	for (const char *p = d + RTE_CACHE_LINE_SIZE; p < end; p += 2 * RTE_CACHE_LINE_SIZE) {
+		rte_prefetch0(p);
+		rte_prefetch0(p + RTE_CACHE_LINE_SIZE);
+	}
 }
 
 /* Forwarded frames of one burst for one output port, in order: its
