@@ -15,6 +15,35 @@ static uint32_t be32(const uint8_t *p)
 	return __builtin_bswap32(v);
 }
 
+/* A slot's new round (start_round) or its completion (on_complete), with
+ * the context the general path's helpers read; returns the frames
+ * emitted.  Out of line: the other packets of a round (all but two at
+ * fan-in 32) then carry no context on the stack. */
+static __attribute__((noinline)) unsigned round_edge(struct ina_engine *eng, struct job *j, struct slot *s,
+						     struct slot *o, uint32_t slot, uint32_t epoch, uint32_t seq,
+						     uint16_t count, struct ina_emits *out, bool complete)
+{
+	struct ina_pkt pkt;
+	pkt.hdr.epoch = epoch;
+	pkt.hdr.seq = seq;
+	pkt.hdr.count = count;
+	struct ctx x = { .eng = eng,
+			 .job = j,
+			 .pkt = &pkt,
+			 .out = out,
+			 .index = ina_slot_index(slot),
+			 .set = ina_slot_set(slot),
+			 .slot = s,
+			 .other = o,
+			 .data = slot_data(s),
+			 .frames = 0 };
+	if (complete)
+		ina_dp_on_complete(&x);
+	else
+		ina_dp_start_round(&x);
+	return x.frames;
+}
+
 /* The packet nearly every one is: an int32 or fp32 slice from a member to
  * a slot that collects that slice or is free for it.  Decided straight on
  * the wire bytes, with the checks of ina_parse, dispatch and on_data
@@ -60,31 +89,12 @@ static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, si
 		return INA_R_MAX_;
 	}
 
-	/* the context the general path's helpers read: for a new round and a
-	 * completion only (start_round, on_complete) */
-	struct ina_pkt pkt;
-	struct ctx x;
-	const bool last = (fresh ? 0u : s->count) + 1u == fan_in_of(&j->cfg, seq);
-	if (fresh || last) {
-		pkt.hdr.epoch = epoch;
-		pkt.hdr.seq = seq;
-		pkt.hdr.count = count;
-		x.eng = eng;
-		x.job = j;
-		x.pkt = &pkt;
-		x.out = out;
-		x.index = index;
-		x.set = ina_slot_set(slot);
-		x.slot = s;
-		x.other = o;
-		x.data = slot_data(s);
-		x.frames = 0;
-	}
 	out->n = 0;
 	eng->st.rx_packets++;
 	j->st.rx_packets++;
+	const bool last = (fresh ? 0u : s->count) + 1u == fan_in_of(&j->cfg, seq);
 	if (fresh)
-		ina_dp_start_round(&x);
+		round_edge(eng, j, s, o, slot, epoch, seq, count, out, false);
 	bit_clear(o, c);
 	/* add_contribution's steps for elements of int32 or fp32 */
 	uint32_t *data = slot_data(s), ovf = 0;
@@ -107,12 +117,10 @@ static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, si
 	s->ndata++;
 	j->st.contributions++;
 	if (last)
-		ina_dp_on_complete(&x);
+		j->st.emits += round_edge(eng, j, s, o, slot, epoch, seq, count, out, true);
 	s->touched_ms = eng->now_ms;
 	eng->st.accepted++;
 	eng->fast_packets++;
-	if (last)
-		j->st.emits += x.frames;
 	return INA_OK;
 }
 
