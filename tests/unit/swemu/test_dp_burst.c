@@ -231,6 +231,15 @@ static struct rte_mbuf *member_slice(struct fixture *fx, unsigned h, unsigned se
 	return m;
 }
 
+/* member_slice's frame to the first INA port, marked by its device with
+ * ol_flags, alone in a burst. */
+static void send_member(struct fixture *fx, unsigned h, unsigned seq, bool checksummed, uint64_t ol_flags)
+{
+	struct rte_mbuf *m = member_slice(fx, h, seq, INA_UDP_PORT_MIN, checksummed);
+	m->ol_flags = ol_flags;
+	burst_from(fx, h, &m, 1);
+}
+
 /* Each host got the result of slice seq, and its first element is the sum. */
 static void expect_results(struct fixture *fx, unsigned seq)
 {
@@ -265,10 +274,8 @@ static void test_member_frames(void **state)
 	/* slice 0 of each checked whole; binding host 1 changed the tables
 	 * after host 0's frame, so host 0's next one is checked whole too */
 	for (unsigned seq = 0; seq < 2; seq++)
-		for (unsigned h = 0; h < NHOSTS; h++) {
-			m = member_slice(fx, h, seq, port0, false);
-			burst_from(fx, h, &m, 1);
-		}
+		for (unsigned h = 0; h < NHOSTS; h++)
+			send_member(fx, h, seq, false, 0);
 	assert_int_equal(sw->st.ina_repeats, 1);
 	drain(fx, 0), drain(fx, 1);
 	/* then they repeat: a burst of two, one to another INA port */
@@ -276,8 +283,7 @@ static void test_member_frames(void **state)
 	ms[1] = member_slice(fx, 0, 3, port0 + 1, false);
 	burst_from(fx, 0, ms, 2);
 	for (unsigned seq = 2; seq < 4; seq++) {
-		m = member_slice(fx, 1, seq, port0, false);
-		burst_from(fx, 1, &m, 1);
+		send_member(fx, 1, seq, false, 0);
 		expect_results(fx, seq);
 	}
 	assert_int_equal(sw->st.ina_repeats, 5);
@@ -288,24 +294,17 @@ static void test_member_frames(void **state)
 	burst_from(fx, 1, &m, 1);
 	assert_int_equal(port_stats(fx, 1)->drops[ip_bad], 1);
 	/* a UDP checksum: verified, the whole way */
-	m = member_slice(fx, 1, 4, port0, true);
-	burst_from(fx, 1, &m, 1);
-	m = member_slice(fx, 0, 4, port0, false);
-	burst_from(fx, 0, &m, 1);
+	send_member(fx, 1, 4, true, 0);
+	send_member(fx, 0, 4, false, 0);
 	expect_results(fx, 4);
 	assert_int_equal(sw->st.ina_repeats, 6);
 
 	/* a device's verdict (a NIC's): a bad one is that drop, a good one
 	 * spares the checksums, a UDP one included */
-	m = member_slice(fx, 1, 5, port0, false);
-	m->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_BAD;
-	burst_from(fx, 1, &m, 1);
+	send_member(fx, 1, 5, false, RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_BAD);
 	assert_int_equal(port_stats(fx, 1)->drops[SW_D_FRAME_BASE + SW_FRAME_BAD_UDP_CSUM], 1);
-	m = member_slice(fx, 1, 5, port0, true);
-	m->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
-	burst_from(fx, 1, &m, 1);
-	m = member_slice(fx, 0, 5, port0, false);
-	burst_from(fx, 0, &m, 1);
+	send_member(fx, 1, 5, true, RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD);
+	send_member(fx, 0, 5, false, 0);
 	expect_results(fx, 5);
 	assert_int_equal(sw->st.ina_repeats, 8);
 
@@ -317,10 +316,8 @@ static void test_member_frames(void **state)
 	burst_from(fx, 1, &m, 1);
 	assert_int_equal(port_stats(fx, 1)->drops[SW_D_SOURCE_GUARD], 1);
 	for (unsigned seq = 6; seq < 8; seq++) {
-		for (unsigned h = 0; h < NHOSTS; h++) {
-			m = member_slice(fx, h, seq, port0, false);
-			burst_from(fx, h, &m, 1);
-		}
+		for (unsigned h = 0; h < NHOSTS; h++)
+			send_member(fx, h, seq, false, 0);
 		expect_results(fx, seq);
 	}
 	assert_int_equal(sw->st.ina_repeats, 10);
