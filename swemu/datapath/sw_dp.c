@@ -97,6 +97,13 @@ static inline uint64_t neigh_stamp(const struct sw_lsw *sw)
 	return (uint64_t)(sw->now_s + 1) << 32 | sw->neigh.changes;
 }
 
+/* Whether the slots of INA port dport are this partition's: another's here
+ * would be summed apart from the rest of its slot. */
+static inline bool steered_here(const struct sw_lsw *sw, int dport)
+{
+	return sw->cfg->partitions <= 1 || (dport - INA_UDP_PORT_MIN) % sw->cfg->partitions == sw->part;
+}
+
 /* A member frame's bytes 0-39 under this mask: all but the IPv4 length,
  * id and checksum (16-19, 24-25), the UDP destination port (36-37: hosts
  * spread slots over the INA ports) and the UDP length and checksum (38-41),
@@ -136,14 +143,10 @@ static inline __attribute__((always_inline)) bool member_frame_as(const struct s
 	if (diff)
 		return false;
 	const uint8_t *ip = f + SW_ETH_HLEN;
-	const unsigned tot = sw_be16_at(ip + 2), ulen = sw_be16_at(ip + SW_IP_HLEN + 4);
 	const int dport = sw_be16_at(ip + SW_IP_HLEN + 2);
-	return ulen >= SW_UDP_HLEN && ulen + SW_IP_HLEN == tot && SW_ETH_HLEN + tot <= len &&
-	       (sw_be16_at(ip + SW_IP_HLEN + 6) == 0 || (verified & SW_CSUM_UDP_VERIFIED)) &&
-	       dport >= INA_UDP_PORT_MIN && dport <= INA_UDP_PORT_MAX &&
-	       (dport != sw->cfg->ctrl_port || !sw->ctrl_in) &&
-	       (sw->cfg->partitions <= 1 || (dport - INA_UDP_PORT_MIN) % sw->cfg->partitions == sw->part) &&
-	       ((verified & SW_CSUM_IP_VERIFIED) || sw_csum_fold_native(sw_csum_words(ip, SW_IP_HLEN / 4)) == 0xffff);
+	return dport >= INA_UDP_PORT_MIN && dport <= INA_UDP_PORT_MAX &&
+	       (dport != sw->cfg->ctrl_port || !sw->ctrl_in) && steered_here(sw, dport) &&
+	       sw_frame_udp_sums_ok(ip, len, verified);
 }
 
 /* A frame a device marked (a NIC's receive checksums): a good verdict is
@@ -240,9 +243,8 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 		sw_drop(in, sw->part && dport == sw->cfg->ctrl_port ? SW_D_MISSTEERED : SW_D_TO_SWITCH, m);
 		return;
 	}
-	/* a partition aggregates only its own ports' slots: another's here
-	 * would be summed apart from the rest of its slot */
-	if (unlikely(sw->cfg->partitions > 1) && (dport - INA_UDP_PORT_MIN) % sw->cfg->partitions != sw->part) {
+	/* a partition aggregates only its own ports' slots */
+	if (unlikely(!steered_here(sw, dport))) {
 		sw_drop(in, SW_D_MISSTEERED, m);
 		return;
 	}

@@ -103,6 +103,18 @@ static inline void sw_frame_fill_view(const uint8_t *f, const uint8_t *ip, const
 	v->payload_len = ulen - SW_UDP_HLEN;
 }
 
+/* The lengths and checksums of a datagram of the usual shape (IPv4 header
+ * of 20 bytes at ip, UDP after it) in a frame of len bytes: lengths that
+ * agree, a UDP checksum of 0 or one the device vouched for, an IPv4
+ * checksum that holds or that it vouched for (verified: SW_CSUM_*). */
+static inline bool sw_frame_udp_sums_ok(const uint8_t *ip, size_t len, unsigned verified)
+{
+	const size_t tot = sw_be16_at(ip + 2), ulen = sw_be16_at(ip + SW_IP_HLEN + 4);
+	return ulen >= SW_UDP_HLEN && ulen + SW_IP_HLEN == tot && SW_ETH_HLEN + tot <= len &&
+	       ((verified & SW_CSUM_UDP_VERIFIED) || sw_be16_at(ip + SW_IP_HLEN + 6) == 0) &&
+	       ((verified & SW_CSUM_IP_VERIFIED) || sw_csum_fold_native(sw_csum_words(ip, SW_IP_HLEN / 4)) == 0xffff);
+}
+
 /* sw_frame_parse_udp's every case, step by step (sw_frame.c). */
 enum sw_frame_err sw_frame_parse_udp_steps(const uint8_t *f, size_t len, unsigned verified, struct sw_udp_view *v);
 
@@ -118,13 +130,9 @@ static inline enum sw_frame_err sw_frame_parse_udp(const uint8_t *f, size_t len,
 {
 	if (len >= SW_UDP_PREFIX_LEN) {
 		const uint8_t *ip = f + SW_ETH_HLEN;
-		const size_t tot = sw_be16_at(ip + 2), ulen = sw_be16_at(ip + SW_IP_HLEN + 4);
 		if (sw_be16_at(f + 12) == SW_ETHERTYPE_IPV4 && ip[0] == 0x45 && !(sw_be16_at(ip + 6) & 0x3fff) &&
-		    ip[9] == 17 && ulen >= SW_UDP_HLEN && ulen + SW_IP_HLEN == tot && SW_ETH_HLEN + tot <= len &&
-		    ((verified & SW_CSUM_UDP_VERIFIED) || sw_be16_at(ip + SW_IP_HLEN + 6) == 0) &&
-		    ((verified & SW_CSUM_IP_VERIFIED) ||
-		     sw_csum_fold_native(sw_csum_words(ip, SW_IP_HLEN / 4)) == 0xffff)) {
-			sw_frame_fill_view(f, ip, ip + SW_IP_HLEN, ulen, v);
+		    ip[9] == 17 && sw_frame_udp_sums_ok(ip, len, verified)) {
+			sw_frame_fill_view(f, ip, ip + SW_IP_HLEN, sw_be16_at(ip + SW_IP_HLEN + 4), v);
 			return SW_FRAME_OK;
 		}
 	}
