@@ -71,6 +71,7 @@ static void *serve(void *arg)
 		set_time(ps);
 		for (int i = 0; i < n; i++) {
 			struct ina_addr src = { .ip = in[i].peer.sin_addr.s_addr, .port = in[i].peer.sin_port };
+			ina_take_ce(in[i].buf, in[i].len, in[i].ce); /* into the slot's results */
 			if (ina_engine_rx(ps->eng, in[i].buf, in[i].len, &src, ps->emits) == INA_OK)
 				send_emits(ps); /* else counted by the engine */
 		}
@@ -135,7 +136,7 @@ struct softsw *softsw_start(const struct sockaddr_in *addr, const struct ina_job
 			    size_t errlen)
 {
 	struct dgram_transport t;
-	if (dgram_udp_open(&t, addr, &(struct dgram_udp_opts){ .zero_checksum = 1 }, err, errlen) < 0)
+	if (dgram_udp_open(&t, addr, &(struct dgram_udp_opts){ .zero_checksum = 1, .ecn = 1 }, err, errlen) < 0)
 		return NULL;
 	return softsw_start_on(&t, jobs, njobs, err, errlen);
 }

@@ -18,7 +18,7 @@ int ctl_netem_read(const struct conf_reader *r, const struct conf_node *g, struc
 {
 	if (conf_get_scaled(r, g, "rate", parse_rate, "a rate such as \"10G\" or \"500M\"", &e->rate_bps) < 0 ||
 	    conf_get_scaled(r, g, "buffer", parse_size, "a size such as \"256K\" or \"1M\"", &e->buffer_bytes) < 0 ||
-	    get_prob(r, g, "loss", &e->loss) < 0 ||
+	    get_prob(r, g, "loss", &e->loss) < 0 || get_prob(r, g, "ecn", &e->ecn) < 0 ||
 	    conf_get_u32(r, g, "delay_us", 0, 10000000, false, &e->delay_us) < 0 ||
 	    conf_get_u32(r, g, "jitter_us", 0, 10000000, false, &e->jitter_us) < 0)
 		return -1;
@@ -26,6 +26,8 @@ int ctl_netem_read(const struct conf_reader *r, const struct conf_node *g, struc
 		return conf_fail(r, conf_member(g, "rate"), "'rate' must be at least 1M (or 0 for line rate)");
 	if (e->rate_bps && !conf_member(g, "buffer"))
 		e->buffer_bytes = NETEM_DEFAULT_BUFFER; /* a rate without a buffer would queue without end */
+	if (e->ecn > 0 && !e->rate_bps)
+		return conf_fail(r, conf_member(g, "ecn"), "'ecn' marks a queue: it needs a 'rate' (and 'buffer')");
 	const struct conf_node *ge = conf_member(g, "burst_loss");
 	if (ge) {
 		static const char *const keys[] = { "p_good_bad", "p_bad_good", "loss_bad", NULL };

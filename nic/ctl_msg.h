@@ -44,6 +44,9 @@ struct netem_cfg {
 	double loss;	    /* independent loss probability */
 	/* Gilbert-Elliott bursty loss: P(good->bad), P(bad->good), loss in bad */
 	double ge_p_gb, ge_p_bg, ge_loss_bad;
+	/* ECN: past this share of the buffer the queue marks what it takes
+	 * (CE on ECN-capable IPv4, as the simulator's --ecn); 0: never */
+	double ecn;
 };
 
 enum ctl_op { CTL_INSTALL, CTL_REMOVE, CTL_EMU, CTL_STATS, CTL_CAPTURE };
@@ -77,7 +80,7 @@ int ctl_job_read(const struct conf_reader *r, const struct conf_node *j, const s
 		 struct ina_job_cfg *job);
 int ctl_netem_read(const struct conf_reader *r, const struct conf_node *g, struct netem_cfg *e);
 /* The keys ctl_netem_read takes, for a caller's list of allowed keys. */
-#define CTL_NETEM_KEYS "rate", "buffer", "delay_us", "jitter_us", "loss", "burst_loss"
+#define CTL_NETEM_KEYS "rate", "buffer", "delay_us", "jitter_us", "loss", "burst_loss", "ecn"
 
 /* Command texts (owner 0: none); -ENOSPC when buf is too small. */
 int ctl_format_install(const struct ina_job_cfg *job, uint64_t owner, char *buf, size_t n);

@@ -29,6 +29,9 @@ struct dgram_pkt {
 	/* send: 0, or the datagrams' size when len bytes are a run of them (the
 	 * last may be shorter); recv: the same for a run the kernel coalesced */
 	uint16_t seg;
+	/* recv: a queue on the way marked it congestion-experienced (ECN CE;
+	 * on a transport opened with dgram_udp_opts.ecn); send: unused */
+	uint8_t ce;
 };
 
 /* Most datagrams in one sent run (the kernel's UDP GSO limit), and most
@@ -74,6 +77,9 @@ struct dgram_udp_opts {
 	uint32_t sock_buf_bytes; /* SO_RCVBUF/SO_SNDBUF; 0 = 8 MiB */
 	int zero_checksum;	 /* send with UDP checksum 0 (as SwitchML hosts do) */
 	int gro;		 /* coalesce received runs (UDP GRO): the caller's buffers hold DGRAM_MAX_RUN */
+	/* send ECN-capable (ECT(0)) and report CE marks on what arrives
+	 * (dgram_pkt.ce): for senders whose windows follow the marks */
+	int ecn;
 	/* With port 0: ports (host order, 0 = unused) the kernel's choice must
 	 * not be, because this process binds them itself later on the same
 	 * address (an ephemeral port can be any of them). */

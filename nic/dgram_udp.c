@@ -38,6 +38,7 @@ struct udp_ctx {
 	int fd;
 	bool gso;  /* the kernel takes runs (until it refuses one) */
 	bool gro;  /* received runs come coalesced */
+	bool ecn;  /* the IP header's ECN field comes with each receive */
 	bool idle; /* the last receive found the socket empty */
 	struct sockaddr_in unreach[UNREACH_KEEP];
 	unsigned nunreach, unreach_next;
@@ -179,16 +180,21 @@ static int udp_wait(int fd, short events, int64_t timeout_ns)
 	return r < 0 ? -errno : r;
 }
 
-/* The segment size of a run the kernel coalesced (0: a lone datagram). */
-static uint16_t gro_seg(const struct msghdr *m)
+/* What a receive's control messages say: the segment size of a run the
+ * kernel coalesced (0: a lone datagram; the kernel coalesces only
+ * datagrams of one TOS) and whether the IP header said CE. */
+static void rx_cmsgs(const struct msghdr *m, struct dgram_pkt *p)
 {
+	p->seg = 0;
+	p->ce = 0;
 	for (const struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR((struct msghdr *)m, (struct cmsghdr *)c))
 		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
 			int v;
 			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			return v > 0 && v <= UINT16_MAX ? (uint16_t)v : 0;
+			p->seg = v > 0 && v <= UINT16_MAX ? (uint16_t)v : 0;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+			p->ce = (*CMSG_DATA(c) & 3) == 3; /* ECN's CE codepoint */
 		}
-	return 0;
 }
 
 static int udp_recv(void *ctx, struct dgram_pkt *pkts, unsigned n, int64_t timeout_ns)
@@ -197,9 +203,10 @@ static int udp_recv(void *ctx, struct dgram_pkt *pkts, unsigned n, int64_t timeo
 	struct mmsghdr msgs[DGRAM_BATCH];
 	struct iovec iov[DGRAM_BATCH];
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(int))]; /* UDP_GRO, IP_TOS */
 		struct cmsghdr align;
 	} ctl[DGRAM_BATCH];
+	const bool cmsgs = u->gro || u->ecn;
 
 	if (n > DGRAM_BATCH)
 		n = DGRAM_BATCH;
@@ -209,8 +216,8 @@ static int udp_recv(void *ctx, struct dgram_pkt *pkts, unsigned n, int64_t timeo
 						   .msg_namelen = sizeof(pkts[i].peer),
 						   .msg_iov = &iov[i],
 						   .msg_iovlen = 1,
-						   .msg_control = u->gro ? ctl[i].buf : NULL,
-						   .msg_controllen = u->gro ? sizeof(ctl[i].buf) : 0 };
+						   .msg_control = cmsgs ? ctl[i].buf : NULL,
+						   .msg_controllen = cmsgs ? sizeof(ctl[i].buf) : 0 };
 	}
 	/* an idle socket is waited on first: a receive that finds nothing is
 	 * a system call for nothing */
@@ -227,7 +234,10 @@ static int udp_recv(void *ctx, struct dgram_pkt *pkts, unsigned n, int64_t timeo
 		if (r > 0) {
 			for (int i = 0; i < r; i++) {
 				pkts[i].len = msgs[i].msg_len;
-				pkts[i].seg = u->gro ? gro_seg(&msgs[i].msg_hdr) : 0;
+				if (cmsgs)
+					rx_cmsgs(&msgs[i].msg_hdr, &pkts[i]);
+				else
+					pkts[i].seg = pkts[i].ce = 0;
 			}
 			u->idle = false;
 			return r;
@@ -329,6 +339,16 @@ static int open_bound(const struct sockaddr_in *addr, const struct dgram_udp_opt
 		int one = 1;
 		setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)); /* without it (before 5.0): lone datagrams */
 	}
+	if (opts && opts->ecn) {
+		int ect0 = 2, one = 1;
+		if (setsockopt(fd, IPPROTO_IP, IP_TOS, &ect0, sizeof(ect0)) != 0 ||
+		    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) != 0) {
+			int rc = -errno;
+			snprintf(err, errlen, "IP_TOS/IP_RECVTOS (ECN): %s", strerror(errno));
+			close(fd);
+			return rc;
+		}
+	}
 	if (bind(fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0) {
 		int rc = -errno;
 		inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip));
@@ -380,6 +400,7 @@ int dgram_udp_open(struct dgram_transport *t, const struct sockaddr_in *addr, co
 	u->fd = fd;
 	u->gso = !(opts && opts->zero_checksum); /* the kernel cuts runs only with checksums */
 	u->gro = opts && opts->gro;
+	u->ecn = opts && opts->ecn;
 	t->ops = &udp_ops;
 	t->ctx = u;
 	return 0;

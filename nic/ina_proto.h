@@ -5,6 +5,7 @@
 #ifndef INA_PROTO_H
 #define INA_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -136,6 +137,15 @@ struct ina_pkt {
 
 static inline uint32_t ina_slot_index(uint32_t slot) { return slot & INA_SLOT_INDEX_MASK; }
 static inline unsigned ina_slot_set(uint32_t slot) { return slot >> 31; }
+
+/* A datagram that arrived marked congestion-experienced (its IP header's
+ * ECN field): the mark into its INA header's flags (INA_F_CE), where the
+ * engine and the senders' windows read it, as a switch carries it. */
+static inline void ina_take_ce(void *buf, size_t len, bool ce)
+{
+	if (ce && len >= INA_HDR_LEN)
+		((uint8_t *)buf)[3] |= INA_F_CE;
+}
 
 /* Writes INA_HDR_LEN bytes. */
 void ina_hdr_encode(const struct ina_hdr *h, void *buf);

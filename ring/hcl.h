@@ -145,7 +145,8 @@ struct hcl_comm_stats {
 	 * from a receiver not yet at the exchange */
 	unsigned long long xfer_sends, xfer_rx_runs, xfer_acks, xfer_halved, xfer_local_waits, xfer_peer_waits;
 	unsigned long long ina_sent, ina_resent, ina_results;
-	unsigned long long ina_stale; /* answers that matched nothing in flight (duplicates, late) */
+	unsigned long long ina_marked; /* answers a queue marked (ECN CE): HCL_INA_CC's signal */
+	unsigned long long ina_stale;  /* answers that matched nothing in flight (duplicates, late) */
 	unsigned long long agg_packets, agg_accepted;
 	unsigned long long agg_dropped; /* refused by the software aggregator, every reason */
 	/* calls finished on the software ring because an INA aggregator was

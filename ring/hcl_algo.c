@@ -57,8 +57,9 @@ int hcl_ina_socket(const struct hcl_comm *c, struct dgram_transport *t, char *er
 {
 	struct sockaddr_in me = c->peers[c->rank];
 	me.sin_port = htons(c->env.ina_port);
-	/* checksum 0, as SwitchML hosts send: saves the switch a pass */
-	struct dgram_udp_opts uo = { .zero_checksum = 1 };
+	/* checksum 0, as SwitchML hosts send: saves the switch a pass; ECN,
+	 * so that the windows may follow the queues' marks */
+	struct dgram_udp_opts uo = { .zero_checksum = 1, .ecn = 1 };
 	return dgram_udp_open(t, &me, &uo, err, errlen);
 }
 

@@ -163,6 +163,7 @@ static int aring_setup(struct hcl_comm *c, int64_t deadline, char *err, size_t e
 		hcl_aring_set_poll(s->worker[d], hcl_comm_poll_xfer, c);
 		hcl_aring_set_lost(s->worker[d], c->env.ina_lost_ns);
 		hcl_aring_set_timer_scale(s->worker[d], c->env.timer_scale);
+		hcl_aring_set_cc(s->worker[d], c->env.ina_cc);
 	}
 	/* nobody sends before every member's jobs are in place */
 	return hcl_comm_barrier(c, deadline, err, errlen);
@@ -234,6 +235,7 @@ static void aring_stats(const struct hcl_comm *c, struct hcl_comm_stats *out)
 			out->ina_sent += st->sent;
 			out->ina_resent += st->resent;
 			out->ina_results += st->results + st->acks;
+			out->ina_marked += st->marked;
 			out->ina_stale += st->stale;
 		}
 	}

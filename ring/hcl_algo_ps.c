@@ -276,7 +276,8 @@ static int start_aggregators(struct hcl_comm *c, char *err, size_t errlen)
 					  .window = shard_window(c),
 					  .elems = shard_elems(c),
 					  .poll = hcl_comm_poll_xfer,
-					  .poll_ctx = c };
+					  .poll_ctx = c,
+					  .cc = c->env.ina_cc };
 		for (unsigned h = 0; h < n; h++) {
 			const struct ina_addr at = psina_client_server(p, (unsigned)c->rank, h, n, s->ps_addr,
 								       s->rack_port);
@@ -385,6 +386,7 @@ static void ps_stats(const struct hcl_comm *c, struct hcl_comm_stats *out)
 			out->ina_sent += st->sent;
 			out->ina_resent += st->resent;
 			out->ina_results += st->results;
+			out->ina_marked += st->marked;
 			out->ina_stale += st->duplicates + st->foreign;
 		}
 	}

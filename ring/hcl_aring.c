@@ -321,6 +321,7 @@ static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 	}
 	o->got |= what;
 	hcl_inaw_answer(&a->win, p.hdr.flags & INA_F_CE, clock_now_ns()); /* with cc on: a queue marked it */
+	a->st.marked += !!(p.hdr.flags & INA_F_CE);
 	if (what == GOT_ACK) {
 		a->st.acks++;
 	} else {

@@ -88,6 +88,7 @@ void hcl_aring_dump(const struct hcl_aring *a, FILE *f);
 struct hcl_aring_stats {
 	uint64_t sent, resent, results, acks, stale;
 	uint64_t overflows; /* results flagged INA_F_OVERFLOW: the call fails -EOVERFLOW */
+	uint64_t marked;    /* answers flagged INA_F_CE: a queue on the way was filling */
 };
 const struct hcl_aring_stats *hcl_aring_stats(const struct hcl_aring *a);
 

@@ -29,6 +29,20 @@ static const char *env(const char *name)
 	return s && *s ? s : NULL;
 }
 
+/* A switch in the environment: 1 (1 or on), 0 (0 or off), -1 when unset;
+ * -EINVAL for anything else, named in err. */
+static int on_off(const char *name, char *err, size_t errlen)
+{
+	const char *s = env(name);
+	if (!s)
+		return -1;
+	if (!strcmp(s, "1") || !strcmp(s, "on"))
+		return 1;
+	if (!strcmp(s, "0") || !strcmp(s, "off"))
+		return 0;
+	return bad(err, errlen, "%s='%s': must be 1, on, 0 or off", name, s);
+}
+
 /* An integer setting: cfg's value if not 0, else the environment's, else
  * dflt; in lo..hi either way. */
 static int int_setting(long long cfg, const char *cfg_name, const char *name, long long lo, long long hi,
@@ -89,14 +103,13 @@ static int sync_settings(const struct hcl_comm_cfg *k, struct hcl_env *e, char *
 		snprintf(e->trace_dir, sizeof(e->trace_dir), "%s", trace);
 		e->sync.trace_dir = e->trace_dir;
 	}
-	const char *p = env("HCL_PACE");
-	if (k->pace) {
+	const int p = on_off("HCL_PACE", err, errlen);
+	if (p == -EINVAL)
+		return p;
+	if (k->pace)
 		e->sync.pace = k->pace > 0;
-	} else if (p) {
-		if (strcmp(p, "0") && strcmp(p, "off") && strcmp(p, "1") && strcmp(p, "on"))
-			return bad(err, errlen, "HCL_PACE='%s': must be 1, on, 0 or off", p);
-		e->sync.pace = !strcmp(p, "1") || !strcmp(p, "on");
-	}
+	else if (p >= 0)
+		e->sync.pace = p;
 	double thr, rel, frac, max, win;
 	if (pace_param("HCL_PACE_THRESHOLD_US", 1, 1e7, &thr, err, errlen) < 0 ||
 	    pace_param("HCL_PACE_REL_THRESHOLD", 0, 1, &rel, err, errlen) < 0 ||
@@ -348,6 +361,10 @@ int hcl_env_resolve(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err, 
 	    xfer_settings(e, err, errlen) < 0 || timer_scale_setting(e, err, errlen) < 0 ||
 	    sync_settings(k, e, err, errlen) < 0)
 		return -EINVAL;
+	const int cc = on_off("HCL_INA_CC", err, errlen);
+	if (cc == -EINVAL)
+		return cc;
+	e->ina_cc = cc == 1;
 	e->ring_channels = rc_auto ? 0 : (unsigned)channels;
 	e->agent_report = env("HCL_AGENT_REPORT") != NULL;
 	e->debug = env("HCL_DEBUG") != NULL;

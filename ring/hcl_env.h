@@ -46,6 +46,7 @@ struct hcl_env {
 	uint32_t xfer_payload, xfer_window, xfer_local_queue; /* HCL_XFER_*; 0: the transfer's default */
 	struct hcl_sync_cfg sync;			      /* pacing and tracing (HCL_PACE*, HCL_TRACE) */
 	double timer_scale; /* HCL_TIMER_SCALE: the re-send timers' floors x this (a time-dilated trial) */
+	bool ina_cc;	    /* HCL_INA_CC: the INA windows follow ECN marks (docs/CONGESTION.md) */
 	bool agent_report;  /* HCL_AGENT_REPORT: agents print their ToR's progress */
 	bool debug;	    /* HCL_DEBUG: more detail when a call fails */
 	char master_ip[16], data_ip[16], trace_dir[256]; /* the strings above came from */

@@ -283,7 +283,10 @@ int hcl_ina_rx_batch(struct hcl_ina_rx *r, struct dgram_transport *t, struct dgr
 		wake = deadline_ns;
 	for (int i = 0; i < HCL_INA_BATCH; i++)
 		in[i] = (struct dgram_pkt){ .buf = r->buf[i], .len = RXBUF };
-	return t->ops->recv_batch(t->ctx, in, HCL_INA_BATCH, wake > now ? wake - now : 0);
+	int n = t->ops->recv_batch(t->ctx, in, HCL_INA_BATCH, wake > now ? wake - now : 0);
+	for (int i = 0; i < n; i++) /* a mark on the last hop (the switch carried any before it) */
+		ina_take_ce(in[i].buf, in[i].len, in[i].ce);
+	return n;
 }
 
 int hcl_ina_tx_init(struct hcl_ina_tx *q)

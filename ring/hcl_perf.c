@@ -570,11 +570,11 @@ int main(int argc, char **argv)
 				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s%s %llu", *why ? ", " : " (",
 					 hcl_drop_reason(r), st.agg_drops[r]);
 		printf("# host of rank %d: transfer %llu sent %llu re-sent %llu time-outs; INA client %llu sent %llu "
-		       "re-sent %llu answers %llu stale; software aggregator %llu packets %llu accepted %llu "
-		       "dropped%s%s\n",
+		       "re-sent %llu answers %llu stale %llu marked; software aggregator %llu packets %llu accepted "
+		       "%llu dropped%s%s\n",
 		       p.rank, st.xfer_sent, st.xfer_resent, st.xfer_timeouts, st.ina_sent, st.ina_resent,
-		       st.ina_results, st.ina_stale, st.agg_packets, st.agg_accepted, st.agg_dropped, why,
-		       *why ? ")" : "");
+		       st.ina_results, st.ina_stale, st.ina_marked, st.agg_packets, st.agg_accepted, st.agg_dropped,
+		       why, *why ? ")" : "");
 	}
 	if (rc == 0)
 		printf("# transfer of rank %d: %llu sends, %llu coalesced runs received, %llu ACKs sent, %llu window "

@@ -433,13 +433,13 @@ void hcl_sync_trace_host(struct hcl_sync *s, const struct hcl_comm_stats *st)
 	for (unsigned r = 0; r < HCL_DROP_REASONS; r++)
 		if (st->agg_drops[r] && hcl_drop_reason(r))
 			json_object_set_new(drops, hcl_drop_reason(r), json_integer((json_int_t)st->agg_drops[r]));
-	emit(s,
-	     json_pack("{si,s{sI,sI,sI,sI,sI,sI,sI,sI,sI,sI,so}}", "rank", s->rank, "host", "xfer_sent",
-		       (json_int_t)st->xfer_sent, "xfer_resent", (json_int_t)st->xfer_resent, "xfer_timeouts",
-		       (json_int_t)st->xfer_timeouts, "ina_sent", (json_int_t)st->ina_sent, "ina_resent",
-		       (json_int_t)st->ina_resent, "ina_results", (json_int_t)st->ina_results, "ina_stale",
-		       (json_int_t)st->ina_stale, "agg_packets", (json_int_t)st->agg_packets, "agg_accepted",
-		       (json_int_t)st->agg_accepted, "agg_dropped", (json_int_t)st->agg_dropped, "agg_drops", drops));
+	emit(s, json_pack("{si,s{sI,sI,sI,sI,sI,sI,sI,sI,sI,sI,sI,so}}", "rank", s->rank, "host", "xfer_sent",
+			  (json_int_t)st->xfer_sent, "xfer_resent", (json_int_t)st->xfer_resent, "xfer_timeouts",
+			  (json_int_t)st->xfer_timeouts, "ina_sent", (json_int_t)st->ina_sent, "ina_resent",
+			  (json_int_t)st->ina_resent, "ina_results", (json_int_t)st->ina_results, "ina_stale",
+			  (json_int_t)st->ina_stale, "ina_marked", (json_int_t)st->ina_marked, "agg_packets",
+			  (json_int_t)st->agg_packets, "agg_accepted", (json_int_t)st->agg_accepted, "agg_dropped",
+			  (json_int_t)st->agg_dropped, "agg_drops", drops));
 }
 
 void hcl_sync_free(struct hcl_sync *s)

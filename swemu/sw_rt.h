@@ -66,6 +66,7 @@ const char *sw_drop_name(unsigned d);
 struct sw_port_stats {
 	uint64_t rx_packets, rx_bytes;
 	uint64_t tx_packets, tx_bytes;
+	uint64_t ecn_marks; /* frames its emulated queue marked CE (not drops) */
 	uint64_t drops[SW_D_MAX_];
 };
 

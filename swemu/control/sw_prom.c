@@ -61,6 +61,8 @@ static const struct {
 	{ "swemu_port_rx_bytes_total", "Bytes received on the port.", offsetof(struct sw_port_stats, rx_bytes) },
 	{ "swemu_port_tx_packets_total", "Frames sent out of the port.", offsetof(struct sw_port_stats, tx_packets) },
 	{ "swemu_port_tx_bytes_total", "Bytes sent out of the port.", offsetof(struct sw_port_stats, tx_bytes) },
+	{ "swemu_port_ecn_marks_total", "Frames the port's emulated queue marked congestion-experienced.",
+	  offsetof(struct sw_port_stats, ecn_marks) },
 };
 
 static uint64_t port_counter(const struct sw_port *p, size_t off)

@@ -67,6 +67,7 @@ static json_t *port_json(const struct sw_port *p)
 	json_object_set_new(o, "rx_bytes", json_integer((json_int_t)p->st.rx_bytes));
 	json_object_set_new(o, "tx_packets", json_integer((json_int_t)p->st.tx_packets));
 	json_object_set_new(o, "tx_bytes", json_integer((json_int_t)p->st.tx_bytes));
+	json_object_set_new(o, "ecn_marks", json_integer((json_int_t)p->st.ecn_marks));
 	json_object_set_new(o, "emu_held", json_integer(sw_netem_held(&p->netem)));
 	json_object_set_new(o, "drops", drops_json(p->st.drops, SW_D_MAX_, sw_drop_name));
 	struct rte_eth_stats es;
@@ -305,6 +306,7 @@ static int tel_port(const char *cmd, const char *params, struct rte_tel_data *d)
 		tel_dict_u64(d, "rx_bytes", p->st.rx_bytes);
 		tel_dict_u64(d, "tx_packets", p->st.tx_packets);
 		tel_dict_u64(d, "tx_bytes", p->st.tx_bytes);
+		tel_dict_u64(d, "ecn_marks", p->st.ecn_marks);
 		add_nonzero_drops(d, p->st.drops, SW_D_MAX_, sw_drop_name);
 		return 0;
 	}

@@ -116,7 +116,7 @@ void sw_frame_udp_prefix(uint8_t *buf, const struct sw_udp_hdrs *h, size_t ulen,
 	memcpy(buf + 6, h->src_mac, 6);
 	wr16(buf + 12, SW_ETHERTYPE_IPV4);
 	ip[0] = 0x45;
-	ip[1] = 0;
+	ip[1] = SW_ECN_ECT0; /* as every datagram the switch sends: a queue may mark it */
 	wr16(ip + 2, tot);
 	wr16(ip + 4, 0);
 	wr16(ip + 6, 0x4000); /* DF */
@@ -127,7 +127,8 @@ void sw_frame_udp_prefix(uint8_t *buf, const struct sw_udp_hdrs *h, size_t ulen,
 	/* the sums come from the values, not from the bytes just stored:
 	 * reading those back stalls on store forwarding */
 	const uint64_t addrs = (uint64_t)h->src_ip + h->dst_ip;
-	uint16_t c = csum_field(addrs + be16_term(0x4500) + be16_term(tot) + be16_term(0x4000) + be16_term(0x4011));
+	uint16_t c = csum_field(addrs + be16_term(0x4500 | SW_ECN_ECT0) + be16_term(tot) + be16_term(0x4000) +
+				be16_term(0x4011));
 	memcpy(ip + 10, &c, 2);
 
 	memcpy(udp, &h->src_port, 2);
@@ -148,7 +149,7 @@ uint32_t sw_frame_udp_template(uint8_t *buf, const struct sw_udp_hdrs *h)
 	memcpy(buf + 6, h->src_mac, 6);
 	wr16(buf + 12, SW_ETHERTYPE_IPV4);
 	ip[0] = 0x45;
-	ip[1] = 0;
+	ip[1] = SW_ECN_ECT0; /* a queue on the way may mark it (docs/CONGESTION.md) */
 	wr16(ip + 2, 0);
 	wr16(ip + 4, 0);
 	wr16(ip + 6, 0x4000); /* DF */
@@ -166,6 +167,28 @@ uint32_t sw_frame_udp_template(uint8_t *buf, const struct sw_udp_hdrs *h)
 	for (int i = 0; i < SW_IP_HLEN; i += 2)
 		sum += rd16(ip + i);
 	return sum;
+}
+
+size_t sw_frame_ect_ip(const uint8_t *f, size_t len)
+{
+	size_t off = 12;
+	for (int tags = 0; tags < 2 && off + 2 <= len && (rd16(f + off) == 0x8100 || rd16(f + off) == 0x88a8); tags++)
+		off += 4;
+	if (off + 2 + SW_IP_HLEN > len || rd16(f + off) != SW_ETHERTYPE_IPV4 || (f[off + 2] >> 4) != 4)
+		return 0;
+	const unsigned ecn = f[off + 3] & SW_ECN_MASK;
+	return ecn && ecn != SW_ECN_CE ? off + 2 : 0;
+}
+
+void sw_frame_set_ce(uint8_t *ip)
+{
+	const uint16_t old = rd16(ip), now = (uint16_t)(old | SW_ECN_CE);
+	/* HC' = ~(~HC + ~m + m') */
+	uint32_t s = (uint16_t)~rd16(ip + 10) + (uint32_t)(uint16_t)~old + now;
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	wr16(ip, now);
+	wr16(ip + 10, (uint16_t)~s);
 }
 
 size_t sw_frame_udp_headers(uint8_t *buf, size_t cap, const struct sw_udp_hdrs *h, const void *head, size_t head_len,

@@ -17,6 +17,10 @@
 #define SW_ETHERTYPE_IPV4 0x0800
 #define SW_ETHERTYPE_ARP  0x0806
 #define SW_ETHERTYPE_IPV6 0x86dd
+/* The IPv4 header's ECN field (RFC 3168): the low 2 bits of its second byte */
+#define SW_ECN_MASK	  3
+#define SW_ECN_ECT0	  2
+#define SW_ECN_CE	  3
 
 /* Why an ingress frame for the switch endpoint is refused (counter names
  * in sw_frame_err_name). */
@@ -192,6 +196,15 @@ static inline void sw_frame_udp_fill_len(uint8_t *buf, uint32_t ip_sum, size_t u
 	ip[SW_IP_HLEN + 4] = (uint8_t)(ulen >> 8);
 	ip[SW_IP_HLEN + 5] = (uint8_t)ulen;
 }
+
+/* ECN marking by a queue: the offset of the IPv4 header of frame f (behind
+ * up to two VLAN tags) when it is IPv4 and ECN-capable, not yet marked;
+ * 0 otherwise (not IPv4, not ECN-capable: RFC 3168 leaves those to drops,
+ * or already CE).  The frame's first len bytes must be readable. */
+size_t sw_frame_ect_ip(const uint8_t *f, size_t len);
+/* Marks the IPv4 header at ip congestion-experienced, its checksum
+ * updated for the one changed word (RFC 1624). */
+void sw_frame_set_ce(uint8_t *ip);
 
 /* The all-zero MAC: none given. */
 static inline bool sw_mac_zero(const uint8_t *m) { return !(m[0] | m[1] | m[2] | m[3] | m[4] | m[5]); }

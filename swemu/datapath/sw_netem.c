@@ -64,6 +64,7 @@ static void retime_held(struct sw_netem *e, uint64_t now_ns)
 void sw_netem_set(struct sw_netem *e, const struct netem_cfg *cfg, uint64_t now_ns)
 {
 	e->cfg = *cfg;
+	e->ecn_bytes = cfg->rate_bps && cfg->ecn > 0 ? (uint64_t)(cfg->ecn * (double)cfg->buffer_bytes) : 0;
 	retime_held(e, now_ns);
 	/* once active, stay active while packets are held, so they drain */
 	e->active = cfg_active(cfg) || e->head != e->tail;
@@ -90,6 +91,24 @@ static bool lose(struct sw_netem *e)
 	return c->loss > 0 && uniform(e) < c->loss;
 }
 
+/* Bytes that departed by now leave the buffer. */
+static void leave_buffer(struct sw_netem *e, uint64_t now_ns)
+{
+	uint32_t mask = e->cap - 1;
+	while (e->backlog != e->tail && e->ring[e->backlog & mask].depart_ns <= now_ns) {
+		e->backlog_bytes -= e->ring[e->backlog & mask].len;
+		e->backlog++;
+	}
+}
+
+bool sw_netem_marks(struct sw_netem *e, uint64_t now_ns)
+{
+	if (!e->ecn_bytes)
+		return false;
+	leave_buffer(e, now_ns);
+	return e->backlog_bytes > e->ecn_bytes;
+}
+
 enum sw_netem_verdict sw_netem_enqueue(struct sw_netem *e, void *pkt, uint32_t len, uint64_t now_ns)
 {
 	const struct netem_cfg *c = &e->cfg;
@@ -97,11 +116,7 @@ enum sw_netem_verdict sw_netem_enqueue(struct sw_netem *e, void *pkt, uint32_t l
 
 	if (lose(e))
 		return SW_NETEM_DROP_LOSS;
-	/* bytes that departed by now leave the buffer */
-	while (e->backlog != e->tail && e->ring[e->backlog & mask].depart_ns <= now_ns) {
-		e->backlog_bytes -= e->ring[e->backlog & mask].len;
-		e->backlog++;
-	}
+	leave_buffer(e, now_ns);
 	if (c->rate_bps && c->buffer_bytes && e->backlog_bytes + len > c->buffer_bytes)
 		return SW_NETEM_DROP_BUFFER;
 	if (e->tail - e->head == e->cap)

@@ -7,7 +7,10 @@
  * max(arrival, previous departure) + bits / rate, i.e. a token bucket one
  * packet deep; the buffer holds the bytes that have arrived but not yet
  * departed.  A packet is released to the peer at departure + delay +
- * uniform(0, jitter), never before the packet ahead of it (order kept). */
+ * uniform(0, jitter), never before the packet ahead of it (order kept).
+ * With cfg.ecn, a packet that arrives while the buffer holds more than
+ * that share of it is to be marked (sw_netem_marks), as DCTCP's and
+ * ATP's switches mark on the instantaneous queue. */
 #ifndef SW_NETEM_H
 #define SW_NETEM_H
 
@@ -37,6 +40,7 @@ struct sw_netem {
 	uint32_t head, backlog, tail; /* release ... buffer ... */
 	struct sw_netem_item *ring;
 	uint64_t backlog_bytes;
+	uint64_t ecn_bytes; /* mark past this backlog; 0: never */
 	uint64_t last_depart_ns, last_release_ns;
 	uint64_t rng;
 	bool ge_bad;
@@ -51,6 +55,9 @@ void sw_netem_set(struct sw_netem *e, const struct netem_cfg *cfg, uint64_t now_
 /* True when any emulation is configured (otherwise bypass the emulator). */
 static inline bool sw_netem_active(const struct sw_netem *e) { return e->active; }
 
+/* Whether a packet arriving now is to be marked congestion-experienced
+ * (before its sw_netem_enqueue). */
+bool sw_netem_marks(struct sw_netem *e, uint64_t now_ns);
 enum sw_netem_verdict sw_netem_enqueue(struct sw_netem *e, void *pkt, uint32_t len, uint64_t now_ns);
 /* Up to max packets whose release time has come, in order. */
 unsigned sw_netem_dequeue(struct sw_netem *e, uint64_t now_ns, void **out, unsigned max);

@@ -29,6 +29,9 @@ struct rte_mbuf *sw_flatten(struct rte_mempool *pool, struct rte_mbuf *m, struct
 struct rte_mbuf *sw_writable(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint16_t room);
 /* A trunk's 802.1Q tag added (sw_out.c). */
 struct rte_mbuf *sw_add_tag(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m, uint16_t vlan);
+/* m marked congestion-experienced where it is ECN-capable IPv4 (copied
+ * first when shared), counted at p; NULL when out of mbufs (sw_out.c). */
+struct rte_mbuf *sw_mark_ce(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m);
 /* Every other port of the VLAN (sw_out.c). */
 void sw_flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m);
 
@@ -66,6 +69,8 @@ static inline __attribute__((always_inline)) void sw_send_port_inline(struct sw_
 		sw_deliver(rt, p, m);
 		return;
 	}
+	if (sw_netem_marks(&p->netem, p->sw->now_ns) && !(m = sw_mark_ce(rt, p, m)))
+		return;
 	switch (sw_netem_enqueue(&p->netem, m, rte_pktmbuf_pkt_len(m), p->sw->now_ns)) {
 	case SW_NETEM_QUEUED: break;
 	case SW_NETEM_DROP_LOSS: sw_drop(p, SW_D_EMULATED_LOSS, m); break;

@@ -6,7 +6,7 @@
 #                                 [--buffer B] [--pmd af_packet|af_xdp|bridge] [--mgmt 10.M.N]
 #                                 [--lcores LIST] [--rank-cpus LIST] [--cores N]
 #                                 [--delay-us US] [--jitter-us US]
-#                                 [--burst-loss P_GOOD_BAD,P_BAD_GOOD,LOSS_BAD]
+#                                 [--burst-loss P_GOOD_BAD,P_BAD_GOOD,LOSS_BAD] [--ecn SHARE]
 #                                 [--rack-rates R0,R1,...]
 #                                 [--racks R [--rack-sizes S0,S1,...] [--ina-racks LIST]
 #                                  [--uplink-rate R|R0,R1,...] [--uplink-buffer B] [--processes]]
@@ -29,6 +29,8 @@
 #       tail-drop queue of the host-facing ports (swemu's default otherwise).
 #       --delay-us, --jitter-us and --burst-loss (Gilbert-Elliott) apply to
 #       every egress port too: a packet between two racks crosses three.
+#       --ecn 0.5 makes every port with a rate mark ECN-capable frames CE
+#       past that share of its buffer (swemu's 'ecn'; docs/CONGESTION.md).
 #       --rack-rates gives each rack's host links their own rate (an older
 #       rack), in place of --rate for them.
 #       --rate also limits what each host sends (a tbf qdisc on its eth0),
@@ -181,7 +183,7 @@ cmd_up() {
 	shift 2
 	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet mgmt="" racks=1 inaracks=all
 	local uprate="" upbuf="" buf="" lcores="" delay="" jitter="" geloss="" rackrates="" racksizes="" procs=false
-	local cores="" rankcpus=""
+	local cores="" rankcpus="" ecn=""
 
 	while (($#)); do
 		case $1 in
@@ -192,6 +194,7 @@ cmd_up() {
 		--uplink-rate) uprate=$2; shift 2;;
 		--uplink-buffer) upbuf=$2; shift 2;;
 		--buffer) buf=$2; shift 2;;
+		--ecn) ecn=$2; shift 2;;
 		--loss) loss=$2; shift 2;;
 		--rate) rate=$2; shift 2;;
 		--pmd) pmd=$2; shift 2;;
@@ -357,12 +360,14 @@ cmd_up() {
 		emu+=" burst_loss = { p_good_bad = ${b[0]}; p_bad_good = ${b[1]}; loss_bad = ${b[2]}; };"
 	fi
 	[ -n "$upbuf" ] && emu_up_buf=" buffer = \"$upbuf\";" || emu_up_buf=""
-	[ -n "$buf" ] && emu+=" buffer = \"$buf\";"
+	local emu_h_buf="" # the host-facing ports' alone: --uplink-buffer is the uplinks'
+	[ -n "$buf" ] && emu_h_buf=" buffer = \"$buf\";"
 	local nl=$'\n'
 	for ((r = 0; r < racks; r++)); do
-		local ports="" mg="" hemu=$emu rr=${rack_rate[r]:-$rate} upemu=$emu ur=${uprates[r]:-${uprates[0]:-$rate}}
-		[ -z "$rr" ] || hemu+=" rate = \"$rr\";"
-		[ -z "$ur" ] || upemu+=" rate = \"$ur\";"
+		local ports="" mg="" hemu=$emu$emu_h_buf rr=${rack_rate[r]:-$rate} upemu=$emu ur=${uprates[r]:-${uprates[0]:-$rate}}
+		# a queue marks only where a rate makes one
+		[ -z "$rr" ] || hemu+=" rate = \"$rr\";${ecn:+ ecn = $ecn;}"
+		[ -z "$ur" ] || upemu+=" rate = \"$ur\";${ecn:+ ecn = $ecn;}"
 		upemu+=$emu_up_buf
 		for ((i = rfirst[r]; i < rfirst[r] + rsize[r]; i++)); do
 			ports+="      { name = \"h$i\"; dev = \"net_${pmd}$i\";$hemu },$nl"

@@ -167,10 +167,6 @@ static int get_flags(const struct conf_node *t, struct trial *tr)
 	    conf_get_bool(&tr->rd, t, "processes", &tr->processes) < 0 ||
 	    conf_get_bool(&tr->rd, t, "ina_cc", &tr->ina_cc) < 0)
 		return -1;
-	/* swemu's link emulation marks nothing: the setting would do nothing */
-	if (tr->ina_cc && !tr->sim)
-		return trial_fail(tr, conf_member(t, "ina_cc"),
-				  "ina_cc = true: only the simulator's queues mark ECN (engine = \"sim\")");
 	return 0;
 }
 

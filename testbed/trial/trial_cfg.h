@@ -35,7 +35,7 @@ struct trial {
 	char burst[64];		 /* Gilbert-Elliott loss "p_good_bad,p_bad_good,loss_bad", or "" */
 	char rack_rates[128];	 /* each rack's host link rate, "R0,R1,...", or "": host_rate */
 	bool pace;
-	bool ina_cc;	/* the INA windows follow ECN marks (engine = "sim" only) */
+	bool ina_cc;	/* the INA windows follow ECN marks (the queues mark at half their buffer) */
 	bool processes; /* one swemu process per switch, joined by veth links */
 	char algos[128], sizes[256];
 	int size[TRIAL_MAX_RACKS], world; /* hosts per rack (hosts_per_rack: one for all, or a list), their sum */

@@ -24,6 +24,8 @@ topo_opts() {
 	[ "$T_EMU_JITTER_US" != 0 ] && opts+=(--jitter-us "$T_EMU_JITTER_US")
 	[ -n "${T_BURST_LOSS:-}" ] && opts+=(--burst-loss "$T_BURST_LOSS")
 	[ -n "$T_EMU_RACK_RATES" ] && opts+=(--rack-rates "$T_EMU_RACK_RATES")
+	# the simulator's default share (--ecn): the same marks in both worlds
+	[ "${T_INA_CC:-0}" = 1 ] && opts+=(--ecn 0.5)
 	return 0
 }
 # the racks, with INA-capable ToRs at racks $1 ("0,2", "none"); with a
@@ -183,6 +185,7 @@ engine_up() {
 	esac
 	wire+=(HCL_INA_ELEMS="${T_INA_ELEMS:-2048}" HCL_INA_SLOTS="${T_INA_SLOTS:-8}")
 	wire+=(HCL_RING_CHANNELS="$ring_channels")
+	[ "${T_INA_CC:-0}" = 1 ] && wire+=(HCL_INA_CC=1)
 	if [ "$T_DILATION" = auto ]; then
 		calibrate
 		vars=$("$checker" --dilation "$dil_k" "$cfgfile") || exit 2

@@ -91,8 +91,8 @@ def traces(d, nbytes, warmup, iters, k=1.0):
            "call_mean_us": statistics.mean(calls_us) if calls_us else 0,
            # the hosts' side: what software aggregators refused, what the clients re-sent
            "host": {k: sum(r["host"].get(k, 0) for r in ranks.values())
-                    for k in ("agg_dropped", "agg_accepted", "ina_sent", "ina_resent", "ina_stale", "xfer_resent",
-                              "xfer_timeouts")}}
+                    for k in ("agg_dropped", "agg_accepted", "ina_sent", "ina_resent", "ina_stale", "ina_marked",
+                              "xfer_resent", "xfer_timeouts")}}
     # ... and the aggregators' refusals by reason (swemu's drop names)
     out["host"]["agg_drops"] = dict(sum((collections.Counter(r["host"].get("agg_drops", {})) for r in ranks.values()),
                                         collections.Counter()))
@@ -803,17 +803,19 @@ def main():
         md.append("None counted by any switch.")
     md += ["", "## The hosts' side (whole run, all ranks)", ""] + (["Not counted by the simulator."] if sim else [
            "Refused by the ranks' software aggregators (PS shards, ring members), INA slices re-sent on time-out, "
-           "answers that matched nothing in flight, and the reliable transfer's re-sent packets and time-outs.", "",
-           "| algorithm | size | aggregators refused | INA re-sent | INA stale | transfer re-sent | transfer time-outs |",
-           "|---|---|---|---|---|---|---|"])
+           "answers that matched nothing in flight, answers a switch queue marked (ECN, `ina_cc`), and the reliable "
+           "transfer's re-sent packets and time-outs.", "",
+           "| algorithm | size | aggregators refused | INA re-sent | INA stale | INA marked | transfer re-sent "
+           "| transfer time-outs |",
+           "|---|---|---|---|---|---|---|---|"])
     for a in algos:
         for s in sizes:
             h = results[a][s].get("timing", {}).get("host")
             if h:
                 why = ", ".join("%s %d" % kv for kv in sorted(h.get("agg_drops", {}).items(), key=lambda kv: -kv[1]))
-                md.append("| %s | %s | %d%s | %d | %d | %d | %d |" % (
+                md.append("| %s | %s | %d%s | %d | %d | %d | %d | %d |" % (
                     a, s, h["agg_dropped"], " (%s)" % why if why else "", h["ina_resent"], h["ina_stale"],
-                    h["xfer_resent"], h["xfer_timeouts"]))
+                    h.get("ina_marked", 0), h["xfer_resent"], h["xfer_timeouts"]))
     md += captures_words(out, t)
     md += ["", "## Plots", ""]
     if note:

@@ -68,7 +68,7 @@ def main():
     for sw, s in stats["switches"].items():
         for port, p in s["ports"].items():
             # written a moment before the JSON: a port may have moved on
-            pairs = [("swemu_port_%s_total" % k, {}, p[k]) for k in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes")]
+            pairs = [("swemu_port_%s_total" % k, {}, p[k]) for k in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "ecn_marks")]
             pairs += [("swemu_port_drops_total", {"reason": r}, v) for r, v in p["drops"].items() if r != "ok"]
             for name, extra, want in pairs:
                 got = get(series, name, switch=sw, port=port, **extra)

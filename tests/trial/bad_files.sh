@@ -355,12 +355,6 @@ trial = {
   dtype = "bf16";
 };
 E
-expect 3 'ina_cc = true: only the simulator' <<'E'
-trial = {
-  racks = 2; hosts_per_rack = 2;
-  ina_cc = true;
-};
-E
 expect 3 "'ina_cc' must be true or false" <<'E'
 trial = {
   engine = "sim";

@@ -166,6 +166,66 @@ static void test_udp_bind_error(void **state)
 	assert_null(t.ops);
 }
 
+/* A transport opened with ecn reports which datagrams arrived marked CE
+ * (sent here by a plain socket with each ECN codepoint), and what it
+ * sends is ECN-capable (ECT(0)), as a plain receiver reads it; one
+ * opened without it reports no mark. */
+static void test_udp_ecn(void **state)
+{
+	(void)state;
+	struct sockaddr_in lo = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) }, ta, pa;
+	struct dgram_transport t;
+	char err[128];
+	for (int with = 1; with >= 0; with--) {
+		struct dgram_udp_opts o = { .ecn = with };
+		if (dgram_udp_open(&t, &lo, &o, err, sizeof(err)))
+			fail_msg("%s", err);
+		assert_int_equal(dgram_udp_local(&t, &ta), 0);
+		int s = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
+		assert_true(s >= 0);
+		assert_int_equal(bind(s, (struct sockaddr *)&lo, sizeof(lo)), 0);
+		assert_int_equal(setsockopt(s, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)), 0);
+		socklen_t sl = sizeof(pa);
+		assert_int_equal(getsockname(s, (struct sockaddr *)&pa, &sl), 0);
+		for (int ecn = 0; ecn < 4; ecn++) {
+			assert_int_equal(setsockopt(s, IPPROTO_IP, IP_TOS, &ecn, sizeof(ecn)), 0);
+			assert_int_equal(sendto(s, &ecn, sizeof(ecn), 0, (struct sockaddr *)&ta, sizeof(ta)),
+					 sizeof(ecn));
+		}
+		uint8_t bufs[4][64];
+		struct dgram_pkt in[4];
+		int got = 0;
+		while (got < 4) {
+			for (int i = got; i < 4; i++)
+				in[i] = (struct dgram_pkt){ .buf = bufs[i], .len = sizeof(bufs[i]), .ce = 7 };
+			int n = t.ops->recv_batch(t.ctx, in + got, (unsigned)(4 - got), 1000000000);
+			assert_true(n > 0);
+			got += n;
+		}
+		for (int i = 0; i < 4; i++)
+			assert_int_equal(in[i].ce, with && i == 3);
+		/* back to the plain socket: its TOS byte as sent */
+		struct dgram_pkt out = { .buf = "x", .len = 1, .peer = pa };
+		assert_int_equal(t.ops->send_batch(t.ctx, &out, 1), 1);
+		char b[8];
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} ctl;
+		struct iovec iov = { b, sizeof(b) };
+		struct msghdr m = {
+			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl)
+		};
+		assert_int_equal(recvmsg(s, &m, 0), 1);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		assert_non_null(c);
+		assert_int_equal(c->cmsg_type, IP_TOS);
+		assert_int_equal(*CMSG_DATA(c), with ? 2 : 0);
+		close(s);
+		dgram_close(&t);
+	}
+}
+
 static uint16_t open_any(struct dgram_transport *t, const struct dgram_udp_opts *o, int want_rc)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET }, b;
@@ -268,7 +328,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_udp_batches),	cmocka_unit_test(test_udp_timeout),
 		cmocka_unit_test(test_udp_bind_error),	cmocka_unit_test(test_fake_hub),
-		cmocka_unit_test(test_udp_unreachable), cmocka_unit_test(test_udp_avoid_ports), /* last: a netns */
+		cmocka_unit_test(test_udp_ecn),		cmocka_unit_test(test_udp_unreachable),
+		cmocka_unit_test(test_udp_avoid_ports), /* last: a netns */
 	};
 	return cmocka_run_group_tests_name("transport", tests, NULL, NULL);
 }

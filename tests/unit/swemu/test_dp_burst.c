@@ -325,6 +325,89 @@ static void test_member_frames(void **state)
 	assert_int_equal(sw->st.ina_packets, 16);
 }
 
+/* The ECN field of frame f, which must be IPv4, untagged. */
+static unsigned ecn_of(const uint8_t *f) { return f[SW_ETH_HLEN + 1] & SW_ECN_MASK; }
+
+/* Host h's result of slice seq: its INA flags, and its IPv4 header's ECN
+ * field into *ecn. */
+static uint8_t result_flags(const uint8_t *frame, size_t len, unsigned seq, unsigned *ecn)
+{
+	struct sw_udp_view v;
+	struct ina_pkt pkt;
+	assert_int_equal(sw_frame_parse_udp(frame, len, 0, &v), SW_FRAME_OK);
+	assert_int_equal(ina_parse(v.payload, v.payload_len, &pkt), INA_OK);
+	assert_int_equal(pkt.hdr.seq, seq);
+	*ecn = ecn_of(frame);
+	return pkt.hdr.flags;
+}
+
+/* A queue's mark both ways: a contribution that arrives marked CE marks
+ * its slot's results (INA_F_CE) and the switch's ECN-capable results
+ * carry it; the marked frame takes the whole path and is not the one its
+ * member's next frames repeat; a port whose emulated queue is past its
+ * ecn share marks the frames it takes (counted ecn_marks) and the first,
+ * which found it empty, not. */
+static void test_ce_marks(void **state)
+{
+	struct fixture *fx = *state;
+	struct sw_lsw *sw = fx->rt.sw[0];
+	static uint8_t got[4][9100];
+	size_t len[4];
+	unsigned ecn;
+	for (unsigned seq = 0; seq < 3; seq++) /* bound, then repeating */
+		for (unsigned h = 0; h < NHOSTS; h++)
+			send_member(fx, h, seq, false, 0);
+	drain(fx, 0), drain(fx, 1);
+	const uint64_t repeats = sw->st.ina_repeats;
+	struct rte_mbuf *m = member_slice(fx, 0, 3, INA_UDP_PORT_MIN, false);
+	uint8_t *ip = rte_pktmbuf_mtod(m, uint8_t *) + SW_ETH_HLEN;
+	assert_int_equal(ip[1] & SW_ECN_MASK, SW_ECN_ECT0); /* hosts' frames, as built */
+	sw_frame_set_ce(ip);
+	burst_from(fx, 0, &m, 1);
+	send_member(fx, 1, 3, false, 0);
+	assert_int_equal(sw->st.ina_repeats, repeats + 1); /* host 1's only */
+	for (unsigned h = 0; h < NHOSTS; h++) {
+		assert_int_equal(received(fx, h, got, len, 4), 1);
+		assert_true(result_flags(got[0], len[0], 3, &ecn) & INA_F_CE);
+		assert_int_equal(ecn, SW_ECN_ECT0);
+	}
+	/* unmarked again: host 0's frame repeats its last unmarked headers */
+	for (unsigned h = 0; h < NHOSTS; h++)
+		send_member(fx, h, 4, false, 0);
+	assert_int_equal(sw->st.ina_repeats, repeats + 3);
+	for (unsigned h = 0; h < NHOSTS; h++) {
+		assert_int_equal(received(fx, h, got, len, 4), 1);
+		assert_false(result_flags(got[0], len[0], 4, &ecn) & INA_F_CE);
+	}
+
+	/* host 0's link at 1 Mbit/s, marking past 52 bytes of its buffer:
+	 * two results in one burst, the second behind the first */
+	struct netem_cfg slow = { .rate_bps = 1000000, .buffer_bytes = 512 * 1024, .ecn = 0.0001 };
+	sw_netem_set(&sw->ports[0].netem, &slow, sw->now_ns);
+	sw->plan_gen++; /* as the control path does (plans_stale) */
+	send_member(fx, 1, 5, false, 0);
+	send_member(fx, 1, 6, false, 0);
+	struct rte_mbuf *ms[2] = { member_slice(fx, 0, 5, INA_UDP_PORT_MIN, false),
+				   member_slice(fx, 0, 6, INA_UDP_PORT_MIN, false) };
+	burst_from(fx, 0, ms, 2);
+	assert_int_equal(port_stats(fx, 0)->ecn_marks, 1);
+	assert_int_equal(port_stats(fx, 1)->ecn_marks, 0);
+	unsigned n = 0;
+	const uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz(); /* 2 x 0.8 ms on the link */
+	while (n < 2 && rte_get_timer_cycles() < deadline) {
+		uint64_t due;
+		sw_dp_poll(&fx->rt, &due);
+		sw_dp_flush(&fx->rt);
+		n += received(fx, 0, got + n, len + n, 2 - n);
+	}
+	assert_int_equal(n, 2);
+	for (unsigned k = 0; k < 2; k++) {
+		assert_false(result_flags(got[k], len[k], 5 + k, &ecn) & INA_F_CE); /* IP's mark, not INA's */
+		assert_int_equal(ecn, k ? SW_ECN_CE : SW_ECN_ECT0);
+		assert_int_equal(sw_csum_fold_native(sw_csum_words(got[k] + SW_ETH_HLEN, SW_IP_HLEN / 4)), 0xffff);
+	}
+}
+
 int main(void)
 {
 	if (dp_eal_start("test_dp_burst", "0") < 0)
@@ -336,6 +419,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_known_flow_and_runt, setup_learn, teardown),
 		cmocka_unit_test_setup_teardown(test_access_to_trunk, setup_trunk, teardown),
 		cmocka_unit_test_setup_teardown(test_member_frames, setup_learn, teardown),
+		cmocka_unit_test_setup_teardown(test_ce_marks, setup_learn, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	sw_eal_cleanup();

@@ -205,6 +205,49 @@ static void test_frame_errors(void **state)
 		assert_string_not_equal(sw_frame_err_name(e), "invalid");
 }
 
+/* A queue's mark: only ECN-capable IPv4 (tagged or not) is marked, once,
+ * and its IPv4 checksum holds by the reference sum after. */
+static void test_frame_ce_mark(void **state)
+{
+	(void)state;
+	static uint8_t f[200], t[204];
+	uint8_t ina[INA_HDR_LEN];
+	struct sw_udp_hdrs h = test_hdrs(ina);
+	size_t n = sw_frame_build_udp(f, sizeof(f), &h, ina, INA_HDR_LEN, "abcd", 4, sw_csum_partial("abcd", 4, 0));
+	assert_int_equal(f[SW_ETH_HLEN + 1], SW_ECN_ECT0); /* what the switch sends may be marked */
+	assert_int_equal(ref_csum(f + SW_ETH_HLEN, SW_IP_HLEN, 0), 0);
+	/* the same frame behind an 802.1Q tag */
+	memcpy(t, f, 12);
+	memcpy(t + 12, "\x81\x00\x00\x07", 4);
+	memcpy(t + 16, f + 12, n - 12);
+	for (int tagged = 0; tagged < 2; tagged++) {
+		uint8_t *g = tagged ? t : f;
+		const size_t len = n + (tagged ? 4 : 0), at = SW_ETH_HLEN + (tagged ? 4 : 0);
+		for (unsigned tos = 0; tos < 8; tos++) { /* DSCP kept, each ECN value */
+			g[at + 1] = (uint8_t)(tos << 5 | (tos & 3));
+			g[at + 10] = g[at + 11] = 0;
+			uint16_t c = ref_csum(g + at, SW_IP_HLEN, 0);
+			g[at + 10] = (uint8_t)(c >> 8);
+			g[at + 11] = (uint8_t)c;
+			const bool ect = (tos & 3) == 1 || (tos & 3) == 2;
+			assert_int_equal(sw_frame_ect_ip(g, len), ect ? at : 0);
+			if (!ect)
+				continue;
+			sw_frame_set_ce(g + at);
+			assert_int_equal(g[at + 1], (uint8_t)(tos << 5 | SW_ECN_CE));
+			assert_int_equal(ref_csum(g + at, SW_IP_HLEN, 0), 0);
+			assert_int_equal(sw_frame_ect_ip(g, len), 0); /* marked once */
+		}
+	}
+	/* not IPv4, too short */
+	f[12] = 0x86;
+	f[13] = 0xdd;
+	assert_int_equal(sw_frame_ect_ip(f, n), 0);
+	f[12] = 0x08;
+	f[13] = 0x00;
+	assert_int_equal(sw_frame_ect_ip(f, SW_ETH_HLEN + 10), 0);
+}
+
 static void test_arp(void **state)
 {
 	(void)state;
@@ -250,11 +293,9 @@ static void test_arp(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_frame_build_parse),
-		cmocka_unit_test(test_frame_prefix_parts),
-		cmocka_unit_test(test_frame_template),
-		cmocka_unit_test(test_frame_errors),
-		cmocka_unit_test(test_arp),
+		cmocka_unit_test(test_frame_build_parse), cmocka_unit_test(test_frame_prefix_parts),
+		cmocka_unit_test(test_frame_template),	  cmocka_unit_test(test_frame_errors),
+		cmocka_unit_test(test_frame_ce_mark),	  cmocka_unit_test(test_arp),
 	};
 	return cmocka_run_group_tests_name("frame", tests, NULL, NULL);
 }

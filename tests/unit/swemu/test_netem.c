@@ -36,6 +36,36 @@ static void test_emu_rate_and_buffer(void **state)
 	sw_netem_free(&e);
 }
 
+/* With ecn = 0.5 of a 6000-byte buffer, packets arriving while more than
+ * 3000 bytes wait are to be marked, and none once the queue drained. */
+static void test_emu_ecn_threshold(void **state)
+{
+	(void)state;
+	struct sw_netem e;
+	struct netem_cfg c = { .rate_bps = 1000000000, .buffer_bytes = 6000, .ecn = 0.5 };
+	void *out[8];
+	assert_int_equal(sw_netem_init(&e, &c, 16, 1), 0);
+	/* 1500 B at 1 Gbit/s: 12 us each */
+	bool want[4] = { false, false, false, true }; /* held before each: 0, 1500, 3000, 4500 */
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(sw_netem_marks(&e, 0), want[i]);
+		assert_int_equal(sw_netem_enqueue(&e, (void *)(uintptr_t)(i + 1), 1500, 0), SW_NETEM_QUEUED);
+	}
+	/* two departed by 24 us: 3000 held, not past the mark */
+	assert_true(sw_netem_marks(&e, 23999));
+	assert_false(sw_netem_marks(&e, 24000));
+	assert_int_equal(sw_netem_dequeue(&e, 48000, out, 8), 4);
+	assert_false(sw_netem_marks(&e, 48000));
+	/* off: never, however full */
+	c.ecn = 0;
+	sw_netem_set(&e, &c, 48000);
+	for (int i = 0; i < 4; i++) {
+		assert_false(sw_netem_marks(&e, 48000));
+		assert_int_equal(sw_netem_enqueue(&e, (void *)1, 1500, 48000), SW_NETEM_QUEUED);
+	}
+	sw_netem_free(&e);
+}
+
 /* Back-to-back packets leave at exactly the configured rate. */
 static void test_emu_rate_exact(void **state)
 {
@@ -159,8 +189,11 @@ static void test_emu_rate_change_retimes_queue(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_emu_rate_and_buffer),	      cmocka_unit_test(test_emu_rate_exact),
-		cmocka_unit_test(test_emu_jitter_order_inflight),     cmocka_unit_test(test_emu_loss),
+		cmocka_unit_test(test_emu_rate_and_buffer),
+		cmocka_unit_test(test_emu_ecn_threshold),
+		cmocka_unit_test(test_emu_rate_exact),
+		cmocka_unit_test(test_emu_jitter_order_inflight),
+		cmocka_unit_test(test_emu_loss),
 		cmocka_unit_test(test_emu_rate_change_retimes_queue),
 	};
 	return cmocka_run_group_tests_name("netem", tests, NULL, NULL);

@@ -37,7 +37,7 @@ static const char good[] =
 	"      { name = \"h0\"; dev = \"net_af_packet0\"; },\n"
 	"      { name = \"h1\"; dev = \"net_af_packet1\"; vlan = 5; trunk = [30, 20]; rate = "
 	"\"1G\"; buffer = \"64K\";\n"
-	"        delay_us = 20; jitter_us = 5; loss = 0.05; },\n"
+	"        delay_us = 20; jitter_us = 5; loss = 0.05; ecn = 0.25; },\n"
 	"      { name = \"up\"; link = \"spine.t0\"; rate = 2500000000L;\n"
 	"        burst_loss = { p_good_bad = 0.01; p_bad_good = 0.3; loss_bad = 0.5; }; }\n"
 	"    );\n"
@@ -91,6 +91,7 @@ static void test_good(void **state)
 	assert_int_equal(t->ports[1].netem.delay_us, 20);
 	assert_int_equal(t->ports[1].netem.jitter_us, 5);
 	assert_true(t->ports[1].netem.loss == 0.05);
+	assert_true(t->ports[1].netem.ecn == 0.25);
 	assert_int_equal(t->ports[2].netem.rate_bps, 2500000000ull);
 	assert_true(t->ports[2].netem.ge_p_bg == 0.3);
 	assert_int_equal(t->ports[2].peer_switch, 1);
@@ -182,6 +183,8 @@ static const struct bad bads[] = {
 	  "link 'spine.t0': both ends must be in the same vlan (3 here, 1 there)" },
 	{ "buffer = \"64K\"", "buffer = \"64Q\"", 9, "'buffer' must be a size" },
 	{ "loss = 0.05", "loss = 1.5", 10, "'loss' must be 0..1, not 1.5" },
+	{ "ecn = 0.25", "ecn = 2.0", 10, "'ecn' must be 0..1, not 2" },
+	{ "rate = \"1G\"; buffer = \"64K\";", "buffer = \"64K\";", 10, "'ecn' marks a queue: it needs a 'rate'" },
 	{ "delay_us = 20", "delay_us = 20000000", 10, "'delay_us' must be 0..10000000" },
 	{ "link = \"spine.t0\"", "link = \"spine.t9\"", 11, "link 'spine.t9': no such switch.port" },
 	{ "link = \"spine.t0\"", "link = \"spine\"", 11, "'link' must be \"switch.port\"" },

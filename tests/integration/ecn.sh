@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# ECN on the testbed, end to end: four ranks of ps (the PS on rank 0)
+# behind one ToR whose ports run at 200M and mark past 5% of their 256K
+# buffer (topo.sh --ecn, swemu's 'ecn').  The three senders' slices queue
+# at rank 0's port; the port marks them CE (counted ecn_marks), rank 0's
+# PS carries the marks into its results (the INA header's CE flag), and
+# every rank's client counts marked answers, which its window follows
+# (HCL_INA_CC=1).  Results exact.  The same run without --ecn: no marks.
+. "$(dirname "$0")/lib.sh"
+perf=${PERF:-$top/build/ring/ina-allreduce-perf}
+
+marks() { stats_get 'sum(p["ecn_marks"] for p in d["switches"]["tor0"]["ports"].values())'; }
+
+run_ps() { # run_ps [ENV...]: exact at every size; prints the ranks' marked answers
+	local out
+	out=$(env "$@" "$top/testbed/topo/launch.sh" itecn -- "$perf" --only in --algo ps -b 256K -e 2M -f 2 -n 2 -w 0 --timeout 60000) ||
+		fail "ps: $out"
+	[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 4 ] || fail "ps not exact: $out"
+	sed -nE 's/^# host of rank [0-9]+: .* ([0-9]+) marked; .*/\1/p' <<<"$out" | awk '{ s += $1 } END { print s + 0 }'
+}
+
+for ecn in 0.05 ""; do
+	topo itecn 4 --subnet 10.87.0 --rate 200M --buffer 256K ${ecn:+--ecn $ecn}
+	[ -z "$ecn" ] || grep -q "ecn = $ecn;" /run/swemu-testbed/itecn/swemu.cfg || fail "topo.sh wrote no 'ecn = $ecn'"
+	marked=$(run_ps HCL_INA_CC=1)
+	m=$(marks)
+	if [ -n "$ecn" ]; then
+		((m > 0)) || fail "rank 0's port marked nothing"
+		((marked > 0)) || fail "$m frames marked, but no rank counted a marked answer"
+		h0=$(stats_get 'd["switches"]["tor0"]["ports"]["h0"]["ecn_marks"]')
+		((2 * h0 > m)) || fail "marks not where the slices queue: $h0 of $m at rank 0's port"
+		echo "ecn: ps with its windows following the marks: exact; $m frames marked ($h0 at rank 0's port), $marked marked answers"
+	else
+		((m == 0 && marked == 0)) || fail "without ecn: $m frames marked, $marked marked answers"
+		echo "ecn: without it: exact, nothing marked"
+	fi
+	"$top/testbed/topo/topo.sh" down itecn
+done
