@@ -7,6 +7,8 @@
 # PS carries the marks into its results (the INA header's CE flag), and
 # every rank's client counts marked answers, which its window follows
 # (HCL_INA_CC=1).  Results exact.  The same run without --ecn: no marks.
+# Then a trial file's ina_cc = true on the emulator: both halves set up by
+# the runner, the marked answers in its results.
 . "$(dirname "$0")/lib.sh"
 perf=${PERF:-$top/build/ring/ina-allreduce-perf}
 
@@ -37,3 +39,21 @@ for ecn in 0.05 ""; do
 	fi
 	"$top/testbed/topo/topo.sh" down itecn
 done
+
+# the trial runner: the default trial's fabric, ps alone on one PS (seven
+# ranks' slices into its port, which marks past 32K), ina_cc = true
+cfg=$LOGDIR/trial-cc.cfg
+sed -e 's/^  ina_racks = "sweep";/  ina_racks = "all"; ina_cc = true;/' -e 's/^  sweep_order = \[1, 0\];//' \
+	-e 's/^  host_buffer = "";/  host_buffer = "64K";/' -e 's/^  ps_shards = 0;/  ps_shards = 1;/' \
+	-e 's/^  algorithms = .*/  algorithms = ["ps"];/' -e 's/^  sizes = .*/  sizes = ["4M"];/' \
+	-e 's/^  repeats = 3;/  repeats = 1;/' -e 's/^  iterations = 5;/  iterations = 2;/' "$top/configs/trial.cfg" > "$cfg"
+"$top/testbed/trial/trial.sh" -c "$cfg" -o "$LOGDIR/trial-cc" > "$LOGDIR/trial-cc.log" 2>&1 ||
+	{ tail -20 "$LOGDIR/trial-cc.log"; fail "the trial with ina_cc = true failed"; }
+$PY - "$LOGDIR/trial-cc/results.json" <<'P' || fail "trial with ina_cc = true: $(cat "$LOGDIR/trial-cc/results.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["trial"]["T_INA_CC"] == "1", r["trial"]
+ps = r["results"]["ps"]["4M"]
+assert ps["wrong"] == 0 and ps["timing"]["host"]["ina_marked"] > 0, ps
+print("ecn: a trial with ina_cc = true: ps exact, %d answers marked" % ps["timing"]["host"]["ina_marked"])
+P
