@@ -64,7 +64,11 @@ static void retime_held(struct sw_netem *e, uint64_t now_ns)
 void sw_netem_set(struct sw_netem *e, const struct netem_cfg *cfg, uint64_t now_ns)
 {
 	e->cfg = *cfg;
-	e->ecn_bytes = cfg->rate_bps && cfg->ecn > 0 ? (uint64_t)(cfg->ecn * (double)cfg->buffer_bytes) : 0;
+	e->ecn_bytes = 0;
+	if (cfg->rate_bps && cfg->ecn > 0) { /* at least a byte: 0 is "never" */
+		const uint64_t b = (uint64_t)(cfg->ecn * (double)cfg->buffer_bytes);
+		e->ecn_bytes = b ? b : 1;
+	}
 	retime_held(e, now_ns);
 	/* once active, stay active while packets are held, so they drain */
 	e->active = cfg_active(cfg) || e->head != e->tail;
