@@ -155,12 +155,12 @@ def load_sim_run(d, nb, world, compute_ms):
                        spread_mean_us=j["spread_mean_ms"] * 1e3, call_mean_us=r["time_us"], **distribution(times))
     drops = {why: j[k] for k, why in SIM_DROPS if j.get(k)}
     drops.update({"aggregators: %s" % k: v for k, v in j.get("engine_drops", {}).items()})
-    r.update(drops=drops, links={}, ina={})
+    r.update(drops=drops, links={}, ina={}, ecn_marks=j.get("ecn_marks", 0))
     return r
 
 
 def counters(before, after):
-    """Per link (switch.port): bytes each way; drops by reason; INA engine."""
+    """Per link (switch.port): bytes each way and ECN marks; drops by reason; INA engine."""
     links, drops, ina = {}, {}, {}
     for sw, s in after["switches"].items():
         b = before["switches"].get(sw, {"ports": {}})
@@ -169,7 +169,8 @@ def counters(before, after):
             links["%s.%s" % (sw, p)] = {
                 "rx_bytes": v["rx_bytes"] - o.get("rx_bytes", 0), "tx_bytes": v["tx_bytes"] - o.get("tx_bytes", 0),
                 "rx_packets": v["rx_packets"] - o.get("rx_packets", 0),
-                "tx_packets": v["tx_packets"] - o.get("tx_packets", 0)}
+                "tx_packets": v["tx_packets"] - o.get("tx_packets", 0),
+                "ecn_marks": v.get("ecn_marks", 0) - o.get("ecn_marks", 0)}
             for r, c in v.get("drops", {}).items():
                 dc = c - o.get("drops", {}).get(r, 0)
                 if dc:
@@ -412,7 +413,7 @@ def load_run(d, a, t, nb, ctx):
             busiest = max(v["rx_bytes"], v["tx_bytes"])
             v["bytes_per_call"] = busiest / ncalls
             v["utilisation"] = (busiest * 8 / (per_call_s * ncalls) / rate) if per_call_s and rate else 0
-        r.update(links=links, drops=drops, ina=ina)
+        r.update(links=links, drops=drops, ina=ina, ecn_marks=sum(v["ecn_marks"] for v in links.values()))
         if a in INA_ALGOS:
             r["ina_check"] = ina_check(d, text, ina)
         for l in links:
@@ -801,6 +802,10 @@ def main():
                 any_drop = True
     if not any_drop:
         md.append("None counted by any switch.")
+    marks = ["- %s %s: %d" % (a, s, results[a][s]["ecn_marks"]) for a in algos for s in sizes
+             if results[a][s].get("ecn_marks")]
+    if marks:  # the queues' congestion signal (ina_cc: the INA windows follow it)
+        md += ["", "## Frames the switch queues marked (ECN CE; whole run)", ""] + marks
     md += ["", "## The hosts' side (whole run, all ranks)", ""] + (["Not counted by the simulator."] if sim else [
            "Refused by the ranks' software aggregators (PS shards, ring members), INA slices re-sent on time-out, "
            "answers that matched nothing in flight, answers a switch queue marked (ECN, `ina_cc`), and the reliable "

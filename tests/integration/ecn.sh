@@ -49,11 +49,16 @@ sed -e 's/^  ina_racks = "sweep";/  ina_racks = "all"; ina_cc = true;/' -e 's/^ 
 	-e 's/^  repeats = 3;/  repeats = 1;/' -e 's/^  iterations = 5;/  iterations = 2;/' "$top/configs/trial.cfg" > "$cfg"
 "$top/testbed/trial/trial.sh" -c "$cfg" -o "$LOGDIR/trial-cc" > "$LOGDIR/trial-cc.log" 2>&1 ||
 	{ tail -20 "$LOGDIR/trial-cc.log"; fail "the trial with ina_cc = true failed"; }
+grep -q "^- ps 4M: [1-9]" <(sed -n '/^## Frames the switch queues marked/,/^## /p' "$LOGDIR/trial-cc/report.md") ||
+	fail "the report does not list the marks: $(cat "$LOGDIR/trial-cc/report.md")"
 $PY - "$LOGDIR/trial-cc/results.json" <<'P' || fail "trial with ina_cc = true: $(cat "$LOGDIR/trial-cc/results.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["trial"]["T_INA_CC"] == "1", r["trial"]
 ps = r["results"]["ps"]["4M"]
-assert ps["wrong"] == 0 and ps["timing"]["host"]["ina_marked"] > 0, ps
-print("ecn: a trial with ina_cc = true: ps exact, %d answers marked" % ps["timing"]["host"]["ina_marked"])
+assert ps["wrong"] == 0 and ps["timing"]["host"]["ina_marked"] > 0 and ps["ecn_marks"] > 0, ps
+h0 = ps["links"]["tor0.h0"]["ecn_marks"]  # the PS's port, where every slice queues
+assert ps["ecn_marks"] == sum(v["ecn_marks"] for v in ps["links"].values()) and 2 * h0 > ps["ecn_marks"], ps["links"]
+print("ecn: a trial with ina_cc = true: ps exact, %d frames marked (%d at the PS's port), %d answers marked" % (
+    ps["ecn_marks"], h0, ps["timing"]["host"]["ina_marked"]))
 P
