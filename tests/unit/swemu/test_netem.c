@@ -51,7 +51,7 @@ static void test_emu_ecn_threshold(void **state)
 		assert_int_equal(sw_netem_marks(&e, 0), want[i]);
 		assert_int_equal(sw_netem_enqueue(&e, (void *)(uintptr_t)(i + 1), 1500, 0), SW_NETEM_QUEUED);
 	}
-	/* two departed by 24 us: 3000 held, not past the mark */
+	/* one left at 12 us (4500 held: past the mark), two by 24 us (3000: not past it) */
 	assert_true(sw_netem_marks(&e, 23999));
 	assert_false(sw_netem_marks(&e, 24000));
 	assert_int_equal(sw_netem_dequeue(&e, 48000, out, 8), 4);
