@@ -116,6 +116,27 @@ class SimCeTag : public ns3::Tag
 	void Deserialize(ns3::TagBuffer) override {}
 	void Print(std::ostream &) const override {}
 };
+/* A packet that is not ECN-capable, which a queue never marks: the
+ * library's transfer (ring, hier) sends without ECT, as only its INA
+ * sockets ask for ECN (dgram_udp_opts.ecn), and swemu marks ECT frames
+ * only. */
+class SimNotEctTag : public ns3::Tag
+{
+      public:
+	static ns3::TypeId GetTypeId()
+	{
+		static ns3::TypeId tid = ns3::TypeId("SimNotEctTag")
+						 .SetParent<ns3::Tag>()
+						 .SetGroupName("swemu")
+						 .AddConstructor<SimNotEctTag>();
+		return tid;
+	}
+	ns3::TypeId GetInstanceTypeId() const override { return GetTypeId(); }
+	uint32_t GetSerializedSize() const override { return 0; }
+	void Serialize(ns3::TagBuffer) const override {}
+	void Deserialize(ns3::TagBuffer) override {}
+	void Print(std::ostream &) const override {}
+};
 /* An INA datagram's header copied out of p: the queue's mark into its flags. */
 inline void sim_take_mark(const ns3::Ptr<ns3::Packet> &p, uint8_t *frame, uint32_t len)
 {

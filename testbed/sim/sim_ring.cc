@@ -131,6 +131,7 @@ struct XferSender {
 		h.last = g.last;
 		Ptr<Packet> p = Create<Packet>(g.len);
 		p->AddHeader(h);
+		p->AddPacketTag(SimNotEctTag());
 		g.sent_at = last_sent = Simulator::Now().GetNanoSeconds();
 		dp->Send(0, port, to_ip, to_port, p); /* at once: the host's queue must show it to the next look */
 		if (!timer.IsRunning())
@@ -321,6 +322,7 @@ struct XferReceiver {
 				a.sack |= 1ull << (s - cum - 1);
 		Ptr<Packet> p = Create<Packet>(0);
 		p->AddHeader(a);
+		p->AddPacketTag(SimNotEctTag());
 		dp->Send(0, port, to_ip, to_port, p);
 		unacked = 0;
 	}

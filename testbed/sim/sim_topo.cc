@@ -27,11 +27,12 @@ static std::string bytes(uint64_t b) { return std::to_string(b) + "B"; }
 void sim_count_drop(uint64_t *n, Ptr<const Packet>) { ++*n; }
 
 /* ECN at a switch port: what the queue takes while it holds more than
- * its threshold goes on marked CE (once) */
+ * its threshold goes on marked CE (once), if it is ECN-capable */
 static void mark(SimMarker *m, Ptr<const Packet> p)
 {
 	SimCeTag t;
-	if (m->q->GetNBytes() > m->threshold && !p->PeekPacketTag(t)) {
+	SimNotEctTag n;
+	if (m->q->GetNBytes() > m->threshold && !p->PeekPacketTag(t) && !p->PeekPacketTag(n)) {
 		p->AddPacketTag(t);
 		++*m->marks;
 	}

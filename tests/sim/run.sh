@@ -249,6 +249,15 @@ done
 	fail "ECN marks: $(field bg-nomark ecn_marks) with --ecn=0, $(field bg-mark ecn_marks) by default"
 [ "$(field bg-cc tail_drops)" -lt "$(field bg-mark tail_drops)" ] ||
 	fail "--inaCc: $(field bg-cc tail_drops) tail drops, $(field bg-mark tail_drops) without"
+# the library's transfer is not ECN-capable (only its INA sockets are):
+# queues marking past 1% of their buffer mark nothing of the ring's and
+# hier's packets, and ps's slices
+for a in ring hier ps; do
+	run "ect-$a" --algorithm=$a --ecn=0.01 --uplinkBuffer=256K
+	[ -z "$(field "ect-$a" error)" ] || fail "$a with --ecn=0.01: $(field "ect-$a" error)"
+done
+[ "$(field ect-ring ecn_marks)" = 0 ] && [ "$(field ect-hier ecn_marks)" = 0 ] && [ "$(field ect-ps ecn_marks)" -gt 0 ] ||
+	fail "ECN-capable: ring $(field ect-ring ecn_marks), hier $(field ect-hier ecn_marks), ps $(field ect-ps ecn_marks) marked"
 # agent-ring's window follows them too (hcl_aring_fill): beside 80M per
 # host its chain's forwards overflow the uplinks less; exact
 for m in "mark --inaCc=false" "cc --inaCc=true"; do
