@@ -95,19 +95,15 @@ struct SimDrops {
 };
 void sim_count_drop(uint64_t *n, ns3::Ptr<const ns3::Packet>);
 
-/* ECN's congestion-experienced mark as the simulator carries it: a tag
- * that a switch queue holding more than its threshold puts on what it
- * takes (sim_topo.cc), which survives forwarding; an endpoint that
- * receives it copies it into the INA header's INA_F_CE, as swemu and the
- * hosts copy the IP header's CE (nothing in ns-3's path reads IP's ECN
- * bits here). */
-class SimCeTag : public ns3::Tag
+/* A tag that is there or not (no data): a packet's flag that survives
+ * forwarding.  T names itself (kName). */
+template <class T> class SimFlagTag : public ns3::Tag
 {
       public:
 	static ns3::TypeId GetTypeId()
 	{
 		static ns3::TypeId tid =
-			ns3::TypeId("SimCeTag").SetParent<ns3::Tag>().SetGroupName("swemu").AddConstructor<SimCeTag>();
+			ns3::TypeId(T::kName).SetParent<ns3::Tag>().SetGroupName("swemu").template AddConstructor<T>();
 		return tid;
 	}
 	ns3::TypeId GetInstanceTypeId() const override { return GetTypeId(); }
@@ -116,26 +112,25 @@ class SimCeTag : public ns3::Tag
 	void Deserialize(ns3::TagBuffer) override {}
 	void Print(std::ostream &) const override {}
 };
+/* ECN's congestion-experienced mark as the simulator carries it: a tag
+ * that a switch queue holding more than its threshold puts on what it
+ * takes (sim_topo.cc), which survives forwarding; an endpoint that
+ * receives it copies it into the INA header's INA_F_CE, as swemu and the
+ * hosts copy the IP header's CE (nothing in ns-3's path reads IP's ECN
+ * bits here). */
+class SimCeTag : public SimFlagTag<SimCeTag>
+{
+      public:
+	static constexpr const char *kName = "SimCeTag";
+};
 /* A packet that is not ECN-capable, which a queue never marks: the
  * library's transfer (ring, hier) sends without ECT, as only its INA
  * sockets ask for ECN (dgram_udp_opts.ecn), and swemu marks ECT frames
  * only. */
-class SimNotEctTag : public ns3::Tag
+class SimNotEctTag : public SimFlagTag<SimNotEctTag>
 {
       public:
-	static ns3::TypeId GetTypeId()
-	{
-		static ns3::TypeId tid = ns3::TypeId("SimNotEctTag")
-						 .SetParent<ns3::Tag>()
-						 .SetGroupName("swemu")
-						 .AddConstructor<SimNotEctTag>();
-		return tid;
-	}
-	ns3::TypeId GetInstanceTypeId() const override { return GetTypeId(); }
-	uint32_t GetSerializedSize() const override { return 0; }
-	void Serialize(ns3::TagBuffer) const override {}
-	void Deserialize(ns3::TagBuffer) override {}
-	void Print(std::ostream &) const override {}
+	static constexpr const char *kName = "SimNotEctTag";
 };
 /* An INA datagram's header copied out of p: the queue's mark into its flags. */
 inline void sim_take_mark(const ns3::Ptr<ns3::Packet> &p, uint8_t *frame, uint32_t len)
