@@ -212,18 +212,6 @@ static void member_to_engine(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port
 	after_engine(rt, sw, in, in->cfg->vlan, m, v.dst_port);
 }
 
-/* A datagram a queue on its way marked congestion-experienced: the mark
- * into its INA header's flags, which the engine carries into the slot's
- * results (as the simulator's endpoints do, docs/CONGESTION.md).  The
- * frame is the switch's own by now (consumed after the engine). */
-static bool take_ce_mark(const uint8_t *ip, const struct sw_udp_view *v)
-{
-	if ((ip[1] & SW_ECN_MASK) != SW_ECN_CE || v->payload_len < INA_HDR_LEN)
-		return false;
-	((uint8_t *)v->payload)[3] |= INA_F_CE;
-	return true;
-}
-
 static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m)
 {
 	struct sw_udp_view v;
@@ -273,9 +261,12 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 		sw_drop(in, SW_D_SOURCE_GUARD, m);
 		return;
 	}
-	/* a marked frame's ECN field is not its member's usual one: it
-	 * binds, but its headers are not the ones to repeat */
-	const bool ce = take_ce_mark(rte_pktmbuf_mtod_offset(m, const uint8_t *, SW_ETH_HLEN), &v);
+	/* a queue's mark on the way into the INA header's flags, which the
+	 * engine carries into the slot's results (the frame is the switch's
+	 * own by now); a marked frame binds, but its headers (ECN field and
+	 * all) are not the ones its member's next frames repeat */
+	const bool ce = (rte_pktmbuf_mtod(m, const uint8_t *)[SW_ETH_HLEN + 1] & SW_ECN_MASK) == SW_ECN_CE;
+	ina_take_ce((void *)v.payload, v.payload_len, ce);
 	/* only a member's accepted packet binds its address; the headers of
 	 * one from a bound member let its next frames skip these checks */
 	if (to_engine(rt, sw, in, vlan, &v) == INA_OK &&

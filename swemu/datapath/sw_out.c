@@ -64,15 +64,13 @@ __attribute__((noinline)) struct rte_mbuf *sw_add_tag(struct sw_rt *rt, struct s
 /* Out of line: only a queue past its mark threshold asks. */
 __attribute__((noinline)) struct rte_mbuf *sw_mark_ce(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
 {
-	if (!sw_frame_ect_ip(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len))
+	const size_t at = sw_frame_ect_ip(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len);
+	if (!at)
 		return m; /* not ECN-capable: the queue's buffer decides alone */
 	if (!(m = sw_writable(rt, p, m, 0)))
 		return NULL;
-	size_t at = sw_frame_ect_ip(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len);
-	if (at) { /* a copy is one segment: the same headers */
-		sw_frame_set_ce(rte_pktmbuf_mtod_offset(m, uint8_t *, at));
-		p->st.ecn_marks++;
-	}
+	sw_frame_set_ce(rte_pktmbuf_mtod_offset(m, uint8_t *, at)); /* a copy has the same headers */
+	p->st.ecn_marks++;
 	return m;
 }
 
