@@ -322,8 +322,12 @@ cmd_up() {
 			# the host's side of its link: a NIC sends no faster than
 			# the link, so a burst waits here (the socket feels it) and
 			# does not all land in the ToR's queue at once.  The bucket
-			# holds 1 ms of data (at least 64 KiB, some jumbo frames)
-			local burst=$((hbps / 8000 > 65536 ? hbps / 8000 : 65536))
+			# holds two jumbo frames (one goes while the next one's
+			# tokens come) or 100 us of data where that is more: a
+			# 64 KiB bucket let seven hosts' bursts meet at a PS's
+			# port, 6x the frames marked that the simulator's paced
+			# hosts gave (docs/CONGESTION.md)
+			local burst=$((hbps / 80000 > 18432 ? hbps / 80000 : 18432))
 			ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${hbps}bit" burst "$burst" limit $((8 << 20))
 		fi
 		[ -z "$sns" ] || ip link set "$name-s$i" netns "$sns"
