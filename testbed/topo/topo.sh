@@ -45,7 +45,8 @@
 #       (--cores N: plan for N instead of the machine's count) every switch
 #       gets an lcore of its own, up to half the cores, and the ranks the
 #       other cores; on fewer, every switch runs on lcore 0 (--processes:
-#       the cores in turn) and the ranks anywhere.
+#       the cores in turn) and the ranks anywhere.  With rank CPUs, each
+#       host's receive path runs on them too (RPS), not on swemu's lcores.
 #       N hosts NAME-h0..: each a namespace with eth0 (MTU 9000, tx checksum
 #       offload off) on a veth whose other end, NAME-sI, becomes swemu port hI
 #       (net_af_packet); one swemu runs in a namespace NAME-sw holding those
@@ -178,6 +179,24 @@ core_plan() { # SWITCHES (uses cmd_up's lcores, rankcpus, cores, procs, pmd)
 	fi
 }
 
+# A CPU list (3-15, 1,3) as a sysfs cpumask: hex words of 32 CPUs, the
+# highest first, comma-separated; CPUs this machine lacks left out (a plan
+# for more cores than it has, --cores); "" when none is left.
+cpu_mask() { # LIST
+	local -a word=()
+	local part c hi=-1 have out="" i
+	have=$(getconf _NPROCESSORS_CONF)
+	IFS=, read -ra parts <<<"$1"
+	for part in "${parts[@]}"; do
+		for ((c = ${part%-*}; c <= ${part#*-} && c < have; c++)); do
+			word[c / 32]=$((${word[c / 32]:-0} | 1 << (c % 32)))
+			((c / 32 <= hi)) || hi=$((c / 32))
+		done
+	done
+	for ((i = hi; i >= 0; i--)); do out+=${out:+,}$(printf '%08x' "${word[i]:-0}"); done
+	echo "$out"
+}
+
 cmd_up() {
 	local name=$1 n=$2
 	shift 2
@@ -263,6 +282,14 @@ cmd_up() {
 		done
 	fi
 	core_plan $((racks > 1 ? racks + 1 : 1))
+	# A host's receive path (IP, UDP, its socket, waking its rank) runs on
+	# the CPU that hands it the frame: for every frame a switch sends, the
+	# switch's lcore, inside its send call.  RPS moves it to the ranks'
+	# CPUs: that lcore's busy time per frame fell by a quarter to a half
+	# (docs/TRIAL.md, "Switches").  Where the ranks run anywhere (2 cores)
+	# it gained nothing, so it is set only with the ranks' own CPUs.
+	local rps=""
+	[ -z "$rankcpus" ] || [ "$pmd" = bridge ] || rps=$(cpu_mask "$rankcpus")
 	for ((r = 0; r < racks; r++)); do
 		case $inaracks in
 		all) rack_ina[r]=true;;
@@ -330,6 +357,8 @@ cmd_up() {
 			local burst=$((hbps / 80000 > 18432 ? hbps / 80000 : 18432))
 			ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${hbps}bit" burst "$burst" limit $((8 << 20))
 		fi
+		[ -z "$rps" ] || ip netns exec "$ns" sh -c "echo $rps > /sys/class/net/eth0/queues/rx-0/rps_cpus" ||
+			die "RPS to the ranks' CPUs ($rankcpus) on $ns's eth0 failed"
 		[ -z "$sns" ] || ip link set "$name-s$i" netns "$sns"
 		link_set "$sns" "$name-s$i" mtu 9000 up
 		if [ -n "$mgmt" ]; then

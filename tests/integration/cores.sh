@@ -6,9 +6,11 @@
 # lcore 0 with the ranks unpinned.  Then, on this machine, the plan's
 # mechanism end to end: switches on two lcores (swemu's stats say which
 # lcore runs which switch) and ranks pinned by launch.sh to the CPU set
-# apart for them, running ps-ina through both lcores with exact results.
+# apart for them, running ps-ina through both lcores with exact results,
+# the hosts' receive path steered to that CPU set (RPS) and off swemu's.
 . "$(dirname "$0")/lib.sh"
 d=/run/swemu-testbed
+rps_of() { ip netns exec "$1" cat /sys/class/net/eth0/queues/rx-0/rps_cpus | tr -d ',' | sed 's/^0*\(.\)/\1/'; }
 plan() { # NAME EXPECTED-EAL-LCORES EXPECTED-RANK-CPUS topo.sh-options...
 	local name=$1 want_l=$2 want_r=$3 got
 	shift 3
@@ -18,6 +20,9 @@ plan() { # NAME EXPECTED-EAL-LCORES EXPECTED-RANK-CPUS topo.sh-options...
 	[ "$got" = "$want_l" ] || fail "$*: lcores '$got', want '$want_l'"
 	got=$(cat "$d/$name/rank_cpus" 2>/dev/null || true)
 	[ "$got" = "$want_r" ] || fail "$*: rank CPUs '$got', want '$want_r'"
+	# no rank CPUs, no RPS (a plan for 16 cores keeps only the CPUs this
+	# machine has: the mechanism below checks the mask)
+	[ -n "$want_r" ] || [ "$(rps_of "$name-h0")" = 0 ] || fail "$*: RPS $(rps_of "$name-h0") without rank CPUs"
 	"$top/testbed/topo/topo.sh" down "$name"
 	TOPO_NAME=""
 }
@@ -38,6 +43,9 @@ out=$("$top/testbed/topo/launch.sh" cores -- sh -c 'grep Cpus_allowed_list /proc
 [[ "$out" == *"Cpus_allowed_list:"*"1" ]] || fail "rank 0 runs on '$out', want CPU 1"
 for i in 1 2 3; do
 	grep -q "Cpus_allowed_list:.*1$" "$d/cores/rank-$i.log" || fail "rank $i: $(cat "$d/cores/rank-$i.log")"
+done
+for i in 0 1 2 3; do
+	[ "$(rps_of "cores-h$i")" = 2 ] || fail "host $i's receive path on CPUs $(rps_of "cores-h$i"), want 2 (CPU 1)"
 done
 before=$(stats)
 out=$("$top/testbed/topo/launch.sh" cores -- "${PERF:-$top/build/ring/ina-allreduce-perf}" --algo ps-ina -b 256K -e 256K -n 3 -w 1 -c 1)
