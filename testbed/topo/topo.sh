@@ -357,8 +357,10 @@ cmd_up() {
 			local burst=$((hbps / 80000 > 18432 ? hbps / 80000 : 18432))
 			ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${hbps}bit" burst "$burst" limit $((8 << 20))
 		fi
+		# without it (a kernel with no RPS, a read-only /sys) the run
+		# goes on, its switches' lcores the busier (the trial reads them)
 		[ -z "$rps" ] || ip netns exec "$ns" sh -c "echo $rps > /sys/class/net/eth0/queues/rx-0/rps_cpus" ||
-			die "RPS to the ranks' CPUs ($rankcpus) on $ns's eth0 failed"
+			echo "topo: warning: $ns's receive path stays on swemu's lcores (RPS to CPUs $rankcpus failed)" >&2
 		[ -z "$sns" ] || ip link set "$name-s$i" netns "$sns"
 		link_set "$sns" "$name-s$i" mtu 9000 up
 		if [ -n "$mgmt" ]; then
