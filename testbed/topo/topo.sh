@@ -285,7 +285,7 @@ cmd_up() {
 	# A host's receive path (IP, UDP, its socket, waking its rank) runs on
 	# the CPU that hands it the frame: for every frame a switch sends, the
 	# switch's lcore, inside its send call.  RPS moves it to the ranks'
-	# CPUs: that lcore's busy time per frame fell by a quarter to a half
+	# CPUs: that lcore's busy time per frame fell by about 30%
 	# (docs/TRIAL.md, "Switches").  Where the ranks run anywhere (2 cores)
 	# it gained nothing, so it is set only with the ranks' own CPUs.
 	local rps=""
@@ -352,7 +352,7 @@ cmd_up() {
 			# holds two jumbo frames (one goes while the next one's
 			# tokens come) or 100 us of data where that is more: a
 			# 64 KiB bucket let seven hosts' bursts meet at a PS's
-			# port, 6x the frames marked that the simulator's paced
+			# port: 5-6x the frames marked that the simulator's paced
 			# hosts gave (docs/CONGESTION.md)
 			local burst=$((hbps / 80000 > 18432 ? hbps / 80000 : 18432))
 			ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${hbps}bit" burst "$burst" limit $((8 << 20))
