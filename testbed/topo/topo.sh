@@ -472,6 +472,11 @@ cmd_up() {
 	fi
 	echo "$subnet" > "$d/subnet"
 	[ -z "$rankcpus" ] || echo "$rankcpus" > "$d/rank_cpus" # launch.sh pins the ranks there
+	# where everything runs (a trial's machine notes take it from its topo.log)
+	local where="CPUs $rankcpus"
+	[ -n "$rankcpus" ] || where="any CPU"
+	[ -z "$rps" ] || where+=", as are the hosts' receive paths (RPS)"
+	echo "cores: switches on lcores $lcores, ranks on $where"
 	echo "$n" > "$d/hosts"
 	echo "${rack_of[*]}" > "$d/host_racks"
 	# the same layout as a host file for the host library (HCL_HOSTFILE)

@@ -152,6 +152,7 @@ engine_down
 	engine_versions
 	echo "kernel: $(uname -sr)"
 	echo "cpu: $(nproc) x $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+	[ ! -f "$out/topo.log" ] || grep -m1 '^cores: ' "$out/topo.log" || true
 	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
 	echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
 } > "$out/machine.txt"
