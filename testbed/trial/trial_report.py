@@ -100,6 +100,29 @@ def traces(d, nbytes, warmup, iters, k=1.0):
     return out
 
 
+# INA slices re-sent past this share of those sent: queues overflowed
+CC_HINT_RESENT = 0.1
+
+
+def cc_hint(t, results, algos, sizes):
+    """Where an INA algorithm re-sent more than CC_HINT_RESENT of its
+    slices with ina_cc off, a line saying so and what may help: following
+    the queues' marks paid where a PS's shallow buffer overflowed every
+    round (docs/CONGESTION.md), and gained nothing elsewhere measured."""
+    if t.get("T_INA_CC", "0") == "1" or float(t.get("T_LOSS", "0")) > 0 or t.get("T_BURST_LOSS"):
+        return []  # on, or the re-sends are the links' losses
+    lines = []
+    for a in algos:
+        for s in sizes:
+            h = results[a][s].get("timing", {}).get("host") or {}
+            if h.get("ina_sent") and h.get("ina_resent", 0) > CC_HINT_RESENT * h["ina_sent"]:
+                lines.append("- %s %s: %d INA re-sends for %d slices sent (%.0f%%): its queues overflowed.  "
+                             "`ina_cc = true` makes the windows follow the queues' ECN marks, which cut such a run "
+                             "by a quarter to a third with one PS behind 64K buffers (docs/CONGESTION.md)." % (
+                                 a, s, h["ina_resent"], h["ina_sent"], 100 * h["ina_resent"] / h["ina_sent"]))
+    return ["", "## INA re-sends", ""] + lines if lines else []
+
+
 def distribution(times):
     """Mean, p50, p99 and CV of iteration times (nothing for none)."""
     if not times:
@@ -821,6 +844,7 @@ def main():
                 md.append("| %s | %s | %d%s | %d | %d | %d | %d | %d |" % (
                     a, s, h["agg_dropped"], " (%s)" % why if why else "", h["ina_resent"], h["ina_stale"],
                     h.get("ina_marked", 0), h["xfer_resent"], h["xfer_timeouts"]))
+    md += cc_hint(t, results, algos, sizes)
     md += captures_words(out, t)
     md += ["", "## Plots", ""]
     if note:

@@ -145,4 +145,28 @@ for r in 0 1; do
 done
 grep -q "^| ps | 256K | 5 (duplicate 3, stale 2) | 14 | 0 | 0 | 0 |" <<<"$(report "$tmp/g")" ||
 	fail "G: the aggregators' refusals by reason: $(report "$tmp/g" | grep -A4 "hosts' side")"
-echo "report_answer: a lost job, an empty switch and a rack on the software PS named; INA credited only where it ran; intervals and spread from the repeats; a sweep's curve and costs; the aggregators' refusals by reason"
+# H: INA re-sends past a tenth of the slices sent, ina_cc off and no
+# loss configured: the report names the run and the remedy; not at a
+# tenth or below, and not with ina_cc on
+hosts() { # DIR SENT RESENT: two ranks' traces of ps at 256K
+	local d=$1/runs/ps-256K/trace r c
+	mkdir -p "$d"
+	for r in 0 1; do
+		for c in 1 2 3 4; do
+			echo "{\"rank\": $r, \"call\": $c, \"bytes\": 262144, \"compute_us\": 0, \"delay_us\": 0, \"wait_us\": 0, \"comm_us\": 1500, \"complete\": true, \"paced\": 0}"
+		done > "$d/rank$r.jsonl"
+		echo "{\"rank\": $r, \"host\": {\"ina_sent\": $2, \"ina_resent\": $3}}" >> "$d/rank$r.jsonl"
+	done
+}
+trial "$tmp/h" "ring ps"
+run "$tmp/h" ring 2000 0
+run "$tmp/h" ps 1500 0
+hosts "$tmp/h" 100 11
+grep -q "^- ps 256K: 22 INA re-sends for 200 slices sent (11%): its queues overflowed.  \`ina_cc = true\`" <<<"$(report "$tmp/h")" ||
+	fail "H: no hint at 11% re-sent: $(report "$tmp/h" | grep -A3 "re-sends")"
+hosts "$tmp/h" 100 10
+! grep -q "INA re-sends for" <<<"$(report "$tmp/h")" || fail "H: a hint at 10% re-sent"
+hosts "$tmp/h" 100 50
+echo "T_INA_CC=1" >> "$tmp/h/trial.env"
+! grep -q "INA re-sends for" <<<"$(report "$tmp/h")" || fail "H: a hint with ina_cc on"
+echo "report_answer: a lost job, an empty switch and a rack on the software PS named; INA credited only where it ran; intervals and spread from the repeats; a sweep's curve and costs; the aggregators' refusals by reason; a hint where INA re-sent much with ina_cc off"
