@@ -188,7 +188,7 @@ cpu_mask() { # LIST
 	have=$(getconf _NPROCESSORS_CONF)
 	IFS=, read -ra parts <<<"$1"
 	for part in "${parts[@]}"; do
-		for ((c = ${part%-*}; c <= ${part#*-} && c < have; c++)); do
+		for ((c = 10#${part%-*}; c <= 10#${part#*-} && c < have; c++)); do
 			word[c / 32]=$((${word[c / 32]:-0} | 1 << (c % 32)))
 			((c / 32 <= hi)) || hi=$((c / 32))
 		done
