@@ -285,9 +285,10 @@ cmd_up() {
 	# A host's receive path (IP, UDP, its socket, waking its rank) runs on
 	# the CPU that hands it the frame: for every frame a switch sends, the
 	# switch's lcore, inside its send call.  RPS moves it to the ranks'
-	# CPUs: that lcore's busy time per frame fell by about 30%
-	# (docs/TRIAL.md, "Switches").  Where the ranks run anywhere (2 cores)
-	# it gained nothing, so it is set only with the ranks' own CPUs.
+	# CPUs: with that lcore the bottleneck, calls ran 8-18% faster
+	# (testbed/bench/bench-rps.sh; docs/TRIAL.md, "Switches").  Where the
+	# ranks run anywhere (2 cores) it cost 1-3%, so it is set only with
+	# the ranks' own CPUs.
 	local rps=""
 	[ -z "$rankcpus" ] || [ "$pmd" = bridge ] || rps=$(cpu_mask "$rankcpus")
 	for ((r = 0; r < racks; r++)); do

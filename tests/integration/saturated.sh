@@ -15,60 +15,21 @@
 . "$(dirname "$0")/lib.sh"
 exe=${SWEMU:-$top/build/swemu/swemu}
 
-# a cpu cgroup outside /sys: "ip netns exec" remounts /sys in the namespace
-# where swemu starts, so the wrapper reaches the group through this mount
-# (not under LOGDIR: lib.sh removes that with rm -rf, which must never reach
-# a cgroup file system; a v1 mount shows the whole cpu hierarchy)
-cg=/run/swemu-cg.$$
-grp=$cg/swemu-quota.$$ # the whole v1 hierarchy shows: a name of its own
-procs=$grp/cgroup.procs
-# on any exit: what is left in the group (a swemu the trial did not stop),
-# the group, the mount, then lib.sh's cleanup
+. "$top/testbed/topo/cpu-quota.sh"
+# on any exit: the group and what is left in it (a swemu the trial did not
+# stop), then lib.sh's cleanup.  The mount is not under LOGDIR: lib.sh
+# removes that with rm -rf, which must never reach a cgroup file system.
 release_cg() {
 	local rc=$?
 	set +e
-	if mountpoint -q "$cg"; then
-		for _ in $(seq 50); do
-			[ -s "$procs" ] || break
-			xargs -r kill < "$procs" 2>/dev/null
-			sleep 0.1
-		done
-		rmdir "$grp" 2>/dev/null
-		umount "$cg" 2>/dev/null || umount -l "$cg"
-	fi
-	rmdir "$cg" 2>/dev/null
+	quota_release
 	(exit $rc)
 	cleanup
 }
 trap release_cg EXIT INT TERM
-mkdir -p "$cg"
-if mount -t cgroup -o cpu none "$cg" 2>/dev/null; then
-	mkdir "$grp"
-	echo 100000 > "$grp/cpu.cfs_period_us"
-	quota_file=$grp/cpu.cfs_quota_us free=-1 held=2000
-elif mount -t cgroup2 none "$cg" 2>/dev/null; then
-	echo +cpu > "$cg/cgroup.subtree_control" 2>/dev/null || true
-	mkdir "$grp"
-	quota_file=$grp/cpu.max free="max 100000" held="2000 100000"
-	[ -f "$quota_file" ] || fail "cgroup v2 without the cpu controller"
-else
-	fail "no cpu cgroup can be mounted (v1 or v2)"
-fi
-# swemu joins the group unthrottled (at 2% its start-up, which touches
-# every mbuf, outlasts topo.sh's 10 s wait); the quota holds from the moment
-# it says it is running (its log is its standard output)
-cat > "$LOGDIR/swemu-quota" <<EOF
-#!/bin/bash
-echo "$free" > $quota_file && echo \$\$ > $procs || exit 1
-me=\$\$
-( for _ in \$(seq 300); do
-	grep -q "running from" /proc/\$me/fd/1 2>/dev/null && { echo "$held" > $quota_file; exit 0; }
-	kill -0 \$me 2>/dev/null || exit 0
-	sleep 0.05
-  done ) &
-exec $exe "\$@"
-EOF
-chmod +x "$LOGDIR/swemu-quota"
+# unthrottled at start-up (at 2% it outlasts topo.sh's 10 s wait), 2% of
+# a core from the moment it says it is running
+quota_init /run/swemu-cg.$$ "$exe" 0.02 || fail "no cpu cgroup for swemu's quota"
 
 cat > "$LOGDIR/sat.cfg" <<'EOF'
 trial = {
@@ -80,9 +41,9 @@ trial = {
   dilation = "auto"; cpu_share = 0.8;
 };
 EOF
-SWEMU=$LOGDIR/swemu-quota "$top/testbed/trial/trial.sh" -c "$LOGDIR/sat.cfg" -o "$LOGDIR/r" > "$LOGDIR/log" 2>&1 ||
+SWEMU=$QUOTA_WRAP "$top/testbed/trial/trial.sh" -c "$LOGDIR/sat.cfg" -o "$LOGDIR/r" > "$LOGDIR/log" 2>&1 ||
 	{ tail -20 "$LOGDIR/log"; fail "the trial with a throttled switch failed"; }
-grep -q "^nr_throttled [1-9]" "$grp/cpu.stat" ||
+(($(quota_throttled) > 0)) ||
 	fail "swemu was never throttled: the quota did not hold it"
 $PY - "$LOGDIR/r" <<'P'
 import json, sys
