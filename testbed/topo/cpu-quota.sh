@@ -80,6 +80,6 @@ quota_release() {
 		umount "$QUOTA_MNT" 2>/dev/null || umount -l "$QUOTA_MNT"
 	fi
 	rmdir "$QUOTA_MNT" 2>/dev/null
-	rm -f "$QUOTA_WRAP"
+	rm -f "${QUOTA_WRAP:-}"
 	QUOTA_MNT=""
 }
