@@ -195,6 +195,11 @@ long ina_engine_idle_wait(const struct ina_engine *eng);
  * sparing the engine a copy of the emit per member. */
 void ina_engine_group_multicast(struct ina_engine *eng, bool on);
 
+/* A count of the jobs installed and removed, which only grows: what a
+ * caller cached of the jobs (ina_engine_member_kind) holds while it stays.
+ * A pointer, read as often as needed, so that a datapath pays one load. */
+const uint32_t *ina_engine_jobs_changes(const struct ina_engine *eng);
+
 /* Memory of the sender's for a slot's elements, so that a result leaves
  * from where it was summed (swemu chains that buffer to every result
  * frame; it never copies the sum).  At each round's start the engine asks
@@ -221,5 +226,18 @@ enum ina_reason ina_engine_process(struct ina_engine *eng, const struct ina_pkt 
  * counted in the engine stats. */
 enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t len, const struct ina_addr *src,
 			      struct ina_emits *out);
+
+/* Whether a raw payload from src is a member's DATA that the engine's fast
+ * path takes whatever its slot (an int32 or fp32 slice of an installed
+ * job, from the contributor it names): so is every payload from src with
+ * the same first 8 bytes while no job is installed or removed. */
+bool ina_engine_member_kind(const struct ina_engine *eng, const void *buf, size_t len, const struct ina_addr *src);
+
+/* ina_engine_rx for a payload whose first 8 bytes and source the caller
+ * has seen ina_engine_member_kind vouch for, with no job installed or
+ * removed since: those checks are not made again.  A switch that
+ * remembers its members' headers (swemu) saves them on every repeat. */
+enum ina_reason ina_engine_rx_member(struct ina_engine *eng, const void *buf, size_t len, const struct ina_addr *src,
+				     struct ina_emits *out);
 
 #endif

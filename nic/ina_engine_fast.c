@@ -44,27 +44,32 @@ static __attribute__((noinline)) unsigned round_edge(struct ina_engine *eng, str
 	return x.frames;
 }
 
-/* The packet nearly every one is: an int32 or fp32 slice from a member to
- * a slot that collects that slice or is free for it.  Decided straight on
- * the wire bytes, with the checks of ina_parse, dispatch and on_data
- * reordered so that this case is cheap; it then takes the same steps as
- * on_data.  Anything else (other types and dtypes, joins, refusals,
- * re-sends, reclaims, a slot held for the other set) returns INA_R_MAX_
- * with nothing changed, for the general path to decide.  Both must agree
- * on every packet: test_engine_fast drives them side by side. */
-static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, size_t len, const struct ina_addr *src,
-				    struct ina_emits *out)
+/* Whether a DATA packet's bytes 0-7 (version, type, dtype, flags, job,
+ * contributor) and its source are those of a member's int32 or fp32 slice
+ * to an installed job that the fast path may take: the checks of
+ * rx_data_fast that no other byte of the packet changes. */
+static inline __attribute__((always_inline)) bool member_kind(const struct job *j, const uint8_t *p,
+							      const struct ina_addr *src)
 {
-	if (len < INA_HDR_LEN || p[0] != INA_VERSION || p[1] != INA_T_DATA || (p[3] & ~(INA_F_OVERFLOW | INA_F_CE)) ||
-	    p[22] || p[23])
-		return INA_R_MAX_;
-	struct job *j = find_job(eng, be16(p + 4));
+	const uint16_t c = be16(p + 6);
+	return j && p[0] == INA_VERSION && p[1] == INA_T_DATA && !(p[3] & ~(INA_F_OVERFLOW | INA_F_CE)) &&
+	       p[2] == j->cfg.dtype && (p[2] == INA_D_INT32 || p[2] == INA_D_FP32) &&
+	       !(j->cfg.outputs & INA_OUT_MISS) && c < j->cfg.fan_in &&
+	       !(j->cfg.chain_steps && (int)c == j->cfg.upstream_index) && addr_eq(src, &j->cfg.contributors[c]);
+}
+
+/* The slice of a packet member_kind holds for, into its slot when the slot
+ * collects that slice or is free for it; INA_R_MAX_ with nothing changed
+ * for anything else (a bad length or range, a re-send, a reclaim, a slot
+ * held for the other set), which the general path decides. */
+static inline __attribute__((always_inline)) enum ina_reason take_slice(struct ina_engine *eng, struct job *j,
+									const uint8_t *p, size_t len,
+									struct ina_emits *out)
+{
 	const uint16_t count = be16(p + 20), c = be16(p + 6);
 	const uint32_t slot = be32(p + 8), index = ina_slot_index(slot);
-	if (!j || p[2] != j->cfg.dtype || (p[2] != INA_D_INT32 && p[2] != INA_D_FP32) ||
-	    (j->cfg.outputs & INA_OUT_MISS) || count == 0 || count > j->cfg.elems_per_slot ||
-	    len - INA_HDR_LEN != (size_t)count * INA_ELEM_SIZE || index >= j->cfg.nslots || c >= j->cfg.fan_in ||
-	    (j->cfg.chain_steps && (int)c == j->cfg.upstream_index) || !addr_eq(src, &j->cfg.contributors[c]))
+	if (len < INA_HDR_LEN || p[22] || p[23] || count == 0 || count > j->cfg.elems_per_slot ||
+	    len - INA_HDR_LEN != (size_t)count * INA_ELEM_SIZE || index >= j->cfg.nslots)
 		return INA_R_MAX_;
 	const uint32_t epoch = be32(p + 12), seq = be32(p + 16);
 	if ((int32_t)(epoch - j->epoch_hi) > INA_EPOCH_WINDOW)
@@ -124,6 +129,25 @@ static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, si
 	return INA_OK;
 }
 
+/* The packet nearly every one is: an int32 or fp32 slice from a member to
+ * a slot that collects that slice or is free for it.  Decided straight on
+ * the wire bytes, with the checks of ina_parse, dispatch and on_data
+ * reordered so that this case is cheap; it then takes the same steps as
+ * on_data.  Anything else (other types and dtypes, joins, refusals,
+ * re-sends, reclaims, a slot held for the other set) returns INA_R_MAX_
+ * with nothing changed, for the general path to decide.  Both must agree
+ * on every packet: test_engine_fast drives them side by side. */
+static enum ina_reason rx_data_fast(struct ina_engine *eng, const uint8_t *p, size_t len, const struct ina_addr *src,
+				    struct ina_emits *out)
+{
+	if (len < INA_HDR_LEN)
+		return INA_R_MAX_;
+	struct job *j = find_job(eng, be16(p + 4));
+	if (!member_kind(j, p, src))
+		return INA_R_MAX_;
+	return take_slice(eng, j, p, len, out);
+}
+
 /* Apart from the fast path, so that its frame and saved registers are
  * not paid by every packet */
 static __attribute__((noinline)) enum ina_reason rx_general(struct ina_engine *eng, const void *buf, size_t len,
@@ -146,6 +170,25 @@ enum ina_reason ina_engine_rx(struct ina_engine *eng, const void *buf, size_t le
 {
 	if (!eng->general_only) {
 		enum ina_reason r = rx_data_fast(eng, buf, len, src, out);
+		if (r != INA_R_MAX_)
+			return r;
+	}
+	return rx_general(eng, buf, len, src, out);
+}
+
+bool ina_engine_member_kind(const struct ina_engine *eng, const void *buf, size_t len, const struct ina_addr *src)
+{
+	const uint8_t *p = buf;
+	return eng && !eng->general_only && len >= INA_HDR_LEN && member_kind(find_job(eng, be16(p + 4)), p, src);
+}
+
+enum ina_reason ina_engine_rx_member(struct ina_engine *eng, const void *buf, size_t len, const struct ina_addr *src,
+				     struct ina_emits *out)
+{
+	const uint8_t *p = buf;
+	struct job *j = len >= INA_HDR_LEN ? find_job(eng, be16(p + 4)) : NULL;
+	if (j) {
+		enum ina_reason r = take_slice(eng, j, p, len, out);
 		if (r != INA_R_MAX_)
 			return r;
 	}

@@ -61,6 +61,7 @@ struct ina_engine {
 	bool group_multicast;  /* ina_engine_group_multicast */
 	bool general_only;     /* tests: every packet through the general path */
 	uint64_t fast_packets; /* taken by the fast path (its test checks it is) */
+	uint32_t jobs_changes; /* jobs installed and removed: ina_engine_jobs_changes */
 	struct ina_result_sink sink;
 };
 

@@ -208,6 +208,7 @@ int ina_job_install(struct ina_engine *eng, const struct ina_job_cfg *cfg, const
 	clear_slots(eng, j->base, cfg->nslots);
 	__atomic_store_n(&eng->job_of_id[cfg->id], (uint16_t)(at + 1), __ATOMIC_RELEASE);
 	job_write_end(j);
+	eng->jobs_changes++;
 	return 0;
 }
 
@@ -221,6 +222,7 @@ int ina_job_remove(struct ina_engine *eng, uint16_t id)
 	j->used = false;
 	__atomic_store_n(&eng->job_of_id[id], 0, __ATOMIC_RELEASE);
 	job_write_end(j);
+	eng->jobs_changes++;
 	return 0;
 }
 
@@ -266,6 +268,8 @@ uint32_t ina_job_slots_busy(const struct ina_engine *eng, uint16_t id)
 }
 
 void ina_engine_group_multicast(struct ina_engine *eng, bool on) { eng->group_multicast = on; }
+
+const uint32_t *ina_engine_jobs_changes(const struct ina_engine *eng) { return &eng->jobs_changes; }
 
 void ina_engine_result_sink(struct ina_engine *eng, const struct ina_result_sink *sink)
 {

@@ -121,11 +121,12 @@ static inline unsigned sw_flow_bucket(uint64_t head, uint64_t tail)
 /* An INA member (address, MAC, VLAN) bound to a port, under stamp;
  * direct-mapped by the address's last octet.  Beside it, the headers its
  * frames repeat (sw_dp.c, member_frame; read on access ports only): bytes
- * 0-39 of its last frame that passed every check of the switch's
- * endpoint, as words under sw_dp.c's member_mask, kept while head_stamp
- * (sw_tables_stamp) holds. */
+ * 0-55 of its last frame that passed every check of the switch's endpoint
+ * and that the engine calls a member's (ina_engine_member_kind), as words
+ * under sw_dp.c's member_mask, kept while head_stamp (sw_tables_stamp)
+ * holds. */
 #define SW_MEMBER_SEEN	64 /* a power of two */
-#define SW_MEMBER_WORDS 5
+#define SW_MEMBER_WORDS 7
 struct sw_member_seen {
 	uint64_t mac_vlan; /* sw_src_key */
 	uint64_t stamp;	   /* 0: none */
@@ -295,6 +296,10 @@ struct sw_lsw {
 	struct sw_neigh neigh;
 	int vlans;		/* distinct VLANs among the ports */
 	struct ina_engine *eng; /* NULL when INA is off */
+	/* the engine's count of jobs installed and removed (in the tables'
+	 * stamp), or no_jobs without an engine */
+	const uint32_t *jobs_changes;
+	uint32_t no_jobs;
 	struct ina_emits *emits;
 	struct sw_dst dst_cache[SW_DST_CACHE];
 	struct sw_plan *plans; /* SW_PLANS (INA switches) */
@@ -321,12 +326,12 @@ struct sw_lsw {
 	struct sw_capture cap; /* f NULL: not capturing */
 };
 
-/* Changes with the second and with a change of the FDB or the neighbour
- * table (both only count up): what was looked up under another stamp is
- * looked up again.  Never 0. */
+/* Changes with the second and with a change of the FDB, the neighbour
+ * table or the engine's jobs (all only count up): what was looked up under
+ * another stamp is looked up again.  Never 0. */
 static inline uint64_t sw_tables_stamp(const struct sw_lsw *sw)
 {
-	return (uint64_t)(sw->now_s + 1) << 32 | (uint32_t)(sw->fdb.changes + sw->neigh.changes);
+	return (uint64_t)(sw->now_s + 1) << 32 | (uint32_t)(sw->fdb.changes + sw->neigh.changes + *sw->jobs_changes);
 }
 
 /* One lcore's share of the fabric: whole logical switches (their ports,

@@ -271,6 +271,7 @@ static int lsw_build(struct sw_rt *rt, int idx, int part, char *err, size_t errl
 	sw->index = idx;
 	sw->cfg = c;
 	sw->part = part;
+	sw->jobs_changes = &sw->no_jobs;
 	if (part)
 		snprintf(sw->name, sizeof(sw->name), "%s/%d", c->name, part);
 	else
@@ -313,6 +314,7 @@ static int lsw_build(struct sw_rt *rt, int idx, int part, char *err, size_t errl
 			return -ENOMEM;
 		}
 		ina_engine_group_multicast(sw->eng, true); /* sw_send_emits expands them */
+		sw->jobs_changes = ina_engine_jobs_changes(sw->eng);
 		const struct ina_result_sink sink = sw_result_sink(rt);
 		ina_engine_result_sink(sw->eng, &sink);
 		for (int j = 0; j < c->njobs; j++) {

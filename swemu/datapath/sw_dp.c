@@ -104,14 +104,24 @@ static inline bool steered_here(const struct sw_lsw *sw, int dport)
 	return sw->cfg->partitions <= 1 || (dport - INA_UDP_PORT_MIN) % sw->cfg->partitions == sw->part;
 }
 
-/* A member frame's bytes 0-39 under this mask: all but the IPv4 length,
+/* A member frame's bytes 0-55 under this mask: all but the IPv4 length,
  * id and checksum (16-19, 24-25), the UDP destination port (36-37: hosts
  * spread slots over the INA ports) and the UDP length and checksum (38-41),
- * which member_frame checks frame by frame. */
+ * which member_frame checks frame by frame; of the INA header, its first
+ * 8 bytes only (version, type, dtype, flags, job, contributor: 42-49): the
+ * engine checks the slice's slot, epoch and length packet by packet. */
 static const uint8_t member_mask[SW_MEMBER_WORDS * 8] = {
-	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
-	0xff, 0xff, 0xff, 0xff, 0,    0,    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+	/* clang-format off */
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+	0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+	0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xff, 0xff, 0, 0, 0, 0, 0, 0,
+	/* clang-format on */
 };
+_Static_assert(SW_MEMBER_WORDS * 8 <= SW_UDP_PREFIX_LEN + INA_HDR_LEN, "a member's frame holds the masked words");
 
 static inline uint64_t member_word(const uint8_t *f, unsigned w)
 {
@@ -125,14 +135,14 @@ static inline uint64_t member_word(const uint8_t *f, unsigned w)
  * this stamp, with lengths, ports and checksums a datagram to the engine
  * has: every check of to_switch_ipv4 and the staged path (the source
  * learned and bound here this second) answered as for that frame, in one
- * compare of five words (the checked floor's way, testbed/bench).
+ * compare of seven words (the checked floor's way, testbed/bench).
  * verified: the checksums the device vouched for (rx_csum_verdict). */
 static inline __attribute__((always_inline)) bool member_frame_as(const struct sw_lsw *sw, struct sw_port *in,
 								  const struct rte_mbuf *m, const uint8_t *f,
 								  unsigned verified)
 {
 	const uint32_t len = rte_pktmbuf_data_len(m);
-	if (len < SW_UDP_PREFIX_LEN || len > SW_ETH_HLEN + SW_MTU)
+	if (len < SW_UDP_PREFIX_LEN + INA_HDR_LEN || len > SW_ETH_HLEN + SW_MTU)
 		return false;
 	uint32_t src_ip;
 	memcpy(&src_ip, f + SW_ETH_HLEN + 12, 4);
@@ -177,15 +187,17 @@ static void member_remember(const struct sw_lsw *sw, struct sw_member_seen *seen
 }
 
 /* A datagram's payload into the engine, from src; a packet of a job the
- * engine does not have is answered (NACK). */
+ * engine does not have is answered (NACK).  member: its first 8 bytes and
+ * source are a member's the engine vouched for (member_frame). */
 static inline __attribute__((always_inline)) enum ina_reason to_engine(struct sw_rt *rt, struct sw_lsw *sw,
 								       struct sw_port *in, uint16_t vlan,
-								       const struct sw_udp_view *v)
+								       const struct sw_udp_view *v, bool member)
 {
 	struct ina_addr src = { .ip = v->src_ip, .port = v->src_port };
 	sw->st.ina_packets++;
 	/* the engine counts its own drops; emits point into slot memory */
-	enum ina_reason r = ina_engine_rx(sw->eng, v->payload, v->payload_len, &src, sw->emits);
+	enum ina_reason r = (member ? ina_engine_rx_member : ina_engine_rx)(sw->eng, v->payload, v->payload_len, &src,
+									    sw->emits);
 	if (unlikely(r == INA_R_UNKNOWN_JOB))
 		sw_send_nack(rt, sw, in, vlan, v);
 	return r;
@@ -208,7 +220,7 @@ static void member_to_engine(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port
 	struct sw_udp_view v;
 	sw_frame_fill_view(f, ip, ip + SW_IP_HLEN, sw_be16_at(ip + SW_IP_HLEN + 4), &v);
 	sw->st.ina_repeats++;
-	to_engine(rt, sw, in, in->cfg->vlan, &v);
+	to_engine(rt, sw, in, in->cfg->vlan, &v, true);
 	after_engine(rt, sw, in, in->cfg->vlan, m, v.dst_port);
 }
 
@@ -268,14 +280,16 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	const bool ce = (rte_pktmbuf_mtod(m, const uint8_t *)[SW_ETH_HLEN + 1] & SW_ECN_MASK) == SW_ECN_CE;
 	ina_take_ce((void *)v.payload, v.payload_len, ce);
 	/* only a member's accepted packet binds its address; the headers of
-	 * one from a bound member let its next frames skip these checks */
-	if (to_engine(rt, sw, in, vlan, &v) == INA_OK &&
+	 * one from a bound member let its next frames skip these checks, and
+	 * the engine's of the source's member kind */
+	if (to_engine(rt, sw, in, vlan, &v, false) == INA_OK &&
 	    (bound || sw_neigh_learn(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s))) {
 		if (!bound)
 			*seen = (struct sw_member_seen){ .mac_vlan = mac_vlan,
 							 .stamp = neigh_stamp(sw),
 							 .ip = v.src_ip };
-		if (!ce)
+		const struct ina_addr src = { .ip = v.src_ip, .port = v.src_port };
+		if (!ce && ina_engine_member_kind(sw->eng, v.payload, v.payload_len, &src))
 			member_remember(sw, seen, rte_pktmbuf_mtod(m, const uint8_t *));
 	}
 	after_engine(rt, sw, in, vlan, m, v.dst_port);

@@ -179,13 +179,59 @@ static void sink_emits(struct mock_sink *k, const struct ina_emits *out, struct 
 		}
 }
 
-static void run(bool grouped, struct mock_sink *sink)
+/* The sources and first 8 bytes that ina_engine_member_kind vouched for,
+ * as a switch remembers its members' headers (swemu's member_frame). */
+struct vouched {
+	unsigned n;
+	struct {
+		struct ina_addr src;
+		uint8_t head[8];
+	} e[64];
+};
+
+static bool is_vouched(const struct vouched *v, const uint8_t *buf, size_t len, const struct ina_addr *src)
 {
+	for (unsigned i = 0; i < v->n; i++)
+		if (len >= 8 && v->e[i].src.ip == src->ip && v->e[i].src.port == src->port &&
+		    !memcmp(v->e[i].head, buf, 8))
+			return true;
+	return false;
+}
+
+/* A packet into eng as such a switch hands it: by ina_engine_rx_member
+ * when its source and first bytes were vouched for, else by
+ * ina_engine_rx, remembering them when the engine vouches. */
+static enum ina_reason rx_as_switch(struct ina_engine *eng, struct vouched *v, const uint8_t *buf, size_t len,
+				    const struct ina_addr *src, struct ina_emits *out, uint64_t *member_calls)
+{
+	if (is_vouched(v, buf, len, src)) {
+		++*member_calls;
+		return ina_engine_rx_member(eng, buf, len, src, out);
+	}
+	enum ina_reason r = ina_engine_rx(eng, buf, len, src, out);
+	if (ina_engine_member_kind(eng, buf, len, src)) {
+		assert_true(v->n < 64);
+		v->e[v->n].src = *src;
+		memcpy(v->e[v->n++].head, buf, 8);
+	}
+	return r;
+}
+
+/* member: the fast engine takes packets as a switch that remembers its
+ * members' headers hands them (rx_as_switch). */
+static void run(bool grouped, struct mock_sink *sink, bool member)
+{
+	static struct vouched vouched;
+	uint64_t member_calls = 0;
+	vouched.n = 0;
 	struct ina_engine *fast = ina_engine_create(16, 64), *ref = ina_engine_create(16, 64);
 	static struct ina_emits out_fast, out_ref;
 	assert_non_null(fast);
 	assert_non_null(ref);
 	ref->general_only = true;
+	/* elements no packet wrote are left as they were: the same in both */
+	memset(fast->mem, 0, (size_t)fast->nslots * 2 * fast->block);
+	memset(ref->mem, 0, (size_t)ref->nslots * 2 * ref->block);
 	ina_engine_group_multicast(fast, grouped);
 	ina_engine_group_multicast(ref, grouped);
 	if (sink) { /* on the fast engine only: the general one's slot memory is the reference */
@@ -210,7 +256,8 @@ static void run(bool grouped, struct mock_sink *sink)
 		ina_engine_set_time(ref, now_ns);
 		struct ina_addr src;
 		size_t len = next_packet(&r, epoch, buf, &src);
-		enum ina_reason a = ina_engine_rx(fast, buf, len, &src, &out_fast);
+		enum ina_reason a = member ? rx_as_switch(fast, &vouched, buf, len, &src, &out_fast, &member_calls)
+					   : ina_engine_rx(fast, buf, len, &src, &out_fast);
 		enum ina_reason b = ina_engine_rx(ref, buf, len, &src, &out_ref);
 		assert_int_equal(a, b);
 		assert_same_emits(&out_fast, &out_ref);
@@ -230,6 +277,11 @@ static void run(bool grouped, struct mock_sink *sink)
 	assert_true(fast->fast_packets > 300000 / 10);
 	assert_true(fast->fast_packets < accepted);
 	assert_int_equal(ref->fast_packets, 0);
+	if (member) { /* most packets came in as a member's, with many of them refused */
+		print_message("# %llu by ina_engine_rx_member\n", (unsigned long long)member_calls);
+		assert_true(member_calls > 300000 / 2);
+		assert_false(ina_engine_member_kind(ref, buf, INA_HDR_LEN, &jobs[0].contributors[0]));
+	}
 	ina_engine_destroy(fast);
 	ina_engine_destroy(ref);
 	if (sink) { /* every buffer back, most slots summed in one, and many reused */
@@ -250,13 +302,13 @@ static void run(bool grouped, struct mock_sink *sink)
 static void test_fast_path_matches_general(void **state)
 {
 	(void)state;
-	run(false, NULL);
+	run(false, NULL, false);
 }
 
 static void test_fast_path_matches_general_grouped(void **state)
 {
 	(void)state;
-	run(true, NULL);
+	run(true, NULL, false);
 }
 
 /* With a result sink, the same verdicts and emits (payloads compared by
@@ -266,7 +318,16 @@ static void test_fast_path_with_result_sink(void **state)
 {
 	(void)state;
 	static struct mock_sink sink;
-	run(true, &sink);
+	run(true, &sink, false);
+}
+
+/* A switch that remembers its members' headers hands most packets in by
+ * ina_engine_rx_member: the same verdicts, emits, counters and slots as
+ * the general path, damaged and stale packets among them. */
+static void test_member_path_matches_general(void **state)
+{
+	(void)state;
+	run(true, NULL, true);
 }
 
 /* A grouped multicast stands for exactly the frames an ungrouped one lists. */
@@ -301,6 +362,7 @@ int main(void)
 		cmocka_unit_test(test_fast_path_matches_general),
 		cmocka_unit_test(test_fast_path_matches_general_grouped),
 		cmocka_unit_test(test_fast_path_with_result_sink),
+		cmocka_unit_test(test_member_path_matches_general),
 		cmocka_unit_test(test_grouped_multicast),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
