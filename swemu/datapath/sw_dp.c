@@ -280,8 +280,8 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	const bool ce = (rte_pktmbuf_mtod(m, const uint8_t *)[SW_ETH_HLEN + 1] & SW_ECN_MASK) == SW_ECN_CE;
 	ina_take_ce((void *)v.payload, v.payload_len, ce);
 	/* only a member's accepted packet binds its address; the headers of
-	 * one from a bound member let its next frames skip these checks, and
-	 * the engine's of the source's member kind */
+	 * one from a bound member, which the engine calls a member's slice,
+	 * let its next frames skip these checks and the engine's of them */
 	if (to_engine(rt, sw, in, vlan, &v, false) == INA_OK &&
 	    (bound || sw_neigh_learn(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s))) {
 		if (!bound)
