@@ -69,7 +69,7 @@ int sw_capture_open(struct sw_capture *c, const struct sw_capture_cfg *cfg, cons
 	memcpy(b + 8, &section_len, 8);
 	off = 16;
 	put_opt(b, &off, SHB_USERAPPL, "swemu", 5);
-	put_opt(b, &off, OPT_END, NULL, 0);
+	put_opt(b, &off, OPT_END, "", 0); /* no value, but memcpy takes no NULL */
 	int rc = put_block(c->f, BT_SHB, b, off);
 	for (int i = 0; i < nports && rc == 0; i++) {
 		uint16_t linktype = LINKTYPE_ETHERNET, reserved = 0;
@@ -81,7 +81,7 @@ int sw_capture_open(struct sw_capture *c, const struct sw_capture_cfg *cfg, cons
 		size_t nl = strnlen(names[i], 200);
 		put_opt(b, &off, IF_NAME, names[i], (uint16_t)nl);
 		put_opt(b, &off, IF_TSRESOL, &nanoseconds, 1);
-		put_opt(b, &off, OPT_END, NULL, 0);
+		put_opt(b, &off, OPT_END, "", 0);
 		rc = put_block(c->f, BT_IDB, b, off);
 	}
 	if (rc < 0 || fflush(c->f) != 0) {

@@ -295,10 +295,14 @@ static int key_path(const struct inv *v, const char *dir, char *out, size_t cap)
 		snprintf(out, cap, "%s", v->key_file);
 		return 0;
 	}
-	char abs[400];
-	if (!realpath(dir, abs))
+	/* realpath's own buffer: one of ours must hold PATH_MAX bytes */
+	char *abs = realpath(dir, NULL);
+	if (!abs)
 		return fprintf(stderr, "swemu-inventory: %s: %s\n", dir, strerror(errno)), -1;
-	snprintf(out, cap, "%s/ctrl.key", abs);
+	int len = snprintf(out, cap, "%s/ctrl.key", abs);
+	free(abs);
+	if (len < 0 || (size_t)len >= cap)
+		return fprintf(stderr, "swemu-inventory: %s: path too long\n", dir), -1;
 	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600), rnd = open("/dev/urandom", O_RDONLY);
 	unsigned char k[32];
 	char hex[65];
