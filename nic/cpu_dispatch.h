@@ -11,15 +11,19 @@
  * file only through a declaration that says so, while GCC, told so, makes a
  * resolver of its own in every caller that names clones it cannot see.
  * GCC 12 takes x86-64 levels; Clang 14 takes features (its resolver misreads
- * the levels, and GCC 12's refuses AVX-512 features). */
+ * the levels, and GCC 12's refuses AVX-512 features); GCC 11 (Ubuntu 22.04)
+ * has no resolver for levels, so it takes the features without AVX-512. */
 #ifndef CPU_DISPATCH_H
 #define CPU_DISPATCH_H
 
 #if defined(__x86_64__) && !defined(CPU_DISPATCH_OFF) && defined(__clang__)
 #define CPU_DISPATCH	  __attribute__((target_clones("avx512bw", "avx2", "ssse3", "default")))
 #define CPU_DISPATCH_DECL CPU_DISPATCH
-#elif defined(__x86_64__) && !defined(CPU_DISPATCH_OFF) && defined(__GNUC__)
+#elif defined(__x86_64__) && !defined(CPU_DISPATCH_OFF) && defined(__GNUC__) && __GNUC__ >= 12
 #define CPU_DISPATCH __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "arch=x86-64-v2", "default")))
+#define CPU_DISPATCH_DECL
+#elif defined(__x86_64__) && !defined(CPU_DISPATCH_OFF) && defined(__GNUC__)
+#define CPU_DISPATCH	  __attribute__((target_clones("avx2", "ssse3", "default")))
 #define CPU_DISPATCH_DECL
 #else
 #define CPU_DISPATCH

@@ -560,8 +560,10 @@ static void *one_way_main(void *arg)
 }
 
 /* Rank 0 sends w[0].len bytes three times to rank 1 over a hub with net;
- * fails the test if either rank fails.  Returns the hub's counters. */
-static struct fake_stats run_one_way(struct fake_net net, struct one_way w[2])
+ * fails the test if either rank fails.  Returns the hub's counters.  (w[2]
+ * would be checked by GCC 11 against the wrong argument, as the function
+ * returns a struct.) */
+static struct fake_stats run_one_way(struct fake_net net, struct one_way *w)
 {
 	struct fake_hub *hub = fake_hub_new(2, &net);
 	pthread_t th[2];

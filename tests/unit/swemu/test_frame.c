@@ -28,8 +28,10 @@ static const struct sw_udp_hdrs hdrs = {
 	.dst_mac = { 2, 0, 0, 0, 0, 1 },
 };
 
-/* The addresses and the (dummy) INA header every test frame carries. */
-static struct sw_udp_hdrs test_hdrs(uint8_t ina[INA_HDR_LEN])
+/* The addresses and the (dummy) INA header, INA_HDR_LEN bytes at ina, every
+ * test frame carries (not ina[INA_HDR_LEN]: GCC 11 checks such a bound
+ * against the wrong argument of a function that returns a struct). */
+static struct sw_udp_hdrs test_hdrs(uint8_t *ina)
 {
 	struct sw_udp_hdrs h = hdrs;
 	memset(ina, 0x11, INA_HDR_LEN);
