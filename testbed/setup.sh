@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installs every Debian 12 package the project needs (idempotent: apt runs
 # only when something is missing) and builds the project into build/.
-# Elsewhere (Ubuntu 22.04/24.04: untested) it takes the same packages where
-# apt has them, the clang runtime of the distribution's clang, and skips
-# optional ones apt lacks, naming them.
+# Elsewhere it takes the same packages where apt has them, the clang runtime
+# of the distribution's clang, and skips optional ones apt lacks, naming
+# them (Ubuntu 22.04 and 24.04: testbed/ubuntu-test.sh runs the tests there).
 #   testbed/setup.sh [--no-build] [--peers] [--tests] [--sim]
 # --peers also installs the benchmark peers (Gloo through python3-torch,
 # Open MPI): large, and needed only by testbed/bench/bench-peers.sh.
@@ -35,7 +35,7 @@ fi
 clang_rt=()
 ((debian12)) && clang_rt=(libclang-rt-14-dev)
 # what the tests and benchmarks can do without (they skip or say so)
-optional=" python3-torch openmpi-bin libopenmpi-dev tshark libns3-dev libgsl-dev "
+optional=" python3-torch openmpi-bin libopenmpi-dev tshark libns3-dev libgsl-dev libsqlite3-dev "
 
 packages=(
 	# build
@@ -46,8 +46,9 @@ packages=(
 	libssl-dev
 	# libFuzzer and sanitizers
 	clang "${clang_rt[@]}"
-	# AF_XDP ports and the namespace testbed
-	libxdp-dev libbpf-dev iproute2 ethtool iputils-ping python3
+	# the namespace testbed (libdpdk-dev brings the XDP libraries its
+	# af_xdp driver needs: libxdp on Debian 12, libbpf alone on 22.04)
+	iproute2 ethtool iputils-ping python3
 	# benchmarks; the trial report's plots
 	iperf3 gnuplot-nox
 )
@@ -61,10 +62,15 @@ if [ -n "${tests:-}" ]; then
 fi
 if [ -n "${tests:-}" ] || [ -n "${sim:-}" ]; then
 	# swemu-sim (testbed/sim/, docs/SCALE.md): ns-3, whose pkg-config
-	# files name GSL's libraries too
-	packages+=(libns3-dev libgsl-dev g++)
+	# files name GSL's and SQLite's libraries too (Ubuntu 24.04's
+	# libns3-dev does not bring libsqlite3-dev)
+	packages+=(libns3-dev libgsl-dev libsqlite3-dev g++)
 fi
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+# (no grep -q on a pipe: under pipefail the writer's SIGPIPE fails the test)
+installed() { [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == *"install ok installed"* ]]; }
+# apt can install it (a name apt knows of, as python3-torch on Ubuntu 24.04,
+# may still have no version to install)
+installable() { [[ $(apt-cache policy "$1" 2>/dev/null) =~ Candidate:\ [^\(] ]]; }
 missing=()
 for p in "${packages[@]}"; do
 	installed "$p" || missing+=("$p")
@@ -84,13 +90,14 @@ if ! ((debian12)) && [ "$(id -u)" = 0 ]; then
 	# the runtime of the clang this distribution calls clang, where it is
 	# a package of its own (clang 18's on Ubuntu 24.04; Ubuntu 22.04's
 	# clang 14 carries it)
-	n=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9]*\)$/\1/p' | head -1)
-	if [ -n "$n" ] && apt-cache show "libclang-rt-$n-dev" >/dev/null 2>&1 && ! installed "libclang-rt-$n-dev"; then
+	n=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9]*\)$/\1/p')
+	n=${n%%$'\n'*}
+	if [ -n "$n" ] && installable "libclang-rt-$n-dev" && ! installed "libclang-rt-$n-dev"; then
 		missing+=("libclang-rt-$n-dev")
 	fi
 	known=()
 	for p in "${missing[@]}"; do
-		if apt-cache show "$p" >/dev/null 2>&1; then
+		if installable "$p"; then
 			known+=("$p")
 		elif [[ $optional == *" $p "* ]]; then
 			echo "setup: apt has no $p here: what needs it is skipped" >&2
