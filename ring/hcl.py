@@ -260,6 +260,18 @@ class Comm:
             self.close()
 
 
+def grad_bucket(bucket):
+    """A DDP communication hook's bucket as (its flat gradients, a function
+    of a tensor giving what the hook's future must hold): torch with
+    bucket.buffer() (1.13, Debian 12's) takes the tensor itself; before
+    that (get_tensors() in 1.8, Ubuntu 22.04's; get_tensor() for a while)
+    a list of one tensor."""
+    if hasattr(bucket, "buffer"):
+        return bucket.buffer(), lambda t: t
+    grads = bucket.get_tensor() if hasattr(bucket, "get_tensor") else bucket.get_tensors()[0]
+    return grads, lambda t: [t]
+
+
 def ddp_comm_hook(comm, bucket):
     """torch.nn.parallel.DistributedDataParallel communication hook: the
     bucket's gradients averaged over the ranks through libhcl (DDP's own
@@ -268,7 +280,7 @@ def ddp_comm_hook(comm, bucket):
     register_comm_hook(comm, hcl.ddp_comm_hook)."""
     import torch
 
-    grads = bucket.buffer()
+    grads, result = grad_bucket(bucket)
     done = comm.allreduce_async(grads, op="avg")
     fut = torch.futures.Future()
 
@@ -276,7 +288,7 @@ def ddp_comm_hook(comm, bucket):
         if f.exception() is not None:
             fut.set_exception(f.exception())
         else:
-            fut.set_result(grads)
+            fut.set_result(result(grads))
 
     done.add_done_callback(finish)
     return fut

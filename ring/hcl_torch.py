@@ -32,7 +32,15 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import _create_work_from_future
+
+try:  # a Python process group's Work: torch 1.13 has it (Ubuntu 22.04's 1.8 not)
+    from torch._C._distributed_c10d import _create_work_from_future
+except ImportError as e:
+    raise ImportError(
+        "hcl_torch: torch %s lacks _create_work_from_future, which a Python "
+        "process group needs (torch 1.13 has it); the DDP hook hcl.ddp_comm_hook "
+        "works with this torch" % torch.__version__
+    ) from e
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hcl  # noqa: E402

@@ -31,6 +31,10 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+# the host library's Python side, for what differs between torch versions
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "ring"))
+import hcl  # noqa: E402
+
 
 class Clock:
     """Marks on the GPU's current stream (CUDA events) or the CPU's clock."""
@@ -84,10 +88,10 @@ def capture(model, make_batch, loss_fn, name, path, steps=4, warmup=2, bucket_ca
     clock, buckets = Clock(cuda), []
 
     def hook(state, bucket):
-        buf = bucket.buffer()
+        buf, result = hcl.grad_bucket(bucket)
         buckets.append((buf.numel() * buf.element_size(), clock.mark()))
         fut = torch.futures.Future()
-        fut.set_result(buf)
+        fut.set_result(result(buf))
         return fut
 
     ddp.register_comm_hook(None, hook)

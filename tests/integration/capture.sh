@@ -17,7 +17,19 @@
 . "$(dirname "$0")/lib.sh"
 command -v tshark >/dev/null || { echo "capture: needs tshark (testbed/setup.sh --tests installs it)"; exit 77; }
 perf=${PERF:-$top/build/ring/ina-allreduce-perf}
-lua=$top/testbed/capture/ina.lua
+# Wireshark 4.2 and later (Ubuntu 24.04's) run no Lua script given by -X
+# as root: as root, tshark reads the files as nobody (LOGDIR opened to it,
+# the dissector copied there)
+chmod 755 "$LOGDIR"
+lua=$LOGDIR/ina.lua
+cp "$top/testbed/capture/ina.lua" "$lua"
+tshark() {
+	if [ "$(id -u)" = 0 ]; then
+		setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent tshark "$@"
+	else
+		command tshark "$@"
+	fi
+}
 TOPO_NAME=itcap
 d=/run/swemu-testbed/$TOPO_NAME
 # up with tor0 capturing: the capture group goes into the generated config

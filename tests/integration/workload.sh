@@ -10,6 +10,7 @@
 # which nothing hides), and the report must give each algorithm's step
 # time with its interval and the step's speed-up with INA.
 . "$(dirname "$0")/lib.sh"
+$PY -c "import torch" 2>/dev/null || { echo "the capture needs python3-torch (testbed/setup.sh --tests)"; exit 77; }
 prof=$LOGDIR/cnn.cfg
 $PY "$top/testbed/capture/capture_workload.py" --model cnn --batch 16 --steps 3 --warmup 2 --cpu --bucket-cap-mb 1 \
 	-o "$prof" > "$LOGDIR/capture.log" 2>&1 || { cat "$LOGDIR/capture.log"; fail "the capture failed"; }
