@@ -142,8 +142,10 @@ struct sw_port {
 	bool ext;	      /* a DPDK device, else an in-memory link */
 	bool tx_multi_seg;    /* the device sends chained mbufs */
 	bool rx_csum_offload; /* the device verifies IPv4 and UDP checksums */
+	bool owns_dev;	      /* it started the device and closes it (ext) */
 	uint16_t dev;	      /* DPDK port id (ext) */
 	uint16_t queue;	      /* its receive and transmit queue: the switch partition's */
+	const char *dev_name; /* the device's name (ext): the port's, or the partition's own */
 	struct sw_port *peer; /* link peer */
 	/* link ports: frames the peer sent us, drained by the poll loop like a
 	 * device queue (no recursion between switches); single producer (the
@@ -151,6 +153,9 @@ struct sw_port {
 	struct rte_ring *lq;
 	struct rte_eth_dev_tx_buffer *txb;
 	struct sw_netem netem; /* egress emulation */
+	/* partition 0's port of a partitioned switch: the line every
+	 * partition's emulator shares, on a cache line of its own */
+	uint64_t *wire_ns;
 	/* trunk ports: the tagged VLANs as a 4096-bit set; NULL: an access
 	 * port, which then carries no 512-byte bitmap */
 	uint64_t *tagged;

@@ -71,6 +71,30 @@ static int load_trunk(const struct conf_reader *p, const struct conf_node *pg, s
 	return 0;
 }
 
+/* dev = [ "d0", "d1", ... ]: a device per partition (check_partitions
+ * holds the count to the switch's partitions); *dev is the first. */
+static int load_part_devs(const struct conf_reader *p, const struct conf_node *devs, struct sw_port_cfg *pc,
+			  const char **dev)
+{
+	if (devs->n < 1 || devs->n > SW_MAX_PARTITIONS)
+		return conf_fail(p, devs, "port '%s': 'dev' lists 1..%d devices, one per partition", pc->name,
+				 SW_MAX_PARTITIONS);
+	for (unsigned k = 0; k < devs->n; k++) {
+		const char *d = conf_string(conf_elem(devs, k));
+		if (!d || strlen(d) == 0 || strlen(d) >= sizeof(pc->part_dev[k]))
+			return conf_fail(p, devs,
+					 "port '%s': 'dev' entry %u must be a device name of 1..%zu characters",
+					 pc->name, k, sizeof(pc->part_dev[k]) - 1);
+		for (unsigned j = 0; j < k; j++)
+			if (!strcmp(pc->part_dev[j], d))
+				return conf_fail(p, devs, "port '%s': device '%s' is in 'dev' twice", pc->name, d);
+		snprintf(pc->part_dev[k], sizeof(pc->part_dev[k]), "%s", d);
+	}
+	pc->npart_dev = (int)devs->n;
+	*dev = pc->part_dev[0];
+	return 0;
+}
+
 static int load_ports(const struct conf_reader *p, const struct conf_node *sw, struct sw_switch_cfg *s)
 {
 	static const char *const keys[] = { "name", "dev", "link", "vlan", "trunk", "steered", CTL_NETEM_KEYS, NULL };
@@ -86,18 +110,21 @@ static int load_ports(const struct conf_reader *p, const struct conf_node *sw, s
 		const struct conf_node *pg = conf_elem(ports, (unsigned)i);
 		struct sw_port_cfg *pc = &s->ports[i];
 		const char *dev = NULL, *link = NULL;
+		const struct conf_node *devs = conf_member(pg, "dev");
 		if (pg->type != CONF_GROUP)
 			return conf_fail(p, pg, "a port must be a group { name = ...; dev = ...; }");
 		pc->line = pg->line;
 		pc->peer_switch = pc->peer_port = -1;
 		long long vlan = SW_VLAN_DEFAULT;
 		if (conf_only_keys(p, pg, keys) < 0 || get_name(p, pg, pc->name) < 0 ||
-		    conf_get_str(p, pg, "dev", false, &dev) < 0 || conf_get_str(p, pg, "link", false, &link) < 0 ||
+		    (!(devs && devs->type == CONF_ARRAY) && conf_get_str(p, pg, "dev", false, &dev) < 0) ||
+		    conf_get_str(p, pg, "link", false, &link) < 0 ||
 		    conf_get_int(p, pg, "vlan", 1, 4094, false, &vlan) < 0 || ctl_netem_read(p, pg, &pc->netem) < 0 ||
 		    conf_get_bool(p, pg, "steered", &pc->steered) < 0)
 			return -1;
 		pc->vlan = (uint16_t)vlan;
-		if (load_trunk(p, pg, pc) < 0)
+		if (load_trunk(p, pg, pc) < 0 ||
+		    (devs && devs->type == CONF_ARRAY && load_part_devs(p, devs, pc, &dev) < 0))
 			return -1;
 		if (!dev == !link)
 			return conf_fail(
@@ -276,9 +303,10 @@ static int load_capture(const struct conf_reader *p, const struct conf_node *sw,
 	return 0;
 }
 
-/* A switch on several lcores: each owns one queue pair of every port and
- * an engine of its own, so every port must hand it only its own slots'
- * frames, and nothing may need one view of a port (a rate, a capture). */
+/* A switch on several lcores: each owns one queue pair of every port (or
+ * a device of the port's list) and an engine of its own, so every port
+ * must hand it only its own slots' frames, and nothing may need one view
+ * of a port (a capture; a rate's partitions share one clock instead). */
 static int check_partitions(const struct conf_reader *p, const struct conf_node *g, struct sw_switch_cfg *s)
 {
 	const struct conf_node *at = conf_member(g, "partitions"), *pq = conf_member(g, "partition_queues");
@@ -304,6 +332,13 @@ static int check_partitions(const struct conf_reader *p, const struct conf_node 
 			s->partition_queues[k] = (uint16_t)v;
 		}
 	}
+	for (int i = 0; i < s->nports; i++)
+		if (s->ports[i].npart_dev && s->ports[i].npart_dev != s->partitions)
+			return conf_fail(
+				p, conf_member(conf_elem(conf_member(g, "ports"), (unsigned)i), "dev"),
+				"switch '%s': port '%s' lists %d devices in 'dev'; the switch has %d partition%s",
+				s->name, s->ports[i].name, s->ports[i].npart_dev, s->partitions,
+				s->partitions == 1 ? "" : "s");
 	if (s->partitions == 1)
 		return 0;
 	if (!s->ina)
@@ -311,16 +346,12 @@ static int check_partitions(const struct conf_reader *p, const struct conf_node 
 	if (s->capture.file[0])
 		return conf_fail(p, at, "switch '%s': a capture needs one lcore; drop 'partitions' or 'capture'",
 				 s->name);
-	static const struct netem_cfg none;
 	for (int i = 0; i < s->nports; i++) {
 		const struct sw_port_cfg *pc = &s->ports[i];
 		if (!pc->dev[0] || !pc->steered)
 			return conf_fail(p, at,
 					 "switch '%s': port '%s' must be a device that arrives steered by UDP port "
 					 "('steered = true'): swemu does not program NIC flow rules",
-					 s->name, pc->name);
-		if (memcmp(&pc->netem, &none, sizeof(none)))
-			return conf_fail(p, at, "switch '%s': port '%s': link emulation needs one lcore per port",
 					 s->name, pc->name);
 	}
 	return 0;

@@ -31,6 +31,12 @@ _Static_assert(SW_MAX_PORTS <= 32, "mgmt_ports is a 32-bit mask of ports");
 struct sw_port_cfg {
 	char name[SW_NAME_LEN];
 	char dev[64];		      /* a DPDK device name (external port), or "" */
+	/* a device per partition, each on its queue 0 ([0] is dev), where one
+	 * device cannot give every partition a queue of its own (DPDK's
+	 * af_xdp on a veth sees one queue); all "" when the partitions share
+	 * dev */
+	char part_dev[SW_MAX_PARTITIONS][64];
+	int npart_dev;		      /* entries in part_dev (0: dev is one device) */
 	char link[2 * SW_NAME_LEN];   /* "switch.port" of the peer (in-memory link), or "" */
 	int peer_switch, peer_port;   /* resolved link */
 	uint16_t vlan;		      /* access VLAN (frames untagged), SW_VLAN_DEFAULT unless set; on a

@@ -69,13 +69,14 @@ static int port_txb(struct sw_rt *rt, struct sw_port *p)
 	return 0;
 }
 
-/* Configures and starts p's device with a queue pair per partition of its
- * switch (partition 0 does it for all). */
+/* Configures and starts p's device: with a queue pair per partition of its
+ * switch (partition 0 does it for all), or one where each partition has a
+ * device of its own. */
 static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t errlen)
 {
 	const struct sw_switch_cfg *c = p->sw->cfg;
 	uint16_t nq = 1;
-	for (int k = 0; k < c->partitions; k++)
+	for (int k = 0; k < c->partitions && !p->cfg->npart_dev; k++)
 		if (c->partition_queues[k] + 1 > nq)
 			nq = (uint16_t)(c->partition_queues[k] + 1);
 	struct rte_eth_conf conf;
@@ -102,7 +103,7 @@ static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t err
 	if (nq > info.max_rx_queues || nq > info.max_tx_queues) {
 		snprintf(err, errlen,
 			 "%s:%d: port '%s' (device %s): its partitions' queues need %u queue pairs; it has %u",
-			 rt->cfg_path, p->cfg->line, p->cfg->name, p->cfg->dev, nq,
+			 rt->cfg_path, p->cfg->line, p->cfg->name, p->dev_name, nq,
 			 info.max_rx_queues < info.max_tx_queues ? info.max_rx_queues : info.max_tx_queues);
 		return -EINVAL;
 	}
@@ -146,7 +147,7 @@ static int port_start(struct sw_rt *rt, struct sw_port *p, char *err, size_t err
 	return 0;
 fail:
 	snprintf(err, errlen, "%s:%d: port '%s' (device %s) does not start: %s", rt->cfg_path, p->cfg->line,
-		 p->cfg->name, p->cfg->dev, rte_strerror(rc < 0 ? -rc : rc));
+		 p->cfg->name, p->dev_name, rte_strerror(rc < 0 ? -rc : rc));
 	return -EIO;
 }
 
@@ -200,7 +201,8 @@ static int ctrl_queues(struct sw_lsw *sw)
 }
 
 /* The switch's (or partition's) ports: link queues, or devices started
- * (partition 0) or joined on the partition's queue pair. */
+ * (partition 0, or a partition's own device) or joined on the partition's
+ * queue pair. */
 static int lsw_ports(struct sw_rt *rt, struct sw_lsw *sw, char *err, size_t errlen)
 {
 	const struct sw_switch_cfg *c = sw->cfg;
@@ -216,10 +218,14 @@ static int lsw_ports(struct sw_rt *rt, struct sw_lsw *sw, char *err, size_t errl
 			nports += rt->cfg.sw[k].nports;
 		uint32_t share = rt->cfg.mbufs / (uint32_t)(nports ? nports : 1);
 		if (sw_netem_init(&p->netem, &p->cfg->netem, share > 256 ? share : 256,
-				  (uint64_t)sw->index * 64 + (uint64_t)i + 1) < 0) {
+				  (uint64_t)sw->part << 16 | ((uint64_t)sw->index * 64 + (uint64_t)i + 1)) < 0 ||
+		    (c->partitions > 1 && !sw->part &&
+		     !(p->wire_ns = rte_zmalloc("swemu_wire", RTE_CACHE_LINE_SIZE, RTE_CACHE_LINE_SIZE)))) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
+		if (c->partitions > 1) /* one line whatever partition sends */
+			sw_netem_share_wire(&p->netem, rt->sw[sw->index]->ports[i].wire_ns);
 		if (!p->cfg->dev[0]) {
 			char name[RTE_RING_NAMESIZE];
 			snprintf(name, sizeof(name), "swemu_lq_%d_%d", sw->index, i);
@@ -233,23 +239,25 @@ static int lsw_ports(struct sw_rt *rt, struct sw_lsw *sw, char *err, size_t errl
 			continue;
 		}
 		p->ext = true;
-		if (rte_eth_dev_get_port_by_name(p->cfg->dev, &p->dev) != 0) {
+		p->owns_dev = sw->part == 0 || p->cfg->npart_dev;
+		p->dev_name = p->cfg->npart_dev ? p->cfg->part_dev[sw->part] : p->cfg->dev;
+		if (rte_eth_dev_get_port_by_name(p->dev_name, &p->dev) != 0) {
 			snprintf(err, errlen,
 				 "%s:%d: port '%s': no DPDK device '%s' (create it with --vdev or allow its PCI "
 				 "address)",
-				 rt->cfg_path, p->cfg->line, p->cfg->name, p->cfg->dev);
+				 rt->cfg_path, p->cfg->line, p->cfg->name, p->dev_name);
 			p->ext = false;
 			return -ENODEV;
 		}
-		p->queue = c->partition_queues[sw->part];
-		if (sw->part) { /* what partition 0 learned of the device when it started it */
+		p->queue = p->cfg->npart_dev ? 0 : c->partition_queues[sw->part];
+		if (!p->owns_dev) { /* what partition 0 learned of the device when it started it */
 			const struct sw_port *first = &rt->sw[sw->index]->ports[i];
 			p->tx_multi_seg = first->tx_multi_seg;
 			p->rx_csum_offload = first->rx_csum_offload;
 		}
-		int rc = sw->part ? port_txb(rt, p) : port_start(rt, p, err, errlen);
+		int rc = p->owns_dev ? port_start(rt, p, err, errlen) : port_txb(rt, p);
 		if (rc < 0) {
-			if (sw->part)
+			if (!p->owns_dev)
 				snprintf(err, errlen, "out of memory");
 			return rc; /* teardown stops and closes it */
 		}
@@ -492,11 +500,12 @@ void sw_rt_teardown(struct sw_rt *rt)
 		for (int k = 0; k < sw->nports; k++) {
 			struct sw_port *p = &sw->ports[k];
 			free_held(p);
-			if (p->ext && !sw->part) {
+			if (p->ext && p->owns_dev) {
 				rte_eth_dev_stop(p->dev);
 				rte_eth_dev_close(p->dev);
 			}
 			rte_free(p->txb);
+			rte_free(p->wire_ns);
 			rte_ring_free(p->lq);
 			sw_netem_free(&p->netem);
 			free(p->tagged);

@@ -53,7 +53,7 @@ static json_t *port_json(const struct sw_port *p)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "kind", json_string(p->ext ? "device" : "link"));
-	json_object_set_new(o, p->ext ? "dev" : "link", json_string(p->ext ? p->cfg->dev : p->cfg->link));
+	json_object_set_new(o, p->ext ? "dev" : "link", json_string(p->ext ? p->dev_name : p->cfg->link));
 	/* whether INA payloads are checksummed by the NIC or by the switch */
 	json_object_set_new(o, "rx_checksum_offload", json_boolean(p->rx_csum_offload));
 	json_object_set_new(o, "vlan", json_integer(p->cfg->vlan)); /* on a trunk: native, 0 for none */

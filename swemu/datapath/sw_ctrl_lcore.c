@@ -210,7 +210,12 @@ static void apply_one(struct sw_lsw *sw, struct sw_ctrl_req *q)
 		why = "no job with this id";
 		break;
 	case CTL_EMU:
-		sw_netem_set(&sw->ports[q->port].netem, &cmd->netem, sw->now_ns);
+		/* every partition's frames re-timed from now, one after another
+		 * on the line they share */
+		if (sw->ports[q->port].wire_ns)
+			__atomic_store_n(sw->ports[q->port].wire_ns, sw->now_ns, __ATOMIC_RELAXED);
+		for (int k = 0; k < sw->cfg->partitions; k++)
+			sw_netem_set(&sw->parts[k]->ports[q->port].netem, &cmd->netem, sw->now_ns);
 		plans_stale(sw); /* an emulating port takes its frames one by one */
 		break;
 	case CTL_CAPTURE:
@@ -243,8 +248,8 @@ static void apply_one(struct sw_lsw *sw, struct sw_ctrl_req *q)
 	}
 }
 
-/* A partitioned switch changes jobs on every partition at once (held
- * still meanwhile: sw_parts.c); it has no link emulation to set. */
+/* A partitioned switch changes jobs and link emulation on every partition
+ * at once (held still meanwhile: sw_parts.c). */
 static void apply(struct sw_lsw *sw, struct sw_ctrl_req *q)
 {
 	const enum ctl_op op = q->cmd.op;
@@ -252,17 +257,11 @@ static void apply(struct sw_lsw *sw, struct sw_ctrl_req *q)
 		apply_one(sw, q);
 		return;
 	}
-	if (op == CTL_EMU || !sw_parts_hold(sw)) {
+	if (!sw_parts_hold(sw)) {
 		sw->st.ctrl_refused++;
-		if (op == CTL_EMU)
-			snprintf(q->answer, sizeof(q->answer),
-				 "error: ctrl: switch '%s' runs in %d partitions and has no link emulation\n",
-				 sw->cfg->name, sw->cfg->partitions);
-		else
-			snprintf(q->answer, sizeof(q->answer),
-				 "error: ctrl: switch '%s': a partition did not stand still within %d ms; nothing "
-				 "changed\n",
-				 sw->cfg->name, SW_HOLD_WAIT_MS);
+		snprintf(q->answer, sizeof(q->answer),
+			 "error: ctrl: switch '%s': a partition did not stand still within %d ms; nothing changed\n",
+			 sw->cfg->name, SW_HOLD_WAIT_MS);
 		return;
 	}
 	apply_one(sw, q);

@@ -36,6 +36,34 @@ static uint64_t serialise_ns(const struct netem_cfg *c, uint32_t len)
 	return c->rate_bps ? (uint64_t)len * 8 * 1000000000ull / c->rate_bps : 0;
 }
 
+void sw_netem_share_wire(struct sw_netem *e, uint64_t *wire_ns) { e->wire_ns = wire_ns; }
+
+static uint64_t wire_load(const struct sw_netem *e) { return __atomic_load_n(e->wire_ns, __ATOMIC_RELAXED); }
+
+/* Bytes a shared line at the configured rate has yet to send by now. */
+static uint64_t wire_backlog(const struct sw_netem *e, uint64_t now_ns)
+{
+	uint64_t busy = wire_load(e);
+	return busy > now_ns ? (uint64_t)((double)(busy - now_ns) * (double)e->cfg.rate_bps / 8e9) : 0;
+}
+
+/* A frame's time on a shared line: it starts when the line is free, unless
+ * the buffer (what the line has yet to send) has no room for it. */
+static bool wire_claim(struct sw_netem *e, uint32_t len, uint64_t now_ns, uint64_t *depart)
+{
+	const struct netem_cfg *c = &e->cfg;
+	uint64_t busy = wire_load(e);
+	for (;;) {
+		uint64_t start = busy > now_ns ? busy : now_ns;
+		if (c->buffer_bytes &&
+		    (uint64_t)((double)(start - now_ns) * (double)c->rate_bps / 8e9) + len > c->buffer_bytes)
+			return false;
+		*depart = start + serialise_ns(c, len);
+		if (__atomic_compare_exchange_n(e->wire_ns, &busy, *depart, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return true;
+	}
+}
+
 /* Held packets take the new parameters: those not yet departed are
  * serialised again at the new rate from now, and every held packet is
  * released at its departure + the new delay (order kept).  Without this, a
@@ -45,6 +73,8 @@ static void retime_held(struct sw_netem *e, uint64_t now_ns)
 {
 	uint32_t mask = e->cap - 1;
 	uint64_t depart = now_ns, release = 0;
+	if (e->wire_ns && wire_load(e) > now_ns) /* after the sharers set before */
+		depart = wire_load(e);
 	for (uint32_t i = e->head; i != e->tail; i++) {
 		struct sw_netem_item *it = &e->ring[i & mask];
 		if (it->depart_ns > now_ns) {
@@ -59,6 +89,8 @@ static void retime_held(struct sw_netem *e, uint64_t now_ns)
 		e->last_depart_ns = depart;
 		e->last_release_ns = release;
 	}
+	if (e->wire_ns && depart > wire_load(e))
+		__atomic_store_n(e->wire_ns, depart, __ATOMIC_RELAXED);
 }
 
 void sw_netem_set(struct sw_netem *e, const struct netem_cfg *cfg, uint64_t now_ns)
@@ -109,6 +141,8 @@ bool sw_netem_marks(struct sw_netem *e, uint64_t now_ns)
 {
 	if (!e->ecn_bytes)
 		return false;
+	if (e->wire_ns)
+		return wire_backlog(e, now_ns) > e->ecn_bytes;
 	leave_buffer(e, now_ns);
 	return e->backlog_bytes > e->ecn_bytes;
 }
@@ -121,13 +155,16 @@ enum sw_netem_verdict sw_netem_enqueue(struct sw_netem *e, void *pkt, uint32_t l
 	if (lose(e))
 		return SW_NETEM_DROP_LOSS;
 	leave_buffer(e, now_ns);
-	if (c->rate_bps && c->buffer_bytes && e->backlog_bytes + len > c->buffer_bytes)
+	if (!e->wire_ns && c->rate_bps && c->buffer_bytes && e->backlog_bytes + len > c->buffer_bytes)
 		return SW_NETEM_DROP_BUFFER;
 	if (e->tail - e->head == e->cap)
 		return SW_NETEM_DROP_INFLIGHT;
 
 	uint64_t depart = now_ns;
-	if (c->rate_bps) {
+	if (c->rate_bps && e->wire_ns) {
+		if (!wire_claim(e, len, now_ns, &depart))
+			return SW_NETEM_DROP_BUFFER;
+	} else if (c->rate_bps) {
 		uint64_t start = e->last_depart_ns > now_ns ? e->last_depart_ns : now_ns;
 		depart = start + serialise_ns(c, len);
 	}

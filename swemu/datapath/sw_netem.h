@@ -44,13 +44,24 @@ struct sw_netem {
 	uint64_t last_depart_ns, last_release_ns;
 	uint64_t rng;
 	bool ge_bad;
+	/* a line the partitions of a switch share (sw_netem_share_wire): when
+	 * the last departure any of them queued ends; NULL: its own
+	 * (last_depart_ns) */
+	uint64_t *wire_ns;
 };
 
 /* cap_pkts: packets the emulator may hold (rounded up to a power of two). */
 int sw_netem_init(struct sw_netem *e, const struct netem_cfg *cfg, uint32_t cap_pkts, uint64_t seed);
 void sw_netem_free(struct sw_netem *e);
+/* One port of a switch on several lcores: each partition holds its own
+ * frames, but their departures follow each other on one line, *wire_ns
+ * (0 at first; every partition's emulator points to it), and the buffer
+ * is what that line has yet to send, whoever queued it.  Departure order
+ * between partitions is the order of their enqueues. */
+void sw_netem_share_wire(struct sw_netem *e, uint64_t *wire_ns);
 /* Replaces the parameters at run time (now_ns: the datapath's clock); what
- * is queued is re-timed by the new rate and delay. */
+ * is queued is re-timed by the new rate and delay (on a shared line, after
+ * what it has yet to send: set it to now_ns first, then every sharer). */
 void sw_netem_set(struct sw_netem *e, const struct netem_cfg *cfg, uint64_t now_ns);
 /* True when any emulation is configured (otherwise bypass the emulator). */
 static inline bool sw_netem_active(const struct sw_netem *e) { return e->active; }

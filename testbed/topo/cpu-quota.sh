@@ -11,7 +11,13 @@
 #       (of one core), the quota holds from the moment swemu says it is
 #       running, each time one starts (its start-up touches every mbuf)
 #   quota_set SHARE     the group's quota now: a share of one core, or max
-#   quota_throttled     how often the group was throttled
+#   quota_per_thread SHARE TID...
+#                       each thread TID in a group of its own under it with
+#                       SHARE of a core (the group's own quota lifted): one
+#                       lcore each, as many cores would give them; cgroup
+#                       v1 only (returns 1 on v2, which places processes)
+#   quota_throttled     how often the group (or its threads' groups) was
+#                       throttled
 #   quota_release       kills what is left in the group, removes it, unmounts
 # Fails (returns 1, saying why) where no cpu cgroup can be mounted.
 QUOTA_PERIOD_US=100000
@@ -66,7 +72,21 @@ EOF
 
 quota_set() { quota_value "$1" > "$QUOTA_FILE"; } # SHARE
 
-quota_throttled() { awk '$1 == "nr_throttled" { print $2 }' "$QUOTA_GRP/cpu.stat"; }
+quota_per_thread() { # SHARE TID...
+	local share=$1 tid i=0
+	shift
+	[ "$QUOTA_V" = 1 ] || return 1
+	quota_set max
+	for tid in "$@"; do
+		mkdir -p "$QUOTA_GRP/t$i"
+		echo $QUOTA_PERIOD_US > "$QUOTA_GRP/t$i/cpu.cfs_period_us"
+		quota_value "$share" > "$QUOTA_GRP/t$i/cpu.cfs_quota_us"
+		echo "$tid" > "$QUOTA_GRP/t$i/tasks" || return 1
+		i=$((i + 1))
+	done
+}
+
+quota_throttled() { cat "$QUOTA_GRP"/cpu.stat "$QUOTA_GRP"/t[0-9]*/cpu.stat 2>/dev/null | awk '$1 == "nr_throttled" { n += $2 } END { print n + 0 }'; }
 
 quota_release() {
 	[ -n "${QUOTA_MNT:-}" ] || return 0
@@ -76,7 +96,9 @@ quota_release() {
 			xargs -r kill < "$QUOTA_GRP/cgroup.procs" 2>/dev/null
 			sleep 0.1
 		done
-		rmdir "$QUOTA_GRP" 2>/dev/null
+		local t # quota_per_thread's groups first (no error: this runs in traps under set -e)
+		for t in "$QUOTA_GRP"/t[0-9]*; do [ ! -d "$t" ] || rmdir "$t" 2>/dev/null || true; done
+		rmdir "$QUOTA_GRP" 2>/dev/null || true
 		umount "$QUOTA_MNT" 2>/dev/null || umount -l "$QUOTA_MNT"
 	fi
 	rmdir "$QUOTA_MNT" 2>/dev/null

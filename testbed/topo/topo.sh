@@ -7,7 +7,7 @@
 #                                 [--lcores LIST] [--rank-cpus LIST] [--cores N]
 #                                 [--delay-us US] [--jitter-us US]
 #                                 [--burst-loss P_GOOD_BAD,P_BAD_GOOD,LOSS_BAD] [--ecn SHARE]
-#                                 [--rack-rates R0,R1,...]
+#                                 [--rack-rates R0,R1,...] [--partitions N]
 #                                 [--racks R [--rack-sizes S0,S1,...] [--ina-racks LIST]
 #                                  [--uplink-rate R|R0,R1,...] [--uplink-buffer B] [--processes]]
 #       --racks splits the hosts evenly over R ToRs tor0.. (--rack-sizes:
@@ -47,6 +47,12 @@
 #       other cores; on fewer, every switch runs on lcore 0 (--processes:
 #       the cores in turn) and the ranks anywhere.  With rank CPUs, each
 #       host's receive path runs on them too (RPS), not on swemu's lcores.
+#       --partitions N (2-4; one rack, --pmd af_xdp) runs the ToR on N
+#       lcores, one partition each (docs/SWEMU.md, "One switch on several
+#       lcores"): every veth has N queues, swemu's af_xdp port a socket on
+#       each, and a BPF program on each host's eth0 (steer_udp.bpf.o)
+#       sends a datagram to INA port P on queue (P - 48864) mod N, control
+#       on queue 0, the rest by flow hash.
 #       N hosts NAME-h0..: each a namespace with eth0 (MTU 9000, tx checksum
 #       offload off) on a veth whose other end, NAME-sI, becomes swemu port hI
 #       (net_af_packet); one swemu runs in a namespace NAME-sw holding those
@@ -185,6 +191,7 @@ core_plan() { # SWITCHES (uses cmd_up's lcores, rankcpus, cores, procs, pmd)
 cpu_mask() { # LIST
 	local -a word=()
 	local part c hi=-1 have out="" i
+	local -a parts
 	have=$(getconf _NPROCESSORS_CONF)
 	IFS=, read -ra parts <<<"$1"
 	for part in "${parts[@]}"; do
@@ -202,7 +209,7 @@ cmd_up() {
 	shift 2
 	local subnet=10.77.0 ina=true loss="" rate="" pmd=af_packet mgmt="" racks=1 inaracks=all
 	local uprate="" upbuf="" buf="" lcores="" delay="" jitter="" geloss="" rackrates="" racksizes="" procs=false
-	local cores="" rankcpus="" ecn=""
+	local cores="" rankcpus="" ecn="" nparts=1
 
 	while (($#)); do
 		case $1 in
@@ -227,6 +234,7 @@ cmd_up() {
 		--rack-rates) rackrates=$2; shift 2;;
 		--rack-sizes) racksizes=$2; shift 2;;
 		--processes) procs=true; shift;;
+		--partitions) nparts=$2; shift 2;;
 		*) die "unknown option $1";;
 		esac
 	done
@@ -249,8 +257,22 @@ cmd_up() {
 	fi
 	[[ "$racks" =~ ^[1-8]$ ]] || die "--racks must be 1..8"
 	[ "$procs" = false ] || [ "$pmd" != bridge ] || die "--processes runs swemu switches: not with --pmd bridge"
+	local steer_obj=""
+	if [ "$nparts" != 1 ]; then
+		[[ "$nparts" =~ ^[2-4]$ ]] || die "--partitions must be 2..4"
+		# af_packet's fanout hashes whole flows; veth queues under af_xdp
+		# are what a host-side program can choose
+		[ "$pmd" = af_xdp ] || die "--partitions needs --pmd af_xdp (af_packet cannot be steered by UDP port)"
+		((racks == 1)) || die "--partitions splits one rack's ToR: not with --racks"
+		[ "$ina" = true ] || die "--partitions divides INA slots: not with --no-ina"
+		# a device per host and partition; distributions build DPDK with
+		# RTE_MAX_ETHPORTS 32
+		((n * nparts <= 32)) || die "--partitions $nparts with $n hosts makes $((n * nparts)) DPDK devices; DPDK takes 32"
+		steer_obj=${STEER_BPF:-$top/build/testbed/topo/steer_udp.bpf.o}
+		[ -f "$steer_obj" ] || die "no $steer_obj (built with clang's BPF target: testbed/setup.sh)"
+	fi
 	# rack r: hosts rfirst[r] .. rfirst[r] + rsize[r] - 1; host i in rack rack_of[i]
-	local -a rsize rfirst rack_of uprates rack_vdevs
+	local -a rsize rfirst rack_of uprates rack_vdevs hdev
 	if [ -n "$racksizes" ]; then
 		[[ "$racksizes" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--rack-sizes must be a list of host counts like 4,2,3"
 		IFS=, read -ra rsize <<<"$racksizes"
@@ -281,7 +303,7 @@ cmd_up() {
 			[ -n "${rack_bps[r]}" ] || die "--rack-rates: '${rack_rate[r]}' is not a rate such as 200M or 10G"
 		done
 	fi
-	core_plan $((racks > 1 ? racks + 1 : 1))
+	core_plan $((racks > 1 ? racks + 1 : nparts))
 	# A host's receive path (IP, UDP, its socket, waking its rank) runs on
 	# the CPU that hands it the frame: for every frame a switch sends, the
 	# switch's lcore, inside its send call.  RPS moves it to the ranks'
@@ -336,7 +358,11 @@ cmd_up() {
 	for ((i = 0; i < n; i++)); do
 		local ns=$name-h$i sns=${swns[rack_of[i]]:-$one_ns}
 		ip netns add "$ns"
-		ip link add "$name-h$i" type veth peer name "$name-s$i"
+		# a queue per partition: the host side's transmit queue k is the
+		# switch side's receive queue k
+		local q="numtxqueues $nparts numrxqueues $nparts"
+		# shellcheck disable=SC2086
+		ip link add "$name-h$i" $q type veth peer name "$name-s$i" $q
 		ip link set "$name-h$i" netns "$ns"
 		ip -n "$ns" link set "$name-h$i" name eth0
 		ip -n "$ns" link set lo up
@@ -360,7 +386,7 @@ cmd_up() {
 		fi
 		# without it (a kernel with no RPS, a read-only /sys) the run
 		# goes on, its switches' lcores the busier (the trial reads them)
-		[ -z "$rps" ] || ip netns exec "$ns" sh -c "echo $rps > /sys/class/net/eth0/queues/rx-0/rps_cpus" ||
+		[ -z "$rps" ] || ip netns exec "$ns" sh -c "for q in /sys/class/net/eth0/queues/rx-*; do echo $rps > \$q/rps_cpus; done" ||
 			echo "topo: warning: $ns's receive path stays on swemu's lcores (RPS to CPUs $rankcpus failed)" >&2
 		[ -z "$sns" ] || ip link set "$name-s$i" netns "$sns"
 		link_set "$sns" "$name-s$i" mtu 9000 up
@@ -382,6 +408,22 @@ cmd_up() {
 			link_set "$sns" "$name-s$i" mtu 3000
 			ip -n "$ns" link set eth0 mtu 3000
 			rack_vdevs[rack_of[i]]+=" --vdev net_af_xdp$i,iface=$name-s$i"
+			hdev[i]="\"net_af_xdp$i\""
+			if [ -n "$steer_obj" ]; then
+				# a device per partition, each on its own queue: DPDK's
+				# af_xdp reads a veth's queues as one
+				local k
+				for ((k = 1; k < nparts; k++)); do
+					rack_vdevs[rack_of[i]]+=" --vdev net_af_xdp${i}q$k,iface=$name-s$i,start_queue=$k"
+					hdev[i]+=", \"net_af_xdp${i}q$k\""
+				done
+				hdev[i]="[ ${hdev[i]} ]"
+				# the transmit queue is the flow hash's: the program
+				# sets the hash that picks the partition's queue
+				ip netns exec "$ns" tc qdisc add dev eth0 clsact
+				ip netns exec "$ns" tc filter add dev eth0 egress bpf da obj "$steer_obj" sec "steer$nparts" ||
+					die "could not load $steer_obj into $ns's eth0"
+			fi
 		fi
 	done
 	for ((r = 0; r < racks; r++)); do vdevs+=${rack_vdevs[r]:-}; done
@@ -406,7 +448,7 @@ cmd_up() {
 		[ -z "$ur" ] || upemu+=" rate = \"$ur\";${ecn:+ ecn = $ecn;}"
 		upemu+=$emu_up_buf
 		for ((i = rfirst[r]; i < rfirst[r] + rsize[r]; i++)); do
-			ports+="      { name = \"h$i\"; dev = \"net_${pmd}$i\";$hemu },$nl"
+			ports+="      { name = \"h$i\"; dev = ${hdev[i]:-\"net_${pmd}$i\"};${steer_obj:+ steered = true;}$hemu },$nl"
 			mg+="\"$subnet.$((i + 1))\", "
 		done
 		if ((racks > 1)) && [ "$procs" = true ]; then # a veth pair per uplink
@@ -435,6 +477,7 @@ cmd_up() {
 		# every ToR takes signed commands from its rack's hosts: a plain
 		# one its links' settings only
 		[ "${rack_ina[r]}" = true ] && blk+="    slots = 2048; max_elems = 2048;$nl"
+		[ "$nparts" = 1 ] || blk+="    partitions = $nparts;$nl"
 		blk+="    mgmt = [ ${mg%, } ]; ctrl_key_file = \"$d/ctrl.key\";$nl"
 		allmg+=$mg
 		blk+="    ports = ($nl${ports%,$nl}$nl    ); },$nl"
@@ -453,7 +496,7 @@ cmd_up() {
 	# an af_xdp port's receive pool (fill ring + descriptors, ~4 KiB mbufs)
 	# adds about 16 MiB to swemu's memory
 	local mem=512
-	[ "$pmd" = af_xdp ] && mem=$((512 + 16 * n))
+	[ "$pmd" = af_xdp ] && mem=$((512 + 16 * n * nparts))
 	if ((racks > 1)) && [ "$procs" = true ]; then
 		# the processes take the --lcores in turn: pollers sharing one
 		# core wait for each other's time slices

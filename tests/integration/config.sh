@@ -69,9 +69,11 @@ grep -q "running from" "$tmp/early.log" && echo "  (note: the switch was up befo
 [ -z "$(ls -A /var/run/dpdk/swemu-itcfg 2>/dev/null)" ] || fail "SIGTERM during start left $(ls /var/run/dpdk/swemu-itcfg)"
 pgrep -f "file-prefix swemu-itcfg" >/dev/null && fail "a swemu process is left"
 # A switch in two partitions on devices with too few queues (net_ring has
-# 16; queue 20 is asked for): exit 2 and the port named; on enough, partition 1
-# runs on EAL's second lcore with the config's job, in the stats file as
-# "tor0/1", and SIGTERM ends both cleanly.
+# 16; queue 20 is asked for), or with a device of a port's list missing:
+# exit 2 and the port named; on enough, partition 1 runs on EAL's second
+# lcore with the config's job, in the stats file as "tor0/1", on queue 1
+# of the port's device or on a device of its own, and SIGTERM ends both
+# cleanly.
 cat > "$tmp/parts.cfg" <<'C'
 stats_file = "STATS";
 stats_interval_ms = 100;
@@ -88,12 +90,19 @@ sed "s/DEV0/net_ring0/; s/DEV1/net_ring1/" "$tmp/parts.cfg" > "$tmp/parts-ring.c
 sed 's/partitions = 2;/partitions = 2; partition_queues = [0, 20];/' "$tmp/parts-ring.cfg" > "$tmp/parts-q20.cfg"
 expect_2 "$tmp/parts-q20.cfg" "^$tmp/parts-q20.cfg:6: port 'p0' \\(device net_ring0\\): its partitions' queues need 21 queue pairs; it has 16" \
 	"--vdev net_ring0 --vdev net_ring1"
-if [ "$(nproc)" -ge 2 ]; then
-	"$exe" ${eal/-l 0/-l 0,1} --vdev net_ring0 --vdev net_ring1 -- -c "$tmp/parts-ring.cfg" > "$tmp/parts.log" 2>&1 &
+sed 's/"DEV0"/[ "net_ring0", "net_ring2" ]/; s/"DEV1"/[ "net_ring1", "net_ring3" ]/' "$tmp/parts.cfg" > "$tmp/parts-devs.cfg"
+sed 's/"net_ring3"/"net_ring9"/' "$tmp/parts-devs.cfg" > "$tmp/parts-dev9.cfg"
+expect_2 "$tmp/parts-dev9.cfg" "^$tmp/parts-dev9.cfg:6: port 'p1': no DPDK device 'net_ring9'" \
+	"--vdev net_ring0 --vdev net_ring1 --vdev net_ring2 --vdev net_ring3"
+for cfg in parts-ring parts-devs; do
+	[ "$(nproc)" -ge 2 ] || break
+	rm -f "$tmp/parts.json"
+	"$exe" ${eal/-l 0/-l 0,1} --vdev net_ring0 --vdev net_ring1 --vdev net_ring2 --vdev net_ring3 -- \
+		-c "$tmp/$cfg.cfg" > "$tmp/parts.log" 2>&1 &
 	pid=$!
 	for _ in $(seq 100); do [ -s "$tmp/parts.json" ] && break; sleep 0.1; done
 	kill -0 $pid 2>/dev/null || fail "partitioned switch did not start: $(cat "$tmp/parts.log")"
-	python3 - "$tmp/parts.json" <<'P' || fail "partitioned switch's stats: $(cat "$tmp/parts.json")"
+	python3 - "$tmp/parts.json" $cfg <<'P' || fail "partitioned switch ($cfg)'s stats: $(cat "$tmp/parts.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert sorted(d["switches"]) == ["tor0", "tor0/1"], d["switches"].keys()
@@ -101,10 +110,13 @@ on = {w["lcore"]: w["switches"] for w in d["workers"]}
 assert on[0] == ["tor0"] and on[1] == ["tor0/1"], on
 for name in ("tor0", "tor0/1"):
     assert "7" in d["switches"][name]["ina"]["jobs"], name
+devs = [d["switches"][s]["ports"][p]["dev"] for s in ("tor0", "tor0/1") for p in ("p0", "p1")]
+want = {"parts-ring": ["net_ring0", "net_ring1"] * 2, "parts-devs": ["net_ring%d" % i for i in range(4)]}
+assert devs == want[sys.argv[2]], devs
 P
 	kill -TERM $pid
 	rc=0; wait $pid || rc=$?
 	[ "$rc" = 0 ] || fail "partitioned switch: exit $rc on SIGTERM: $(cat "$tmp/parts.log")"
 	[ -z "$(ls -A /var/run/dpdk/swemu-itcfg 2>/dev/null)" ] || fail "partitioned switch left $(ls /var/run/dpdk/swemu-itcfg)"
-fi
+done
 echo "config: bad file, missing device, absent lcore and missing file exit 2 with file:line; SIGTERM during start exits 0; a partitioned switch starts on two lcores and stops clean; nothing left behind"

@@ -270,20 +270,24 @@ static void test_ctrl_on_partitions(void **state)
 	expect_answer(pt, "op = \"remove\"; id = 1;", "ok");
 	expect_answer(pt, "op = \"install\"; " JOB2, "ok");
 	expect_answer(pt, "op = \"install\"; " JOB2, "error: ctrl:"); /* id in use: on none twice */
-	expect_answer(pt, "op = \"emu\"; port = \"p0\"; rate = \"1G\";",
-		      "error: ctrl: switch 'tor' runs in 2 partitions and has no link emulation");
+	/* every partition's emulator of the port, on the one line they share */
+	expect_answer(pt, "op = \"emu\"; port = \"p0\"; rate = \"1G\";", "ok");
 	sw_ctrl_stop(&pt->fx.rt);
 	other_stop = 1;
 	rte_eal_mp_wait_lcore();
 	for (int k = 0; k < NPARTS; k++) {
 		assert_null(ina_job_config(part(pt, k)->eng, 1));
 		assert_non_null(ina_job_config(part(pt, k)->eng, 2));
+		assert_int_equal(part(pt, k)->ports[0].netem.cfg.rate_bps, 1000000000);
+		assert_ptr_equal(part(pt, k)->ports[0].netem.wire_ns, part(pt, 0)->ports[0].wire_ns);
+		assert_int_equal(part(pt, k)->ports[1].netem.cfg.rate_bps, 0);
 	}
+	assert_non_null(part(pt, 0)->ports[0].wire_ns);
 	/* the partition on the other lcore stood still for each change */
 	if (two)
 		assert_int_equal(part(pt, 1)->held, part(pt, 0)->hold_seq);
 	assert_int_equal(part(pt, 1)->hold, 0);
-	assert_int_equal(part(pt, 0)->st.ctrl_refused, 2);
+	assert_int_equal(part(pt, 0)->st.ctrl_refused, 1);
 }
 
 /* Devices with fewer queue pairs than the partitions own: a clear error

@@ -36,6 +36,54 @@ static void test_emu_rate_and_buffer(void **state)
 	sw_netem_free(&e);
 }
 
+/* Two partitions' emulators of one port share its line: each holds and
+ * releases its own frames, but a frame departs after whatever either
+ * queued before it, the buffer counts both, ECN sees both, and a rate
+ * change re-times them one partition after the other from now. */
+static void test_emu_shared_wire(void **state)
+{
+	(void)state;
+	struct sw_netem a, b;
+	struct netem_cfg c = { .rate_bps = 1000000000, .buffer_bytes = 4500, .ecn = 0.5 };
+	uint64_t wire = 0;
+	void *out[8];
+	assert_int_equal(sw_netem_init(&a, &c, 16, 1), 0);
+	assert_int_equal(sw_netem_init(&b, &c, 16, 2), 0);
+	sw_netem_share_wire(&a, &wire);
+	sw_netem_share_wire(&b, &wire);
+	/* 1500 B at 1 Gbit/s: 12 us each, one after the other on the line */
+	assert_int_equal(sw_netem_enqueue(&a, (void *)1, 1500, 0), SW_NETEM_QUEUED);
+	assert_false(sw_netem_marks(&b, 0)); /* 1500 of 4500 held: under the mark */
+	assert_int_equal(sw_netem_enqueue(&b, (void *)2, 1500, 0), SW_NETEM_QUEUED);
+	assert_true(sw_netem_marks(&a, 0)); /* 3000: past 2250, a's and b's together */
+	assert_int_equal(sw_netem_enqueue(&a, (void *)3, 1500, 0), SW_NETEM_QUEUED);
+	/* the buffer holds three frames, whichever partition queued them */
+	assert_int_equal(sw_netem_enqueue(&b, (void *)4, 1500, 0), SW_NETEM_DROP_BUFFER);
+	assert_int_equal(wire, 36000);
+	assert_int_equal(sw_netem_next_ns(&a), 12000);
+	assert_int_equal(sw_netem_next_ns(&b), 24000);
+	assert_int_equal(sw_netem_dequeue(&a, 12000, out, 8), 1);
+	assert_ptr_equal(out[0], (void *)1);
+	/* one frame left the line at 12 us: room for one more, after a's 3 */
+	assert_int_equal(sw_netem_enqueue(&b, (void *)4, 1500, 12000), SW_NETEM_QUEUED);
+	assert_int_equal(wire, 48000);
+	/* half the rate from 12 us (24 us a frame), set as the control channel
+	 * does, the line reset to now, then partition after partition: b's 2
+	 * and 4, then a's 3 */
+	c.rate_bps = 500000000;
+	wire = 12000;
+	sw_netem_set(&b, &c, 12000);
+	sw_netem_set(&a, &c, 12000);
+	assert_int_equal(sw_netem_next_ns(&b), 36000);
+	assert_int_equal(sw_netem_next_ns(&a), 84000);
+	assert_int_equal(wire, 84000);
+	assert_int_equal(sw_netem_dequeue(&b, 60000, out, 8), 2); /* b's 2 at 36 us, 4 at 60 */
+	assert_int_equal(sw_netem_dequeue(&a, 83999, out, 8), 0);
+	assert_int_equal(sw_netem_dequeue(&a, 84000, out, 8), 1);
+	sw_netem_free(&a);
+	sw_netem_free(&b);
+}
+
 /* With ecn = 0.5 of a 6000-byte buffer, packets arriving while more than
  * 3000 bytes wait are to be marked, and none once the queue drained. */
 static void test_emu_ecn_threshold(void **state)
@@ -190,6 +238,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_emu_rate_and_buffer),
+		cmocka_unit_test(test_emu_shared_wire),
 		cmocka_unit_test(test_emu_ecn_threshold),
 		cmocka_unit_test(test_emu_rate_exact),
 		cmocka_unit_test(test_emu_jitter_order_inflight),

@@ -219,6 +219,8 @@ static const struct bad bads[] = {
 	{ "slots = 128;", "slots = 128; partitions = 2;", 6,
 	  "switch 'tor0': port 'h0' must be a device that arrives steered by UDP port" },
 	{ "slots = 128;", "slots = 128; partition_queues = [0, 1];", 6, "'partition_queues' must list 1 queue ids" },
+	{ "dev = \"net_af_packet0\";", "dev = [ \"net_af_packet0\", \"net_ring1\" ];", 8,
+	  "port 'h0' lists 2 devices in 'dev'; the switch has 1 partition" },
 	{ "{ name = \"spine\"; lcore = 0;", "{ name = \"spine\"; lcore = 0; partitions = 2;", 21,
 	  "partitions divide INA slots; it needs 'ina = true'" },
 };
@@ -240,8 +242,13 @@ static const struct bad parted_bads[] = {
 	{ "[0, 8]", "[0, 0]", 3, "queue 0 is in 'partition_queues' twice" },
 	{ "dev = \"net_ring1\"; steered = true;", "dev = \"net_ring1\";", 3,
 	  "port 'h1' must be a device that arrives steered" },
-	{ "steered = true; },\n", "steered = true; rate = \"1G\"; },\n", 3,
-	  "port 'h0': link emulation needs one lcore per port" },
+	{ "dev = \"net_ring0\";", "dev = [ \"net_ring0\", \"net_ring0\" ];", 4,
+	  "device 'net_ring0' is in 'dev' twice" },
+	{ "dev = \"net_ring0\";", "dev = [ \"net_ring0\" ];", 4,
+	  "port 'h0' lists 1 devices in 'dev'; the switch has 2 partitions" },
+	{ "dev = \"net_ring0\";", "dev = [ \"a\", \"b\", \"c\", \"d\", \"e\" ];", 4,
+	  "'dev' lists 1..4 devices, one per partition" },
+	{ "dev = \"net_ring0\";", "dev = [ 1, 2 ];", 4, "'dev' entry 0 must be a device name" },
 	{ "partition_queues = [0, 8];", "partition_queues = [0, 8]; capture = { file = \"/tmp/p.pcapng\"; };", 3,
 	  "a capture needs one lcore" },
 	{ "steered = true; },\n", "steered = 1; },\n", 4, "'steered' must be" },
@@ -279,6 +286,19 @@ static void test_partitions(void **state)
 	assert_int_equal(c.sw[0].partition_queues[0], 0);
 	assert_int_equal(c.sw[0].partition_queues[1], 8);
 	assert_true(c.sw[0].ports[0].steered && c.sw[0].ports[1].steered);
+	assert_int_equal(c.sw[0].ports[0].npart_dev, 0);
+	sw_cfg_free(&c);
+	/* a device per partition, and a rate the partitions share */
+	char text[sizeof(parted) + 128];
+	const char *at = strstr(parted, "dev = \"net_ring1\";");
+	snprintf(text, sizeof(text), "%.*sdev = [ \"x1\", \"x1q1\" ]; rate = \"1G\";%s", (int)(at - parted), parted,
+		 at + strlen("dev = \"net_ring1\";"));
+	if (sw_cfg_load(write_tmp(text), &c, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(c.sw[0].ports[1].npart_dev, 2);
+	assert_string_equal(c.sw[0].ports[1].dev, "x1");
+	assert_string_equal(c.sw[0].ports[1].part_dev[1], "x1q1");
+	assert_int_equal(c.sw[0].ports[1].netem.rate_bps, 1000000000);
 	sw_cfg_free(&c);
 	/* without the list, partition k owns queue pair k */
 	if (sw_cfg_load(write_tmp("switches = ( { name = \"t\"; ina = true; mac = \"02:00:00:00:00:fe\"; ip = "
