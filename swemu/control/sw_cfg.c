@@ -341,8 +341,6 @@ static int check_partitions(const struct conf_reader *p, const struct conf_node 
 				s->partitions == 1 ? "" : "s");
 	if (s->partitions == 1)
 		return 0;
-	if (!s->ina)
-		return conf_fail(p, at, "switch '%s': partitions divide INA slots; it needs 'ina = true'", s->name);
 	if (s->capture.file[0])
 		return conf_fail(p, at, "switch '%s': a capture needs one lcore; drop 'partitions' or 'capture'",
 				 s->name);

@@ -255,13 +255,13 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 		sw_drop(in, sw->part && dport == sw->cfg->ctrl_port ? SW_D_MISSTEERED : SW_D_TO_SWITCH, m);
 		return;
 	}
+	if (!sw->eng) {
+		sw_drop(in, SW_D_INA_OFF, m);
+		return;
+	}
 	/* a partition aggregates only its own ports' slots */
 	if (unlikely(!steered_here(sw, dport))) {
 		sw_drop(in, SW_D_MISSTEERED, m);
-		return;
-	}
-	if (!sw->eng) {
-		sw_drop(in, SW_D_INA_OFF, m);
 		return;
 	}
 	/* a member's address spoken from elsewhere than it is bound to; one

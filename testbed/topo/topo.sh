@@ -52,7 +52,8 @@
 #       lcores"): every veth has N queues, swemu's af_xdp port a socket on
 #       each, and a BPF program on each host's eth0 (steer_udp.bpf.o)
 #       sends a datagram to INA port P on queue (P - 48864) mod N, control
-#       on queue 0, the rest by flow hash.
+#       on queue 0, the rest by flow hash.  The core plan gives the
+#       partitions an lcore each, as it would switches.
 #       N hosts NAME-h0..: each a namespace with eth0 (MTU 9000, tx checksum
 #       offload off) on a veth whose other end, NAME-sI, becomes swemu port hI
 #       (net_af_packet); one swemu runs in a namespace NAME-sw holding those
@@ -264,7 +265,6 @@ cmd_up() {
 		# are what a host-side program can choose
 		[ "$pmd" = af_xdp ] || die "--partitions needs --pmd af_xdp (af_packet cannot be steered by UDP port)"
 		((racks == 1)) || die "--partitions splits one rack's ToR: not with --racks"
-		[ "$ina" = true ] || die "--partitions divides INA slots: not with --no-ina"
 		# a device per host and partition; distributions build DPDK with
 		# RTE_MAX_ETHPORTS 32
 		((n * nparts <= 32)) || die "--partitions $nparts with $n hosts makes $((n * nparts)) DPDK devices; DPDK takes 32"
@@ -477,6 +477,7 @@ cmd_up() {
 		# every ToR takes signed commands from its rack's hosts: a plain
 		# one its links' settings only
 		[ "${rack_ina[r]}" = true ] && blk+="    slots = 2048; max_elems = 2048;$nl"
+		# a plain ToR too: a trial's deployment without INA keeps its lcores
 		[ "$nparts" = 1 ] || blk+="    partitions = $nparts;$nl"
 		blk+="    mgmt = [ ${mg%, } ]; ctrl_key_file = \"$d/ctrl.key\";$nl"
 		allmg+=$mg

@@ -87,7 +87,7 @@ static const char *const known_keys[] = { "name",	 "engine",	    "seed",
 					  "costs",	 "delay_us",	    "jitter_us",
 					  "burst_loss",	 "rack_host_rates", "dilation",
 					  "cpu_share",	 "capture",	    "capture_snaplen",
-					  "workload",	 "ina_cc" };
+					  "workload",	 "ina_cc",	    "tor_partitions" };
 
 /* Every setting of the group is one the runner knows: a misspelt one
  * would silently keep its default. */
@@ -258,6 +258,8 @@ static int load(const struct conf *cf, struct trial *tr)
 		if (!e)
 			tr->ina_elems = 512;
 	}
+	if (trial_get_partitions(t, tr) < 0)
+		return -1;
 	const struct conf_node *o = conf_member(t, "oversubscription");
 	if (o && conf_member(t, "uplink_rate"))
 		return trial_fail(tr, o, "give uplink_rate or oversubscription, not both");
@@ -315,8 +317,8 @@ static void print_trial(const struct trial *tr, double k_given)
 	       tr->ina_elems, tr->ina_slots, tr->ps_shards, tr->psina_shards, tr->timeout_ms, tr->repeats);
 	printf("T_SWEEP=%d\nT_SWEEP_ORDER='%s'\nT_DELAY_US=%d\nT_JITTER_US=%d\nT_BURST_LOSS='%s'\nT_RACK_RATES='%s'\n",
 	       tr->sweep, order, tr->delay_us, tr->jitter_us, tr->burst, tr->rack_rates);
-	printf("T_CAPTURE='%s'\nT_CAPTURE_SNAPLEN=%d\nT_PROCESSES=%d\nT_INA_CC=%d\n", tr->capture, tr->capture_snaplen,
-	       tr->processes, tr->ina_cc);
+	printf("T_CAPTURE='%s'\nT_CAPTURE_SNAPLEN=%d\nT_PROCESSES=%d\nT_INA_CC=%d\nT_TOR_PARTITIONS=%d\n", tr->capture,
+	       tr->capture_snaplen, tr->processes, tr->ina_cc, tr->tor_partitions);
 	/* "auto" with no --dilation: the runner calibrates, then asks again */
 	if (k_given || tr->dilation)
 		printf("T_DILATION=%g\n", k_given ? k_given : tr->dilation);
@@ -385,6 +387,7 @@ int main(int argc, char **argv)
 			    .uplink_buffer = "",
 			    .host_buffer = "",
 			    .pmd = "af_packet",
+			    .tor_partitions = 1,
 			    .jitter = "",
 			    .straggler = "",
 			    .dtype = "float",

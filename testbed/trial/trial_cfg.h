@@ -37,6 +37,7 @@ struct trial {
 	bool pace;
 	bool ina_cc;	/* the INA windows follow ECN marks (the queues mark at half their buffer) */
 	bool processes; /* one swemu process per switch, joined by veth links */
+	int tor_partitions; /* lcores the (one) ToR runs on, a partition each (topo.sh --partitions) */
 	char algos[128], sizes[256];
 	int size[TRIAL_MAX_RACKS], world; /* hosts per rack (hosts_per_rack: one for all, or a list), their sum */
 	bool uneven;			  /* hosts_per_rack was a list */
@@ -71,6 +72,8 @@ bool trial_has_word(const char *list, const char *w);
 void trial_append_word(char *list, size_t cap, const char *w);
 bool trial_safe(const char *s);
 int trial_get_int(const struct trial *tr, const struct conf_node *t, const char *key, int lo, int hi, int *v);
+/* tor_partitions (after racks, pmd and capture are read). */
+int trial_get_partitions(const struct conf_node *t, struct trial *tr);
 int trial_get_num(const struct trial *tr, const struct conf_node *t, const char *key, double lo, double hi, double *v);
 int trial_get_str(const struct trial *tr, const struct conf_node *t, const char *key, const char **v,
 		  const struct conf_node **where);

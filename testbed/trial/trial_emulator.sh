@@ -17,6 +17,8 @@ topo_opts() {
 	# topo.sh spreads the switches over the cores it can spare (a process
 	# or an lcore each) and pins the ranks apart from them
 	[ "${T_PROCESSES:-0}" = 1 ] && opts+=(--processes)
+	# the one ToR on that many lcores (af_xdp, the hosts steering)
+	[ "${T_TOR_PARTITIONS:-1}" = 1 ] || opts+=(--partitions "$T_TOR_PARTITIONS")
 	[ -n "$T_UPLINK_BUFFER" ] && opts+=(--uplink-buffer "$T_UPLINK_BUFFER")
 	[ -n "$T_HOST_BUFFER" ] && opts+=(--buffer "$T_HOST_BUFFER")
 	[ "$T_LOSS" != 0 ] && opts+=(--loss "$T_LOSS")

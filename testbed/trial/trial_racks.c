@@ -205,6 +205,33 @@ static int get_capture(const struct conf_node *t, struct trial *tr)
 	return 0;
 }
 
+int trial_get_partitions(const struct conf_node *t, struct trial *tr)
+{
+	const struct conf_node *p = conf_member(t, "tor_partitions");
+	if (trial_get_int(tr, t, "tor_partitions", 1, 4, &tr->tor_partitions) < 0)
+		return -1;
+	if (tr->tor_partitions == 1)
+		return 0;
+	const int n = tr->tor_partitions;
+	if (tr->sim)
+		return trial_fail(tr, p, "tor_partitions = %d: the simulator (engine = \"sim\") does not model it", n);
+	if (tr->racks != 1)
+		return trial_fail(tr, p,
+				  "tor_partitions = %d: one rack only (the hosts steer their own links; nothing steers "
+				  "the spine's)",
+				  n);
+	if (strcmp(tr->pmd, "af_xdp"))
+		return trial_fail(
+			tr, p, "tor_partitions = %d: needs pmd = \"af_xdp\" (af_packet cannot be steered by UDP port)",
+			n);
+	if (*tr->capture)
+		return trial_fail(tr, p, "tor_partitions = %d: a capture needs the ToR on one lcore", n);
+	if (tr->world * n > 32)
+		return trial_fail(tr, p, "tor_partitions = %d: %d hosts make %d DPDK devices; DPDK takes 32", n,
+				  tr->world, tr->world * n);
+	return 0;
+}
+
 int trial_get_racks(const struct conf_node *t, struct trial *tr)
 {
 	if (trial_get_int(tr, t, "racks", 1, tr->max_racks, &tr->racks) < 0 || get_rack_sizes(t, tr) < 0 ||

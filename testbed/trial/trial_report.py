@@ -183,31 +183,32 @@ def load_sim_run(d, nb, world, compute_ms):
 
 
 def counters(before, after):
-    """Per link (switch.port): bytes each way and ECN marks; drops by reason; INA engine."""
+    """Per link (switch.port): bytes each way and ECN marks; drops by reason; INA engine.
+    A partitioned switch's partitions ("tor0/1") count as the switch: one link."""
     links, drops, ina = {}, {}, {}
-    for sw, s in after["switches"].items():
-        b = before["switches"].get(sw, {"ports": {}})
+
+    def add(d, key, n):
+        if n:
+            d[key] = d.get(key, 0) + n
+    for part, s in after["switches"].items():
+        b = before["switches"].get(part, {"ports": {}})
+        sw = part.split("/")[0]
         for p, v in s["ports"].items():
             o = b["ports"].get(p, {})
-            links["%s.%s" % (sw, p)] = {
-                "rx_bytes": v["rx_bytes"] - o.get("rx_bytes", 0), "tx_bytes": v["tx_bytes"] - o.get("tx_bytes", 0),
-                "rx_packets": v["rx_packets"] - o.get("rx_packets", 0),
-                "tx_packets": v["tx_packets"] - o.get("tx_packets", 0),
-                "ecn_marks": v.get("ecn_marks", 0) - o.get("ecn_marks", 0)}
+            link = links.setdefault("%s.%s" % (sw, p), dict.fromkeys(
+                ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "ecn_marks"), 0))
+            for k in link:
+                link[k] += v.get(k, 0) - o.get(k, 0)
             for r, c in v.get("drops", {}).items():
-                dc = c - o.get("drops", {}).get(r, 0)
-                if dc:
-                    drops["%s.%s %s" % (sw, p, r)] = dc
+                add(drops, "%s.%s %s" % (sw, p, r), c - o.get("drops", {}).get(r, 0))
         if "ina" in s:
             bi = b.get("ina", {})
             for k, v in s["ina"].items():
-                if isinstance(v, int) and v - bi.get(k, 0):
-                    ina["%s %s" % (sw, k)] = v - bi.get(k, 0)
+                if isinstance(v, int):
+                    add(ina, "%s %s" % (sw, k), v - bi.get(k, 0))
                 elif isinstance(v, dict) and k == "drops":
                     for r, c in v.items():
-                        dc = c - bi.get("drops", {}).get(r, 0)
-                        if dc:
-                            drops["%s ina %s" % (sw, r)] = dc
+                        add(drops, "%s ina %s" % (sw, r), c - bi.get("drops", {}).get(r, 0))
     return links, drops, ina
 
 

@@ -2,20 +2,30 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # A ToR on two lcores in the testbed (topo.sh --partitions 2): af_xdp on
 # two-queue veths, a device per partition on each, and the hosts' BPF
-# program steering each INA port to its partition's queue.  ps-ina (its
+# program steering each INA port to its partition's queue; planned for 16
+# cores, an lcore per partition and the ranks apart.  ps-ina (its
 # slots spread over the 16 INA ports) is exact and aggregated in both
 # partitions with nothing missteered; the ring between hosts is exact
 # through them.  One emulated rate holds for a port whatever partition
 # sends: two hosts send to h0 on ports that steer to partitions 0 and 1,
 # each at the host rate, and h0's port carries no more than that rate in
 # all (a line per partition would carry twice it); the same after an
-# "emu" command lowers it, which every partition takes at once.
+# "emu" command lowers it, which every partition takes at once.  Last, a
+# trial file's tor_partitions: the runner's ToR in two partitions, every
+# algorithm exact, its report counting each link once (the partitions'
+# bytes summed: a ring host sends its share through both).
 . "$(dirname "$0")/lib.sh"
 [ -f "$top/build/testbed/topo/steer_udp.bpf.o" ] ||
 	{ echo "partitions: no steering program (clang's BPF target, libbpf-dev): skipped"; exit 77; }
 (($(nproc) >= 2)) || { echo "partitions: one CPU, two lcores needed: skipped"; exit 77; }
 perf=${PERF:-$top/build/ring/ina-allreduce-perf}
 sub=10.94.0
+# the core plan for 16 cores: a partition per lcore, the ranks apart
+TOPO_NAME=itpcp
+"$top/testbed/topo/topo.sh" up itpcp 4 --subnet $sub --pmd af_xdp --partitions 2 --cores 16 > /dev/null
+grep -q -- "-l 0,1 " /run/swemu-testbed/itpcp/eal.args && [ "$(cat /run/swemu-testbed/itpcp/rank_cpus)" = 2-15 ] ||
+	fail "the 16-core plan: $(cat /run/swemu-testbed/itpcp/eal.args /run/swemu-testbed/itpcp/rank_cpus)"
+"$top/testbed/topo/topo.sh" down itpcp
 topo itpart 4 --subnet $sub --pmd af_xdp --partitions 2 --lcores 0,1 --rate 50M
 
 got=$(stats | $PY -c "import json,sys; print(' '.join('%d:%s' % (w['lcore'], ','.join(w['switches'])) for w in json.load(sys.stdin)['workers']))")
@@ -82,3 +92,30 @@ ans=$(in_host 3 "$top/testbed/topo/swemu-ctl" $sub.254 'op = "emu"; port = "h0";
 [ "$ans" = ok ] || fail "emu on a partitioned switch answered '$ans'"
 check_rate 20000000 "after 'emu' set 20M"
 echo "partitions: one rate per port across both partitions"
+
+"$top/testbed/topo/topo.sh" down itpart
+TOPO_NAME=""
+cat > "$LOGDIR/t.cfg" <<'C'
+trial = {
+  name = "parts"; racks = 1; hosts_per_rack = 4; pmd = "af_xdp"; tor_partitions = 2;
+  host_rate = "400M"; algorithms = ["ring", "ps-ina", "agent-ring"]; sizes = ["256K"];
+  iterations = 3; warmup = 1; repeats = 1; compute_ms = 0; jitter = "";
+};
+C
+"$top/testbed/trial/trial.sh" -c "$LOGDIR/t.cfg" -o "$LOGDIR/trial" > "$LOGDIR/trial.log" 2>&1 ||
+	fail "a trial with tor_partitions = 2: $(tail -5 "$LOGDIR/trial.log")"
+grep -q "partitions = 2;" "$LOGDIR/trial/swemu.cfg" || fail "the trial's ToR is not partitioned: $(cat "$LOGDIR/trial/swemu.cfg")"
+$PY - "$LOGDIR/trial" <<'P' || fail "the trial's report"
+import json, sys
+d = sys.argv[1]
+res = json.load(open(d + "/results.json"))
+md = open(d + "/report.md").read()
+for a in ("ring", "ps-ina", "agent-ring"):
+    r = res["results"][a]["256K"]
+    assert r.get("rc") == 0 and r["wrong"] == 0, (a, r.get("error"), r.get("wrong"))
+    assert sorted(r["links"]) == ["tor0.h%d" % i for i in range(4)], r["links"].keys()
+    if a == "ring":  # every call a host sends 3/4 of the message, through either partition
+        assert min(v["rx_bytes"] for v in r["links"].values()) >= 1.5 * 262144 * 5, r["links"]
+assert "| tor0/1." not in md, "a partition's link in the report"
+P
+echo "partitions: a trial with tor_partitions = 2 ran every algorithm exact, its links counted once"

@@ -309,6 +309,45 @@ trial = {
   processes = "yes";
 };
 E
+# tor_partitions: one rack on af_xdp, no capture of it, 32 devices at most
+expect 3 'tor_partitions = 2: one rack only' <<'E'
+trial = {
+  racks = 2; hosts_per_rack = 2; pmd = "af_xdp";
+  tor_partitions = 2;
+};
+E
+expect 3 'tor_partitions = 2: needs pmd = "af_xdp"' <<'E'
+trial = {
+  racks = 1; hosts_per_rack = 4;
+  tor_partitions = 2;
+};
+E
+expect 3 'tor_partitions = 2: a capture needs the ToR on one lcore' <<'E'
+trial = {
+  racks = 1; hosts_per_rack = 4; pmd = "af_xdp"; capture = ["tor0.h1"];
+  tor_partitions = 2;
+};
+E
+expect 3 'tor_partitions = 4: 16 hosts make 64 DPDK devices' <<'E'
+trial = {
+  racks = 1; hosts_per_rack = 16; pmd = "af_xdp";
+  tor_partitions = 4;
+};
+E
+expect 3 "'tor_partitions' must be 1..4" <<'E'
+trial = {
+  racks = 1; hosts_per_rack = 4; pmd = "af_xdp";
+  tor_partitions = 5;
+};
+E
+expect 3 'tor_partitions = 2: the simulator' <<'E'
+trial = {
+  racks = 1; hosts_per_rack = 4; engine = "sim";
+  tor_partitions = 2;
+};
+E
+printf 'trial = { racks = 1; hosts_per_rack = 4; pmd = "af_xdp"; tor_partitions = 3; };\n' > "$tmp/parts.cfg"
+grep -qx 'T_TOR_PARTITIONS=3' <<<"$("$checker" "$tmp/parts.cfg")" || { echo "FAIL: tor_partitions = 3 is refused or lost"; exit 1; }
 expect 3 'capture_snaplen needs capture' <<'E'
 trial = {
   racks = 2;

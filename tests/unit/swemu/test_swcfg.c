@@ -222,7 +222,7 @@ static const struct bad bads[] = {
 	{ "dev = \"net_af_packet0\";", "dev = [ \"net_af_packet0\", \"net_ring1\" ];", 8,
 	  "port 'h0' lists 2 devices in 'dev'; the switch has 1 partition" },
 	{ "{ name = \"spine\"; lcore = 0;", "{ name = \"spine\"; lcore = 0; partitions = 2;", 21,
-	  "partitions divide INA slots; it needs 'ina = true'" },
+	  "switch 'spine': a capture needs one lcore" },
 };
 
 /* A switch on two lcores: its ports arrive steered, and each partition's
@@ -300,8 +300,9 @@ static void test_partitions(void **state)
 	assert_string_equal(c.sw[0].ports[1].part_dev[1], "x1q1");
 	assert_int_equal(c.sw[0].ports[1].netem.rate_bps, 1000000000);
 	sw_cfg_free(&c);
-	/* without the list, partition k owns queue pair k */
-	if (sw_cfg_load(write_tmp("switches = ( { name = \"t\"; ina = true; mac = \"02:00:00:00:00:fe\"; ip = "
+	/* without the list, partition k owns queue pair k; a plain switch
+	 * may be partitioned too */
+	if (sw_cfg_load(write_tmp("switches = ( { name = \"t\"; ina = false; mac = \"02:00:00:00:00:fe\"; ip = "
 				  "\"10.0.0.254\"; partitions = 3; ports = ( { name = \"h0\"; dev = \"d0\"; "
 				  "steered = true; } ); } );\n"),
 			&c, err, sizeof(err)))
