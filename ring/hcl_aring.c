@@ -21,6 +21,13 @@ struct hcl_aring {
 	unsigned rank, member, index;
 	struct dgram_transport *t;
 	struct sockaddr_in agg;
+	/* UDP ports from agg's its slots spread over (1: that one).  One INA
+	 * member is plain SwitchML, nothing forwarded or acknowledged between
+	 * switches: slot s goes to port + s mod 16, as ps-ina's clients do,
+	 * so a ToR split over lcores by port (swemu's partitions) gets every
+	 * slot's contributions in one partition and the slots in all.  With
+	 * more members a ToR's forwards and ACKs name its one port. */
+	unsigned ports;
 	/* the member's job's slots, every step's slices in seq order: slice q
 	 * in slot q % slots (steps differ: a reduce step waits for its
 	 * downstream, a gather for the chain) */
@@ -97,6 +104,7 @@ struct hcl_aring *hcl_aring_new(const struct aring_plan *p, unsigned rank, struc
 	a->t = t;
 	const struct ina_addr *g = &p->mem[a->member].agg;
 	a->agg = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = g->ip, .sin_port = g->port };
+	a->ports = p->m == 1 && p->mem[0].ina && g->port == htons(INA_UDP_PORT_MIN) ? INA_UDP_PORTS : 1;
 	if (hcl_inaw_init(&a->win, p->slots, HCL_ARING_RTO_FLOOR_NS, 500000000) < 0 || hcl_ina_rx_init(&a->rx) < 0 ||
 	    hcl_ina_tx_init(&a->txq) < 0)
 		goto nomem;
@@ -150,10 +158,21 @@ static size_t encode_slice(const struct hcl_aring *a, uint32_t slot, size_t q, b
 	return len;
 }
 
+/* Where slot goes: the aggregator's port + slot mod ports. */
+static struct sockaddr_in slot_dest(const struct hcl_aring *a, uint32_t slot)
+{
+	struct sockaddr_in to = a->agg;
+	if (a->ports > 1)
+		to.sin_port = htons((uint16_t)(ntohs(to.sin_port) + slot % a->ports));
+	return to;
+}
+
 /* A re-send, at once. */
 static bool send_slice(struct hcl_aring *a, uint32_t slot, size_t q, bool retx)
 {
-	struct dgram_pkt p = { .buf = a->tx, .len = (uint32_t)encode_slice(a, slot, q, retx, a->tx), .peer = a->agg };
+	struct dgram_pkt p = { .buf = a->tx,
+			       .len = (uint32_t)encode_slice(a, slot, q, retx, a->tx),
+			       .peer = slot_dest(a, slot) };
 	return a->t->ops->send_batch(a->t->ctx, &p, 1) == 1;
 }
 
@@ -164,7 +183,8 @@ static void start_slice(struct hcl_aring *a, size_t q)
 	uint32_t slot = (uint32_t)(q % a->p->slots);
 	struct hcl_inaw_slot *o = hcl_inaw_start(&a->win, slot, q, clock_now_ns(), a->done == 0);
 	uint8_t *buf = hcl_ina_tx_buf(&a->txq, a->t);
-	hcl_ina_tx_push(&a->txq, encode_slice(a, slot, q, false, buf), &a->agg, o); /* flushed before the wait */
+	const struct sockaddr_in to = slot_dest(a, slot);
+	hcl_ina_tx_push(&a->txq, encode_slice(a, slot, q, false, buf), &to, o); /* flushed before the wait */
 	a->st.sent++;
 }
 
@@ -288,7 +308,8 @@ static bool resend_one(void *ctx, uint32_t slot)
 static int take(struct hcl_aring *a, const struct dgram_pkt *in, uint8_t *dst)
 {
 	struct ina_pkt p;
-	if (in->peer.sin_addr.s_addr != a->agg.sin_addr.s_addr || in->peer.sin_port != a->agg.sin_port ||
+	const unsigned from = (uint16_t)(ntohs(in->peer.sin_port) - ntohs(a->agg.sin_port)); /* any of its ports */
+	if (in->peer.sin_addr.s_addr != a->agg.sin_addr.s_addr || from >= a->ports ||
 	    ina_parse(in->buf, in->len, &p) != INA_OK || p.hdr.job != a->p->job) {
 		a->st.stale++;
 		return 0;

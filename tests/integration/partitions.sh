@@ -5,8 +5,9 @@
 # program steering each INA port to its partition's queue; planned for 16
 # cores, an lcore per partition and the ranks apart.  ps-ina (its
 # slots spread over the 16 INA ports) is exact and aggregated in both
-# partitions with nothing missteered; the ring between hosts is exact
-# through them.  One emulated rate holds for a port whatever partition
+# partitions with nothing missteered, and so is agent-ring with one
+# member (plain SwitchML: its workers spread too); the ring between hosts
+# is exact through them.  One emulated rate holds for a port whatever partition
 # sends: two hosts send to h0 on ports that steer to partitions 0 and 1,
 # each at the host rate, and h0's port carries no more than that rate in
 # all (a line per partition would carry twice it); the same after an
@@ -44,6 +45,16 @@ read -r a0 a1 <<<"$acc"
 mis=$(stats_get 'sum(p["drops"].get("missteered", 0) for s in d["switches"].values() for p in s["ports"].values())')
 [ "$mis" = 0 ] || fail "$mis frames reached a partition that does not own their port"
 echo "partitions: ps-ina exact, accepted $a0 in tor0 and $a1 in tor0/1, nothing missteered"
+# agent-ring with one member is plain SwitchML: its workers spread too
+out=$(HCL_INA_ELEMS=512 "$top/testbed/topo/launch.sh" itpart -- "$perf" --only in --algo agent-ring -b 64K -e 1M -f 4 -n 2 \
+	-w 0 --timeout 30000) || fail "agent-ring through two partitions: $out"
+[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 3 ] || fail "agent-ring through two partitions: $out"
+acc=$(stats_get '" ".join(str(d["switches"][s]["ina"]["accepted"]) for s in ("tor0", "tor0/1"))')
+read -r b0 b1 <<<"$acc"
+((b0 > a0 && b1 > a1)) || fail "agent-ring's slots must reach both partitions: accepted $a0 $a1 before, $acc after"
+mis=$(stats_get 'sum(p["drops"].get("missteered", 0) for s in d["switches"].values() for p in s["ports"].values())')
+[ "$mis" = 0 ] || fail "agent-ring: $mis frames reached a partition that does not own their port"
+echo "partitions: agent-ring (one member) exact, accepted $((b0 - a0)) in tor0 and $((b1 - a1)) in tor0/1"
 out=$("$top/testbed/topo/launch.sh" itpart -- "$perf" --only in --algo ring -b 64K -e 1M -f 4 -n 2 -w 0 --timeout 30000) ||
 	fail "ring through two partitions: $out"
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 3 ] || fail "ring through two partitions: $out"
