@@ -40,11 +40,17 @@ void sw_netem_share_wire(struct sw_netem *e, uint64_t *wire_ns) { e->wire_ns = w
 
 static uint64_t wire_load(const struct sw_netem *e) { return __atomic_load_n(e->wire_ns, __ATOMIC_RELAXED); }
 
-/* Bytes a shared line at the configured rate has yet to send by now. */
+/* Bytes the rate sends in ns: what a shared line busy that much longer
+ * has yet to send. */
+static uint64_t line_bytes(const struct netem_cfg *c, uint64_t ns)
+{
+	return (uint64_t)((double)ns * (double)c->rate_bps / 8e9);
+}
+
 static uint64_t wire_backlog(const struct sw_netem *e, uint64_t now_ns)
 {
 	uint64_t busy = wire_load(e);
-	return busy > now_ns ? (uint64_t)((double)(busy - now_ns) * (double)e->cfg.rate_bps / 8e9) : 0;
+	return busy > now_ns ? line_bytes(&e->cfg, busy - now_ns) : 0;
 }
 
 /* A frame's time on a shared line: it starts when the line is free, unless
@@ -55,8 +61,7 @@ static bool wire_claim(struct sw_netem *e, uint32_t len, uint64_t now_ns, uint64
 	uint64_t busy = wire_load(e);
 	for (;;) {
 		uint64_t start = busy > now_ns ? busy : now_ns;
-		if (c->buffer_bytes &&
-		    (uint64_t)((double)(start - now_ns) * (double)c->rate_bps / 8e9) + len > c->buffer_bytes)
+		if (c->buffer_bytes && line_bytes(c, start - now_ns) + len > c->buffer_bytes)
 			return false;
 		*depart = start + serialise_ns(c, len);
 		if (__atomic_compare_exchange_n(e->wire_ns, &busy, *depart, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -89,7 +94,7 @@ static void retime_held(struct sw_netem *e, uint64_t now_ns)
 		e->last_depart_ns = depart;
 		e->last_release_ns = release;
 	}
-	if (e->wire_ns && depart > wire_load(e))
+	if (e->wire_ns) /* never behind where it was: depart started there */
 		__atomic_store_n(e->wire_ns, depart, __ATOMIC_RELAXED);
 }
 

@@ -408,16 +408,15 @@ cmd_up() {
 			link_set "$sns" "$name-s$i" mtu 3000
 			ip -n "$ns" link set eth0 mtu 3000
 			rack_vdevs[rack_of[i]]+=" --vdev net_af_xdp$i,iface=$name-s$i"
-			hdev[i]="\"net_af_xdp$i\""
 			if [ -n "$steer_obj" ]; then
 				# a device per partition, each on its own queue: DPDK's
 				# af_xdp reads a veth's queues as one
-				local k
+				local k devs="\"net_af_xdp$i\""
 				for ((k = 1; k < nparts; k++)); do
 					rack_vdevs[rack_of[i]]+=" --vdev net_af_xdp${i}q$k,iface=$name-s$i,start_queue=$k"
-					hdev[i]+=", \"net_af_xdp${i}q$k\""
+					devs+=", \"net_af_xdp${i}q$k\""
 				done
-				hdev[i]="[ ${hdev[i]} ]"
+				hdev[i]="[ $devs ]"
 				# the transmit queue is the flow hash's: the program
 				# sets the hash that picks the partition's queue
 				ip netns exec "$ns" tc qdisc add dev eth0 clsact

@@ -35,24 +35,26 @@ devs=$(stats_get '" ".join(p["dev"] for s in ("tor0", "tor0/1") for p in d["swit
 [ "$devs" = "net_af_xdp0 net_af_xdp1 net_af_xdp2 net_af_xdp3 net_af_xdp0q1 net_af_xdp1q1 net_af_xdp2q1 net_af_xdp3q1" ] ||
 	fail "the partitions' devices are '$devs'"
 
+accepted() { stats_get '" ".join(str(d["switches"][s]["ina"]["accepted"]) for s in ("tor0", "tor0/1"))'; }
+missteered() { stats_get 'sum(p["drops"].get("missteered", 0) for s in d["switches"].values() for p in s["ports"].values())'; }
 # 512 elements: a frame within the 3000-byte MTU af_xdp on veth allows
 out=$(HCL_INA_ELEMS=512 "$top/testbed/topo/launch.sh" itpart -- "$perf" --only in --algo ps-ina -b 64K -e 1M -f 4 -n 2 -w 0 \
 	--timeout 30000) || fail "ps-ina through two partitions: $out"
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 3 ] || fail "ps-ina through two partitions: $out"
-acc=$(stats_get '" ".join(str(d["switches"][s]["ina"]["accepted"]) for s in ("tor0", "tor0/1"))')
+acc=$(accepted)
 read -r a0 a1 <<<"$acc"
 ((a0 > 0 && a1 > 0)) || fail "each partition must aggregate its ports' slots: accepted $acc"
-mis=$(stats_get 'sum(p["drops"].get("missteered", 0) for s in d["switches"].values() for p in s["ports"].values())')
+mis=$(missteered)
 [ "$mis" = 0 ] || fail "$mis frames reached a partition that does not own their port"
 echo "partitions: ps-ina exact, accepted $a0 in tor0 and $a1 in tor0/1, nothing missteered"
 # agent-ring with one member is plain SwitchML: its workers spread too
 out=$(HCL_INA_ELEMS=512 "$top/testbed/topo/launch.sh" itpart -- "$perf" --only in --algo agent-ring -b 64K -e 1M -f 4 -n 2 \
 	-w 0 --timeout 30000) || fail "agent-ring through two partitions: $out"
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' <<<"$out")" = 3 ] || fail "agent-ring through two partitions: $out"
-acc=$(stats_get '" ".join(str(d["switches"][s]["ina"]["accepted"]) for s in ("tor0", "tor0/1"))')
+acc=$(accepted)
 read -r b0 b1 <<<"$acc"
 ((b0 > a0 && b1 > a1)) || fail "agent-ring's slots must reach both partitions: accepted $a0 $a1 before, $acc after"
-mis=$(stats_get 'sum(p["drops"].get("missteered", 0) for s in d["switches"].values() for p in s["ports"].values())')
+mis=$(missteered)
 [ "$mis" = 0 ] || fail "agent-ring: $mis frames reached a partition that does not own their port"
 echo "partitions: agent-ring (one member) exact, accepted $((b0 - a0)) in tor0 and $((b1 - a1)) in tor0/1"
 out=$("$top/testbed/topo/launch.sh" itpart -- "$perf" --only in --algo ring -b 64K -e 1M -f 4 -n 2 -w 0 --timeout 30000) ||
