@@ -58,7 +58,10 @@ static int read_peer(const struct conf_reader *r, const struct conf_node *job, c
 	if (conf_only_keys(r, g, keys) < 0 || conf_get_str(r, g, "addr", true, &addr) < 0)
 		return -1;
 	if (parse_addr(addr, &peer->addr) < 0 || !memcmp(peer->addr.mac, "\0\0\0\0\0\0", 6))
-		return conf_fail(r, g, "'%s' addr must be \"a.b.c.d:port@aa:bb:cc:dd:ee:ff\"", name);
+		return conf_fail(r, g,
+				 "'%s' addr must be \"a.b.c.d:port@aa:bb:cc:dd:ee:ff\" (port: a number or a range "
+				 "lo-hi of at most 16)",
+				 name);
 	long long v = peer->job;
 	if (with_job) {
 		if (conf_get_int(r, g, "job", 0, 65535, false, &v) < 0)
@@ -101,7 +104,10 @@ static int read_contributors(const struct conf_reader *r, const struct conf_node
 	unsigned i = 0;
 	for (const struct conf_node *e = list->child; e; e = e->next, i++)
 		if (!conf_string(e) || parse_addr(e->v.s, &c->contributors[i]) < 0)
-			return conf_fail(r, e, "contributor %u must be \"a.b.c.d:port\" (optionally \"@mac\")", i);
+			return conf_fail(r, e,
+					 "contributor %u must be \"a.b.c.d:port\" (port: a number or a range lo-hi of "
+					 "at most 16; optionally \"@mac\")",
+					 i);
 	c->fan_in = (uint16_t)list->n;
 	long long v = c->fan_in;
 	if (conf_get_int(r, j, "fan_in", 1, INA_MAX_FANIN, false, &v) < 0)
@@ -315,14 +321,13 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
 
 static void put_addr(struct out *o, const struct ina_addr *a, bool with_mac)
 {
-	char ip[INET_ADDRSTRLEN];
-	inet_ntop(AF_INET, &a->ip, ip, sizeof(ip));
+	char at[32];
+	addr_text(a, at, sizeof(at));
 	const uint8_t *m = a->mac;
 	if (with_mac)
-		put(o, "\"%s:%u@%02x:%02x:%02x:%02x:%02x:%02x\"", ip, ntohs(a->port), m[0], m[1], m[2], m[3], m[4],
-		    m[5]);
+		put(o, "\"%s@%02x:%02x:%02x:%02x:%02x:%02x\"", at, m[0], m[1], m[2], m[3], m[4], m[5]);
 	else
-		put(o, "\"%s:%u\"", ip, ntohs(a->port));
+		put(o, "\"%s\"", at);
 }
 
 static const char *dtype_name(uint8_t d)

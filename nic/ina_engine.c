@@ -31,6 +31,7 @@ void ina_dp_emit_of(struct ctx *x, const struct slot *s, uint32_t index, unsigne
 	e->payload_len = bare(type) ? 0 : (size_t)s->nelem * ina_wire_elem_size(x->job->cfg.dtype);
 	e->payload_held = s->held && e->payload_len;
 	e->dst = *dst;
+	e->dst.port = ina_addr_port(dst, index);
 	e->same_as_prev = false;
 	e->group = NULL;
 	x->frames++;
@@ -65,6 +66,7 @@ static void emit_to_contributors(struct ctx *x, uint8_t type, uint8_t flags)
 		*e = *first;
 		e->hdr.contributor = (uint16_t)i;
 		e->dst = c->contributors[i];
+		e->dst.port = ina_addr_port(&c->contributors[i], x->index);
 		e->same_as_prev = true;
 		x->frames++;
 	}
@@ -72,21 +74,23 @@ static void emit_to_contributors(struct ctx *x, uint8_t type, uint8_t flags)
 
 /* A chain's slice seq is slice seq + d at the member d hops on (its
  * forward, d = 1) or back (its ACK, d = -1), in slot index seq % nslots
- * there too; the set there is found by the key. */
-static void chain_shift(struct ctx *x, int d)
+ * there too (and at that index's port of the member, `to`); the set there
+ * is found by the key. */
+static void chain_shift(struct ctx *x, int d, const struct ina_addr *to)
 {
 	if (!x->job->cfg.chain_steps)
 		return;
-	struct ina_hdr *h = &x->out->e[x->out->n - 1].hdr;
-	h->seq += (uint32_t)d;
-	h->slot = h->seq % x->job->cfg.nslots;
+	struct ina_emit *e = &x->out->e[x->out->n - 1];
+	e->hdr.seq += (uint32_t)d;
+	e->hdr.slot = e->hdr.seq % x->job->cfg.nslots;
+	e->dst.port = ina_addr_port(to, e->hdr.slot);
 }
 
 static void emit_ack_upstream(struct ctx *x)
 {
 	const struct ina_job_cfg *c = &x->job->cfg;
 	emit(x, INA_T_ACK, &c->contributors[c->upstream_index], c->upstream_job, INA_CONTRIB_UPSTREAM, 0);
-	chain_shift(x, -1);
+	chain_shift(x, -1, &c->contributors[c->upstream_index]);
 }
 
 /* the downstream's ACK, passed to the contributors (not the upstream) */
@@ -125,7 +129,7 @@ static void emit_peer(struct ctx *x, const struct ina_peer *p, uint8_t flags)
 {
 	emit(x, INA_T_DATA, &p->addr, p->job, p->contributor, flags);
 	if (p == &x->job->cfg.forward)
-		chain_shift(x, 1);
+		chain_shift(x, 1, &p->addr);
 }
 
 /* The slot just reached fan_in: its data is in wire order. */
@@ -386,7 +390,7 @@ static enum ina_reason on_miss(struct ctx *x, const struct ina_addr *src)
 	const struct ina_job_cfg *cfg = &x->job->cfg;
 	if (!(cfg->outputs & INA_OUT_PS))
 		return INA_R_UNEXPECTED_TYPE;
-	if (!addr_eq(src, &cfg->parent.addr))
+	if (!ina_addr_from(&cfg->parent.addr, src))
 		return INA_R_NOT_MEMBER;
 	if (x->slot->state != SLOT_WAIT_PARENT || key_cmp(&x->pkt->hdr, x->slot) != 0)
 		return INA_OK; /* not complete here yet (it goes up when it is), or answered since */
@@ -477,7 +481,7 @@ static enum ina_reason on_parent_result(struct ctx *x, const struct ina_addr *sr
 
 	if (!(cfg->outputs & INA_OUT_PS))
 		return INA_R_UNEXPECTED_TYPE;
-	if (!addr_eq(src, &cfg->parent.addr))
+	if (!ina_addr_from(&cfg->parent.addr, src))
 		return INA_R_NOT_MEMBER;
 	if (s->state == SLOT_EMPTY)
 		return INA_R_NOT_READY;
@@ -508,7 +512,7 @@ static enum ina_reason on_ack(struct ctx *x, const struct ina_addr *src)
 
 	if ((outputs_of(cfg, x->pkt->hdr.seq) & (INA_OUT_ACK | INA_OUT_FORWARD)) != (INA_OUT_ACK | INA_OUT_FORWARD))
 		return INA_R_UNEXPECTED_TYPE;
-	if (!addr_eq(src, &cfg->forward.addr))
+	if (!ina_addr_from(&cfg->forward.addr, src))
 		return INA_R_NOT_MEMBER;
 	if (s->state == SLOT_EMPTY)
 		return INA_R_NOT_READY;
@@ -548,7 +552,7 @@ static enum ina_reason member_index(const struct job *j, const struct ina_hdr *h
 		i = (unsigned)j->cfg.upstream_index;
 	if (i >= j->cfg.fan_in)
 		return INA_R_BAD_CONTRIBUTOR;
-	if (!addr_eq(src, &j->cfg.contributors[i]))
+	if (!ina_addr_from(&j->cfg.contributors[i], src))
 		return INA_R_NOT_MEMBER;
 	*c = i;
 	return INA_OK;
@@ -627,7 +631,7 @@ static void ack_stale_upstream(struct ctx *x)
 		       INA_CONTRIB_UPSTREAM, 0);
 	static const uint8_t none[1];
 	x->out->e[x->out->n - 1].payload = none; /* bare, and nothing may point at the key */
-	chain_shift(x, -1);
+	chain_shift(x, -1, &c->contributors[c->upstream_index]);
 }
 
 static enum ina_reason chain_dispatch(struct ctx *x, const struct ina_addr *src)
@@ -662,7 +666,8 @@ static enum ina_reason dispatch(struct ctx *x, const struct ina_addr *src)
 	unsigned c;
 
 	if (h->type == INA_T_HAVE) /* the parent holds our re-sent partial: nothing to do */
-		return (cfg->outputs & INA_OUT_PS) && addr_eq(src, &cfg->parent.addr) ? INA_OK : INA_R_UNEXPECTED_TYPE;
+		return (cfg->outputs & INA_OUT_PS) && ina_addr_from(&cfg->parent.addr, src) ? INA_OK
+											    : INA_R_UNEXPECTED_TYPE;
 	if (h->type != INA_T_DATA && h->type != INA_T_PULL && h->type != INA_T_RESULT && h->type != INA_T_ACK &&
 	    h->type != INA_T_MISS)
 		return INA_R_UNEXPECTED_TYPE;

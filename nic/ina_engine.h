@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <arpa/inet.h>
+
 #include "ina_proto.h"
 
 #define INA_MAX_FANIN	 256
@@ -31,12 +33,33 @@
 #define INA_MAX_EMITS	 (INA_MAX_FANIN + 1)
 
 /* A peer as the engine sees it.  Members are matched on ip and port (both
- * network byte order); mac is carried for swemu's packet builder. */
+ * network byte order); mac is carried for swemu's packet builder.  A peer
+ * on nports > 1 ports from port (an INA switch, which takes INA on all 16
+ * and may split them over lcores) is heard from any of them and sent slot
+ * index i's frames at port + i % nports, so that each slot stays on one
+ * port, and in one partition, at every hop. */
 struct ina_addr {
 	uint32_t ip;
 	uint16_t port;
 	uint8_t mac[6];
+	uint8_t nports; /* 0 or 1: port alone */
 };
+
+/* The port slot index `index` goes to at a (network order). */
+static inline uint16_t ina_addr_port(const struct ina_addr *a, uint32_t index)
+{
+	return a->nports > 1 ? htons((uint16_t)(ntohs(a->port) + index % a->nports)) : a->port;
+}
+
+/* Whether src is the peer listed as `a` (one of its ports). */
+static inline bool ina_addr_from(const struct ina_addr *a, const struct ina_addr *src)
+{
+	if (src->ip != a->ip)
+		return false;
+	if (a->nports <= 1)
+		return src->port == a->port;
+	return (uint16_t)(ntohs(src->port) - ntohs(a->port)) < a->nports;
+}
 
 /* Where a complete slot goes (bit set of the job's outputs). */
 enum ina_output {

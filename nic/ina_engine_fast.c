@@ -55,7 +55,7 @@ static inline __attribute__((always_inline)) bool member_kind(const struct job *
 	return j && p[0] == INA_VERSION && p[1] == INA_T_DATA && !(p[3] & ~(INA_F_OVERFLOW | INA_F_CE)) &&
 	       p[2] == j->cfg.dtype && (p[2] == INA_D_INT32 || p[2] == INA_D_FP32) &&
 	       !(j->cfg.outputs & INA_OUT_MISS) && c < j->cfg.fan_in &&
-	       !(j->cfg.chain_steps && (int)c == j->cfg.upstream_index) && addr_eq(src, &j->cfg.contributors[c]);
+	       !(j->cfg.chain_steps && (int)c == j->cfg.upstream_index) && ina_addr_from(&j->cfg.contributors[c], src);
 }
 
 /* The slice of a packet member_kind holds for, into its slot when the slot

@@ -110,9 +110,4 @@ static inline unsigned ina_job_entries(const struct ina_engine *eng)
 	return __atomic_load_n(&eng->njobs, __ATOMIC_ACQUIRE);
 }
 
-static inline bool addr_eq(const struct ina_addr *a, const struct ina_addr *b)
-{
-	return a->ip == b->ip && a->port == b->port;
-}
-
 #endif

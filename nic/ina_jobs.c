@@ -83,6 +83,20 @@ void ina_engine_destroy(struct ina_engine *eng)
 	free(eng);
 }
 
+/* A peer's ports (ina_addr.nports) within INA's 16 and below 65536. */
+static bool ports_ok(const struct ina_addr *a)
+{
+	return a->nports <= INA_UDP_PORTS && (unsigned)ntohs(a->port) + (a->nports ? a->nports : 1u) <= 65536u;
+}
+
+/* Whether two peers share an address: one ip, ports that overlap. */
+static bool ports_meet(const struct ina_addr *a, const struct ina_addr *b)
+{
+	const unsigned pa = ntohs(a->port), pb = ntohs(b->port), na = a->nports ? a->nports : 1u,
+		       nb = b->nports ? b->nports : 1u;
+	return a->ip == b->ip && pa < pb + nb && pb < pa + na;
+}
+
 const char *ina_job_cfg_check(const struct ina_job_cfg *c, uint16_t max_elems)
 {
 	if (c->fan_in == 0 || c->fan_in > INA_MAX_FANIN)
@@ -124,10 +138,15 @@ const char *ina_job_cfg_check(const struct ina_job_cfg *c, uint16_t max_elems)
 		if (c->nslots < 2)
 			return "a chain needs at least 2 slots (a slice holds its slot until the next member has it)";
 	}
-	for (unsigned i = 0; i < c->fan_in; i++)
+	for (unsigned i = 0; i < c->fan_in; i++) {
+		if (!ports_ok(&c->contributors[i]))
+			return "a contributor's ports must be 1..16, below 65536";
 		for (unsigned k = i + 1; k < c->fan_in; k++)
-			if (addr_eq(&c->contributors[i], &c->contributors[k]))
+			if (ports_meet(&c->contributors[i], &c->contributors[k]))
 				return "two contributors have the same address";
+	}
+	if (!ports_ok(&c->forward.addr) || !ports_ok(&c->parent.addr))
+		return "a peer's ports must be 1..16, below 65536";
 	return NULL;
 }
 

@@ -107,14 +107,32 @@ int parse_addr(const char *s, struct ina_addr *a)
 	if (!colon)
 		return -1;
 	*colon = 0;
-	long long port;
+	char *dash = strchr(colon + 1, '-');
+	long long port, last = 0;
 	struct ina_addr r = { 0 };
+	if (dash) { /* "lo-hi": a peer on several ports (ina_addr.nports) */
+		*dash = 0;
+		if (dash[1] == '+' || dash[1] == '-' || parse_int(dash + 1, 1, 65535, &last) < 0)
+			return -1;
+	}
 	if (parse_int(colon + 1, 1, 65535, &port) < 0 || colon[1] == '+' || colon[1] == '-' ||
-	    parse_ipv4(buf, &r.ip) < 0 || (at && parse_mac(at + 1, r.mac) < 0))
+	    parse_ipv4(buf, &r.ip) < 0 || (at && parse_mac(at + 1, r.mac) < 0) ||
+	    (dash && (last < port || last - port >= INA_UDP_PORTS)))
 		return -1;
 	r.port = htons((uint16_t)port);
+	r.nports = dash ? (uint8_t)(last - port + 1) : 0;
 	*a = r;
 	return 0;
+}
+
+void addr_text(const struct ina_addr *a, char *b, size_t n)
+{
+	char ip[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &a->ip, ip, sizeof(ip));
+	if (a->nports)
+		snprintf(b, n, "%s:%u-%u", ip, ntohs(a->port), ntohs(a->port) + a->nports - 1u);
+	else
+		snprintf(b, n, "%s:%u", ip, ntohs(a->port));
 }
 
 int parse_endpoint(const char *s, uint16_t default_port, struct ina_addr *a)

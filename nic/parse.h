@@ -6,6 +6,7 @@
 #ifndef PARSE_H
 #define PARSE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ina_engine.h" /* struct ina_addr */
@@ -23,8 +24,12 @@ int parse_mac(const char *s, uint8_t mac[6]);
 /* "a.b.c.d" in network order. */
 int parse_ipv4(const char *s, uint32_t *ip);
 /* "a.b.c.d:port" or "a.b.c.d:port@aa:bb:cc:dd:ee:ff"; ip and port in
- * network order, port 1..65535, the MAC zero when not given. */
+ * network order, port 1..65535, the MAC zero when not given.  The port may
+ * be a range "lo-hi" of at most 16 (a switch's INA ports: nports, else 0). */
 int parse_addr(const char *s, struct ina_addr *a);
+/* What parse_addr reads back, without the MAC: "a.b.c.d:port" or
+ * "a.b.c.d:lo-hi" (n >= 28 holds any). */
+void addr_text(const struct ina_addr *a, char *b, size_t n);
 /* "a.b.c.d" (then the port is default_port) or "a.b.c.d:port", no MAC. */
 int parse_endpoint(const char *s, uint16_t default_port, struct ina_addr *a);
 

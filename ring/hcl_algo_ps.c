@@ -286,12 +286,10 @@ static int start_aggregators(struct hcl_comm *c, char *err, size_t errlen)
 			ic.sw[h] = (struct sockaddr_in){ .sin_family = AF_INET,
 							 .sin_addr.s_addr = a->ip,
 							 .sin_port = a->port };
-			/* a switch takes INA on all 16 ports: the slots spread
-			 * over them, for one split over lcores by port.  Not
-			 * under a parent PS, which knows the ToR by the one port
-			 * its partials leave from; nor to a software PS */
-			if (!p->use_ps && a->port == htons(INA_UDP_PORT_MIN))
-				ic.ports[h] = INA_UDP_PORTS;
+			/* a switch's slots spread over its ports (ina_addr.nports),
+			 * for one split over lcores by port; its parent PS
+			 * sends each result to the slot's port too */
+			ic.ports[h] = a->nports;
 		}
 		if (!(s->client[d] = hcl_ina_new(&ic, &s->ina_t, err, errlen)))
 			return -ENOMEM;

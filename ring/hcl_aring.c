@@ -21,12 +21,12 @@ struct hcl_aring {
 	unsigned rank, member, index;
 	struct dgram_transport *t;
 	struct sockaddr_in agg;
-	/* UDP ports from agg's its slots spread over (1: that one).  One INA
-	 * member is plain SwitchML, nothing forwarded or acknowledged between
-	 * switches: slot s goes to port + s mod 16, as ps-ina's clients do,
-	 * so a ToR split over lcores by port (swemu's partitions) gets every
-	 * slot's contributions in one partition and the slots in all.  With
-	 * more members a ToR's forwards and ACKs name its one port. */
+	/* UDP ports from agg's its slots spread over (1: that one): an INA
+	 * switch's 16 (ina_addr.nports).  Slot s goes to port + s mod 16, as
+	 * ps-ina's clients do, and the members' forwards and ACKs go to the
+	 * same port of the next switch for the slot they take there, so a
+	 * ToR split over lcores by port (swemu's partitions) gets every
+	 * slot's contributions in one partition and the slots in all. */
 	unsigned ports;
 	/* the member's job's slots, every step's slices in seq order: slice q
 	 * in slot q % slots (steps differ: a reduce step waits for its
@@ -104,7 +104,7 @@ struct hcl_aring *hcl_aring_new(const struct aring_plan *p, unsigned rank, struc
 	a->t = t;
 	const struct ina_addr *g = &p->mem[a->member].agg;
 	a->agg = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = g->ip, .sin_port = g->port };
-	a->ports = p->m == 1 && p->mem[0].ina && g->port == htons(INA_UDP_PORT_MIN) ? INA_UDP_PORTS : 1;
+	a->ports = g->nports ? g->nports : 1;
 	if (hcl_inaw_init(&a->win, p->slots, HCL_ARING_RTO_FLOOR_NS, 500000000) < 0 || hcl_ina_rx_init(&a->rx) < 0 ||
 	    hcl_ina_tx_init(&a->txq) < 0)
 		goto nomem;

@@ -190,7 +190,13 @@ static int placement(const struct hcl_comm_cfg *k, struct hcl_env *e, char *err,
 	if (!sw)
 		sw = env("HCL_INA_SWITCH");
 	if (sw && parse_endpoint(sw, INA_HOST_PORT, &e->ina_switch) < 0)
-		return bad(err, errlen, "the INA switch must be \"a.b.c.d[:port]\", not '%s'", sw);
+		return bad(err, errlen,
+			   "the INA switch must be \"a.b.c.d[:port]\" (or \":lo-hi\", its ports), not '%s'", sw);
+	/* a switch at INA's first port takes all 16 (swemu's partitions split
+	 * them over lcores): each slot then keeps one port at every hop;
+	 * "ip:48864-48864" pins one */
+	if (e->ina_switch.port == htons(INA_UDP_PORT_MIN) && !e->ina_switch.nports)
+		e->ina_switch.nports = INA_UDP_PORTS;
 	const char *key = env("HCL_INA_KEY_FILE");
 	char why[300];
 	if (key && ctl_key_load(key, &e->ina_key, why, sizeof(why)) < 0)

@@ -92,9 +92,8 @@ static void rank_text(const struct hcl_comm *c, int i, char *b, size_t n)
 	const struct plan_rank *r = &c->info[i];
 	const uint8_t *m = r->ina.mac;
 	char tor[40] = "-", ip[INET_ADDRSTRLEN];
-	if (r->tor.ip)
-		addr_s(&(struct sockaddr_in){ .sin_addr.s_addr = r->tor.ip, .sin_port = r->tor.port }, tor,
-		       sizeof(tor));
+	if (r->tor.ip) /* with its ports (parse_addr reads them back) */
+		addr_text(&r->tor, tor, sizeof(tor));
 	inet_ntop(AF_INET, &c->peers[i].sin_addr, ip, sizeof(ip));
 	snprintf(b, n, "%s %u %u %d %02x:%02x:%02x:%02x:%02x:%02x %s %s", ip, ntohs(c->peers[i].sin_port),
 		 ntohs(r->ina.port), r->rack, m[0], m[1], m[2], m[3], m[4], m[5], tor, c->extra[i]);

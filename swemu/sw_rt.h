@@ -146,10 +146,12 @@ struct sw_port {
 	uint16_t dev;	      /* DPDK port id (ext) */
 	uint16_t queue;	      /* its receive and transmit queue: the switch partition's */
 	const char *dev_name; /* the device's name (ext): the port's, or the partition's own */
-	struct sw_port *peer; /* link peer */
+	/* link ports: the peer port, in each partition of its switch */
+	struct sw_port *peer[SW_MAX_PARTITIONS];
+	unsigned npeer;
 	/* link ports: frames the peer sent us, drained by the poll loop like a
-	 * device queue (no recursion between switches); single producer (the
-	 * peer's lcore), single consumer (ours), which may be two lcores */
+	 * device queue (no recursion between switches); one consumer (ours),
+	 * one producer or, when the peer is partitioned, several */
 	struct rte_ring *lq;
 	struct rte_eth_dev_tx_buffer *txb;
 	struct sw_netem netem; /* egress emulation */

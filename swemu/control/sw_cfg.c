@@ -346,10 +346,10 @@ static int check_partitions(const struct conf_reader *p, const struct conf_node 
 				 s->name);
 	for (int i = 0; i < s->nports; i++) {
 		const struct sw_port_cfg *pc = &s->ports[i];
-		if (!pc->dev[0] || !pc->steered)
+		if (pc->dev[0] && !pc->steered) /* a link's peer steers (sw_link_partition) */
 			return conf_fail(p, at,
 					 "switch '%s': port '%s' must be a device that arrives steered by UDP port "
-					 "('steered = true'): swemu does not program NIC flow rules",
+					 "('steered = true') or a link: swemu does not program NIC flow rules",
 					 s->name, pc->name);
 	}
 	return 0;

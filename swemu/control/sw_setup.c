@@ -228,9 +228,10 @@ static int lsw_ports(struct sw_rt *rt, struct sw_lsw *sw, char *err, size_t errl
 			sw_netem_share_wire(&p->netem, rt->sw[sw->index]->ports[i].wire_ns);
 		if (!p->cfg->dev[0]) {
 			char name[RTE_RING_NAMESIZE];
-			snprintf(name, sizeof(name), "swemu_lq_%d_%d", sw->index, i);
+			snprintf(name, sizeof(name), "swemu_lq_%d_%d_%d", sw->index, sw->part, i);
+			const bool one_sender = rt->cfg.sw[p->cfg->peer_switch].partitions <= 1;
 			p->lq = rte_ring_create(name, SW_LINK_QUEUE, (int)rte_socket_id(),
-						RING_F_SP_ENQ | RING_F_SC_DEQ);
+						(one_sender ? RING_F_SP_ENQ : 0) | RING_F_SC_DEQ);
 			if (!p->lq) {
 				snprintf(err, errlen, "link queue of %s.%s: %s", c->name, p->cfg->name,
 					 rte_strerror(rte_errno));
@@ -369,9 +370,13 @@ static int assign_workers(struct sw_rt *rt, char *err, size_t errlen)
 				 rt->cfg_path, c->line, c->name, c->lcore);
 			return -EINVAL;
 		}
-		/* partitions go to the lcores after their switch's, in EAL's
-		 * order (sharing one when EAL has fewer) */
-		unsigned at = (unsigned)sw->index % n;
+		/* in EAL's order, a switch after the partitions of the ones
+		 * before it, its partitions on the lcores after its own
+		 * (sharing one when EAL has fewer) */
+		unsigned at = 0;
+		for (int k = 0; k < sw->index; k++)
+			at += (unsigned)rt->cfg.sw[k].partitions;
+		at %= n;
 		for (unsigned k = 0; c->lcore >= 0 && k < n; k++)
 			if (lcores[k] == (unsigned)c->lcore)
 				at = k;
@@ -462,11 +467,16 @@ int sw_rt_setup(struct sw_rt *rt, char *err, size_t errlen)
 				return rc;
 			}
 		}
-	for (int i = 0; i < rt->cfg.nswitches; i++)
+	for (int i = 0; i < rt->nsw; i++) /* every partition's link ports */
 		for (int k = 0; k < rt->sw[i]->nports; k++) {
 			struct sw_port *p = &rt->sw[i]->ports[k];
-			if (!p->ext)
-				p->peer = &rt->sw[p->cfg->peer_switch]->ports[p->cfg->peer_port];
+			if (p->ext)
+				continue;
+			/* the peer port in every partition of its switch */
+			const struct sw_lsw *peer = rt->sw[p->cfg->peer_switch];
+			p->npeer = (unsigned)rt->cfg.sw[p->cfg->peer_switch].partitions;
+			for (unsigned q = 0; q < p->npeer; q++)
+				p->peer[q] = &peer->parts[q]->ports[p->cfg->peer_port];
 		}
 	int rc = assign_workers(rt, err, errlen);
 	if (rc < 0)

@@ -35,7 +35,38 @@ struct rte_mbuf *sw_mark_ce(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf
 /* Every other port of the VLAN (sw_out.c). */
 void sw_flood(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m);
 
-/* Past the emulation: onto the device, or into the peer port's queue. */
+/* Which of a partitioned peer's n partitions takes frame m over a link:
+ * as the testbed's hosts steer theirs (testbed/topo/steer_udp.bpf.c), a
+ * datagram to INA port q goes to (q - 48864) mod n, where the slot it
+ * carries is summed, one to the control port to partition 0, which
+ * serves it; other IPv4 flows by a hash of their addresses and ports (a
+ * flow stays in order), anything else to partition 0. */
+static inline unsigned sw_link_partition(const struct rte_mbuf *m, unsigned n, uint16_t ctrl_port)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	const uint32_t len = rte_pktmbuf_data_len(m);
+	if (len < SW_ETH_HLEN + SW_IP_HLEN || sw_be16_at(f + 12) != SW_ETHERTYPE_IPV4)
+		return 0;
+	const uint8_t *ip = f + SW_ETH_HLEN;
+	const unsigned ihl = (ip[0] & 0xfu) * 4u;
+	uint32_t a, b, ports = 0;
+	memcpy(&a, ip + 12, 4);
+	memcpy(&b, ip + 16, 4);
+	const bool first = !(sw_be16_at(ip + 6) & 0x1fff);
+	if ((ip[9] == 17 || ip[9] == 6) && first && ihl >= SW_IP_HLEN && len >= SW_ETH_HLEN + ihl + 4) {
+		const uint16_t dport = sw_be16_at(ip + ihl + 2);
+		if (ip[9] == 17 && dport >= INA_UDP_PORT_MIN && dport <= INA_UDP_PORT_MAX)
+			return (dport - INA_UDP_PORT_MIN) % n;
+		if (ip[9] == 17 && dport == ctrl_port)
+			return 0;
+		ports = sw_be16_at(ip + ihl) ^ (uint32_t)dport;
+	}
+	uint32_t h = (a ^ b ^ ports) * 0x9e3779b1u; /* both directions alike, as a flow's hash */
+	return (h >> 16) % n;
+}
+
+/* Past the emulation: onto the device, or into the peer port's queue (of
+ * the partition sw_link_partition picks, when the peer has several). */
 static inline __attribute__((always_inline)) void sw_deliver(struct sw_rt *rt, struct sw_port *p, struct rte_mbuf *m)
 {
 	if (unlikely(p->sw->cap.f)) /* what leaves the port, after its emulated link */
@@ -49,7 +80,10 @@ static inline __attribute__((always_inline)) void sw_deliver(struct sw_rt *rt, s
 		return;
 	}
 	uint32_t len = rte_pktmbuf_pkt_len(m);
-	if (rte_ring_sp_enqueue(p->peer->lq, m) != 0) {
+	const struct sw_port *to = p->peer[0];
+	if (p->npeer > 1)
+		to = p->peer[sw_link_partition(m, p->npeer, to->sw->cfg->ctrl_port)];
+	if (rte_ring_enqueue(to->lq, m) != 0) { /* several partitions may send: their flags say */
 		sw_drop(p, SW_D_TX_FULL, m);
 		return;
 	}

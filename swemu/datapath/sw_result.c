@@ -326,6 +326,10 @@ static __attribute__((noinline)) const struct sw_plan *plan_make(struct sw_lsw *
 			continue;
 		const struct ina_addr *dst = &c->contributors[k];
 		const struct sw_dst *d = &sw->dst_cache[sw_dst_slot(dst->ip, dst->port)];
+		if (dst->nports > 1) { /* a switch: the slot's port, not the plan's */
+			ok = false;
+			break;
+		}
 		if (!dst_cached(d, dst, in_vlan, stamp))
 			return NULL;
 		struct sw_port *p = &sw->ports[d->out];
@@ -391,10 +395,13 @@ static void send_group(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 		sw->st.ina_emits += sent;
 		return;
 	}
+	const uint32_t index = ina_slot_index(g->first->hdr.slot);
 	for (unsigned k = 0; k < c->fan_in; k++) {
 		if ((int)k == c->upstream_index)
 			continue;
-		const struct ina_addr *dst = &c->contributors[k];
+		struct ina_addr at = c->contributors[k];
+		at.port = ina_addr_port(&c->contributors[k], index); /* a switch's: the slot's port */
+		const struct ina_addr *dst = &at;
 		struct sw_dst *d = &sw->dst_cache[sw_dst_slot(dst->ip, dst->port)];
 		struct sw_port *p = &sw->ports[d->out];
 		struct rte_mbuf *m;

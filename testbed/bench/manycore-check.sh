@@ -7,24 +7,30 @@
 # plan: a switch per lcore, the ranks apart) and once dilated (k = --k,
 # default 8), then the INA algorithms' speedups over the ring at both and
 # their ratio (the goal: within 10%); last, one rack's ToR on one lcore
-# against two partitions (bench-partitions.sh --quota max).
+# against two partitions (bench-partitions.sh --quota max).  --partitions
+# N: both runs on af_xdp, the k = 1 one with every switch in N partitions
+# (tor_partitions), for rates where one lcore per switch is the bound.
 #   testbed/bench/manycore-check.sh [--rates "200M 800M 1600M"] [--k K]
-#                                   [--out DIR] [--quick]
+#                                   [--partitions N] [--out DIR] [--quick]
 # --quick: 1 repeat of 1 MiB at 200M, no partitions (a dry run of this
 # script on any machine).  Needs root; the trial reports stay in --out
 # (default a new /tmp/swemu-manycore.XXXXXX).
 set -euo pipefail
-usage() { sed -n 3,16p "$0" | sed 's/^# \{0,1\}//'; }
-rates="200M 800M 1600M" k=8 out="" quick=0
+usage() { sed -n 3,17p "$0" | sed 's/^# \{0,1\}//'; }
+rates="200M 800M 1600M" k=8 out="" quick=0 parts=1
 while (($#)); do
 	case $1 in
 	--rates) rates=$2; shift 2;; --k) k=$2; shift 2;; --out) out=$2; shift 2;;
+	--partitions) parts=$2; shift 2;;
 	--quick) quick=1; rates=200M; shift;;
 	-h | --help) usage; exit 0;;
 	*) echo "manycore-check: unknown option $1" >&2; exit 2;;
 	esac
 done
 [[ "$k" =~ ^[1-9][0-9]*$ ]] || { echo "manycore-check: --k takes a whole factor, such as 8" >&2; exit 2; }
+[[ "$parts" =~ ^[1-4]$ ]] || { echo "manycore-check: --partitions takes 1..4" >&2; exit 2; }
+ports=""
+((parts == 1)) || ports='pmd = "af_xdp";'
 top=$(cd "$(dirname "$0")/../.." && pwd)
 [ -n "$out" ] || out=$(mktemp -d /tmp/swemu-manycore.XXXXXX)
 mkdir -p "$out"
@@ -34,12 +40,14 @@ echo "# $(nproc) cores; reports in $out"
 for rate in $rates; do
 	for kk in 1 "$k"; do
 		d=$out/$rate-k$kk
+		split=""
+		((parts == 1 || kk != 1)) || split="tor_partitions = $parts;"
 		cat > "$out/$rate-k$kk.cfg" <<C
 trial = {
   name = "manycore"; racks = 2; hosts_per_rack = 4; ina_racks = "all";
   host_rate = "$rate"; oversubscription = 2.0; uplink_buffer = "256K";
   algorithms = ["ring", "ps", "ps-ina", "agent-ring"]; sizes = ["$size"];
-  iterations = 10; warmup = 2; repeats = $repeats; dilation = $kk;
+  iterations = 10; warmup = 2; repeats = $repeats; dilation = $kk; $ports $split
 };
 C
 		"$top/testbed/trial/trial.sh" -c "$out/$rate-k$kk.cfg" -o "$d" > "$d.log" 2>&1 ||

@@ -47,12 +47,13 @@
 #       other cores; on fewer, every switch runs on lcore 0 (--processes:
 #       the cores in turn) and the ranks anywhere.  With rank CPUs, each
 #       host's receive path runs on them too (RPS), not on swemu's lcores.
-#       --partitions N (2-4; one rack, --pmd af_xdp) runs the ToR on N
-#       lcores, one partition each (docs/SWEMU.md, "One switch on several
-#       lcores"): every veth has N queues, swemu's af_xdp port a socket on
-#       each, and a BPF program on each host's eth0 (steer_udp.bpf.o)
-#       sends a datagram to INA port P on queue (P - 48864) mod N, control
-#       on queue 0, the rest by flow hash.  The core plan gives the
+#       --partitions N (2-4; --pmd af_xdp, not --processes) runs every
+#       switch on N lcores, one partition each (docs/SWEMU.md, "One switch
+#       on several lcores"): every veth has N queues, swemu's af_xdp port a
+#       socket on each, and a BPF program on each host's eth0
+#       (steer_udp.bpf.o) sends a datagram to INA port P on queue
+#       (P - 48864) mod N, control on queue 0, the rest by flow hash; the
+#       in-memory uplinks steer the same way.  The core plan gives the
 #       partitions an lcore each, as it would switches.
 #       N hosts NAME-h0..: each a namespace with eth0 (MTU 9000, tx checksum
 #       offload off) on a veth whose other end, NAME-sI, becomes swemu port hI
@@ -264,7 +265,9 @@ cmd_up() {
 		# af_packet's fanout hashes whole flows; veth queues under af_xdp
 		# are what a host-side program can choose
 		[ "$pmd" = af_xdp ] || die "--partitions needs --pmd af_xdp (af_packet cannot be steered by UDP port)"
-		((racks == 1)) || die "--partitions splits one rack's ToR: not with --racks"
+		# a process per switch links them by veth, and a spine's af_xdp
+		# transmit bypasses the egress hook that steers
+		[ "$procs" = false ] || die "--partitions needs one swemu: not with --processes (a veth uplink cannot be steered)"
 		# a device per host and partition; distributions build DPDK with
 		# RTE_MAX_ETHPORTS 32
 		((n * nparts <= 32)) || die "--partitions $nparts with $n hosts makes $((n * nparts)) DPDK devices; DPDK takes 32"
@@ -303,7 +306,7 @@ cmd_up() {
 			[ -n "${rack_bps[r]}" ] || die "--rack-rates: '${rack_rate[r]}' is not a rate such as 200M or 10G"
 		done
 	fi
-	core_plan $((racks > 1 ? racks + 1 : nparts))
+	core_plan $(((racks > 1 ? racks + 1 : 1) * nparts))
 	# A host's receive path (IP, UDP, its socket, waking its rank) runs on
 	# the CPU that hands it the frame: for every frame a switch sends, the
 	# switch's lcore, inside its send call.  RPS moves it to the ranks'
@@ -487,7 +490,10 @@ cmd_up() {
 	done
 	# the spine, SUBNET.246 (after the ToRs' .254 down to .247), takes
 	# signed link settings from every host (at most 16: mgmt's limit)
-	local spine_blk="  { name = \"spine\"; mac = \"02:5e:00:00:00:f6\"; ip = \"$subnet.246\"; mgmt = [ ${allmg%, } ];
+	# partitioned as the ToRs are: its links steer into theirs by UDP port
+	local spine_parts=""
+	[ "$nparts" = 1 ] || spine_parts=" partitions = $nparts;"
+	local spine_blk="  { name = \"spine\"; mac = \"02:5e:00:00:00:f6\"; ip = \"$subnet.246\"; mgmt = [ ${allmg%, } ];$spine_parts
     ctrl_key_file = \"$d/ctrl.key\"; ports = ($nl${spine%,$nl}$nl    ); },$nl"
 	((racks == 1)) || sws+=$spine_blk
 	# the control channel's key: commands are signed with it (HMAC), so a

@@ -37,7 +37,7 @@ struct trial {
 	bool pace;
 	bool ina_cc;	/* the INA windows follow ECN marks (the queues mark at half their buffer) */
 	bool processes; /* one swemu process per switch, joined by veth links */
-	int tor_partitions; /* lcores the (one) ToR runs on, a partition each (topo.sh --partitions) */
+	int tor_partitions; /* lcores each switch runs on, a partition each (topo.sh --partitions) */
 	char algos[128], sizes[256];
 	int size[TRIAL_MAX_RACKS], world; /* hosts per rack (hosts_per_rack: one for all, or a list), their sum */
 	bool uneven;			  /* hosts_per_rack was a list */

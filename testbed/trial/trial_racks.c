@@ -215,10 +215,10 @@ int trial_get_partitions(const struct conf_node *t, struct trial *tr)
 	const int n = tr->tor_partitions;
 	if (tr->sim)
 		return trial_fail(tr, p, "tor_partitions = %d: the simulator (engine = \"sim\") does not model it", n);
-	if (tr->racks != 1)
+	if (tr->processes)
 		return trial_fail(tr, p,
-				  "tor_partitions = %d: one rack only (the hosts steer their own links; nothing steers "
-				  "the spine's)",
+				  "tor_partitions = %d: needs one swemu, not processes = true (nothing steers a veth "
+				  "uplink)",
 				  n);
 	if (strcmp(tr->pmd, "af_xdp"))
 		return trial_fail(

@@ -309,10 +309,10 @@ trial = {
   processes = "yes";
 };
 E
-# tor_partitions: one rack on af_xdp, no capture of it, 32 devices at most
-expect 3 'tor_partitions = 2: one rack only' <<'E'
+# tor_partitions: one swemu on af_xdp, no capture, 32 devices at most
+expect 3 'tor_partitions = 2: needs one swemu, not processes = true' <<'E'
 trial = {
-  racks = 2; hosts_per_rack = 2; pmd = "af_xdp";
+  racks = 2; hosts_per_rack = 2; pmd = "af_xdp"; processes = true;
   tor_partitions = 2;
 };
 E
@@ -346,7 +346,7 @@ trial = {
   tor_partitions = 2;
 };
 E
-printf 'trial = { racks = 1; hosts_per_rack = 4; pmd = "af_xdp"; tor_partitions = 3; };\n' > "$tmp/parts.cfg"
+printf 'trial = { racks = 2; hosts_per_rack = 2; pmd = "af_xdp"; tor_partitions = 3; };\n' > "$tmp/parts.cfg"
 grep -qx 'T_TOR_PARTITIONS=3' <<<"$("$checker" "$tmp/parts.cfg")" || { echo "FAIL: tor_partitions = 3 is refused or lost"; exit 1; }
 expect 3 'capture_snaplen needs capture' <<'E'
 trial = {

@@ -84,6 +84,12 @@ static void test_refused(void **state)
 		{ "op = \"install\"; job = { id = 1; dtype = \"int32\"; slots = 1; elems = 1; outputs = "
 		  "[\"multicast\"]; contributors = [\"10.0.0.1:48864\"]; reclaim_ms = 10; };",
 		  "'reclaim_ms' must be 500..3600000" },
+		{ "op = \"install\"; job = { id = 1; dtype = \"int32\"; slots = 1; elems = 1; outputs = "
+		  "[\"multicast\"]; contributors = [\"10.0.0.1:48864-48880\"]; };",
+		  "range lo-hi of at most 16" },
+		{ "op = \"install\"; job = { id = 1; dtype = \"int32\"; slots = 1; elems = 1; outputs = "
+		  "[\"multicast\"]; contributors = [\"10.0.0.1:48870-48864\"]; };",
+		  "range lo-hi of at most 16" },
 		{ "op = \"install\";", "missing setting 'job'" },
 		{ "op = \"emu\"; port = \"h1\"; delay = 5;", "unknown setting 'delay'" },
 		{ "op = \"emu\"; port = \"h1\"; burst_loss = { p_good_bad = 0.1; p_bad_good = 0; loss_bad = 1; };",
@@ -131,7 +137,8 @@ static void test_round_trip(void **state)
 		j.contributors[i].ip = htonl(0x0a000001 + i);
 		j.contributors[i].port = htons(48864);
 	}
-	j.parent = (struct ina_peer){ { htonl(0x0a0001fe), htons(48870), { 2, 0, 0, 0, 1, 0xfe } }, 40, 2 };
+	j.contributors[2].nports = 16; /* a switch: "10.0.0.3:48864-48879" */
+	j.parent = (struct ina_peer){ { htonl(0x0a0001fe), htons(48870), { 2, 0, 0, 0, 1, 0xfe }, 0 }, 40, 2 };
 	static char text[CTL_MAX_TEXT];
 	assert_int_equal(ctl_format_install(&j, 0, text, sizeof(text)), 0);
 	if (parse(text) != 0)
@@ -144,7 +151,7 @@ static void test_round_trip(void **state)
 	j.upstream_index = 2;
 	j.upstream_job = 39;
 	j.reclaim_ms = 750;
-	j.forward = (struct ina_peer){ { htonl(0x0a0002fe), htons(48864), { 2, 0, 0, 0, 2, 0xfe } }, 41, 0xffff };
+	j.forward = (struct ina_peer){ { htonl(0x0a0002fe), htons(48864), { 2, 0, 0, 0, 2, 0xfe }, 16 }, 41, 0xffff };
 	memset(&j.parent, 0, sizeof(j.parent));
 	j.parent.job = j.id; /* the parser fills it whatever the outputs */
 	assert_int_equal(ctl_format_install(&j, 0x9f3c00000000abcdull, text, sizeof(text)), 0);
@@ -185,12 +192,46 @@ static void test_round_trip(void **state)
 		-1);
 }
 
+/* The longest install the library can send (every contributor a switch
+ * on 16 ports at the longest address) fits a command and parses back. */
+static void test_largest(void **state)
+{
+	(void)state;
+	static struct ina_job_cfg j;
+	memset(&j, 0, sizeof(j));
+	j.id = 65535;
+	j.fan_in = INA_MAX_FANIN;
+	j.dtype = INA_D_INT32;
+	j.nslots = 128;
+	j.elems_per_slot = 256;
+	j.outputs = INA_OUT_MULTICAST | INA_OUT_FORWARD | INA_OUT_ACK;
+	j.upstream_index = INA_MAX_FANIN - 1;
+	j.upstream_job = 65535;
+	j.chain_steps = 65535;
+	j.reclaim_ms = 3600000;
+	for (unsigned i = 0; i < j.fan_in; i++) {
+		j.contributors[i].ip = htonl(0xffffff00u + i);
+		j.contributors[i].port = htons(65520);
+		j.contributors[i].nports = 16;
+	}
+	j.forward = (struct ina_peer){ { 0xffffffffu, htons(65520), { 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe }, 16 },
+				       65535,
+				       65535 };
+	j.parent.job = j.id;
+	static char text[CTL_MAX_TEXT];
+	assert_int_equal(ctl_format_install(&j, UINT64_MAX, text, sizeof(text)), 0);
+	if (parse(text) != 0)
+		fail_msg("'%s': %s", text, err);
+	assert_memory_equal(&cmd.job, &j, sizeof(j));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_commands),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_largest),
 	};
 	return cmocka_run_group_tests_name("ctl_msg", tests, NULL, NULL);
 }

@@ -216,12 +216,53 @@ static void test_install_checks(void **state)
 	ina_engine_destroy(e);
 }
 
+/* Neighbours that are switches on 16 ports (ina_addr.nports): the
+ * upstream's forward is taken from any of its ports and none past them;
+ * the forward of slice seq goes to the downstream's port for the slot it
+ * takes there (seq + 1), the ACK to the upstream's port for seq - 1, the
+ * downstream's ACK is taken from any of its ports. */
+static void test_switch_ports(void **state)
+{
+	(void)state;
+	const uint32_t n = 32;
+	struct ina_engine *e = ina_engine_create(n, E);
+	struct ina_job_cfg j = chain_job(n);
+	j.contributors[2].nports = 16;
+	j.forward.addr.nports = 16;
+	assert_int_equal(ina_job_install(e, &j, NULL), 0);
+	uint32_t a[E] = { 1, 2, 3, 4 };
+	/* slice 16 is step 1 (16 % 5), in slot 16 */
+	struct ina_hdr h = tl_hdr(INA_T_DATA, INA_D_INT32, 20, INA_CONTRIB_UPSTREAM, 16, 1, 16, E);
+	struct ina_addr from = up;
+	from.port = htons(INA_UDP_PORT_MIN + 16);
+	assert_int_equal(tl_send(e, &from, &h, a), INA_R_NOT_MEMBER);
+	from.port = htons(INA_UDP_PORT_MIN + 9);
+	assert_int_equal(tl_send(e, &from, &h, a), INA_OK);
+	assert_int_equal(worker(e, 0, n, 0, 16, a), INA_OK);
+	assert_int_equal(worker(e, 1, n, 0, 16, a), INA_OK);
+	const struct ina_emit *f = find(INA_T_DATA, &down), *k = find(INA_T_ACK, &up);
+	assert_int_equal(f->hdr.slot, 17);
+	assert_int_equal(ntohs(f->dst.port), INA_UDP_PORT_MIN + 1);
+	assert_int_equal(k->hdr.slot, 15);
+	assert_int_equal(ntohs(k->dst.port), INA_UDP_PORT_MIN + 15);
+	/* the downstream's ACK of its 17, from its port 1 */
+	struct ina_hdr ack = tl_hdr(INA_T_ACK, INA_D_INT32, 20, 0, 16, 1, 16, E);
+	struct ina_addr dfrom = down;
+	dfrom.port = htons(INA_UDP_PORT_MIN + 1);
+	assert_int_equal(tl_send(e, &dfrom, &ack, NULL), INA_OK);
+	assert_int_equal(count_to(INA_T_ACK, &w0) + count_to(INA_T_ACK, &w1), 2);
+	/* the workers, listed on one port, are sent to at that port */
+	assert_int_equal(ntohs(find(INA_T_ACK, &w0)->dst.port), ntohs(w0.port));
+	ina_engine_destroy(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_sets_by_key),
 		cmocka_unit_test(test_install_checks),
+		cmocka_unit_test(test_switch_ports),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,8 @@
 
 #include <sched.h>
 
+#include "sw_out.h"
+
 #define NPARTS 2
 
 struct parted {
@@ -290,6 +292,56 @@ static void test_ctrl_on_partitions(void **state)
 	assert_int_equal(part(pt, 0)->st.ctrl_refused, 1);
 }
 
+/* What a link into a partitioned switch steers each frame to
+ * (sw_link_partition): an INA datagram to its port's partition, control
+ * to partition 0, both directions of another flow to one partition, a
+ * frame that is not IPv4 to partition 0. */
+static void test_link_steering(void **state)
+{
+	struct parted *pt = *state;
+	struct fixture *fx = &pt->fx;
+	for (unsigned slot = 0; slot < 20; slot++) {
+		struct rte_mbuf *m = spread(fx, 1, slot, 4);
+		for (unsigned n = 2; n <= 4; n++)
+			assert_int_equal(sw_link_partition(m, n, INA_CTRL_PORT), slot % 16 % n);
+		rte_pktmbuf_free(m);
+	}
+	struct rte_mbuf *m = spread(fx, 1, 3, 4);
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *), *ip = f + SW_ETH_HLEN, *udp = ip + SW_IP_HLEN;
+	udp[2] = INA_CTRL_PORT >> 8;
+	udp[3] = INA_CTRL_PORT & 0xff;
+	assert_int_equal(sw_link_partition(m, 4, INA_CTRL_PORT), 0);
+	/* a flow and its reverse: one partition; flows spread over both */
+	unsigned seen[2] = { 0, 0 };
+	for (unsigned port = 1000; port < 1064; port++) {
+		udp[0] = (uint8_t)(port >> 8);
+		udp[1] = (uint8_t)port;
+		udp[2] = 0x13;
+		udp[3] = 0x89;
+		const unsigned k = sw_link_partition(m, 2, INA_CTRL_PORT);
+		uint8_t t[4];
+		memcpy(t, ip + 12, 4); /* addresses and ports swapped */
+		memmove(ip + 12, ip + 16, 4);
+		memcpy(ip + 16, t, 4);
+		memcpy(t, udp, 2);
+		memmove(udp, udp + 2, 2);
+		memcpy(udp + 2, t, 2);
+		assert_int_equal(sw_link_partition(m, 2, INA_CTRL_PORT), k);
+		memcpy(t, udp, 2); /* back */
+		memmove(udp, udp + 2, 2);
+		memcpy(udp + 2, t, 2);
+		memcpy(t, ip + 12, 4);
+		memmove(ip + 12, ip + 16, 4);
+		memcpy(ip + 16, t, 4);
+		seen[k]++;
+	}
+	assert_true(seen[0] > 8 && seen[1] > 8);
+	f[12] = SW_ETHERTYPE_ARP >> 8;
+	f[13] = SW_ETHERTYPE_ARP & 0xff;
+	assert_int_equal(sw_link_partition(m, 4, INA_CTRL_PORT), 0);
+	rte_pktmbuf_free(m);
+}
+
 /* Devices with fewer queue pairs than the partitions own: a clear error
  * naming the port, and nothing left behind (the devices closed). */
 static void test_too_few_queues(void **state)
@@ -317,6 +369,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_partitions_aggregate_their_slots, setup_parted, teardown_parted),
 		cmocka_unit_test_setup_teardown(test_missteered, setup_parted, teardown_parted),
 		cmocka_unit_test_setup_teardown(test_ctrl_on_partitions, setup_parted, teardown_parted),
+		cmocka_unit_test_setup_teardown(test_link_steering, setup_parted, teardown_parted),
 		cmocka_unit_test(test_too_few_queues),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -310,6 +310,16 @@ static void test_partitions(void **state)
 	for (int k = 0; k < 3; k++)
 		assert_int_equal(c.sw[0].partition_queues[k], k);
 	sw_cfg_free(&c);
+	/* links need no 'steered': the peer switch steers into them */
+	if (sw_cfg_load(write_tmp("switches = ( { name = \"a\"; ina = false; mac = \"02:00:00:00:00:fe\"; ip = "
+				  "\"10.0.0.254\"; partitions = 2; ports = ( { name = \"h0\"; dev = \"d0\"; "
+				  "steered = true; }, { name = \"up\"; link = \"b.t0\"; } ); },\n"
+				  "{ name = \"b\"; ina = false; partitions = 2; "
+				  "ports = ( { name = \"t0\"; link = \"a.up\"; } ); } );\n"),
+			&c, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(c.sw[1].partitions, 2);
+	sw_cfg_free(&c);
 	for (size_t i = 0; i < sizeof(parted_bads) / sizeof(parted_bads[0]); i++)
 		expect_bad(parted, i, &parted_bads[i]);
 	unlink(path);
