@@ -72,6 +72,29 @@ static void test_addresses(void **state)
 	assert_int_equal(parse_addr("10.1.2.3", &a), -1);
 	assert_int_equal(parse_addr("10.1.2:5", &a), -1);
 	assert_int_equal(parse_addr("10.1.2.3:1@02:00:00:00:00", &a), -1);
+	assert_int_equal(a.nports, 0);
+	/* a switch's ports: a range of at most 16, read back by addr_text */
+	assert_int_equal(parse_addr("10.1.2.3:48864-48879@02:00:00:00:00:fe", &a), 0);
+	assert_int_equal(a.port, htons(48864));
+	assert_int_equal(a.nports, 16);
+	assert_int_equal(a.mac[5], 0xfe);
+	char text[32];
+	addr_text(&a, text, sizeof(text));
+	assert_string_equal(text, "10.1.2.3:48864-48879");
+	assert_int_equal(parse_addr("10.1.2.3:7-7", &a), 0);
+	assert_int_equal(a.nports, 1);
+	addr_text(&a, text, sizeof(text));
+	assert_string_equal(text, "10.1.2.3:7-7");
+	assert_int_equal(parse_addr("255.255.255.255:65520-65535", &a), 0);
+	addr_text(&a, text, sizeof(text));
+	assert_string_equal(text, "255.255.255.255:65520-65535");
+	assert_int_equal(parse_addr("10.1.2.3:48864-48880", &a), -1); /* 17 */
+	assert_int_equal(parse_addr("10.1.2.3:9-8", &a), -1);
+	assert_int_equal(parse_addr("10.1.2.3:9-", &a), -1);
+	assert_int_equal(parse_addr("10.1.2.3:-9", &a), -1);
+	assert_int_equal(parse_addr("10.1.2.3:9--10", &a), -1);
+	assert_int_equal(parse_addr("10.1.2.3:9-+10", &a), -1);
+	assert_int_equal(parse_addr("10.1.2.3:65535-65536", &a), -1);
 	assert_int_equal(parse_endpoint("10.1.2.3", 48864, &a), 0);
 	assert_int_equal(a.port, htons(48864));
 	assert_int_equal(parse_endpoint("10.1.2.3:7", 48864, &a), 0);
