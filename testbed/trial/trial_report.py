@@ -489,6 +489,13 @@ def dilation_words(t, results, algos, sizes):
         lines.append("**Above the %.0f%% share** (`cpu_share`), so these runs may measure this machine's CPU rather "
                      "than the network (use a larger dilation factor or slower links): %s." % (share, "; ".join(
                          "%s at %s (%s)" % (a, s, ", ".join(w)) for a, s, w in flagged)))
+        # a switch's lcore the bound while the machine had CPU to spare:
+        # more lcores per switch, not only a larger k, is the way out
+        loads = [results[a][s]["load"] for a, s, _ in flagged]
+        lcore_bound = any((l.get("lcore_pct") or 0) > share and (l.get("machine_pct") or 0) <= share for l in loads)
+        if lcore_bound and t.get("T_TOR_PARTITIONS", "1") == "1":
+            lines.append("swemu's lcore, not the machine, was the bound: where cores are spare, `pmd = \"af_xdp\"; "
+                         "tor_partitions = 2` runs every switch on two lcores (one swemu; docs/TRIAL.md).")
     emu_bps = float(t.get("T_EMU_HOST_BPS") or t["T_HOST_BPS"])
     if emu_bps and 9000 * 8 / emu_bps < 50e-6:
         lines.append("**Near a limit**: at %s a jumbo frame lasts %.0f µs on the emulated link, close to what a "
