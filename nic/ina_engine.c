@@ -138,11 +138,7 @@ void ina_dp_on_complete(struct ctx *x)
 	const struct ina_job_cfg *c = &x->job->cfg;
 	const unsigned outs = outputs_of(c, x->slot->seq);
 
-	x->job->st.completions++;
-	if ((int32_t)(x->slot->epoch - x->job->epoch_hi) > 0)
-		x->job->epoch_hi = x->slot->epoch;
-	if (x->slot->flags & INA_F_OVERFLOW)
-		x->job->st.overflows++;
+	ina_dp_count_completion(x->job, x->slot);
 	if (c->outputs & INA_OUT_PS) {
 		x->slot->state = SLOT_WAIT_PARENT;
 		emit_peer(x, &c->parent, 0);
@@ -224,23 +220,8 @@ static void add_contribution(struct ctx *x, unsigned c)
 
 void ina_dp_start_round(struct ctx *x)
 {
-	struct slot *s = x->slot;
-
-	if (x->eng->sink.get)
-		slot_renew(x->eng, s, (size_t)x->pkt->hdr.count * sizeof(uint32_t));
-	x->data = slot_data(s);
-	memset(s->bitmap, 0, sizeof(s->bitmap));
-	s->epoch = x->pkt->hdr.epoch;
-	s->seq = x->pkt->hdr.seq;
-	s->nelem = x->pkt->hdr.count;
-	s->count = 0;
-	s->ndata = 0;
-	s->flags = 0;
-	s->exponent = 0;
-	s->acked = 0;
-	s->resends = 0;
-	s->state = SLOT_PARTIAL;
-	s->touched_ms = x->eng->now_ms;
+	ina_dp_slot_start(x->eng, x->slot, x->pkt->hdr.epoch, x->pkt->hdr.seq, x->pkt->hdr.count);
+	x->data = slot_data(x->slot);
 }
 
 static bool newer_epoch(const struct ina_hdr *h, const struct slot *s) { return (int32_t)(h->epoch - s->epoch) > 0; }

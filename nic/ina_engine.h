@@ -230,12 +230,15 @@ const uint32_t *ina_engine_jobs_changes(const struct ina_engine *eng);
  * one (or NULL): the sink returns it again when nothing else uses it,
  * else puts it away and gives another, or NULL for slot memory.  put
  * takes a buffer back for good (a reclaim, a job removed, the engine's
- * end).  A buffer must be 64-byte aligned.  Off (NULL) by default; set
- * it before installing jobs. */
+ * end).  A buffer must be 64-byte aligned.  min_len: get gives none for
+ * min_len bytes or fewer, so a slot holding none is not asked then (a
+ * call per round saved).  Off (NULL) by default; set it before installing
+ * jobs. */
 struct ina_result_sink {
 	uint8_t *(*get)(void *ctx, uint8_t *last, size_t len);
 	void (*put)(void *ctx, uint8_t *buf);
 	void *ctx;
+	size_t min_len;
 };
 void ina_engine_result_sink(struct ina_engine *eng, const struct ina_result_sink *sink);
 

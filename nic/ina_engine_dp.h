@@ -4,6 +4,8 @@
 #ifndef INA_ENGINE_DP_H
 #define INA_ENGINE_DP_H
 
+#include <string.h>
+
 #include "ina_engine_state.h"
 
 static inline bool bit_test(const struct slot *s, unsigned c) { return s->bitmap[c / 64] >> (c % 64) & 1; }
@@ -76,6 +78,38 @@ static inline void ina_dp_heard(const struct ina_engine *eng, struct job *j)
 	const uint32_t since = eng->now_us - j->heard_us;
 	j->gap_us += (uint32_t)(((int64_t)(since < most ? since : most) - j->gap_us) / 8);
 	j->heard_us = eng->now_us;
+}
+
+/* A new round of slot s for the slice (epoch, seq) of count elements: the
+ * start of both paths' rounds (ina_dp_start_round). */
+static inline void ina_dp_slot_start(const struct ina_engine *eng, struct slot *s, uint32_t epoch, uint32_t seq,
+				     uint16_t count)
+{
+	const size_t len = (size_t)count * sizeof(uint32_t);
+	if (eng->sink.get && (s->held || len > eng->sink.min_len))
+		slot_renew(eng, s, len);
+	memset(s->bitmap, 0, sizeof(s->bitmap));
+	s->epoch = epoch;
+	s->seq = seq;
+	s->nelem = count;
+	s->count = 0;
+	s->ndata = 0;
+	s->flags = 0;
+	s->exponent = 0;
+	s->acked = 0;
+	s->resends = 0;
+	s->state = SLOT_PARTIAL;
+	s->touched_ms = eng->now_ms;
+}
+
+/* Job j's counters and newest epoch for its slot s just completed. */
+static inline void ina_dp_count_completion(struct job *j, const struct slot *s)
+{
+	j->st.completions++;
+	if ((int32_t)(s->epoch - j->epoch_hi) > 0)
+		j->epoch_hi = s->epoch;
+	if (s->flags & INA_F_OVERFLOW)
+		j->st.overflows++;
 }
 
 struct ctx {

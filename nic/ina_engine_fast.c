@@ -15,13 +15,13 @@ static uint32_t be32(const uint8_t *p)
 	return __builtin_bswap32(v);
 }
 
-/* A slot's new round (start_round) or its completion (on_complete), with
- * the context the general path's helpers read; returns the frames
- * emitted.  Out of line: the other packets of a round (all but two at
- * fan-in 32) then carry no context on the stack. */
-static __attribute__((noinline)) unsigned round_edge(struct ina_engine *eng, struct job *j, struct slot *s,
-						     struct slot *o, uint32_t slot, uint32_t epoch, uint32_t seq,
-						     uint16_t count, struct ina_emits *out, bool complete)
+/* A slot's completion (on_complete), with the context the general path's
+ * helpers read; returns the frames emitted.  Out of line: the other
+ * packets of a round (all but one at fan-in 32) then carry no context on
+ * the stack. */
+static __attribute__((noinline)) unsigned complete_round(struct ina_engine *eng, struct job *j, struct slot *s,
+							 struct slot *o, uint32_t slot, uint32_t epoch, uint32_t seq,
+							 uint16_t count, struct ina_emits *out)
 {
 	struct ina_pkt pkt;
 	pkt.hdr.epoch = epoch;
@@ -37,11 +37,29 @@ static __attribute__((noinline)) unsigned round_edge(struct ina_engine *eng, str
 			 .other = o,
 			 .data = slot_data(s),
 			 .frames = 0 };
-	if (complete)
-		ina_dp_on_complete(&x);
-	else
-		ina_dp_start_round(&x);
+	ina_dp_on_complete(&x);
 	return x.frames;
+}
+
+/* The usual job: its one output the result to every member, handed over
+ * as one emit (ina_engine_group_multicast). */
+static inline bool plain_multicast(const struct ina_engine *eng, const struct ina_job_cfg *c)
+{
+	return eng->group_multicast && c->outputs == INA_OUT_MULTICAST && !c->chain_steps && c->upstream_index < 0;
+}
+
+/* What on_complete does for such a job, without its dispatch (at fan-in 4
+ * that was a tenth of a packet's instructions). */
+static __attribute__((noinline)) unsigned complete_multicast(struct ina_engine *eng, struct job *j, struct slot *s,
+							     uint32_t slot, struct ina_emits *out)
+{
+	ina_dp_count_completion(j, s);
+	s->state = SLOT_COMPLETE;
+	struct ctx x = { .eng = eng, .job = j, .out = out };
+	ina_dp_emit_of(&x, s, ina_slot_index(slot), ina_slot_set(slot), INA_T_RESULT, &j->cfg.contributors[0],
+		       j->cfg.id, 0, 0);
+	out->e[out->n - 1].group = &j->cfg;
+	return j->cfg.fan_in;
 }
 
 /* Whether a DATA packet's bytes 0-7 (version, type, dtype, flags, job,
@@ -99,7 +117,7 @@ static inline __attribute__((always_inline)) enum ina_reason take_slice(struct i
 	j->st.rx_packets++;
 	const bool last = (fresh ? 0u : s->count) + 1u == fan_in_of(&j->cfg, seq);
 	if (fresh)
-		round_edge(eng, j, s, o, slot, epoch, seq, count, out, false);
+		ina_dp_slot_start(eng, s, epoch, seq, count);
 	bit_clear(o, c);
 	/* add_contribution's steps for elements of int32 or fp32 */
 	uint32_t *data = slot_data(s), ovf = 0;
@@ -122,7 +140,9 @@ static inline __attribute__((always_inline)) enum ina_reason take_slice(struct i
 	s->ndata++;
 	j->st.contributions++;
 	if (last)
-		j->st.emits += round_edge(eng, j, s, o, slot, epoch, seq, count, out, true);
+		j->st.emits += plain_multicast(eng, &j->cfg)
+				       ? complete_multicast(eng, j, s, slot, out)
+				       : complete_round(eng, j, s, o, slot, epoch, seq, count, out);
 	s->touched_ms = eng->now_ms;
 	eng->st.accepted++;
 	eng->fast_packets++;

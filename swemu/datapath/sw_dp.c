@@ -407,24 +407,18 @@ static void input_frame(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf *m
 
 /* ---- a burst in stages ---- */
 
-/* An INA frame is read whole (checksum, add): fetching its lines while the
- * previous frame is handled removes a stall per line (l2fwd prefetches only
- * headers, which is all that forwarding reads).  Its first 2 KiB only: the
- * whole of an 8 KiB frame, fetched while the previous one is summed, pushes
- * that one's slot out of L1 (2048 x 32: 227 -> 197 ns per frame with the
- * cap; 4 to 32 lines measured the same), and the hardware's prefetcher
- * follows the rest of a sequential read on its own. */
-#define SW_PREFETCH_MAX (32 * RTE_CACHE_LINE_SIZE)
+/* An INA frame is read whole (checksum, add): its second and third lines
+ * (the INA header's end, the payload's first 128 bytes) are fetched while
+ * the previous frame is handled, line 0 two frames ahead (l2fwd fetches
+ * headers only, all that forwarding reads); the hardware's prefetcher
+ * follows the rest of the sequential read.  Fetching every line of the
+ * next frame (up to 32) was 15-30% slower on an AMD EPYC host at 64-1024
+ * elements (docs/BENCHMARKS.md), the same at 2048. */
 static inline void prefetch_frame(const struct rte_mbuf *m)
 {
 	const char *d = rte_pktmbuf_mtod(m, const char *);
-	const char *end = d + RTE_MIN(rte_pktmbuf_data_len(m), (uint32_t)SW_PREFETCH_MAX);
-	/* line 0: two ahead.  Two lines a turn (the last may be past the
-	 * frame, in its buffer: a prefetch never faults) */
-	for (const char *p = d + RTE_CACHE_LINE_SIZE; p < end; p += 2 * RTE_CACHE_LINE_SIZE) {
-		rte_prefetch0(p);
-		rte_prefetch0(p + RTE_CACHE_LINE_SIZE);
-	}
+	rte_prefetch0(d + RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(d + 2 * RTE_CACHE_LINE_SIZE); /* past a short frame: in its buffer, and a prefetch never faults */
 }
 
 /* Forwarded frames of one burst for one output port, in order: its

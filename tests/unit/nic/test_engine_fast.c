@@ -102,7 +102,8 @@ static void assert_same_emits(const struct ina_emits *a, const struct ina_emits 
 /* A result sink as swemu's behaves: buffers a sender still transmits from
  * (`sending`, a snapshot of what it sends) are never handed out again,
  * and must not change until they are sent; the last buffer comes back
- * when it is free.  Short slots (under 4 elements) get slot memory. */
+ * when it is free.  Short slots (under 4 elements) get slot memory, and
+ * are not asked for (min_len). */
 #define SINK_BUFS 12 /* fewer than the jobs' 14 (slot, set) pairs: some sum in slot memory */
 #define SINK_LEN  (64 * 4)
 struct mock_sink {
@@ -237,7 +238,9 @@ static void run(bool grouped, struct mock_sink *sink, bool member)
 	if (sink) { /* on the fast engine only: the general one's slot memory is the reference */
 		for (int i = 0; i < SINK_BUFS; i++)
 			assert_non_null(sink->buf[i] = aligned_alloc(64, SINK_LEN));
-		ina_engine_result_sink(fast, &(struct ina_result_sink){ sink_get, sink_put, sink });
+		/* min_len: the engine must still hand back a held buffer when a
+		 * short slice takes the slot */
+		ina_engine_result_sink(fast, &(struct ina_result_sink){ sink_get, sink_put, sink, 4 * 4 - 1 });
 	}
 	make_jobs();
 	for (unsigned j = 0; j < NJOBS; j++) {
@@ -355,6 +358,43 @@ static void test_grouped_multicast(void **state)
 	ina_engine_destroy(eng);
 }
 
+/* A sink's min_len spares the call for short slices, but a slot that
+ * holds a buffer still hands it back when a short slice takes it over: a
+ * sender may be transmitting from that buffer. */
+static void test_sink_min_len(void **state)
+{
+	(void)state;
+	static struct mock_sink sink;
+	memset(&sink, 0, sizeof(sink));
+	for (int i = 0; i < SINK_BUFS; i++)
+		assert_non_null(sink.buf[i] = aligned_alloc(64, SINK_LEN));
+	struct ina_engine *eng = ina_engine_create(4, 16);
+	ina_engine_group_multicast(eng, true);
+	ina_engine_result_sink(eng, &(struct ina_result_sink){ sink_get, sink_put, &sink, 4 * 4 - 1 });
+	make_jobs();
+	assert_int_equal(ina_job_install(eng, &jobs[0], NULL), 0); /* fan-in 3, multicast */
+	const uint32_t vals[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	/* slot 0 in set 0 (8 elements: a buffer), set 1, set 0 again (2) */
+	const struct {
+		uint32_t slot, seq;
+		uint16_t count;
+	} rounds[] = { { 0, 0, 8 }, { INA_SLOT_SET_BIT, 1, 8 }, { 0, 2, 2 } };
+	for (unsigned r = 0; r < 3; r++)
+		for (uint16_t m = 0; m < 3; m++) {
+			struct ina_hdr h = tl_hdr(INA_T_DATA, INA_D_INT32, 1, m, rounds[r].slot, 1, rounds[r].seq,
+						  rounds[r].count);
+			assert_int_equal(tl_send(eng, &jobs[0].contributors[m], &h, vals), INA_OK);
+			if (r == 2 && m == 0)
+				assert_int_equal(sink.puts, 1); /* set 0's buffer back */
+		}
+	assert_int_equal(sink.gets, 2);
+	assert_false(tl_out.e[0].payload_held); /* 2 elements: summed in slot memory */
+	assert_int_equal(ina_job_stats(eng, 1)->completions, 3);
+	ina_engine_destroy(eng);
+	for (int i = 0; i < SINK_BUFS; i++)
+		free(sink.buf[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_fast_path_with_result_sink),
 		cmocka_unit_test(test_member_path_matches_general),
 		cmocka_unit_test(test_grouped_multicast),
+		cmocka_unit_test(test_sink_min_len),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
