@@ -48,8 +48,8 @@ static inline bool plain_multicast(const struct ina_engine *eng, const struct in
 	return eng->group_multicast && c->outputs == INA_OUT_MULTICAST && !c->chain_steps && c->upstream_index < 0;
 }
 
-/* What on_complete does for such a job, without its dispatch (at fan-in 4
- * that was a tenth of a packet's instructions). */
+/* What on_complete does for such a job, without its dispatch of outputs
+ * (22 instructions an input frame at fan-in 4, 790 in all). */
 static __attribute__((noinline)) unsigned complete_multicast(struct ina_engine *eng, struct job *j, struct slot *s,
 							     uint32_t slot, struct ina_emits *out)
 {

@@ -94,7 +94,7 @@ static __attribute__((noinline)) void group_release(struct emit_group *g)
 }
 
 /* Inline: a short payload's group has no shared mbuf, and the two calls
- * a completion cost 40 instructions of about 800. */
+ * a completion made cost 10 instructions an input frame at fan-in 4. */
 static inline void group_end(struct emit_group *g)
 {
 	if (g->shared)
