@@ -6,34 +6,11 @@
 #include "ina_engine_dp.h"
 #include "ina_kernels.h"
 
-/* ACK, HAVE and MISS name a slice and carry none of it */
-static bool bare(uint8_t type) { return type == INA_T_ACK || type == INA_T_HAVE || type == INA_T_MISS; }
-
 void ina_dp_emit_of(struct ctx *x, const struct slot *s, uint32_t index, unsigned set, uint8_t type,
 		    const struct ina_addr *dst, uint16_t job, uint16_t contributor, uint8_t extra_flags)
 {
-	struct ina_emit *e = &x->out->e[x->out->n++];
-
-	e->hdr = (struct ina_hdr){
-		.version = INA_VERSION,
-		.type = type,
-		.dtype = x->job->cfg.dtype,
-		.flags = s->flags | extra_flags,
-		.job = job,
-		.contributor = contributor,
-		.slot = index | (set ? INA_SLOT_SET_BIT : 0),
-		.epoch = s->epoch,
-		.seq = s->seq,
-		.count = s->nelem,
-		.exponent = s->exponent,
-	};
-	e->payload = (const uint8_t *)slot_data((struct slot *)s);
-	e->payload_len = bare(type) ? 0 : (size_t)s->nelem * ina_wire_elem_size(x->job->cfg.dtype);
-	e->payload_held = s->held && e->payload_len;
-	e->dst = *dst;
-	e->dst.port = ina_addr_port(dst, index);
-	e->same_as_prev = false;
-	e->group = NULL;
+	ina_dp_emit_fill(&x->out->e[x->out->n++], &x->job->cfg, s, index, set, type, dst, job, contributor,
+			 extra_flags);
 	x->frames++;
 }
 

@@ -126,6 +126,37 @@ struct ctx {
 
 static inline bool unfinished(const struct slot *s) { return s->state == SLOT_PARTIAL || s->state == SLOT_WAIT_PARENT; }
 
+/* ACK, HAVE and MISS name a slice and carry none of it */
+static inline bool ina_dp_bare(uint8_t type) { return type == INA_T_ACK || type == INA_T_HAVE || type == INA_T_MISS; }
+
+/* Emit e about (slot, set) `s` of slot index `index` of the job c; inline,
+ * so that a caller's constants (the fast path's multicast) fold. */
+static inline void ina_dp_emit_fill(struct ina_emit *e, const struct ina_job_cfg *c, const struct slot *s,
+				    uint32_t index, unsigned set, uint8_t type, const struct ina_addr *dst,
+				    uint16_t job, uint16_t contributor, uint8_t extra_flags)
+{
+	e->hdr = (struct ina_hdr){
+		.version = INA_VERSION,
+		.type = type,
+		.dtype = c->dtype,
+		.flags = s->flags | extra_flags,
+		.job = job,
+		.contributor = contributor,
+		.slot = index | (set ? INA_SLOT_SET_BIT : 0),
+		.epoch = s->epoch,
+		.seq = s->seq,
+		.count = s->nelem,
+		.exponent = s->exponent,
+	};
+	e->payload = (const uint8_t *)slot_data((struct slot *)s);
+	e->payload_len = ina_dp_bare(type) ? 0 : (size_t)s->nelem * ina_wire_elem_size(c->dtype);
+	e->payload_held = s->held && e->payload_len;
+	e->dst = *dst;
+	e->dst.port = ina_addr_port(dst, index);
+	e->same_as_prev = false;
+	e->group = NULL;
+}
+
 /* An emit about (slot, set) `s` of the job's slot index `index`. */
 void ina_dp_emit_of(struct ctx *x, const struct slot *s, uint32_t index, unsigned set, uint8_t type,
 		    const struct ina_addr *dst, uint16_t job, uint16_t contributor, uint8_t extra_flags);

@@ -50,15 +50,15 @@ static inline bool plain_multicast(const struct ina_engine *eng, const struct in
 
 /* What on_complete does for such a job, without its dispatch of outputs
  * (22 instructions an input frame at fan-in 4, 790 in all). */
-static __attribute__((noinline)) unsigned complete_multicast(struct ina_engine *eng, struct job *j, struct slot *s,
-							     uint32_t slot, struct ina_emits *out)
+static __attribute__((noinline)) unsigned complete_multicast(struct job *j, struct slot *s, uint32_t slot,
+							     struct ina_emits *out)
 {
 	ina_dp_count_completion(j, s);
 	s->state = SLOT_COMPLETE;
-	struct ctx x = { .eng = eng, .job = j, .out = out };
-	ina_dp_emit_of(&x, s, ina_slot_index(slot), ina_slot_set(slot), INA_T_RESULT, &j->cfg.contributors[0],
-		       j->cfg.id, 0, 0);
-	out->e[out->n - 1].group = &j->cfg;
+	struct ina_emit *e = &out->e[out->n++];
+	ina_dp_emit_fill(e, &j->cfg, s, ina_slot_index(slot), ina_slot_set(slot), INA_T_RESULT, &j->cfg.contributors[0],
+			 j->cfg.id, 0, 0);
+	e->group = &j->cfg;
 	return j->cfg.fan_in;
 }
 
@@ -141,7 +141,7 @@ static inline __attribute__((always_inline)) enum ina_reason take_slice(struct i
 	j->st.contributions++;
 	if (last)
 		j->st.emits += plain_multicast(eng, &j->cfg)
-				       ? complete_multicast(eng, j, s, slot, out)
+				       ? complete_multicast(j, s, slot, out)
 				       : complete_round(eng, j, s, o, slot, epoch, seq, count, out);
 	s->touched_ms = eng->now_ms;
 	eng->st.accepted++;

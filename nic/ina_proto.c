@@ -50,43 +50,11 @@ const char *ina_type_name(enum ina_type t)
 
 const char *ina_dtype_name(enum ina_dtype d) { return (unsigned)d < INA_D_MAX_ ? dtype_names[d] : "invalid"; }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
-
 static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 
 static uint32_t get32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-void ina_hdr_encode(const struct ina_hdr *h, void *buf)
-{
-	uint8_t *p = buf;
-
-	p[0] = h->version;
-	p[1] = h->type;
-	p[2] = h->dtype;
-	p[3] = h->flags;
-	put16(p + 4, h->job);
-	put16(p + 6, h->contributor);
-	put32(p + 8, h->slot);
-	put32(p + 12, h->epoch);
-	put32(p + 16, h->seq);
-	put16(p + 20, h->count);
-	p[22] = (uint8_t)h->exponent;
-	p[23] = 0;
 }
 
 static int is_element_dtype(uint8_t d)

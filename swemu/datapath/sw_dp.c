@@ -139,7 +139,7 @@ static inline uint64_t member_word(const uint8_t *f, unsigned w)
  * verified: the checksums the device vouched for (rx_csum_verdict). */
 static inline __attribute__((always_inline)) bool member_frame_as(const struct sw_lsw *sw, struct sw_port *in,
 								  const struct rte_mbuf *m, const uint8_t *f,
-								  unsigned verified)
+								  uint64_t tables, unsigned verified)
 {
 	const uint32_t len = rte_pktmbuf_data_len(m);
 	if (len < SW_UDP_PREFIX_LEN + INA_HDR_LEN || len > SW_ETH_HLEN + SW_MTU)
@@ -147,7 +147,7 @@ static inline __attribute__((always_inline)) bool member_frame_as(const struct s
 	uint32_t src_ip;
 	memcpy(&src_ip, f + SW_ETH_HLEN + 12, 4);
 	const struct sw_member_seen *seen = sw_member_seen_of(in, src_ip);
-	uint64_t diff = seen->head_stamp ^ sw_tables_stamp(sw);
+	uint64_t diff = seen->head_stamp ^ tables;
 	for (unsigned w = 0; w < SW_MEMBER_WORDS; w++)
 		diff |= member_word(f, w) ^ seen->head[w];
 	if (diff)
@@ -163,18 +163,20 @@ static inline __attribute__((always_inline)) bool member_frame_as(const struct s
  * not checked again, a bad one takes the full path (its drop).  Out of
  * line: ring, af_packet and af_xdp ports mark nothing. */
 static __attribute__((noinline)) bool member_frame_marked(const struct sw_lsw *sw, struct sw_port *in,
-							  const struct rte_mbuf *m, const uint8_t *f)
+							  const struct rte_mbuf *m, const uint8_t *f, uint64_t tables)
 {
 	enum sw_frame_err bad = SW_FRAME_OK;
 	const unsigned verified = rx_csum_verdict(m, &bad);
-	return bad == SW_FRAME_OK && member_frame_as(sw, in, m, f, verified);
+	return bad == SW_FRAME_OK && member_frame_as(sw, in, m, f, tables, verified);
 }
 
-static inline bool member_frame(const struct sw_lsw *sw, struct sw_port *in, const struct rte_mbuf *m, const uint8_t *f)
+/* tables: sw_tables_stamp, as of this frame */
+static inline bool member_frame(const struct sw_lsw *sw, struct sw_port *in, const struct rte_mbuf *m, const uint8_t *f,
+				uint64_t tables)
 {
 	if (unlikely(m->ol_flags & (RTE_MBUF_F_RX_IP_CKSUM_MASK | RTE_MBUF_F_RX_L4_CKSUM_MASK)))
-		return member_frame_marked(sw, in, m, f);
-	return member_frame_as(sw, in, m, f, 0);
+		return member_frame_marked(sw, in, m, f, tables);
+	return member_frame_as(sw, in, m, f, tables, 0);
 }
 
 /* The headers of a frame from a bound member that the engine took, for its
@@ -187,17 +189,14 @@ static void member_remember(const struct sw_lsw *sw, struct sw_member_seen *seen
 }
 
 /* A datagram's payload into the engine, from src; a packet of a job the
- * engine does not have is answered (NACK).  member: its first 8 bytes and
- * source are a member's the engine vouched for (member_frame). */
-static inline __attribute__((always_inline)) enum ina_reason to_engine(struct sw_rt *rt, struct sw_lsw *sw,
-								       struct sw_port *in, uint16_t vlan,
-								       const struct sw_udp_view *v, bool member)
+ * engine does not have is answered (NACK). */
+static enum ina_reason to_engine(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan,
+				 const struct sw_udp_view *v)
 {
 	struct ina_addr src = { .ip = v->src_ip, .port = v->src_port };
 	sw->st.ina_packets++;
 	/* the engine counts its own drops; emits point into slot memory */
-	enum ina_reason r = (member ? ina_engine_rx_member : ina_engine_rx)(sw->eng, v->payload, v->payload_len, &src,
-									    sw->emits);
+	enum ina_reason r = ina_engine_rx(sw->eng, v->payload, v->payload_len, &src, sw->emits);
 	if (unlikely(r == INA_R_UNKNOWN_JOB))
 		sw_send_nack(rt, sw, in, vlan, v);
 	return r;
@@ -213,15 +212,27 @@ static inline __attribute__((always_inline)) void after_engine(struct sw_rt *rt,
 }
 
 /* A frame member_frame vouched for: to the engine with nothing checked
- * again. */
+ * again, read straight from the frame (a view of it is made only for a
+ * NACK: the stamp guards the job, so that takes a job removed between
+ * polls of one burst's frames, which cannot be). */
 static void member_to_engine(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct rte_mbuf *m)
 {
-	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *), *ip = f + SW_ETH_HLEN;
-	struct sw_udp_view v;
-	sw_frame_fill_view(f, ip, ip + SW_IP_HLEN, sw_be16_at(ip + SW_IP_HLEN + 4), &v);
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *), *ip = f + SW_ETH_HLEN, *udp = ip + SW_IP_HLEN;
+	struct ina_addr src = { 0 }; /* the engine reads address and port */
+	uint16_t dst_port;
+	memcpy(&src.ip, ip + 12, 4);
+	memcpy(&src.port, udp, 2);
+	memcpy(&dst_port, udp + 2, 2);
+	sw->st.ina_packets++;
 	sw->st.ina_repeats++;
-	to_engine(rt, sw, in, in->cfg->vlan, &v, true);
-	after_engine(rt, sw, in, in->cfg->vlan, m, v.dst_port);
+	const size_t ulen = sw_be16_at(udp + 4);
+	if (unlikely(ina_engine_rx_member(sw->eng, udp + SW_UDP_HLEN, ulen - SW_UDP_HLEN, &src, sw->emits) ==
+		     INA_R_UNKNOWN_JOB)) {
+		struct sw_udp_view v;
+		sw_frame_fill_view(f, ip, udp, ulen, &v);
+		sw_send_nack(rt, sw, in, in->cfg->vlan, &v);
+	}
+	after_engine(rt, sw, in, in->cfg->vlan, m, dst_port);
 }
 
 static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m)
@@ -282,7 +293,7 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 	/* only a member's accepted packet binds its address; the headers of
 	 * one from a bound member, which the engine calls a member's slice,
 	 * let its next frames skip these checks and the engine's of them */
-	if (to_engine(rt, sw, in, vlan, &v, false) == INA_OK &&
+	if (to_engine(rt, sw, in, vlan, &v) == INA_OK &&
 	    (bound || sw_neigh_learn(&sw->neigh, v.src_ip, v.src_mac, in->index, vlan, sw->now_s))) {
 		if (!bound)
 			*seen = (struct sw_member_seen){ .mac_vlan = mac_vlan,
@@ -550,13 +561,29 @@ static inline __attribute__((always_inline)) unsigned known_flows(struct sw_rt *
 	return k;
 }
 
+/* What a burst's frames were looked up under: fdb_stamp and
+ * sw_tables_stamp, taken again after a frame that may have changed them
+ * (one on the frame-by-frame path or to_switch_ipv4: either may learn);
+ * nothing else changes them inside a burst (control, ageing and the clock
+ * act between polls). */
+struct burst_stamps {
+	uint64_t fdb, tables;
+};
+
+static inline void stamps_take(const struct sw_lsw *sw, struct burst_stamps *st)
+{
+	st->fdb = fdb_stamp(sw);
+	st->tables = sw_tables_stamp(sw);
+}
+
 /* Frame k of a burst that is not of a known flow: for the switch's
  * endpoint (the whole of the next such frame fetched meanwhile), forwarded
  * after the staged checks, or failing those frame by frame.  Returns
  * whether frame k + 1 is for the switch too. */
 static inline __attribute__((always_inline)) bool other_frame(struct sw_rt *rt, struct sw_port *in,
 							      struct rte_mbuf **pkts, unsigned k, unsigned n,
-							      uint64_t mine, uint64_t *stamp, uint64_t *bytes)
+							      uint64_t mine, struct burst_stamps *stamps,
+							      uint64_t *bytes)
 {
 	struct rte_mbuf *m = pkts[k];
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -579,17 +606,19 @@ static inline __attribute__((always_inline)) bool other_frame(struct sw_rt *rt, 
 			if ((next_for_switch = dst_of_head(next) == mine))
 				prefetch_frame(pkts[k + 1]);
 		}
-		if (member_frame(in->sw, in, m, f))
+		if (member_frame(in->sw, in, m, f, stamps->tables)) {
 			member_to_engine(rt, in->sw, in, m);
-		else if (staged(in, f, true))
+		} else if (staged(in, f, true)) {
 			to_switch_ipv4(rt, in->sw, in, in->cfg->vlan, m);
-		else
+			stamps_take(in->sw, stamps);
+		} else {
 			goto one_by_one;
+		}
 		return next_for_switch;
 	}
 	memcpy(&tail, f + 6, 8);
 	if (staged(in, f, false)) {
-		int o = forward_port(in, m, f, head, tail, *stamp);
+		int o = forward_port(in, m, f, head, tail, stamps->fdb);
 		if (o >= 0)
 			send_run(rt, &in->sw->ports[o], &pkts[k], 1, len, in->cfg->vlan);
 		if (o != -1)
@@ -597,7 +626,7 @@ static inline __attribute__((always_inline)) bool other_frame(struct sw_rt *rt, 
 	}
 one_by_one:
 	input_frame(rt, in, m);
-	*stamp = fdb_stamp(in->sw);
+	stamps_take(in->sw, stamps);
 	return next_for_switch;
 }
 
@@ -615,7 +644,6 @@ static void input_burst(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf **
 		memcpy(b, sw->cfg->mac, 6);
 		memcpy(&mine, b, 8);
 	}
-	uint64_t stamp = fdb_stamp(sw); /* again after each frame-by-frame one, which may learn */
 	uint64_t bytes = 0;
 
 	in->st.rx_packets += n;
@@ -632,8 +660,10 @@ static void input_burst(struct sw_rt *rt, struct sw_port *in, struct rte_mbuf **
 	/* two stages, as in l3fwd: the header two frames ahead */
 	for (uint16_t k = 0; k < n && k < 2; k++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[k], void *));
-	for (unsigned k = 0; (k = known_flows(rt, in, pkts, k, n, stamp, mine, &bytes)) < n;)
-		while (other_frame(rt, in, pkts, k++, n, mine, &stamp, &bytes))
+	struct burst_stamps stamps;
+	stamps_take(sw, &stamps);
+	for (unsigned k = 0; (k = known_flows(rt, in, pkts, k, n, stamps.fdb, mine, &bytes)) < n;)
+		while (other_frame(rt, in, pkts, k++, n, mine, &stamps, &bytes))
 			; /* frames for the switch in a row stay here */
 	in->st.rx_bytes += bytes;
 }
