@@ -122,17 +122,20 @@ static inline unsigned sw_flow_bucket(uint64_t head, uint64_t tail)
  * direct-mapped by the address's last octet.  Beside it, the headers its
  * frames repeat (sw_dp.c, member_frame; read on access ports only): bytes
  * 0-55 of its last frame that passed every check of the switch's endpoint
- * and that the engine calls a member's (ina_engine_member_kind), as words
- * under sw_dp.c's member_mask, kept while head_stamp (sw_tables_stamp)
- * holds. */
-#define SW_MEMBER_SEEN	64 /* a power of two */
-#define SW_MEMBER_WORDS 7
+ * and that the engine calls a member's (ina_engine_member_kind), under
+ * sw_dp.c's member_mask, kept while head_stamp (sw_tables_stamp) holds. */
+#define SW_MEMBER_SEEN	 64 /* a power of two */
+/* Bytes 0-55 as four 16-byte chunks, at 0, 16, 32 and 40 (40-47 twice):
+ * compared as vectors (SSE2 on any x86-64), in a third of the
+ * instructions seven 8-byte words took. */
+#define SW_MEMBER_CHUNKS 4
+typedef uint64_t sw_u64x2 __attribute__((vector_size(16)));
 struct sw_member_seen {
 	uint64_t mac_vlan; /* sw_src_key */
 	uint64_t stamp;	   /* 0: none */
 	uint32_t ip;
 	uint64_t head_stamp; /* 0: none */
-	uint64_t head[SW_MEMBER_WORDS];
+	sw_u64x2 head[SW_MEMBER_CHUNKS];
 };
 
 struct sw_port {

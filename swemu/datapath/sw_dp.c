@@ -110,7 +110,7 @@ static inline bool steered_here(const struct sw_lsw *sw, int dport)
  * which member_frame checks frame by frame; of the INA header, its first
  * 8 bytes only (version, type, dtype, flags, job, contributor: 42-49): the
  * engine checks the slice's slot, epoch and length packet by packet. */
-static const uint8_t member_mask[SW_MEMBER_WORDS * 8] = {
+static const uint8_t member_mask[56] = {
 	/* clang-format off */
 	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
@@ -121,13 +121,15 @@ static const uint8_t member_mask[SW_MEMBER_WORDS * 8] = {
 	0xff, 0xff, 0, 0, 0, 0, 0, 0,
 	/* clang-format on */
 };
-_Static_assert(SW_MEMBER_WORDS * 8 <= SW_UDP_PREFIX_LEN + INA_HDR_LEN, "a member's frame holds the masked words");
+_Static_assert(sizeof(member_mask) <= SW_UDP_PREFIX_LEN + INA_HDR_LEN, "a member's frame holds the masked bytes");
 
-static inline uint64_t member_word(const uint8_t *f, unsigned w)
+/* Chunk i of a frame's bytes 0-55 under member_mask (SW_MEMBER_CHUNKS). */
+static inline sw_u64x2 member_chunk(const uint8_t *f, unsigned i)
 {
-	uint64_t v, m;
-	memcpy(&v, f + 8 * w, 8);
-	memcpy(&m, member_mask + 8 * w, 8);
+	const unsigned at = i < 3 ? 16 * i : 40;
+	sw_u64x2 v, m;
+	memcpy(&v, f + at, 16);
+	memcpy(&m, member_mask + at, 16);
 	return v & m;
 }
 
@@ -135,7 +137,7 @@ static inline uint64_t member_word(const uint8_t *f, unsigned w)
  * this stamp, with lengths, ports and checksums a datagram to the engine
  * has: every check of to_switch_ipv4 and the staged path (the source
  * learned and bound here this second) answered as for that frame, in one
- * compare of seven words (the checked floor's way, testbed/bench).
+ * masked compare (the checked floor's way, testbed/bench).
  * verified: the checksums the device vouched for (rx_csum_verdict). */
 static inline __attribute__((always_inline)) bool member_frame_as(const struct sw_lsw *sw, struct sw_port *in,
 								  const struct rte_mbuf *m, const uint8_t *f,
@@ -147,10 +149,10 @@ static inline __attribute__((always_inline)) bool member_frame_as(const struct s
 	uint32_t src_ip;
 	memcpy(&src_ip, f + SW_ETH_HLEN + 12, 4);
 	const struct sw_member_seen *seen = sw_member_seen_of(in, src_ip);
-	uint64_t diff = seen->head_stamp ^ tables;
-	for (unsigned w = 0; w < SW_MEMBER_WORDS; w++)
-		diff |= member_word(f, w) ^ seen->head[w];
-	if (diff)
+	sw_u64x2 diff = member_chunk(f, 0) ^ seen->head[0];
+	for (unsigned i = 1; i < SW_MEMBER_CHUNKS; i++)
+		diff |= member_chunk(f, i) ^ seen->head[i];
+	if ((diff[0] | diff[1] | (seen->head_stamp ^ tables)) != 0)
 		return false;
 	const uint8_t *ip = f + SW_ETH_HLEN;
 	const int dport = sw_be16_at(ip + SW_IP_HLEN + 2);
@@ -183,8 +185,8 @@ static inline bool member_frame(const struct sw_lsw *sw, struct sw_port *in, con
  * next frames (member_frame). */
 static void member_remember(const struct sw_lsw *sw, struct sw_member_seen *seen, const uint8_t *f)
 {
-	for (unsigned w = 0; w < SW_MEMBER_WORDS; w++)
-		seen->head[w] = member_word(f, w);
+	for (unsigned i = 0; i < SW_MEMBER_CHUNKS; i++)
+		seen->head[i] = member_chunk(f, i);
 	seen->head_stamp = sw_tables_stamp(sw);
 }
 
