@@ -15,18 +15,20 @@ static uint32_t be32(const uint8_t *p)
 	return __builtin_bswap32(v);
 }
 
-/* A slot's completion (on_complete), with the context the general path's
- * helpers read; returns the frames emitted.  Out of line: the other
- * packets of a round (all but one at fan-in 32) then carry no context on
- * the stack. */
+/* Slot s's completion (on_complete) by packet p, with the context the
+ * general path's helpers read; returns the frames emitted.  Out of line:
+ * the other packets of a round (all but one at fan-in 32) then carry no
+ * context on the stack; what it needs of the packet is read again here,
+ * so that less is live across the add. */
 static __attribute__((noinline)) unsigned complete_round(struct ina_engine *eng, struct job *j, struct slot *s,
-							 struct slot *o, uint32_t slot, uint32_t epoch, uint32_t seq,
-							 uint16_t count, struct ina_emits *out)
+							 const uint8_t *p, struct ina_emits *out)
 {
+	const uint32_t slot = be32(p + 8);
+	struct slot *o = slot_at(eng, ((size_t)j->base + ina_slot_index(slot)) * 2 + !ina_slot_set(slot));
 	struct ina_pkt pkt;
-	pkt.hdr.epoch = epoch;
-	pkt.hdr.seq = seq;
-	pkt.hdr.count = count;
+	pkt.hdr.epoch = s->epoch; /* the packet's: its slice is the slot's */
+	pkt.hdr.seq = s->seq;
+	pkt.hdr.count = s->nelem;
 	struct ctx x = { .eng = eng,
 			 .job = j,
 			 .pkt = &pkt,
@@ -119,10 +121,19 @@ static inline __attribute__((always_inline)) enum ina_reason take_slice(struct i
 	if (fresh)
 		ina_dp_slot_start(eng, s, epoch, seq, count);
 	bit_clear(o, c);
-	/* add_contribution's steps for elements of int32 or fp32 */
+	/* add_contribution's steps for elements of int32 or fp32; what does
+	 * not need the sum first (less is live across the add's call) */
+	const bool first = s->ndata == 0;
+	s->exponent = 0; /* int32 and fp32 carry none */
+	bit_set(s, c);
+	s->count++;
+	s->ndata++;
+	j->st.contributions++;
+	eng->st.accepted++;
+	eng->fast_packets++;
 	uint32_t *data = slot_data(s), ovf = 0;
 	const uint8_t *payload = p + INA_HDR_LEN;
-	if (s->ndata == 0) {
+	if (first) {
 		if (last)
 			memcpy(data, payload, (size_t)count * INA_ELEM_SIZE);
 		else
@@ -134,18 +145,10 @@ static inline __attribute__((always_inline)) enum ina_reason take_slice(struct i
 	}
 	if (ovf | (p[3] & INA_F_CE))
 		s->flags |= (uint8_t)((ovf ? INA_F_OVERFLOW : 0) | (p[3] & INA_F_CE));
-	s->exponent = 0; /* int32 and fp32 carry none */
-	bit_set(s, c);
-	s->count++;
-	s->ndata++;
-	j->st.contributions++;
 	if (last)
-		j->st.emits += plain_multicast(eng, &j->cfg)
-				       ? complete_multicast(j, s, slot, out)
-				       : complete_round(eng, j, s, o, slot, epoch, seq, count, out);
+		j->st.emits += plain_multicast(eng, &j->cfg) ? complete_multicast(j, s, be32(p + 8), out)
+							     : complete_round(eng, j, s, p, out);
 	s->touched_ms = eng->now_ms;
-	eng->st.accepted++;
-	eng->fast_packets++;
 	return INA_OK;
 }
 
