@@ -406,11 +406,13 @@ void sw_forward_l2(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint
 		   const uint8_t *dst);
 
 /* sw_result.c: the engine's emits (sw->emits, at least one) as frames from
- * the switch's address, src_port its INA port that the trigger came to; a
+ * the switch's address, src_port its INA port that the trigger came to,
+ * under stamp (sw_tables_stamp, as it is now); a
  * NACK to the sender of a DATA for a job the switch does not have; and the
  * engine's result sink on held_pool (NULL fields: no such pool). */
 struct ina_result_sink sw_result_sink(struct sw_rt *rt);
-void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t in_vlan, uint16_t src_port);
+void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t in_vlan, uint16_t src_port,
+		   uint64_t stamp);
 void sw_send_nack(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, const struct sw_udp_view *v);
 
 /* sw_loop.c: the poll loops, one per worker lcore (the main lcore runs

@@ -204,20 +204,22 @@ static enum ina_reason to_engine(struct sw_rt *rt, struct sw_lsw *sw, struct sw_
 	return r;
 }
 
-/* The frame done with, and what its packet completed sent. */
+/* The frame done with, and what its packet completed sent (under stamp:
+ * sw_tables_stamp as it is now). */
 static inline __attribute__((always_inline)) void after_engine(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in,
-							       uint16_t vlan, struct rte_mbuf *m, uint16_t dst_port)
+							       uint16_t vlan, struct rte_mbuf *m, uint16_t dst_port,
+							       uint64_t stamp)
 {
 	spend(sw, m);
 	if (sw->emits->n) /* most inputs complete nothing */
-		sw_send_emits(rt, sw, in, vlan, dst_port);
+		sw_send_emits(rt, sw, in, vlan, dst_port, stamp);
 }
 
-/* A frame member_frame vouched for: to the engine with nothing checked
- * again, read straight from the frame (a view of it is made only for a
- * NACK: the stamp guards the job, so that takes a job removed between
- * polls of one burst's frames, which cannot be). */
-static void member_to_engine(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct rte_mbuf *m)
+/* A frame member_frame vouched for under stamp: to the engine with nothing
+ * checked again, read straight from the frame (a view of it is made only
+ * for a NACK, which the stamp rules out: it changes with the jobs). */
+static void member_to_engine(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct rte_mbuf *m,
+			     uint64_t stamp)
 {
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *), *ip = f + SW_ETH_HLEN, *udp = ip + SW_IP_HLEN;
 	struct ina_addr src = { 0 }; /* the engine reads address and port */
@@ -234,7 +236,7 @@ static void member_to_engine(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port
 		sw_frame_fill_view(f, ip, udp, ulen, &v);
 		sw_send_nack(rt, sw, in, in->cfg->vlan, &v);
 	}
-	after_engine(rt, sw, in, in->cfg->vlan, m, dst_port);
+	after_engine(rt, sw, in, in->cfg->vlan, m, dst_port, stamp);
 }
 
 static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t vlan, struct rte_mbuf *m)
@@ -305,7 +307,7 @@ static void to_switch_ipv4(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *
 		if (!ce && ina_engine_member_kind(sw->eng, v.payload, v.payload_len, &src))
 			member_remember(sw, seen, rte_pktmbuf_mtod(m, const uint8_t *));
 	}
-	after_engine(rt, sw, in, vlan, m, v.dst_port);
+	after_engine(rt, sw, in, vlan, m, v.dst_port, sw_tables_stamp(sw)); /* it may have learned */
 }
 
 static bool is_mine(const struct sw_lsw *sw, const uint8_t *dst) { return sw->cfg->ip && sw_mac_eq(dst, sw->cfg->mac); }
@@ -609,7 +611,7 @@ static inline __attribute__((always_inline)) bool other_frame(struct sw_rt *rt, 
 				prefetch_frame(pkts[k + 1]);
 		}
 		if (member_frame(in->sw, in, m, f, stamps->tables)) {
-			member_to_engine(rt, in->sw, in, m);
+			member_to_engine(rt, in->sw, in, m, stamps->tables);
 		} else if (staged(in, f, true)) {
 			to_switch_ipv4(rt, in->sw, in, in->cfg->vlan, m);
 			stamps_take(in->sw, stamps);

@@ -104,8 +104,9 @@ static inline void group_end(struct emit_group *g)
 /* The header, once per group (a multicast of 32 encoded it 32 times
  * before), for `frames` frames expected.  Results carry UDP checksum 0:
  * summing each group's payload was 3% of an INA packet's time. */
-static void group_start(struct sw_rt *rt, struct sw_port *in, struct emit_group *g, const struct ina_emit *e,
-			unsigned frames)
+static inline __attribute__((always_inline)) void group_start(struct sw_rt *rt, struct sw_port *in,
+							      struct emit_group *g, const struct ina_emit *e,
+							      unsigned frames)
 {
 	struct ina_hdr h = e->hdr;
 	h.contributor = 0;
@@ -381,8 +382,9 @@ static inline const struct sw_plan *plan_of(struct sw_lsw *sw, const struct emit
  * loop straight into the port's transmit buffer; any other takes
  * send_frame's way.  A result per input frame at fan-in 4: the calls and
  * checks of that way were a quarter of an INA frame's instructions. */
-static void send_group(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, struct emit_group *g,
-		       const struct ina_job_cfg *c, uint16_t in_vlan, uint16_t src_port, uint64_t stamp)
+static inline __attribute__((always_inline)) void send_group(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in,
+							     struct emit_group *g, const struct ina_job_cfg *c,
+							     uint16_t in_vlan, uint16_t src_port, uint64_t stamp)
 {
 	const size_t hlen = SW_UDP_PREFIX_LEN + INA_HDR_LEN, plen = g->first->payload_len, len = hlen + plen;
 	struct rte_mbuf *const shared = g->shared;
@@ -424,7 +426,8 @@ static void send_group(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, 
 	}
 }
 
-void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t in_vlan, uint16_t src_port)
+void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint16_t in_vlan, uint16_t src_port,
+		   uint64_t stamp)
 {
 	const struct ina_emits *em = sw->emits;
 	struct emit_group g;
@@ -432,7 +435,6 @@ void sw_send_emits(struct sw_rt *rt, struct sw_lsw *sw, struct sw_port *in, uint
 	g.shared = NULL;
 	g.credit = 0;
 	g.own = false;
-	const uint64_t stamp = sw_tables_stamp(sw);
 
 	for (unsigned i = 0; i < em->n; i++) {
 		const struct ina_emit *e = &em->e[i];
