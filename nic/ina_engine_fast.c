@@ -86,23 +86,28 @@ static inline __attribute__((always_inline)) enum ina_reason take_slice(struct i
 									const uint8_t *p, size_t len,
 									struct ina_emits *out)
 {
+	if (len < INA_HDR_LEN)
+		return INA_R_MAX_;
 	const uint16_t count = be16(p + 20), c = be16(p + 6);
 	const uint32_t slot = be32(p + 8), index = ina_slot_index(slot);
-	if (len < INA_HDR_LEN || p[22] || p[23] || count == 0 || count > j->cfg.elems_per_slot ||
-	    len - INA_HDR_LEN != (size_t)count * INA_ELEM_SIZE || index >= j->cfg.nslots)
+	uint16_t exponent_rsv; /* bytes 22-23: none for int32 and fp32 */
+	memcpy(&exponent_rsv, p + 22, 2);
+	if (exponent_rsv || len - INA_HDR_LEN != (size_t)count * INA_ELEM_SIZE || index >= j->cfg.nslots)
 		return INA_R_MAX_;
 	const uint32_t epoch = be32(p + 12), seq = be32(p + 16);
-	if ((int32_t)(epoch - j->epoch_hi) > INA_EPOCH_WINDOW)
-		return INA_R_MAX_;
 	const size_t m = ((size_t)j->base + index) * 2;
 	struct slot *s = slot_at(eng, m + ina_slot_set(slot)), *o = slot_at(eng, m + !ina_slot_set(slot));
 	if (bit_test(o, c) && unfinished(o))
 		return INA_R_MAX_;
 	bool fresh = s->state == SLOT_EMPTY;
 	if (s->state == SLOT_PARTIAL) {
-		/* the slice it collects, with elements added already */
+		/* the slice it collects, with elements added already: its count
+		 * and epoch passed the checks below when its round started (the
+		 * newest epoch only grows) */
 		if (s->epoch != epoch || s->seq != seq || s->nelem != count || bit_test(s, c) || !s->ndata)
 			return INA_R_MAX_;
+	} else if (count == 0 || count > j->cfg.elems_per_slot || (int32_t)(epoch - j->epoch_hi) > INA_EPOCH_WINDOW) {
+		return INA_R_MAX_;
 	} else if (s->state == SLOT_COMPLETE) {
 		/* a newer slice, every member gone on, and not idle (a reclaim) */
 		int32_t d = (int32_t)(epoch - s->epoch);
