@@ -126,8 +126,8 @@ static inline unsigned sw_flow_bucket(uint64_t head, uint64_t tail)
  * sw_dp.c's member_mask, kept while head_stamp (sw_tables_stamp) holds. */
 #define SW_MEMBER_SEEN	 64 /* a power of two */
 /* Bytes 0-55 as four 16-byte chunks, at 0, 16, 32 and 40 (40-47 twice):
- * compared as vectors (SSE2 on any x86-64), in a third of the
- * instructions seven 8-byte words took. */
+ * compared as vectors (SSE2 on any x86-64; GCC's vector types elsewhere),
+ * 6 instructions a frame fewer than seven 8-byte words. */
 #define SW_MEMBER_CHUNKS 4
 typedef uint64_t sw_u64x2 __attribute__((vector_size(16)));
 struct sw_member_seen {
