@@ -81,13 +81,12 @@ static inline __attribute__((always_inline)) bool member_kind(const struct job *
 /* The slice of a packet member_kind holds for, into its slot when the slot
  * collects that slice or is free for it; INA_R_MAX_ with nothing changed
  * for anything else (a bad length or range, a re-send, a reclaim, a slot
- * held for the other set), which the general path decides. */
+ * held for the other set), which the general path decides.  len is at
+ * least INA_HDR_LEN: both callers checked it before finding the job. */
 static inline __attribute__((always_inline)) enum ina_reason take_slice(struct ina_engine *eng, struct job *j,
 									const uint8_t *p, size_t len,
 									struct ina_emits *out)
 {
-	if (len < INA_HDR_LEN)
-		return INA_R_MAX_;
 	const uint16_t count = be16(p + 20), c = be16(p + 6);
 	const uint32_t slot = be32(p + 8), index = ina_slot_index(slot);
 	uint16_t exponent_rsv; /* bytes 22-23: none for int32 and fp32 */
