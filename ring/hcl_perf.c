@@ -93,10 +93,11 @@ struct perf {
 	double cpu_timed; /* CPU seconds of this rank in the timed calls */
 	double call_s;	  /* wall seconds inside those calls (compute left out) */
 	const char *workload; /* --workload: training steps from this profile */
-	/* the machine's CPU ticks (all cores, /proc/stat: busy, all) when the
-	 * first timed call began and the last ended: its share in the timed
-	 * calls alone, without the ranks' start-up, rendezvous and warm-up */
-	unsigned long long mt0[2], mt1[2];
+	/* the machine's CPU ticks (all cores, /proc/stat: busy, all, stolen)
+	 * when the first timed call began and the last ended: its share in the
+	 * timed calls alone, without the ranks' start-up, rendezvous and
+	 * warm-up */
+	unsigned long long mt0[3], mt1[3];
 	double time_scale;    /* --time-scale: the profile's times x this */
 };
 
@@ -272,17 +273,20 @@ static int check_call(struct perf *p, struct hcl_comm *c, void *send, void *recv
 	return rc;
 }
 
-/* The machine's busy and total CPU ticks (every core, as /proc/stat counts
- * them: user, nice, system, irq, softirq and steal are busy); 0 if unread. */
-static void machine_ticks(unsigned long long t[2])
+/* The machine's busy, total and stolen CPU ticks (every core, as
+ * /proc/stat counts them: user, nice, system, irq, softirq and steal are
+ * busy; steal is the time a hypervisor ran something else on this virtual
+ * machine's cores); 0 if unread. */
+static void machine_ticks(unsigned long long t[3])
 {
 	unsigned long long v[8] = { 0 };
 	FILE *f = fopen("/proc/stat", "r");
-	t[0] = t[1] = 0;
+	t[0] = t[1] = t[2] = 0;
 	if (f && fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
 			&v[6], &v[7]) == 8) {
 		t[0] = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
 		t[1] = t[0] + v[3] + v[4];
+		t[2] = v[7];
 	}
 	if (f)
 		fclose(f);
@@ -436,9 +440,13 @@ static int report_cpu(struct perf *p, struct hcl_comm *c, double avg_busbw)
 		printf("# cpu seconds of all ranks in the timed calls: %.3f\n", cpu[0]);
 		printf("# busiest rank's cpu share of a core in the timed calls: %.3f (rank %d)\n", cpu[1 + busiest],
 		       busiest);
-		if (p->mt1[1] > p->mt0[1])
+		if (p->mt1[1] > p->mt0[1]) {
+			const double all = (double)(p->mt1[1] - p->mt0[1]);
 			printf("# the machine's cpu share (all cores) in the timed calls: %.3f\n",
-			       (double)(p->mt1[0] - p->mt0[0]) / (double)(p->mt1[1] - p->mt0[1]));
+			       (double)(p->mt1[0] - p->mt0[0]) / all);
+			printf("# the hypervisor's share of the cpu (steal, all cores) in the timed calls: %.3f\n",
+			       (double)(p->mt1[2] - p->mt0[2]) / all);
+		}
 		print_summary(c);
 	}
 	free(cpu);

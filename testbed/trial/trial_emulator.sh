@@ -7,8 +7,10 @@ engine_check() {
 	[ -x "$perf" ] || { echo "trial: build first (testbed/setup.sh)" >&2; exit 2; }
 	[ "$(id -u)" = 0 ] || { echo "trial: needs root (network namespaces)" >&2; exit 2; }
 }
-# the machine's CPU, busy and total ticks of all cores, for the share a run used
-cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat; }
+# the machine's CPU ticks of all cores, for the shares a run used: busy
+# (steal included), all, stolen (the time a hypervisor gave this virtual
+# machine's cores to something else)
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $9; exit }' /proc/stat; }
 # the testbed's settings: the emulated (dilated) rates and delays
 topo_opts() {
 	opts=(--subnet 10.93.$slot --racks $T_RACKS --rack-sizes "$T_RACK_SIZES" --rate "$T_EMU_HOST_RATE")
@@ -102,7 +104,8 @@ calibrate() {
 	local calgos=(ring)
 	[[ " $T_ALGOS " == *" ps-ina "* && $T_INA_RACKS != none ]] && calgos+=(ps-ina)
 	echo "# calibration: emulated host rate, k, algorithm, busy % of: the machine ($(nproc) cores)," \
-		"the busiest swemu lcore, the busiest rank (of a core); that lcore" > "$out/calibration.txt"
+		"the busiest swemu lcore, the busiest rank (of a core); the hypervisor's steal (all cores); that lcore" \
+		> "$out/calibration.txt"
 	for rate in 50000000 100000000 200000000 400000000 800000000 1600000000 3200000000; do
 		((rate <= real)) || break
 		k=$(awk -v r="$real" -v e="$rate" 'BEGIN { printf "%.6g", r / e }')
@@ -132,8 +135,9 @@ calibrate() {
 			load=$(/usr/bin/python3 "$top/testbed/trial/trial_load.py" "$d")
 			echo "$rate $k $algo $load" >> "$out/calibration.txt"
 			set -- $load
-			printf 'calibration: host links %s (k = %s): %s busy: machine %s%%, swemu %s %s%%, busiest rank %s%%\n' \
-				"$T_EMU_HOST_RATE" "$k" "$algo" "$1" "${*:4}" "$2" "$3"
+			printf 'calibration: host links %s (k = %s): %s busy: machine %s%%, swemu %s %s%%, busiest rank %s%%%s\n' \
+				"$T_EMU_HOST_RATE" "$k" "$algo" "$1" "${*:5}" "$2" "$3" \
+				"$([ "$4" = - ] || [ "$4" = 0 ] || echo ", stolen by the hypervisor $4%")"
 			awk -v m="$1" -v l="$2" -v r="$3" -v c="$T_CPU_SHARE" \
 				'BEGIN { c *= 100; exit !(m + 0 > c || l + 0 > c || r + 0 > c) }' && ok=0
 		done

@@ -10,14 +10,49 @@ it.  Any of them near 100% means the run measured this machine,
 not the network: on many cores the machine's total can stay low while one
 lcore carrying every switch is saturated.  An lcore's share counts the
 time it worked and the time an idle pass waited for the CPU (preempted or
-throttled, sw_loop.c): both are time it could not poll.
+throttled, sw_loop.c): both are time it could not poll.  On a virtual
+machine, the share of the CPU its hypervisor gave to something else
+(/proc/stat's steal; busy in the machine's share too) is read on its own:
+time in which the switches' and the ranks' clocks ran on while none of
+them could act, so that the run measured the neighbours as much as the
+network.
 
-  trial_load.py DIR     prints "MACHINE LCORE RANK" in percent (- where
-                        unknown), then what the busiest lcore carries"""
+  trial_load.py DIR     prints "MACHINE LCORE RANK STEAL" in percent (-
+                        where unknown), then what the busiest lcore carries"""
 import json
 import os
 import re
 import sys
+
+# Over this share of the machine's CPU stolen by the hypervisor, a run's
+# times are flagged (trial_report.py): see steal_pct.
+STEAL_LIMIT_PCT = 5.0
+
+
+def runner_ticks(d):
+    """(busy, all, stolen) CPU ticks the runner counted around the run
+    (DIR/cpu: each of the three before, then after; an older run's has no
+    stolen ones: None there), or None if unknown."""
+    try:
+        v = [float(x) for x in open(os.path.join(d, "cpu")).read().split()]
+    except (OSError, ValueError):
+        return None
+    if len(v) == 4:
+        return v[2] - v[0], v[3] - v[1], None
+    if len(v) == 6:
+        return v[3] - v[0], v[4] - v[1], v[5] - v[2]
+    return None
+
+
+def perf_share(d, what):
+    """A share ina-allreduce-perf measured over its timed calls, in
+    percent: its line "# WHAT in the timed calls: X"."""
+    try:
+        m = re.search(r"^# %s in the timed calls: ([0-9.]+)$" % re.escape(what),
+                      open(os.path.join(d, "perf.out")).read(), re.M)
+    except OSError:
+        return None
+    return 100 * float(m.group(1)) if m else None
 
 
 def machine_pct(d):
@@ -25,18 +60,22 @@ def machine_pct(d):
     unknown): in its timed calls alone where ina-allreduce-perf measured it
     (a run's start-up, rendezvous and warm-up had read 20-30 points more at
     the calibration's low rates), else around the whole run (DIR/cpu)."""
-    try:
-        m = re.search(r"^# the machine's cpu share \(all cores\) in the timed calls: ([0-9.]+)$",
-                      open(os.path.join(d, "perf.out")).read(), re.M)
-        if m:
-            return 100 * float(m.group(1))
-    except OSError:
-        pass
-    try:
-        b0, t0, b1, t1 = map(float, open(os.path.join(d, "cpu")).read().split())
-        return 100 * (b1 - b0) / (t1 - t0) if t1 > t0 else None
-    except (OSError, ValueError):
-        return None
+    pct = perf_share(d, "the machine's cpu share (all cores)")
+    if pct is not None:
+        return pct
+    t = runner_ticks(d)
+    return 100 * t[0] / t[1] if t and t[1] > 0 else None
+
+
+def steal_pct(d):
+    """The share of all cores the hypervisor took (steal), in percent, over
+    the same span as machine_pct; None if unknown (not a virtual machine
+    reads 0)."""
+    pct = perf_share(d, "the hypervisor's share of the cpu (steal, all cores)")
+    if pct is not None:
+        return pct
+    t = runner_ticks(d)
+    return 100 * t[2] / t[1] if t and t[2] is not None and t[1] > 0 else None
 
 
 def lcore_pct(d):
@@ -83,7 +122,8 @@ def load_of(d):
     """Every share of the run in d, as a dict (values None where unknown)."""
     lc, lname = lcore_pct(d)
     rk, rank = rank_pct(d)
-    return {"machine_pct": machine_pct(d), "lcore_pct": lc, "lcore": lname, "rank_pct": rk, "rank": rank}
+    return {"machine_pct": machine_pct(d), "lcore_pct": lc, "lcore": lname, "rank_pct": rk, "rank": rank,
+            "steal_pct": steal_pct(d)}
 
 
 def over(load, share_pct):
@@ -105,7 +145,8 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: trial_load.py DIR")
     load = load_of(sys.argv[1])
-    pct = [("-" if load[k] is None else "%.0f" % load[k]) for k in ("machine_pct", "lcore_pct", "rank_pct")]
+    pct = [("-" if load[k] is None else "%.0f" % load[k]) for k in ("machine_pct", "lcore_pct", "rank_pct",
+                                                                     "steal_pct")]
     print(" ".join(pct), load["lcore"] or "-")
 
 

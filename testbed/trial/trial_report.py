@@ -389,6 +389,43 @@ def noise_words(results, algos, sizes):
                                              100 * statistics.median(x[0] for x in spreads))]
 
 
+def run_label(out, d, algos):
+    """A run directory (ALGO-SIZE[@REPEAT]) in words: "ring at 4M, repeat
+    2", and for a sweep's run, with how many racks were INA."""
+    rel = os.path.relpath(d, out).split(os.sep)
+    name, rep = (rel[-1].split("@") + ["1"])[:2]
+    a = max([x for x in algos if name.startswith(x + "-")] or [name], key=len)
+    s = name[len(a) + 1:]
+    where = " with %s INA rack%s" % (rel[1][1:], "" if rel[1] == "k1" else "s") if rel[0] == "sweep" else ""
+    return "%s at %s%s, repeat %s" % (a, s, where, rep)
+
+
+def steal_words(out, algos):
+    """How much CPU the hypervisor took (steal) in every run of the trial,
+    each repeat and sweep point included: where it took much, the
+    switches' and the ranks' clocks ran on while none of them could act,
+    and the run timed the machine's neighbours as much as the network."""
+    runs = sorted(glob.glob(os.path.join(out, "runs", "*")) + glob.glob(os.path.join(out, "sweep", "k*", "*")))
+    steals = [(trial_load.steal_pct(d), d) for d in runs if os.path.isdir(d)]
+    steals = [(p, d) for p, d in steals if p is not None]
+    if not steals or max(steals)[0] < 0.5:
+        return []
+    hi = max(steals)
+    lines = ["The hypervisor took up to %.0f%% of the machine's CPU during a run (%s; steal: this is a virtual "
+             "machine sharing its cores), %.1f%% in the median of %d runs." % (
+                 hi[0], run_label(out, hi[1], algos), statistics.median(p for p, _ in steals), len(steals))]
+    over = sorted(((p, d) for p, d in steals if p > trial_load.STEAL_LIMIT_PCT), reverse=True)
+    if over:
+        most = "; ".join("%s %.0f%%" % (run_label(out, d, algos), p) for p, d in over[:6])
+        lines.append("**Disturbed by the hypervisor** in %d of %d runs (over %.0f%% of the CPU stolen; the most: %s%s): "
+                     "while it ran something else, the emulated links' clocks ran on and neither the switches nor "
+                     "the ranks could act, so those times measure this machine's neighbours as much as the network. "
+                     "Run the trial again, or on a machine whose cores are its own." % (
+                         len(over), len(steals), trial_load.STEAL_LIMIT_PCT, most,
+                         "; and %d more" % (len(over) - 6) if len(over) > 6 else ""))
+    return lines
+
+
 def load_run(d, a, t, nb, ctx):
     """One run of algorithm a (directory d, nb bytes): its time and #wrong
     from perf.out, the timing traces, the switches' counters and, for an
@@ -756,6 +793,7 @@ def main():
         os.path.join(out, "results.json"), "w"), indent=1)
 
     sim = t.get("T_ENGINE") == "sim"
+    stolen = [] if sim else steal_words(out, algos)
 
     def fmt(v, f="%.3f"):
         return f % v if isinstance(v, (int, float)) else "–"
@@ -773,7 +811,7 @@ def main():
               ", jitter " + t["T_JITTER"] if t["T_JITTER"] else "",
               ", straggler " + t["T_STRAGGLER"] if t["T_STRAGGLER"] else "", "on" if t["T_PACE"] == "1" else "off",
               t["T_SEED"]), "",
-          "## The answer", ""] + answer(t, results, algos, sizes) + [""] + (
+          "## The answer", ""] + answer(t, results, algos, sizes) + stolen + [""] + (
               trial_steps.section(t, results, algos, sizes[0], ms) if t.get("T_WORKLOAD") else []) + (
               SIM_WORDS if sim else dilation_words(t, results, algos, sizes)) + [""] + (
               sweep_words(t, curve) if curve else []) + [
@@ -870,6 +908,8 @@ def main():
                                                   "iter CV", "#wrong"))
     print("\n".join(table))
     print("\n".join(l.replace("**", "") for l in answer(t, results, algos, sizes) if l.startswith("- ")))
+    if len(stolen) > 1:  # runs the hypervisor disturbed: as plain on the console as in the report
+        print(stolen[1].replace("**", ""))
     if curve:
         print("\n".join(l for l in sweep_words(t, curve) if l.startswith("|") or l.startswith("- ")))
 

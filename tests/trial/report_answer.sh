@@ -168,4 +168,26 @@ echo "T_INA_CC=1" >> "$tmp/h/trial.env"
 ! grep -q "INA re-sends for" <<<"$(report "$tmp/h")" || fail "H: a hint with ina_cc on"
 printf 'T_INA_CC=0\nT_LOSS=0.01\n' >> "$tmp/h/trial.env" # the re-sends are the links' losses
 ! grep -q "INA re-sends for" <<<"$(report "$tmp/h")" || fail "H: a hint with loss configured"
-echo "report_answer: a lost job, an empty switch and a rack on the software PS named; INA credited only where it ran; intervals and spread from the repeats; a sweep's curve and costs; the aggregators' refusals by reason; a hint where INA re-sent much with ina_cc off"
+# I: the hypervisor took CPU (steal): the most and the median said, every
+# run over the limit named (perf's own share, else the runner's ticks
+# around the run: busy, all, stolen before, then after), repeats and the
+# sweep included; 5% is not over it, and no steal at all says nothing
+steal() { echo "# the hypervisor's share of the cpu (steal, all cores) in the timed calls: $1"; }
+SWEEP=1 trial "$tmp/i" "ring ps-ina" 2
+run "$tmp/i" ring 2000 0 "" "$(steal 0.020)"
+REP=@2 run "$tmp/i" ring 2000 0 "" "$(steal 0.050)"
+run "$tmp/i" ps-ina 1000 100 "" "$(steal 0.010)"
+REP=@2 run "$tmp/i" ps-ina 1000 100
+echo "100 1000 10 400 2000 260" > "$tmp/i/runs/ps-ina-256K@2/cpu" # 250 of 1000 ticks stolen
+RUNS=sweep/k0 run "$tmp/i" ps-ina 2200 0 "" "$(steal 0.120)"
+RUNS=sweep/k0 REP=@2 run "$tmp/i" ps-ina 2200 0 "" "$(steal 0.000)"
+RUNS=sweep/k1 run "$tmp/i" ps-ina 1600 100 "" "$(steal 0.000)"
+RUNS=sweep/k1 REP=@2 run "$tmp/i" ps-ina 1600 100 "" "$(steal 0.030)"
+md=$(report "$tmp/i")
+grep -q "^The hypervisor took up to 25% of the machine's CPU during a run (ps-ina at 256K, repeat 2; steal: .*), 2.5% in the median of 8 runs\.$" <<<"$md" ||
+	fail "I: the most and the median stolen: $(grep -i hypervisor <<<"$md")"
+grep -q "^\*\*Disturbed by the hypervisor\*\* in 2 of 8 runs (over 5% of the CPU stolen; the most: ps-ina at 256K, repeat 2 25%; ps-ina at 256K with 0 INA racks, repeat 1 12%)" <<<"$md" ||
+	fail "I: the disturbed runs: $(grep -i disturbed <<<"$md")"
+md=$(report "$tmp/d") # no steal line in perf.out nor cpu file: nothing said
+! grep -qi "hypervisor" <<<"$md" || fail "D: steal said where none was measured"
+echo "report_answer: a lost job, an empty switch and a rack on the software PS named; INA credited only where it ran; intervals and spread from the repeats; a sweep's curve and costs; the aggregators' refusals by reason; a hint where INA re-sent much with ina_cc off; the hypervisor's steal measured and the runs it disturbed named"
